@@ -1,0 +1,262 @@
+//! Function objects made from C safe-call pointers, calls, and the global function registry.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::{OnceLock, RwLock};
+
+use crate::abi::{
+    TVMFFIAny, TVMFFIByteArray, TVMFFIMethodInfo, TVMFFIObjectHandle, TVMFFISafeCallType,
+    kTVMFFIFunction,
+};
+use crate::any::AnyView;
+use crate::error::{Error, ErrorKind, Result};
+use crate::function::{Function, FunctionObj};
+use crate::object::{ObjectRef, alloc_object};
+
+use super::{bytes_arg, guard, non_null, out_arg, text_arg};
+
+/// A function object that forwards to a C safe-call with a user `self` pointer.
+#[repr(C)]
+struct ExternFunctionObj {
+    function: FunctionObj,
+    self_: *mut c_void,
+    safe_call: TVMFFISafeCallType,
+    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+impl Drop for ExternFunctionObj {
+    fn drop(&mut self) {
+        if let Some(deleter) = self.deleter {
+            // SAFETY: the object owns `self_` and releases it exactly once.
+            unsafe { deleter(self.self_) };
+        }
+    }
+}
+
+unsafe extern "C" fn extern_trampoline(
+    handle: *mut c_void,
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    // SAFETY: the trampoline is installed only on `ExternFunctionObj`, and `handle` is that
+    // object; the wrapped safe-call is non-NULL by construction.
+    unsafe {
+        let obj = &*handle.cast::<ExternFunctionObj>();
+        match obj.safe_call {
+            Some(call) => call(obj.self_, args, num_args, result),
+            None => -1,
+        }
+    }
+}
+
+/// Creates a function object from a C safe-call. With NULL `self_` and `deleter` the callee
+/// receives the function object as its handle; otherwise it receives `self_`.
+///
+/// # Safety
+/// `safe_call` follows the safe-call convention; `out` is valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIFunctionCreate(
+    self_: *mut c_void,
+    safe_call: TVMFFISafeCallType,
+    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    out: *mut TVMFFIObjectHandle,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let out = unsafe { out_arg(out, "out")? };
+        if safe_call.is_none() {
+            crate::bail!(ErrorKind::ValueError, "TVMFFIFunctionCreate: safe_call must not be NULL");
+        }
+        let ptr = if self_.is_null() && deleter.is_none() {
+            // SAFETY: FunctionObj is repr(C) with the header first and owns nothing.
+            unsafe { alloc_object(FunctionObj::new(safe_call), 0, kTVMFFIFunction) }.cast::<c_void>()
+        } else {
+            let value = ExternFunctionObj {
+                function: FunctionObj::new(Some(extern_trampoline)),
+                self_,
+                safe_call,
+                deleter,
+            };
+            // SAFETY: repr(C) with the header first; Drop runs the user deleter.
+            unsafe { alloc_object(value, 0, kTVMFFIFunction) }.cast::<c_void>()
+        };
+        *out = ptr.as_ptr();
+        Ok(())
+    })
+}
+
+/// Calls a function object: forwards to its cell's safe-call with the object as handle.
+///
+/// # Safety
+/// `func` is a live function object; `args` holds `num_args` values; `result` is valid.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIFunctionCall(
+    func: TVMFFIObjectHandle,
+    args: *mut TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    // SAFETY: per the contract, `func` is a function object.
+    let cell = unsafe { (*func.cast::<FunctionObj>()).cell() };
+    match cell.safe_call {
+        // SAFETY: forwarded per the safe-call convention.
+        Some(call) => unsafe { call(func, args, num_args, result) },
+        None => guard(|| Err(Error::new(ErrorKind::InternalError, "function without safe_call"))),
+    }
+}
+
+/// One registered global function with its documentation.
+pub(crate) struct GlobalEntry {
+    pub(crate) function: Function,
+    pub(crate) doc: String,
+    pub(crate) metadata: String,
+}
+
+/// The global function registry, safe for concurrent registration and lookup.
+pub(crate) struct Registry {
+    entries: RwLock<HashMap<String, GlobalEntry>>,
+}
+
+impl Registry {
+    /// The registry, with the core's own functions registered on first use.
+    pub(crate) fn global() -> &'static Registry {
+        static REGISTRY: OnceLock<Registry> = OnceLock::new();
+        REGISTRY.get_or_init(|| {
+            let registry = Registry { entries: RwLock::new(HashMap::new()) };
+            for (name, function) in super::globals::builtin_functions() {
+                registry.insert(name, function, String::new(), String::new(), false)
+                    .expect("builtin names are unique");
+            }
+            registry
+        })
+    }
+
+    /// Adds an entry; an existing name needs `allow_override`.
+    pub(crate) fn insert(
+        &self,
+        name: &str,
+        function: Function,
+        doc: String,
+        metadata: String,
+        allow_override: bool,
+    ) -> Result<()> {
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        if !allow_override && entries.contains_key(name) {
+            crate::bail!(ErrorKind::RuntimeError, "Global Function `{name}` is already registered");
+        }
+        let entry = GlobalEntry { function, doc, metadata };
+        let previous = entries.insert(name.to_owned(), entry);
+        drop(entries);
+        drop(previous);
+        Ok(())
+    }
+
+    /// The function registered as `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<Function> {
+        let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
+        entries.get(name).map(|e| e.function.clone())
+    }
+
+    /// Runs `read` on the entry for `name`.
+    pub(crate) fn with_entry<T>(&self, name: &str, read: impl FnOnce(&GlobalEntry) -> T) -> Option<T> {
+        let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
+        entries.get(name).map(read)
+    }
+
+    /// Removes `name`; whether it was registered.
+    pub(crate) fn remove(&self, name: &str) -> bool {
+        let removed = self.entries.write().unwrap_or_else(|e| e.into_inner()).remove(name);
+        removed.is_some()
+    }
+
+    /// All registered names, sorted.
+    pub(crate) fn names(&self) -> Vec<String> {
+        let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
+        let mut names: Vec<String> = entries.keys().cloned().collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+/// Looks up a global function; `*out` is an owned reference, or NULL when absent (rc 0).
+///
+/// # Safety
+/// `name` is a valid byte array; `out` is valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIFunctionGetGlobal(
+    name: *const TVMFFIByteArray,
+    out: *mut TVMFFIObjectHandle,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let (name, out) = unsafe { (text_arg(name, "name")?, out_arg(out, "out")?) };
+        *out = Registry::global()
+            .get(name)
+            .map_or(std::ptr::null_mut(), |f| f.as_object().clone().into_raw().cast());
+        Ok(())
+    })
+}
+
+/// Borrows a function argument as a `Function`, or a `TypeError`.
+fn function_arg(handle: TVMFFIObjectHandle) -> Result<Function> {
+    if handle.is_null() {
+        crate::bail!(ErrorKind::ValueError, "function handle must not be NULL");
+    }
+    // SAFETY: a non-NULL handle is a live object lent for the call.
+    let obj = unsafe { ObjectRef::<crate::object::Object>::from_borrowed(handle.cast()) };
+    let key = obj.header().type_key();
+    obj.downcast::<FunctionObj>()
+        .map(Function::from_object)
+        .map_err(|_| Error::new(ErrorKind::TypeError, format!("expected ffi.Function, got {key}")))
+}
+
+/// Registers `f` as the global `name` (retained).
+///
+/// # Safety
+/// `name` is a valid byte array; `f` is a live function object.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIFunctionSetGlobal(
+    name: *const TVMFFIByteArray,
+    f: TVMFFIObjectHandle,
+    allow_override: c_int,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let name = unsafe { text_arg(name, "name")? };
+        let function = function_arg(f)?;
+        Registry::global().insert(name, function, String::new(), String::new(), allow_override != 0)
+    })
+}
+
+/// Registers a global function from a method record (name, doc and metadata copied).
+///
+/// # Safety
+/// `info` is a valid method record holding a function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIFunctionSetGlobalFromMethodInfo(
+    info: *const TVMFFIMethodInfo,
+    allow_override: c_int,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let info = unsafe { non_null(info, "method info")? };
+        // SAFETY: the record's arrays and value are valid for the call.
+        let (name, doc, metadata, method) = unsafe {
+            (
+                text_arg(&info.name, "name")?,
+                bytes_arg(&info.doc, "doc")?,
+                bytes_arg(&info.metadata, "metadata")?,
+                AnyView::from_raw(info.method),
+            )
+        };
+        let function: Function = method.cast()?;
+        Registry::global().insert(
+            name,
+            function,
+            String::from_utf8_lossy(doc).into_owned(),
+            String::from_utf8_lossy(metadata).into_owned(),
+            allow_override != 0,
+        )
+    })
+}

@@ -1,0 +1,124 @@
+//! Definitions of the exported `TVMFFI*` C functions: the process-wide state (type table, global
+//! function registry, per-thread error slot, environment) lives here.
+//!
+//! Every function catches panics (reported as `InternalError`) and never unwinds into C.
+#![allow(non_snake_case)]
+
+use std::ffi::c_int;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::error::{Error, Result};
+
+pub(crate) mod backtrace;
+// mod env;
+mod error;
+mod function;
+mod globals;
+mod object;
+mod string;
+// mod tensor;
+mod types;
+
+
+/// Runs the body of an exported function: `0` on success, `-1` with the error raised on failure
+/// or panic.
+pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(err)) => {
+            err.set_raised();
+            -1
+        },
+        Err(payload) => {
+            Error::from_panic(payload.as_ref()).set_raised();
+            -1
+        },
+    }
+}
+
+/// Runs the body of an exported function that cannot report errors through a status code; a
+/// panic yields `fallback` after raising an `InternalError`.
+pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(value) => value,
+        Err(payload) => {
+            Error::from_panic(payload.as_ref()).set_raised();
+            fallback
+        },
+    }
+}
+
+fn null_error(what: &str) -> Error {
+    Error::new(crate::ErrorKind::ValueError, format!("{what} must not be NULL"))
+}
+
+/// Reads a required pointer argument, or a `ValueError` naming the parameter.
+///
+/// # Safety
+/// `ptr` is NULL or valid for reads for `'a`.
+unsafe fn non_null<'a, T>(ptr: *const T, what: &str) -> Result<&'a T> {
+    // SAFETY: guaranteed by the caller.
+    unsafe { ptr.as_ref() }.ok_or_else(|| null_error(what))
+}
+
+/// A required output argument, or a `ValueError` naming the parameter.
+///
+/// # Safety
+/// `ptr` is NULL or valid for writes for `'a`.
+unsafe fn out_arg<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
+    // SAFETY: guaranteed by the caller.
+    unsafe { ptr.as_mut() }.ok_or_else(|| null_error(what))
+}
+
+/// The bytes of a byte-array argument (NULL data is accepted only with size 0).
+///
+/// # Safety
+/// `array` is NULL or points at a byte array whose data is valid for the call.
+unsafe fn bytes_arg<'a>(array: *const crate::abi::TVMFFIByteArray, what: &str) -> Result<&'a [u8]> {
+    // SAFETY: guaranteed by the caller.
+    let array = unsafe { non_null(array, what)? };
+    if array.size == 0 {
+        return Ok(&[]);
+    }
+    if array.data.is_null() {
+        return Err(Error::new(
+            crate::ErrorKind::ValueError,
+            format!("{what} has NULL data with size {}", array.size),
+        ));
+    }
+    // SAFETY: guaranteed by the caller.
+    Ok(unsafe { std::slice::from_raw_parts(array.data.cast(), array.size) })
+}
+
+/// The text of a byte-array argument, or a `ValueError` if it is not UTF-8.
+///
+/// # Safety
+/// As for [`bytes_arg`].
+unsafe fn text_arg<'a>(array: *const crate::abi::TVMFFIByteArray, what: &str) -> Result<&'a str> {
+    // SAFETY: forwarded.
+    let bytes = unsafe { bytes_arg(array, what)? };
+    std::str::from_utf8(bytes).map_err(|_| {
+        Error::new(
+            crate::ErrorKind::ValueError,
+            format!("{what} is not valid UTF-8: {:?}", String::from_utf8_lossy(bytes)),
+        )
+    })
+}
+
+/// The text of a NUL-terminated C string argument, or a `ValueError`.
+///
+/// # Safety
+/// `ptr` is NULL or a valid NUL-terminated string.
+unsafe fn cstr_arg<'a>(ptr: *const std::ffi::c_char, what: &str) -> Result<&'a str> {
+    if ptr.is_null() {
+        return Err(null_error(what));
+    }
+    // SAFETY: guaranteed by the caller.
+    let cstr = unsafe { std::ffi::CStr::from_ptr(ptr) };
+    cstr.to_str().map_err(|_| {
+        Error::new(
+            crate::ErrorKind::ValueError,
+            format!("{what} is not valid UTF-8: {:?}", cstr.to_string_lossy()),
+        )
+    })
+}

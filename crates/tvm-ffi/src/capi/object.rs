@@ -1,0 +1,221 @@
+//! Reference counting, opaque objects, the (dormant) custom allocator, value ownership,
+//! one-time handle initialization and the version query.
+
+use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use crate::abi::{
+    TVMFFIAny, TVMFFICustomAllocator, TVMFFIObjectHandle, TVMFFIOpaqueObjectCell, TVMFFIVersion,
+    kTVMFFIOpaquePyObject,
+};
+use crate::any::AnyView;
+use crate::error::{Error, ErrorKind};
+use crate::object::{Object, alloc_object, dec_ref, inc_ref};
+
+use super::{guard, out_arg};
+
+/// Reports the ABI version this runtime implements.
+///
+/// # Safety
+/// `out` is NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIGetVersion(out: *mut TVMFFIVersion) {
+    if let Some(out) = {
+        // SAFETY: per the contract.
+        unsafe { out.as_mut() }
+    } {
+        *out = TVMFFIVersion {
+            major: crate::abi::TVM_FFI_VERSION_MAJOR,
+            minor: crate::abi::TVM_FFI_VERSION_MINOR,
+            patch: crate::abi::TVM_FFI_VERSION_PATCH,
+        };
+    }
+}
+
+/// Adds a strong reference.
+///
+/// # Safety
+/// `obj` is a live object (NULL is rejected with a `ValueError`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: TVMFFIObjectHandle) -> c_int {
+    if obj.is_null() {
+        return guard(|| Err(Error::new(ErrorKind::ValueError, "TVMFFIObjectIncRef: NULL object")));
+    }
+    // SAFETY: per the contract.
+    unsafe { inc_ref(obj.cast()) };
+    0
+}
+
+/// Drops a strong reference; NULL is a no-op.
+///
+/// # Safety
+/// `obj` is NULL or a live object whose reference the caller gives up.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIObjectDecRef(obj: TVMFFIObjectHandle) -> c_int {
+    if !obj.is_null() {
+        // SAFETY: per the contract.
+        unsafe { dec_ref(obj.cast()) };
+    }
+    0
+}
+
+#[repr(C)]
+struct OpaqueObj {
+    base: Object,
+    cell: TVMFFIOpaqueObjectCell,
+    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+impl Drop for OpaqueObj {
+    fn drop(&mut self) {
+        if let Some(deleter) = self.deleter {
+            // SAFETY: the object owns the handle and releases it exactly once.
+            unsafe { deleter(self.cell.handle) };
+        }
+    }
+}
+
+/// Wraps a foreign handle (a Python object) as an `ffi.OpaquePyObject`.
+///
+/// # Safety
+/// `deleter(handle)` is safe to call once when the object dies; `out` is valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIObjectCreateOpaque(
+    handle: *mut c_void,
+    type_index: i32,
+    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    out: *mut TVMFFIObjectHandle,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let out = unsafe { out_arg(out, "out")? };
+        if type_index != kTVMFFIOpaquePyObject {
+            crate::bail!(
+                ErrorKind::ValueError,
+                "opaque objects must have type index {kTVMFFIOpaquePyObject}, got {type_index}"
+            );
+        }
+        let value = OpaqueObj {
+            base: Object::header(),
+            cell: TVMFFIOpaqueObjectCell { handle },
+            deleter,
+        };
+        // SAFETY: repr(C) with the header first; Drop releases the handle.
+        *out = unsafe { alloc_object(value, 0, type_index) }.as_ptr().cast();
+        Ok(())
+    })
+}
+
+/// The default allocator record: no hook (objects are allocated by their producers).
+struct DefaultAllocator(std::cell::UnsafeCell<TVMFFICustomAllocator>);
+
+// SAFETY: the record is never written by this runtime; callers only read it.
+unsafe impl Sync for DefaultAllocator {}
+
+static DEFAULT_ALLOCATOR: DefaultAllocator = DefaultAllocator(std::cell::UnsafeCell::new(
+    TVMFFICustomAllocator { allocate: None, context: std::ptr::null_mut() },
+));
+static CUSTOM_ALLOCATOR: AtomicPtr<TVMFFICustomAllocator> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The custom object allocator; recorded for compatibility, objects are allocated by their
+/// producers.
+#[unsafe(no_mangle)]
+pub extern "C" fn TVMFFIGetCustomAllocator() -> *mut TVMFFICustomAllocator {
+    let custom = CUSTOM_ALLOCATOR.load(Ordering::Acquire);
+    if custom.is_null() {
+        DEFAULT_ALLOCATOR.0.get()
+    } else {
+        custom
+    }
+}
+
+/// Records a custom allocator (NULL restores the default).
+///
+/// # Safety
+/// `allocator` is NULL or outlives the process's use of it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFISetCustomAllocator(allocator: *mut TVMFFICustomAllocator) -> c_int {
+    CUSTOM_ALLOCATOR.store(allocator, Ordering::Release);
+    0
+}
+
+/// Converts a borrowed value into an owned one.
+///
+/// # Safety
+/// `view` is a valid value; `out` is valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(view: *const TVMFFIAny, out: *mut TVMFFIAny) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let (view, out) = unsafe { (super::non_null(view, "any_view")?, out_arg(out, "out")?) };
+        // SAFETY: the value is valid for the call.
+        let view = unsafe { AnyView::from_raw(*view) };
+        *out = view.try_to_owned()?.into_raw();
+        Ok(())
+    })
+}
+
+static INIT_ONCE_LOCK: Mutex<()> = Mutex::new(());
+
+/// Initializes `*handle_addr` once through `init`, thread-safely.
+///
+/// # Safety
+/// `handle_addr` is valid and only accessed through these functions; `init` follows its contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIHandleInitOnce(
+    handle_addr: *mut *mut c_void,
+    init: Option<unsafe extern "C" fn(result: *mut *mut c_void) -> c_int>,
+) -> c_int {
+    guard(|| {
+        if handle_addr.is_null() {
+            crate::bail!(ErrorKind::ValueError, "TVMFFIHandleInitOnce: handle_addr must not be NULL");
+        }
+        // SAFETY: the address is valid and treated atomically by every user of these functions.
+        let slot = unsafe { AtomicPtr::from_ptr(handle_addr) };
+        if !slot.load(Ordering::Acquire).is_null() {
+            return Ok(());
+        }
+        let _lock = INIT_ONCE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        if !slot.load(Ordering::Acquire).is_null() {
+            return Ok(());
+        }
+        let Some(init) = init else {
+            crate::bail!(ErrorKind::ValueError, "TVMFFIHandleInitOnce: init_func must not be NULL");
+        };
+        let mut result = std::ptr::null_mut();
+        // SAFETY: the init function follows its contract.
+        if unsafe { init(&mut result) } != 0 {
+            return Err(Error::take_raised_or(ErrorKind::RuntimeError, "TVMFFIHandleInitOnce"));
+        }
+        if result.is_null() {
+            crate::bail!(ErrorKind::RuntimeError, "init_func must return a non-NULL handle");
+        }
+        slot.store(result, Ordering::Release);
+        Ok(())
+    })
+}
+
+/// Clears `*handle_addr` and calls `deinit` on the previous value, if any.
+///
+/// # Safety
+/// As for [`TVMFFIHandleInitOnce`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIHandleDeinitOnce(
+    handle_addr: *mut *mut c_void,
+    deinit: Option<unsafe extern "C" fn(handle: *mut c_void) -> c_int>,
+) -> c_int {
+    if handle_addr.is_null() {
+        return guard(|| {
+            Err(Error::new(ErrorKind::ValueError, "TVMFFIHandleDeinitOnce: NULL handle_addr"))
+        });
+    }
+    // SAFETY: as for init.
+    let slot = unsafe { AtomicPtr::from_ptr(handle_addr) };
+    let old = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    match deinit {
+        // SAFETY: the deinit function follows its contract.
+        Some(deinit) if !old.is_null() => unsafe { deinit(old) },
+        _ => 0,
+    }
+}

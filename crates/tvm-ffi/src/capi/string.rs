@@ -1,0 +1,72 @@
+//! Strings, bytes and data-type text.
+
+use std::ffi::c_int;
+
+use crate::abi::{DLDataType, TVMFFIAny, TVMFFIByteArray};
+use crate::dtype::{dtype_to_string, parse_dtype};
+use crate::error::{Error, ErrorKind};
+use crate::string::{Bytes, String};
+
+use super::{bytes_arg, guard, non_null, out_arg};
+
+/// Copies bytes into an owned string value (small form up to 7 bytes).
+///
+/// # Safety
+/// `input` is a valid byte array; `out` is valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIStringFromByteArray(input: *const TVMFFIByteArray, out: *mut TVMFFIAny) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let (bytes, out) = unsafe { (bytes_arg(input, "input")?, out_arg(out, "out")?) };
+        *out = String::from_bytes(bytes).into_any().into_raw();
+        Ok(())
+    })
+}
+
+/// Copies bytes into an owned bytes value (small form up to 7 bytes).
+///
+/// # Safety
+/// `input` is a valid byte array; `out` is valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIBytesFromByteArray(input: *const TVMFFIByteArray, out: *mut TVMFFIAny) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let (bytes, out) = unsafe { (bytes_arg(input, "input")?, out_arg(out, "out")?) };
+        *out = Bytes::from_bytes(bytes).into_any().into_raw();
+        Ok(())
+    })
+}
+
+/// Parses a data type; a `ValueError` naming the text on failure.
+///
+/// # Safety
+/// `text` is a valid byte array; `out` is valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIDataTypeFromString(text: *const TVMFFIByteArray, out: *mut DLDataType) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let (bytes, out) = unsafe { (bytes_arg(text, "dtype string")?, out_arg(out, "out")?) };
+        let text = std::str::from_utf8(bytes).map_err(|_| {
+            Error::new(
+                ErrorKind::ValueError,
+                format!("data type string is not UTF-8: {:?}", std::string::String::from_utf8_lossy(bytes)),
+            )
+        })?;
+        *out = parse_dtype(text).map_err(|msg| Error::new(ErrorKind::ValueError, msg))?;
+        Ok(())
+    })
+}
+
+/// Prints a data type into an owned string value.
+///
+/// # Safety
+/// `dtype` is valid; `out` is valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIDataTypeToString(dtype: *const DLDataType, out: *mut TVMFFIAny) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let (dtype, out) = unsafe { (non_null(dtype, "dtype")?, out_arg(out, "out")?) };
+        *out = String::new(&dtype_to_string(*dtype)).into_any().into_raw();
+        Ok(())
+    })
+}

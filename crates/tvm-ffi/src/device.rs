@@ -1,0 +1,281 @@
+//! Devices ([`DLDevice`]): names of the DLPack device types and the [`Device`] wrapper.
+//!
+//! A device string is `TYPE[:ID]`, for example `cpu`, `cuda:1` or `rocm:0`; the id defaults to 0.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::abi::{
+    DLDevice, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged, kDLExtDev, kDLHexagon, kDLMAIA,
+    kDLMetal, kDLOneAPI, kDLOpenCL, kDLROCM, kDLROCMHost, kDLTrn, kDLVPI, kDLVulkan, kDLWebGPU,
+};
+
+/// Canonical name of every DLPack 1.3 device type.
+const DEVICE_NAMES: [(i32, &str); 16] = [
+    (kDLCPU, "cpu"),
+    (kDLCUDA, "cuda"),
+    (kDLCUDAHost, "cuda_host"),
+    (kDLOpenCL, "opencl"),
+    (kDLVulkan, "vulkan"),
+    (kDLMetal, "metal"),
+    (kDLVPI, "vpi"),
+    (kDLROCM, "rocm"),
+    (kDLROCMHost, "rocm_host"),
+    (kDLExtDev, "ext_dev"),
+    (kDLCUDAManaged, "cuda_managed"),
+    (kDLOneAPI, "oneapi"),
+    (kDLWebGPU, "webgpu"),
+    (kDLHexagon, "hexagon"),
+    (kDLMAIA, "maia"),
+    (kDLTrn, "trn"),
+];
+
+/// Further names accepted when parsing (target names that imply a device).
+const DEVICE_ALIASES: [(&str, i32); 5] = [
+    ("llvm", kDLCPU),
+    ("c", kDLCPU),
+    ("gpu", kDLCUDA),
+    ("nvptx", kDLCUDA),
+    ("cl", kDLOpenCL),
+];
+
+/// The canonical name of a device type (`2` → `"cuda"`), or `None` for an unknown type.
+pub fn device_type_name(t: i32) -> Option<&'static str> {
+    DEVICE_NAMES
+        .iter()
+        .find(|entry| entry.0 == t)
+        .map(|entry| entry.1)
+}
+
+/// The device type for a name (`"cuda"`, `"gpu"` → 2); accepts canonical names and aliases.
+pub fn device_type_from_name(name: &str) -> Option<i32> {
+    DEVICE_NAMES
+        .iter()
+        .find(|entry| entry.1 == name)
+        .map(|entry| entry.0)
+        .or_else(|| {
+            DEVICE_ALIASES
+                .iter()
+                .find(|entry| entry.0 == name)
+                .map(|entry| entry.1)
+        })
+}
+
+/// A [`DLDevice`] with string conversion and convenience constructors.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct Device(pub DLDevice);
+
+impl Device {
+    /// A device from its DLPack device type and id.
+    pub const fn new(device_type: i32, id: i32) -> Self {
+        Self(DLDevice {
+            device_type,
+            device_id: id,
+        })
+    }
+
+    /// CPU device `id`.
+    pub const fn cpu(id: i32) -> Self {
+        Self::new(kDLCPU, id)
+    }
+
+    /// CUDA device `id`.
+    pub const fn cuda(id: i32) -> Self {
+        Self::new(kDLCUDA, id)
+    }
+
+    /// ROCm device `id`.
+    pub const fn rocm(id: i32) -> Self {
+        Self::new(kDLROCM, id)
+    }
+
+    /// Vulkan device `id`.
+    pub const fn vulkan(id: i32) -> Self {
+        Self::new(kDLVulkan, id)
+    }
+
+    /// Metal device `id`.
+    pub const fn metal(id: i32) -> Self {
+        Self::new(kDLMetal, id)
+    }
+
+    /// WebGPU device `id`.
+    pub const fn webgpu(id: i32) -> Self {
+        Self::new(kDLWebGPU, id)
+    }
+
+    /// OpenCL device `id`.
+    pub const fn opencl(id: i32) -> Self {
+        Self::new(kDLOpenCL, id)
+    }
+
+    /// The DLPack device type.
+    pub const fn device_type(self) -> i32 {
+        self.0.device_type
+    }
+
+    /// The device id.
+    pub const fn device_id(self) -> i32 {
+        self.0.device_id
+    }
+}
+
+impl FromStr for Device {
+    type Err = String;
+
+    /// Parses `TYPE[:ID]`, where TYPE is a name accepted by [`device_type_from_name`] or
+    /// `device(N)` (as printed for unknown types) and ID is an `i32` (default 0).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (type_part, id_part) = match s.split_once(':') {
+            Some((t, id)) => (t, Some(id)),
+            None => (s, None),
+        };
+        let device_type = device_type_from_name(type_part)
+            .or_else(|| {
+                let number = type_part.strip_prefix("device(")?.strip_suffix(')')?;
+                number.parse::<i32>().ok()
+            })
+            .ok_or_else(|| format!("unknown device type in `{s}`"))?;
+        let id = match id_part {
+            None => 0,
+            Some(id) => id
+                .parse::<i32>()
+                .map_err(|_| format!("invalid device id in `{s}`"))?,
+        };
+        Ok(Self::new(device_type, id))
+    }
+}
+
+impl fmt::Display for Device {
+    /// Prints `cuda:1`, or `device(99):0` for a type without a name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match device_type_name(self.0.device_type) {
+            Some(name) => write!(f, "{name}:{}", self.0.device_id),
+            None => write!(f, "device({}):{}", self.0.device_type, self.0.device_id),
+        }
+    }
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl From<DLDevice> for Device {
+    fn from(d: DLDevice) -> Self {
+        Self(d)
+    }
+}
+
+impl From<Device> for DLDevice {
+    fn from(d: Device) -> Self {
+        d.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_cover_every_device_type() {
+        let expected = [
+            (1, "cpu"),
+            (2, "cuda"),
+            (3, "cuda_host"),
+            (4, "opencl"),
+            (7, "vulkan"),
+            (8, "metal"),
+            (9, "vpi"),
+            (10, "rocm"),
+            (11, "rocm_host"),
+            (12, "ext_dev"),
+            (13, "cuda_managed"),
+            (14, "oneapi"),
+            (15, "webgpu"),
+            (16, "hexagon"),
+            (17, "maia"),
+            (18, "trn"),
+        ];
+        for (t, name) in expected {
+            assert_eq!(device_type_name(t), Some(name));
+            assert_eq!(device_type_from_name(name), Some(t));
+        }
+        for t in [-1, 0, 5, 6, 19, 99] {
+            assert_eq!(device_type_name(t), None);
+        }
+    }
+
+    #[test]
+    fn aliases() {
+        for (name, t) in [
+            ("llvm", 1),
+            ("c", 1),
+            ("cpu", 1),
+            ("gpu", 2),
+            ("nvptx", 2),
+            ("cl", 4),
+            ("cuda", 2),
+        ] {
+            assert_eq!(device_type_from_name(name), Some(t), "{name}");
+        }
+        assert_eq!(device_type_from_name("CUDA"), None);
+        assert_eq!(device_type_from_name(""), None);
+    }
+
+    #[test]
+    fn parse_and_print() {
+        assert_eq!("cuda".parse::<Device>(), Ok(Device::cuda(0)));
+        assert_eq!("cuda:1".parse::<Device>(), Ok(Device::cuda(1)));
+        assert_eq!("cpu:0".parse::<Device>(), Ok(Device::cpu(0)));
+        assert_eq!("gpu:3".parse::<Device>(), Ok(Device::cuda(3)));
+        assert_eq!("device(99):2".parse::<Device>(), Ok(Device::new(99, 2)));
+        assert_eq!(Device::cuda(1).to_string(), "cuda:1");
+        assert_eq!(Device::new(99, 0).to_string(), "device(99):0");
+        assert_eq!(format!("{:?}", Device::rocm(2)), "rocm:2");
+        for d in [
+            Device::cpu(0),
+            Device::vulkan(1),
+            Device::metal(2),
+            Device::webgpu(3),
+            Device::opencl(4),
+            Device::new(kDLTrn, 7),
+            Device::new(-5, -1),
+        ] {
+            assert_eq!(d.to_string().parse::<Device>(), Ok(d));
+        }
+    }
+
+    #[test]
+    fn parse_errors_name_the_input() {
+        for (input, message) in [
+            ("cdua:0", "unknown device type in `cdua:0`"),
+            ("", "unknown device type in ``"),
+            (":1", "unknown device type in `:1`"),
+            ("device(x):0", "unknown device type in `device(x):0`"),
+            ("cuda:", "invalid device id in `cuda:`"),
+            ("cuda:one", "invalid device id in `cuda:one`"),
+            ("cuda:1:2", "invalid device id in `cuda:1:2`"),
+            ("cuda: 1", "invalid device id in `cuda: 1`"),
+        ] {
+            assert_eq!(input.parse::<Device>(), Err(message.to_string()));
+        }
+    }
+
+    #[test]
+    fn accessors_and_conversions() {
+        let d = Device::new(kDLCUDA, 3);
+        assert_eq!((d.device_type(), d.device_id()), (2, 3));
+        let raw: DLDevice = d.into();
+        assert_eq!(
+            raw,
+            DLDevice {
+                device_type: 2,
+                device_id: 3
+            }
+        );
+        assert_eq!(Device::from(raw), d);
+    }
+}

@@ -1,0 +1,322 @@
+//! Errors as objects: a kind, a message, a backtrace and an optional cause, laid out as the C
+//! ABI's error cell so that C, C++, Rust and Python all read and raise the same value.
+
+use std::borrow::Cow;
+use std::cell::UnsafeCell;
+use std::ffi::CString;
+use std::fmt;
+
+use crate::abi::{self, TVMFFIByteArray, TVMFFIErrorCell, TVMFFIObject, kTVMFFIError};
+use crate::object::{Object, ObjectCore, ObjectRef};
+use crate::string::byte_array;
+
+/// The error kinds the runtime itself raises. Any other kind string is valid too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// A failure with no more specific kind.
+    RuntimeError,
+    /// A value of the right type but unacceptable content (a bad dtype string, ...).
+    ValueError,
+    /// A value of the wrong type, or a wrong argument count.
+    TypeError,
+    /// An unknown key (a type key, a map key, ...).
+    KeyError,
+    /// An index out of range.
+    IndexError,
+    /// A missing attribute or function.
+    AttributeError,
+    /// A broken invariant inside the runtime, including a caught panic.
+    InternalError,
+    /// A feature that is not available.
+    NotImplementedError,
+    /// Memory could not be allocated.
+    MemoryError,
+    /// An integer out of range.
+    OverflowError,
+    /// A failed assertion.
+    AssertionError,
+}
+
+impl ErrorKind {
+    /// The kind string carried by the error object.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::RuntimeError => "RuntimeError",
+            ErrorKind::ValueError => "ValueError",
+            ErrorKind::TypeError => "TypeError",
+            ErrorKind::KeyError => "KeyError",
+            ErrorKind::IndexError => "IndexError",
+            ErrorKind::AttributeError => "AttributeError",
+            ErrorKind::InternalError => "InternalError",
+            ErrorKind::NotImplementedError => "NotImplementedError",
+            ErrorKind::MemoryError => "MemoryError",
+            ErrorKind::OverflowError => "OverflowError",
+            ErrorKind::AssertionError => "AssertionError",
+        }
+    }
+}
+
+impl AsRef<str> for ErrorKind {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The view of an error object shared by every producer: header plus error cell.
+/// The cell sits in an `UnsafeCell` because `update_backtrace` rewrites it in place.
+#[repr(C)]
+pub struct ErrorObj {
+    pub(crate) base: Object,
+    pub(crate) cell: UnsafeCell<TVMFFIErrorCell>,
+}
+
+// SAFETY: the cell's pointers refer to memory owned by the object; the only mutation is the
+// backtrace update, which the ABI leaves to the error's owner to serialize (as C++ does).
+unsafe impl Send for ErrorObj {}
+// SAFETY: as above.
+unsafe impl Sync for ErrorObj {}
+
+// SAFETY: repr(C) with the header first; `ffi.Error` has the static index 67.
+unsafe impl ObjectCore for ErrorObj {
+    const TYPE_KEY: &'static str = "ffi.Error";
+    fn type_index() -> i32 {
+        kTVMFFIError
+    }
+}
+
+impl ErrorObj {
+    /// The error cell.
+    pub fn cell(&self) -> &TVMFFIErrorCell {
+        // SAFETY: the cell is only rewritten by `update_backtrace`, never concurrently with a
+        // read by the error's owner.
+        unsafe { &*self.cell.get() }
+    }
+}
+
+/// A runtime error: kind, message, backtrace (most recent call first) and optional cause.
+#[derive(Clone)]
+pub struct Error {
+    obj: ObjectRef<ErrorObj>,
+}
+
+/// Result type of the runtime.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn cell_text(array: &TVMFFIByteArray) -> Cow<'_, str> {
+    if array.size == 0 {
+        return Cow::Borrowed("");
+    }
+    // SAFETY: the error object owns `size` bytes at `data` for as long as it lives.
+    let bytes = unsafe { std::slice::from_raw_parts(array.data.cast::<u8>(), array.size) };
+    String::from_utf8_lossy(bytes)
+}
+
+impl Error {
+    /// Creates an error of `kind` with `message` and the backtrace of the caller.
+    pub fn new(kind: impl AsRef<str>, message: impl AsRef<str>) -> Error {
+        // SAFETY: NULL file/function ask for the captured stack only; the result stays valid
+        // until the next call on this thread, and is copied by `with_backtrace` below.
+        let backtrace = unsafe { abi::TVMFFIBacktrace(std::ptr::null(), 0, std::ptr::null(), 0) };
+        // SAFETY: non-NULL results point at a valid byte array.
+        let backtrace = if backtrace.is_null() { byte_array(b"") } else { unsafe { *backtrace } };
+        Self::create(kind.as_ref(), message.as_ref(), backtrace, None)
+    }
+
+    /// Creates an error with an explicit backtrace text.
+    pub fn with_backtrace(
+        kind: impl AsRef<str>,
+        message: impl AsRef<str>,
+        backtrace: &str,
+    ) -> Error {
+        Self::create(kind.as_ref(), message.as_ref(), byte_array(backtrace.as_bytes()), None)
+    }
+
+    fn create(
+        kind: &str,
+        message: &str,
+        backtrace: TVMFFIByteArray,
+        cause: Option<&Error>,
+    ) -> Error {
+        let kind = byte_array(kind.as_bytes());
+        let message = byte_array(message.as_bytes());
+        let cause = cause.map_or(std::ptr::null_mut(), |c| c.as_raw().cast());
+        let mut out = std::ptr::null_mut();
+        // SAFETY: all arrays point at live bytes; the cause is borrowed and retained by the cell.
+        let rc = unsafe {
+            abi::TVMFFIErrorCreateWithCauseAndExtraContext(
+                &kind,
+                &message,
+                &backtrace,
+                cause,
+                std::ptr::null_mut(),
+                &mut out,
+            )
+        };
+        if rc != 0 || out.is_null() {
+            std::alloc::handle_alloc_error(std::alloc::Layout::new::<ErrorObj>());
+        }
+        // SAFETY: a successful create hands us one owned reference to an error object.
+        unsafe { Error::from_raw(out.cast()) }
+    }
+
+    /// A copy of this error whose cause is `cause`.
+    pub fn with_cause(self, cause: Error) -> Error {
+        let backtrace = self.obj.cell().backtrace;
+        Self::create(&self.kind(), &self.message(), backtrace, Some(&cause))
+    }
+
+    /// Takes over one strong reference to an error object.
+    ///
+    /// # Safety
+    /// `ptr` points at a live `ffi.Error` object; the caller transfers one strong reference.
+    pub unsafe fn from_raw(ptr: *mut TVMFFIObject) -> Error {
+        // SAFETY: guaranteed by the caller.
+        Error { obj: unsafe { ObjectRef::from_raw(ptr) } }
+    }
+
+    /// Wraps an error object reference.
+    pub fn from_object(obj: ObjectRef<ErrorObj>) -> Error {
+        Error { obj }
+    }
+
+    /// The underlying object reference.
+    pub fn as_object(&self) -> &ObjectRef<ErrorObj> {
+        &self.obj
+    }
+
+    /// The header pointer, borrowed.
+    pub fn as_raw(&self) -> *mut TVMFFIObject {
+        self.obj.as_raw()
+    }
+
+    /// Gives up ownership of the error object.
+    pub fn into_raw(self) -> *mut TVMFFIObject {
+        self.obj.into_raw()
+    }
+
+    /// The kind string, such as `"ValueError"`.
+    pub fn kind(&self) -> Cow<'_, str> {
+        cell_text(&self.obj.cell().kind)
+    }
+
+    /// The message.
+    pub fn message(&self) -> Cow<'_, str> {
+        cell_text(&self.obj.cell().message)
+    }
+
+    /// The backtrace text, most recent call first.
+    pub fn backtrace(&self) -> Cow<'_, str> {
+        cell_text(&self.obj.cell().backtrace)
+    }
+
+    /// The error that caused this one, if any.
+    pub fn cause(&self) -> Option<Error> {
+        let cause = self.obj.cell().cause_chain;
+        // SAFETY: the cell owns a reference to its cause, which is an error object.
+        (!cause.is_null()).then(|| Error { obj: unsafe { ObjectRef::from_borrowed(cause.cast()) } })
+    }
+
+    /// Whether the kind equals `kind`.
+    pub fn is_kind(&self, kind: impl AsRef<str>) -> bool {
+        self.kind() == kind.as_ref()
+    }
+
+    /// Replaces (`append == false`) or extends the backtrace through the cell's update hook.
+    pub fn update_backtrace(&self, backtrace: &str, append: bool) {
+        let text = byte_array(backtrace.as_bytes());
+        let mode = if append {
+            abi::kTVMFFIBacktraceUpdateModeAppend
+        } else {
+            abi::kTVMFFIBacktraceUpdateModeReplace
+        };
+        if let Some(update) = self.obj.cell().update_backtrace {
+            // SAFETY: the hook belongs to this object and copies the bytes it is given.
+            unsafe { update(self.as_raw().cast(), &text, mode) };
+        }
+    }
+
+    /// Stores this error in the calling thread's error slot (replacing any previous one).
+    pub fn set_raised(&self) {
+        // SAFETY: the slot takes its own reference; we keep ours.
+        unsafe { abi::TVMFFIErrorSetRaised(self.as_raw().cast()) }
+    }
+
+    /// Moves the error out of the calling thread's error slot, leaving it empty.
+    pub fn take_raised() -> Option<Error> {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: `out` is a valid slot; the result is an owned reference or NULL.
+        unsafe { abi::TVMFFIErrorMoveFromRaised(&mut out) };
+        // SAFETY: a non-NULL result is an owned error reference.
+        (!out.is_null()).then(|| unsafe { Error::from_raw(out.cast()) })
+    }
+
+    /// The raised error, or a new error of `kind` naming `context` when a C function failed
+    /// without raising one.
+    pub fn take_raised_or(kind: impl AsRef<str>, context: impl fmt::Display) -> Error {
+        Self::take_raised().unwrap_or_else(|| {
+            Error::new(kind, format!("call failed without raising an error: {context}"))
+        })
+    }
+
+    /// Raises a new error from a kind and message in C-string form (through the C API).
+    pub fn raise_from_str(kind: &str, message: &str) {
+        let kind = CString::new(kind.replace('\0', "\\0")).expect("NUL removed");
+        let message = CString::new(message.replace('\0', "\\0")).expect("NUL removed");
+        // SAFETY: both strings are NUL-terminated and live for the call.
+        unsafe { abi::TVMFFIErrorSetRaisedFromCStr(kind.as_ptr(), message.as_ptr()) }
+    }
+
+    /// An `InternalError` describing a caught panic.
+    pub fn from_panic(payload: &(dyn std::any::Any + Send)) -> Error {
+        let text = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_owned()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "panic with a non-string payload".to_owned()
+        };
+        Error::new(ErrorKind::InternalError, format!("panic in native code: {text}"))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind(), self.message())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind(), self.message())?;
+        if let Some(cause) = self.cause() {
+            write!(f, "\ncaused by: {cause:?}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Returns early with an error of the given kind and formatted message.
+#[macro_export]
+macro_rules! bail {
+    ($kind:expr, $($fmt:tt)+) => {
+        return ::core::result::Result::Err($crate::Error::new($kind, format!($($fmt)+)))
+    };
+}
+
+/// Returns early with an error unless the condition holds.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $kind:expr, $($fmt:tt)+) => {
+        if !$cond {
+            $crate::bail!($kind, $($fmt)+);
+        }
+    };
+}

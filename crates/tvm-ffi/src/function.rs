@@ -1,0 +1,384 @@
+//! Packed functions: objects with a safe-call entry point that take an array of `AnyView`
+//! arguments and write an owning `Any` result, callable from any language through the C ABI.
+
+use std::ffi::{c_int, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::abi::{self, TVMFFIAny, TVMFFIFunctionCell, TVMFFISafeCallType, kTVMFFIFunction};
+use crate::any::{Any, AnyView, TryFromAnyView};
+use crate::error::{Error, ErrorKind, Result};
+use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
+use crate::string::byte_array;
+
+/// The view of a function object shared by every producer: header plus function cell.
+#[repr(C)]
+pub struct FunctionObj {
+    base: Object,
+    cell: TVMFFIFunctionCell,
+}
+
+// SAFETY: the cell holds code pointers only; calls are thread-safe by the ABI's contract.
+unsafe impl Send for FunctionObj {}
+// SAFETY: as above.
+unsafe impl Sync for FunctionObj {}
+
+// SAFETY: repr(C) with the header first; `ffi.Function` has the static index 68.
+unsafe impl ObjectCore for FunctionObj {
+    const TYPE_KEY: &'static str = "ffi.Function";
+    fn type_index() -> i32 {
+        kTVMFFIFunction
+    }
+}
+
+impl FunctionObj {
+    /// A function cell calling `safe_call` (with `cpp_call` NULL, as every non-C++ producer must).
+    pub(crate) fn new(safe_call: TVMFFISafeCallType) -> FunctionObj {
+        FunctionObj {
+            base: Object::header(),
+            cell: TVMFFIFunctionCell { safe_call, cpp_call: std::ptr::null_mut() },
+        }
+    }
+
+    /// The function cell.
+    pub fn cell(&self) -> &TVMFFIFunctionCell {
+        &self.cell
+    }
+}
+
+/// A function object holding a Rust closure right after the cell.
+#[repr(C)]
+struct RustFunctionObj<F> {
+    function: FunctionObj,
+    callable: F,
+}
+
+/// Runs `body` for a safe-call entry point: writes the result or raises the error (a panic
+/// becomes an `InternalError`), and returns the C status code.
+///
+/// # Safety
+/// `result` is valid for writes.
+pub(crate) unsafe fn run_safe_call(
+    result: *mut TVMFFIAny,
+    body: impl FnOnce() -> Result<Any>,
+) -> c_int {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => {
+            // SAFETY: guaranteed by the caller; the callee owns nothing in `result` yet.
+            unsafe { result.write(value.into_raw()) };
+            0
+        },
+        Ok(Err(err)) => {
+            err.set_raised();
+            -1
+        },
+        Err(payload) => {
+            Error::from_panic(payload.as_ref()).set_raised();
+            -1
+        },
+    }
+}
+
+/// Views the packed arguments of a safe call as a slice.
+///
+/// # Safety
+/// `args` points at `num_args` values valid for `'a` (it may be NULL when `num_args` is 0).
+pub(crate) unsafe fn args_slice<'a>(args: *const TVMFFIAny, num_args: i32) -> &'a [AnyView<'a>] {
+    if num_args <= 0 || args.is_null() {
+        return &[];
+    }
+    // SAFETY: `AnyView` is a transparent wrapper of `TVMFFIAny`; validity per the caller.
+    unsafe { std::slice::from_raw_parts(args.cast::<AnyView<'a>>(), num_args as usize) }
+}
+
+unsafe extern "C" fn rust_safe_call<F>(
+    handle: *mut c_void,
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int
+where
+    F: Fn(&[AnyView<'_>]) -> Result<Any>,
+{
+    // SAFETY: `handle` is this function object (the safe-call convention for function
+    // objects), allocated as a `RustFunctionObj<F>`; arguments are valid for the call.
+    unsafe {
+        let obj = &*handle.cast::<RustFunctionObj<F>>();
+        let args = args_slice(args, num_args);
+        run_safe_call(result, || (obj.callable)(args))
+    }
+}
+
+/// A reference to a packed function.
+#[derive(Clone)]
+pub struct Function {
+    obj: ObjectRef<FunctionObj>,
+}
+
+impl Function {
+    /// Wraps a closure taking packed arguments.
+    pub fn from_packed<F>(f: F) -> Function
+    where
+        F: Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
+    {
+        let value = RustFunctionObj {
+            function: FunctionObj::new(Some(rust_safe_call::<F>)),
+            callable: f,
+        };
+        // SAFETY: RustFunctionObj is repr(C) with the header first; its Drop drops the closure.
+        let ptr = unsafe { alloc_object(value, 0, kTVMFFIFunction) };
+        // SAFETY: the new object's reference moves into the Function.
+        Function { obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) } }
+    }
+
+    /// Wraps a typed closure; arguments are converted and checked, and mismatches become a
+    /// `TypeError` naming `name`, the argument position and both types.
+    pub fn from_typed<F, Args>(name: &str, f: F) -> Function
+    where
+        F: TypedFunction<Args>,
+    {
+        let signature = F::signature(name);
+        Function::from_packed(move |args| f.call_typed(&signature, args))
+    }
+
+    /// Wraps a C safe-call function through `TVMFFIFunctionCreate`.
+    ///
+    /// # Safety
+    /// `safe_call` follows the safe-call convention; `self_` stays valid until `deleter(self_)`.
+    pub unsafe fn from_extern_c(
+        self_: *mut c_void,
+        safe_call: TVMFFISafeCallType,
+        deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    ) -> Result<Function> {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: forwarded from the caller.
+        let rc = unsafe { abi::TVMFFIFunctionCreate(self_, safe_call, deleter, &mut out) };
+        if rc != 0 {
+            return Err(Error::take_raised_or(ErrorKind::RuntimeError, "TVMFFIFunctionCreate"));
+        }
+        // SAFETY: a successful create returns one owned function reference.
+        Ok(Function { obj: unsafe { ObjectRef::from_raw(out.cast()) } })
+    }
+
+    /// Wraps a function object reference.
+    pub fn from_object(obj: ObjectRef<FunctionObj>) -> Function {
+        Function { obj }
+    }
+
+    /// The underlying object reference.
+    pub fn as_object(&self) -> &ObjectRef<FunctionObj> {
+        &self.obj
+    }
+
+    /// Calls the function with packed arguments.
+    #[inline]
+    pub fn call_packed(&self, args: &[AnyView<'_>]) -> Result<Any> {
+        let mut result = TVMFFIAny::NONE;
+        let Some(safe_call) = self.obj.cell.safe_call else {
+            return Err(Error::new(ErrorKind::InternalError, "function object without safe_call"));
+        };
+        let num_args = i32::try_from(args.len()).map_err(|_| {
+            Error::new(ErrorKind::ValueError, format!("too many arguments: {}", args.len()))
+        })?;
+        // SAFETY: the handle is the function object itself; `AnyView` is a transparent
+        // `TVMFFIAny`; the callee writes an owning value or nothing.
+        let rc = unsafe {
+            safe_call(self.obj.as_raw().cast(), args.as_ptr().cast(), num_args, &mut result)
+        };
+        if rc == 0 {
+            // SAFETY: on success the result is an owning value.
+            Ok(unsafe { Any::from_raw(result) })
+        } else {
+            Err(Error::take_raised_or(ErrorKind::RuntimeError, "packed function call"))
+        }
+    }
+
+    /// Calls the function with a tuple of arguments convertible into `Any`.
+    pub fn call<A: IntoArgs>(&self, args: A) -> Result<Any> {
+        let values = args.into_args();
+        let values = values.as_ref();
+        // SAFETY: `Any` and `AnyView` share the transparent `TVMFFIAny` layout; the views
+        // borrow `values`, which outlives the call.
+        let views = unsafe {
+            std::slice::from_raw_parts(values.as_ptr().cast::<AnyView<'_>>(), values.len())
+        };
+        self.call_packed(views)
+    }
+
+    /// The global function registered as `name`, if any.
+    pub fn get_global(name: &str) -> Option<Function> {
+        let key = byte_array(name.as_bytes());
+        let mut out = std::ptr::null_mut();
+        // SAFETY: valid pointers for the call; the result is an owned reference or NULL.
+        let rc = unsafe { abi::TVMFFIFunctionGetGlobal(&key, &mut out) };
+        if rc != 0 {
+            drop(Error::take_raised());
+            return None;
+        }
+        // SAFETY: a non-NULL result is an owned function reference.
+        (!out.is_null()).then(|| Function { obj: unsafe { ObjectRef::from_raw(out.cast()) } })
+    }
+
+    /// The global function `name`, or an `AttributeError` naming it.
+    pub fn get_global_required(name: &str) -> Result<Function> {
+        Function::get_global(name).ok_or_else(|| {
+            Error::new(ErrorKind::AttributeError, format!("global function `{name}` is not registered"))
+        })
+    }
+
+    /// Registers this function as the global `name`; with `allow_override` false an existing
+    /// entry is a `RuntimeError`.
+    pub fn register_global(&self, name: &str, allow_override: bool) -> Result<()> {
+        let key = byte_array(name.as_bytes());
+        // SAFETY: the registry retains its own reference.
+        let rc = unsafe {
+            abi::TVMFFIFunctionSetGlobal(&key, self.obj.as_raw().cast(), c_int::from(allow_override))
+        };
+        if rc == 0 { Ok(()) } else { Err(Error::take_raised_or(ErrorKind::RuntimeError, name)) }
+    }
+
+    /// Removes the global `name`; whether it existed.
+    pub fn remove_global(name: &str) -> Result<bool> {
+        Function::get_global_required("ffi.FunctionRemoveGlobal")?.call((name,))?.cast()
+    }
+
+    /// The names of all global functions.
+    pub fn list_global_names() -> Result<Vec<std::string::String>> {
+        let functor =
+            Function::get_global_required("ffi.FunctionListGlobalNamesFunctor")?.call(())?;
+        let functor: Function = functor.cast()?;
+        let count: i64 = functor.call((-1i64,))?.cast()?;
+        (0..count).map(|i| functor.call((i,))?.cast()).collect()
+    }
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Function({:p})", self.obj.as_raw())
+    }
+}
+
+impl From<Function> for Any {
+    fn from(f: Function) -> Any {
+        Any::from_object(f.obj)
+    }
+}
+
+impl TryFromAnyView for Function {
+    const TYPE_NAME: &'static str = "ffi.Function";
+    fn try_from_view(view: &AnyView<'_>) -> Option<Function> {
+        ObjectRef::<FunctionObj>::try_from_view(view).map(Function::from_object)
+    }
+}
+
+/// Argument tuples for [`Function::call`].
+pub trait IntoArgs {
+    /// Storage of the converted arguments.
+    type Values: AsRef<[Any]>;
+    /// Converts every argument into an owning `Any`.
+    fn into_args(self) -> Self::Values;
+}
+
+impl IntoArgs for &[Any] {
+    type Values = Vec<Any>;
+    fn into_args(self) -> Vec<Any> {
+        self.to_vec()
+    }
+}
+
+/// Return values of typed functions.
+pub trait IntoFunctionResult {
+    /// The schema name of the returned type.
+    const TYPE_NAME: &'static str;
+    /// Converts into the packed result.
+    fn into_function_result(self) -> Result<Any>;
+}
+
+impl<T: Into<Any> + TryFromAnyView> IntoFunctionResult for T {
+    const TYPE_NAME: &'static str = T::TYPE_NAME;
+    fn into_function_result(self) -> Result<Any> {
+        Ok(self.into())
+    }
+}
+
+impl<T: Into<Any> + TryFromAnyView> IntoFunctionResult for Result<T> {
+    const TYPE_NAME: &'static str = T::TYPE_NAME;
+    fn into_function_result(self) -> Result<Any> {
+        self.map(Into::into)
+    }
+}
+
+/// Closures usable as typed functions, for argument tuples `Args`.
+pub trait TypedFunction<Args>: Send + Sync + 'static {
+    /// The signature text `name(0: T0, 1: T1) -> R` used in error messages.
+    fn signature(name: &str) -> std::string::String;
+    /// Converts the packed arguments and calls the closure.
+    fn call_typed(&self, signature: &str, args: &[AnyView<'_>]) -> Result<Any>;
+}
+
+fn argument_error(signature: &str, index: usize, expected: &str, got: &AnyView<'_>) -> Error {
+    Error::new(
+        ErrorKind::TypeError,
+        format!(
+            "Mismatched type on argument #{index} when calling: `{signature}`. \
+             Expected `{expected}` but got `{}`",
+            got.type_key()
+        ),
+    )
+}
+
+macro_rules! typed_arities {
+    ($( ($n:expr; $($arg:ident $idx:tt),*) )*) => {$(
+        impl<Func, Ret, $($arg),*> TypedFunction<($($arg,)*)> for Func
+        where
+            Func: Fn($($arg),*) -> Ret + Send + Sync + 'static,
+            Ret: IntoFunctionResult,
+            $($arg: TryFromAnyView,)*
+        {
+            fn signature(name: &str) -> std::string::String {
+                let params: [&str; $n] = [$($arg::TYPE_NAME),*];
+                let params: Vec<std::string::String> =
+                    params.iter().enumerate().map(|(i, t)| format!("{i}: {t}")).collect();
+                format!("{name}({}) -> {}", params.join(", "), Ret::TYPE_NAME)
+            }
+
+            #[allow(unused_variables)]
+            fn call_typed(&self, signature: &str, args: &[AnyView<'_>]) -> Result<Any> {
+                if args.len() != $n {
+                    return Err(Error::new(
+                        ErrorKind::TypeError,
+                        format!(
+                            "Mismatched number of arguments when calling: `{signature}`. \
+                             Expected {} but got {} arguments",
+                            $n,
+                            args.len()
+                        ),
+                    ));
+                }
+                (self)($(
+                    $arg::try_from_view(&args[$idx])
+                        .ok_or_else(|| argument_error(signature, $idx, $arg::TYPE_NAME, &args[$idx]))?
+                ),*)
+                .into_function_result()
+            }
+        }
+
+        impl<$($arg: Into<Any>),*> IntoArgs for ($($arg,)*) {
+            type Values = [Any; $n];
+            fn into_args(self) -> [Any; $n] {
+                [$(self.$idx.into()),*]
+            }
+        }
+    )*};
+}
+
+typed_arities! {
+    (0;)
+    (1; A0 0)
+    (2; A0 0, A1 1)
+    (3; A0 0, A1 1, A2 2)
+    (4; A0 0, A1 1, A2 2, A3 3)
+    (5; A0 0, A1 1, A2 2, A3 3, A4 4)
+    (6; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5)
+    (7; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6)
+    (8; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7)
+}

@@ -1,0 +1,351 @@
+//! Reference-counted objects with the 24-byte header of the C ABI.
+//!
+//! Reference counting is done inline on the header, exactly as C++ code compiled against the
+//! header does it: strong count in the low 32 bits, weak count in the high 32 bits, and a deleter
+//! called with flag bits saying whether to destroy the value, free the memory, or both.
+
+use std::ffi::{c_int, c_void};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::atomic::{Ordering, fence};
+
+use crate::abi::{
+    self, TVMFFIObject, kTVMFFIObjectBothOne, kTVMFFIObjectDeleterFlagBitMaskStrong,
+    kTVMFFIObjectDeleterFlagBitMaskWeak, kTVMFFIObjectWeakOne,
+};
+use crate::types;
+
+/// The root of every object type (`ffi.Object`): just the header.
+#[repr(C)]
+pub struct Object {
+    header: TVMFFIObject,
+}
+
+impl Object {
+    /// A header to embed in a new object value; allocation fills in the real fields.
+    pub const fn header() -> Object {
+        Object {
+            header: TVMFFIObject {
+                combined_ref_count: std::sync::atomic::AtomicU64::new(0),
+                type_index: 0,
+                __padding: 0,
+                deleter: None,
+            },
+        }
+    }
+
+    /// The runtime type index stored in the header.
+    pub fn type_index(&self) -> i32 {
+        self.header.type_index
+    }
+
+    /// The current strong reference count.
+    pub fn strong_count(&self) -> u32 {
+        (self.header.combined_ref_count.load(Ordering::Relaxed) & 0xFFFF_FFFF) as u32
+    }
+
+    /// The current weak reference count (including the one held collectively by strong refs).
+    pub fn weak_count(&self) -> u32 {
+        (self.header.combined_ref_count.load(Ordering::Relaxed) >> 32) as u32
+    }
+
+    /// The type key of this object's runtime type.
+    pub fn type_key(&self) -> String {
+        types::type_key_of(self.type_index())
+    }
+}
+
+/// An object type laid out for the C ABI.
+///
+/// # Safety
+/// Implementors are `#[repr(C)]` and start with an [`Object`] (directly or through their parent
+/// type), so that a pointer to the value is a pointer to its header; `type_index` returns the
+/// index that the header of every live value of this type (or a subtype) carries.
+pub unsafe trait ObjectCore: Sized + 'static {
+    /// The registered type key, such as `"ffi.String"`.
+    const TYPE_KEY: &'static str;
+
+    /// The runtime type index of this type.
+    fn type_index() -> i32;
+
+    /// Whether an object whose header says `type_index` may be viewed as `Self`.
+    fn is_instance(type_index: i32) -> bool {
+        types::is_instance_of(type_index, Self::type_index())
+    }
+}
+
+// SAFETY: `Object` is `#[repr(C)]` and is the header itself.
+unsafe impl ObjectCore for Object {
+    const TYPE_KEY: &'static str = "ffi.Object";
+    fn type_index() -> i32 {
+        abi::kTVMFFIObject
+    }
+    fn is_instance(_type_index: i32) -> bool {
+        true
+    }
+}
+
+/// Adds one strong reference.
+///
+/// # Safety
+/// `obj` points at a live object header and the caller holds a strong reference to it.
+#[inline]
+pub unsafe fn inc_ref(obj: *mut TVMFFIObject) {
+    // SAFETY: the caller guarantees `obj` is live.
+    unsafe { (*obj).combined_ref_count.fetch_add(1, Ordering::Relaxed) };
+}
+
+/// Drops one strong reference, running the deleter as the protocol of the header prescribes.
+///
+/// # Safety
+/// `obj` points at a live object header and the caller gives up one strong reference to it.
+#[inline]
+pub unsafe fn dec_ref(obj: *mut TVMFFIObject) {
+    // SAFETY: the caller owns a strong reference, so the header is live until the deleter runs.
+    unsafe {
+        let header = &*obj;
+        let old = header.combined_ref_count.fetch_sub(1, Ordering::Release);
+        if old == kTVMFFIObjectBothOne {
+            fence(Ordering::Acquire);
+            if let Some(deleter) = header.deleter {
+                deleter(obj.cast(), abi::kTVMFFIObjectDeleterFlagBitMaskBoth);
+            }
+        } else if old & 0xFFFF_FFFF == 1 {
+            fence(Ordering::Acquire);
+            let deleter = header.deleter;
+            if let Some(deleter) = deleter {
+                deleter(obj.cast(), kTVMFFIObjectDeleterFlagBitMaskStrong);
+            }
+            let old_weak = header.combined_ref_count.fetch_sub(kTVMFFIObjectWeakOne, Ordering::Release);
+            if old_weak == kTVMFFIObjectWeakOne {
+                fence(Ordering::Acquire);
+                if let Some(deleter) = deleter {
+                    deleter(obj.cast(), kTVMFFIObjectDeleterFlagBitMaskWeak);
+                }
+            }
+        }
+    }
+}
+
+/// The deleter of objects allocated by [`alloc_object`]: drops the value and frees the block.
+unsafe extern "C" fn rust_object_deleter<S>(obj: *mut c_void, flags: c_int) {
+    if flags & kTVMFFIObjectDeleterFlagBitMaskStrong != 0 {
+        // SAFETY: the strong count reached zero, so nobody reads the value any more.
+        unsafe { std::ptr::drop_in_place(obj.cast::<S>()) };
+    }
+    if flags & kTVMFFIObjectDeleterFlagBitMaskWeak != 0 {
+        // SAFETY: the block came from `libc::calloc` in `alloc_object` and no reference remains.
+        unsafe { libc::free(obj) };
+    }
+}
+
+/// Allocates an object holding `value` followed by `extra` zeroed bytes, with a fresh header
+/// (`type_index`, counts strong 1 / weak 1, a deleter that drops `S` then frees the block).
+///
+/// # Safety
+/// `S` is `#[repr(C)]`, starts with an [`Object`], and its `Drop` releases whatever the caller
+/// stores in the extra bytes.
+pub unsafe fn alloc_object<S>(value: S, extra: usize, type_index: i32) -> NonNull<S> {
+    assert!(std::mem::align_of::<S>() <= 16, "object alignment above 16 is not supported");
+    let size = std::mem::size_of::<S>().checked_add(extra).expect("object size overflows");
+    // SAFETY: calloc with a non-zero size; the result is checked for NULL below.
+    let block = unsafe { libc::calloc(1, size.max(1)) }.cast::<S>();
+    let Some(ptr) = NonNull::new(block) else {
+        std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(size, 16).unwrap());
+    };
+    // SAFETY: the block is large enough and suitably aligned (malloc alignment is 16).
+    unsafe {
+        ptr.as_ptr().write(value);
+        let header = ptr.as_ptr().cast::<TVMFFIObject>();
+        (*header).combined_ref_count = std::sync::atomic::AtomicU64::new(kTVMFFIObjectBothOne);
+        (*header).type_index = type_index;
+        (*header).__padding = 0;
+        (*header).deleter = Some(rust_object_deleter::<S>);
+    }
+    ptr
+}
+
+/// A strong reference to an object of type `T` (or a subtype).
+#[repr(transparent)]
+pub struct ObjectRef<T: ObjectCore> {
+    ptr: NonNull<T>,
+}
+
+// SAFETY: objects are shared through atomic reference counts; object types used across threads
+// keep their mutable state behind the protocols of their own types.
+unsafe impl<T: ObjectCore + Send + Sync> Send for ObjectRef<T> {}
+// SAFETY: as above.
+unsafe impl<T: ObjectCore + Send + Sync> Sync for ObjectRef<T> {}
+
+impl<T: ObjectCore> ObjectRef<T> {
+    /// Allocates a new object holding `value`, with the type index of `T`.
+    pub fn new(value: T) -> Self {
+        // SAFETY: `T: ObjectCore` is repr(C) with a header first; no extra bytes are used.
+        let ptr = unsafe { alloc_object(value, 0, T::type_index()) };
+        ObjectRef { ptr }
+    }
+
+    /// Takes over one strong reference held in `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` points at a live object whose type is `T` or a subtype of it, and the caller
+    /// transfers one strong reference.
+    pub unsafe fn from_raw(ptr: *mut TVMFFIObject) -> Self {
+        ObjectRef { ptr: NonNull::new(ptr.cast::<T>()).expect("null object pointer") }
+    }
+
+    /// Creates a new strong reference from a borrowed pointer.
+    ///
+    /// # Safety
+    /// As for [`ObjectRef::from_raw`], except that the caller keeps its own reference.
+    pub unsafe fn from_borrowed(ptr: *mut TVMFFIObject) -> Self {
+        // SAFETY: the caller holds a reference to a live object.
+        unsafe {
+            inc_ref(ptr);
+            Self::from_raw(ptr)
+        }
+    }
+
+    /// Gives up ownership, returning the header pointer that holds one strong reference.
+    pub fn into_raw(self) -> *mut TVMFFIObject {
+        let ptr = self.as_raw();
+        std::mem::forget(self);
+        ptr
+    }
+
+    /// The header pointer, borrowed.
+    pub fn as_raw(&self) -> *mut TVMFFIObject {
+        self.ptr.as_ptr().cast()
+    }
+
+    /// The object header.
+    pub fn header(&self) -> &Object {
+        // SAFETY: every object starts with its header and the reference keeps it alive.
+        unsafe { &*self.ptr.as_ptr().cast::<Object>() }
+    }
+
+    /// The runtime type index of the referenced object.
+    pub fn type_index(&self) -> i32 {
+        self.header().type_index()
+    }
+
+    /// The strong reference count (the "use count").
+    pub fn use_count(&self) -> u32 {
+        self.header().strong_count()
+    }
+
+    /// Whether `self` and `other` are the same object.
+    pub fn ptr_eq<U: ObjectCore>(&self, other: &ObjectRef<U>) -> bool {
+        self.as_raw() == other.as_raw()
+    }
+
+    /// A weak reference to the same object.
+    pub fn downgrade(&self) -> WeakRef<T> {
+        self.header().header.combined_ref_count.fetch_add(kTVMFFIObjectWeakOne, Ordering::Relaxed);
+        WeakRef { ptr: self.ptr, _marker: PhantomData }
+    }
+
+    /// Views this reference as a reference to the root object type.
+    pub fn upcast(self) -> ObjectRef<Object> {
+        // SAFETY: every object type starts with the root header; the reference is transferred.
+        unsafe { ObjectRef::from_raw(self.into_raw()) }
+    }
+
+    /// Checks the runtime type and converts to a reference to `U`, or gives `self` back.
+    pub fn downcast<U: ObjectCore>(self) -> Result<ObjectRef<U>, Self> {
+        if U::is_instance(self.type_index()) {
+            // SAFETY: the runtime type was checked; the reference is transferred.
+            Ok(unsafe { ObjectRef::from_raw(self.into_raw()) })
+        } else {
+            Err(self)
+        }
+    }
+}
+
+impl<T: ObjectCore> Clone for ObjectRef<T> {
+    fn clone(&self) -> Self {
+        // SAFETY: `self` holds a strong reference.
+        unsafe { inc_ref(self.as_raw()) };
+        ObjectRef { ptr: self.ptr }
+    }
+}
+
+impl<T: ObjectCore> Drop for ObjectRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: `self` owns one strong reference, given up here.
+        unsafe { dec_ref(self.as_raw()) }
+    }
+}
+
+impl<T: ObjectCore> std::ops::Deref for ObjectRef<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the strong reference keeps the value alive.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: ObjectCore> std::fmt::Debug for ObjectRef<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}({:p})", self.header().type_key(), self.as_raw())
+    }
+}
+
+/// A weak reference: keeps the memory, not the value, alive.
+pub struct WeakRef<T: ObjectCore> {
+    ptr: NonNull<T>,
+    _marker: PhantomData<T>,
+}
+
+// SAFETY: see `ObjectRef`.
+unsafe impl<T: ObjectCore + Send + Sync> Send for WeakRef<T> {}
+// SAFETY: see `ObjectRef`.
+unsafe impl<T: ObjectCore + Send + Sync> Sync for WeakRef<T> {}
+
+impl<T: ObjectCore> WeakRef<T> {
+    fn header(&self) -> &TVMFFIObject {
+        // SAFETY: a weak reference keeps the header memory alive.
+        unsafe { &*self.ptr.as_ptr().cast::<TVMFFIObject>() }
+    }
+
+    /// A strong reference if the object is still alive.
+    pub fn upgrade(&self) -> Option<ObjectRef<T>> {
+        let count = &self.header().combined_ref_count;
+        let mut current = count.load(Ordering::Relaxed);
+        loop {
+            if current & 0xFFFF_FFFF == 0 {
+                return None;
+            }
+            match count.compare_exchange_weak(
+                current,
+                current + 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(ObjectRef { ptr: self.ptr }),
+                Err(actual) => current = actual,
+            }
+        }
+    }
+}
+
+impl<T: ObjectCore> Clone for WeakRef<T> {
+    fn clone(&self) -> Self {
+        self.header().combined_ref_count.fetch_add(kTVMFFIObjectWeakOne, Ordering::Relaxed);
+        WeakRef { ptr: self.ptr, _marker: PhantomData }
+    }
+}
+
+impl<T: ObjectCore> Drop for WeakRef<T> {
+    fn drop(&mut self) {
+        let header = self.header();
+        let old = header.combined_ref_count.fetch_sub(kTVMFFIObjectWeakOne, Ordering::Release);
+        if old == kTVMFFIObjectWeakOne {
+            fence(Ordering::Acquire);
+            if let Some(deleter) = header.deleter {
+                // SAFETY: the last weak reference is gone; the value was already destroyed.
+                unsafe { deleter(self.ptr.as_ptr().cast(), kTVMFFIObjectDeleterFlagBitMaskWeak) };
+            }
+        }
+    }
+}

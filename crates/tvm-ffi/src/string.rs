@@ -1,0 +1,334 @@
+//! `String` and `Bytes`: values of up to 7 bytes live inline in the 16-byte `Any` (small forms);
+//! longer ones are immutable heap objects whose content follows the cell and ends with a NUL.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::abi::{
+    self, TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray, kTVMFFIBytes, kTVMFFISmallBytes,
+    kTVMFFISmallStr, kTVMFFIStr,
+};
+use crate::any::{Any, AnyView};
+use crate::error::{Error, ErrorKind};
+use crate::object::{Object, ObjectCore, alloc_object};
+
+/// Most bytes stored inline; one byte of the 8-byte payload stays a terminating NUL.
+pub const MAX_SMALL_LEN: usize = 7;
+
+/// A byte array viewing `bytes` (borrowed; valid while `bytes` is).
+pub fn byte_array(bytes: &[u8]) -> TVMFFIByteArray {
+    TVMFFIByteArray { data: bytes.as_ptr().cast(), size: bytes.len() }
+}
+
+/// The layout of a heap string or bytes object; the content follows at offset 40.
+#[repr(C)]
+pub struct BytesObj {
+    base: Object,
+    bytes: TVMFFIByteArray,
+}
+
+impl BytesObj {
+    /// The content bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        if self.bytes.size == 0 {
+            return &[];
+        }
+        // SAFETY: the object owns `size` bytes at `data` for its whole life.
+        unsafe { std::slice::from_raw_parts(self.bytes.data.cast(), self.bytes.size) }
+    }
+}
+
+// SAFETY: the content is immutable and owned by the object.
+unsafe impl Send for BytesObj {}
+// SAFETY: as above.
+unsafe impl Sync for BytesObj {}
+
+/// Marker for heap strings (`ffi.String`, index 65).
+#[repr(transparent)]
+pub struct StrObj(BytesObj);
+
+// SAFETY: repr(C)/transparent with the header first; the static index of `ffi.String`.
+unsafe impl ObjectCore for StrObj {
+    const TYPE_KEY: &'static str = "ffi.String";
+    fn type_index() -> i32 {
+        kTVMFFIStr
+    }
+    fn is_instance(type_index: i32) -> bool {
+        type_index == kTVMFFIStr
+    }
+}
+
+/// Marker for heap bytes (`ffi.Bytes`, index 66).
+#[repr(transparent)]
+pub struct BytesHeapObj(BytesObj);
+
+// SAFETY: repr(C)/transparent with the header first; the static index of `ffi.Bytes`.
+unsafe impl ObjectCore for BytesHeapObj {
+    const TYPE_KEY: &'static str = "ffi.Bytes";
+    fn type_index() -> i32 {
+        kTVMFFIBytes
+    }
+    fn is_instance(type_index: i32) -> bool {
+        type_index == kTVMFFIBytes
+    }
+}
+
+/// Builds an owning `Any` holding `bytes` in small form (index `small_index`) or as a heap
+/// object (index `heap_index`).
+pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> Any {
+    if bytes.len() <= MAX_SMALL_LEN {
+        let mut payload = [0u8; 8];
+        payload[..bytes.len()].copy_from_slice(bytes);
+        let raw = TVMFFIAny {
+            type_index: small_index,
+            small_str_len: bytes.len() as u32,
+            payload: TVMFFIAnyPayload { v_bytes: payload },
+        };
+        // SAFETY: a small value owns nothing.
+        return unsafe { Any::from_raw(raw) };
+    }
+    let header = BytesObj { base: Object::header(), bytes: byte_array(&[]) };
+    // SAFETY: BytesObj is repr(C) with the header first and owns no resources of its own; the
+    // extra bytes hold the content and its NUL.
+    let ptr = unsafe { alloc_object(header, bytes.len() + 1, heap_index) };
+    // SAFETY: the block has room for the content and the (already zero) NUL after the cell.
+    unsafe {
+        let content = ptr.as_ptr().add(1).cast::<u8>();
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), content, bytes.len());
+        (*ptr.as_ptr()).bytes = TVMFFIByteArray { data: content.cast(), size: bytes.len() };
+    }
+    let raw = TVMFFIAny {
+        type_index: heap_index,
+        small_str_len: 0,
+        payload: TVMFFIAnyPayload { v_obj: ptr.as_ptr().cast() },
+    };
+    // SAFETY: the new object's single reference moves into the Any.
+    unsafe { Any::from_raw(raw) }
+}
+
+/// The bytes of a string-like value: small forms, heap objects, raw C strings and byte-array
+/// pointers. `None` for any other type.
+pub(crate) fn bytes_of_view<'a>(view: &'a AnyView<'_>) -> Option<&'a [u8]> {
+    // SAFETY: a view's objects and pointers stay valid for its lifetime.
+    unsafe { bytes_of_raw(view.as_raw()) }
+}
+
+/// As [`bytes_of_view`], for a raw value.
+///
+/// # Safety
+/// Objects and pointers held by `raw` stay valid while `raw` is borrowed.
+pub(crate) unsafe fn bytes_of_raw(raw: &TVMFFIAny) -> Option<&[u8]> {
+    // SAFETY: each branch reads the payload member its type index selects; objects and
+    // pointers are valid per the caller's guarantee.
+    unsafe {
+        match raw.type_index {
+            kTVMFFISmallStr | kTVMFFISmallBytes => {
+                let len = (raw.small_str_len as usize).min(MAX_SMALL_LEN);
+                let payload: &[u8; 8] = &*std::ptr::addr_of!(raw.payload.v_bytes);
+                Some(&payload[..len])
+            }
+            kTVMFFIStr | kTVMFFIBytes => Some((*raw.payload.v_obj.cast::<BytesObj>()).as_bytes()),
+            abi::kTVMFFIRawStr => {
+                let ptr = raw.payload.v_c_str;
+                if ptr.is_null() {
+                    return None;
+                }
+                Some(std::ffi::CStr::from_ptr(ptr).to_bytes())
+            }
+            abi::kTVMFFIByteArrayPtr => {
+                let array = raw.payload.v_ptr.cast::<TVMFFIByteArray>();
+                if array.is_null() {
+                    return None;
+                }
+                let array = &*array;
+                if array.size == 0 {
+                    return Some(&[]);
+                }
+                Some(std::slice::from_raw_parts(array.data.cast(), array.size))
+            }
+            _ => None,
+        }
+    }
+}
+
+macro_rules! byte_string_type {
+    ($(#[$doc:meta])* $name:ident, $small:path, $heap:path, $view_ok:path, $type_name:literal) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name {
+            value: Any,
+        }
+
+        impl $name {
+            /// Copies `bytes` into a new value.
+            pub fn from_bytes(bytes: &[u8]) -> Self {
+                $name { value: new_bytes_any(bytes, $small, $heap) }
+            }
+
+            /// The content bytes (without the terminating NUL).
+            pub fn as_bytes(&self) -> &[u8] {
+                // SAFETY: `value` owns its object, if any.
+                unsafe { bytes_of_raw(self.value.as_raw()) }.unwrap_or(&[])
+            }
+
+            /// Number of bytes.
+            pub fn len(&self) -> usize {
+                self.as_bytes().len()
+            }
+
+            /// Whether the value is empty.
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+
+            /// Whether the value is stored inline (7 bytes or fewer).
+            pub fn is_small(&self) -> bool {
+                self.value.type_index() == $small
+            }
+
+            /// The owning `Any` holding this value.
+            pub fn into_any(self) -> Any {
+                self.value
+            }
+
+            /// Copies the content of a string-like view, if it has one of the accepted types.
+            pub fn try_from_view(view: &AnyView<'_>) -> Option<Self> {
+                match view.type_index() {
+                    $small | $heap => Some($name { value: view.to_owned() }),
+                    $view_ok => bytes_of_view(view).map($name::from_bytes),
+                    _ => None,
+                }
+            }
+
+            /// The schema name used in type errors.
+            pub const TYPE_NAME: &'static str = $type_name;
+        }
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                self.as_bytes() == other.as_bytes()
+            }
+        }
+
+        impl Eq for $name {}
+
+        impl std::hash::Hash for $name {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                self.as_bytes().hash(state)
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name::from_bytes(b"")
+            }
+        }
+
+        impl From<$name> for Any {
+            fn from(value: $name) -> Any {
+                value.value
+            }
+        }
+    };
+}
+
+byte_string_type!(
+    /// An immutable text value (`ffi.String`); Rust-made values are UTF-8, values made by C may
+    /// hold any bytes.
+    String,
+    kTVMFFISmallStr,
+    kTVMFFIStr,
+    abi::kTVMFFIRawStr,
+    "ffi.String"
+);
+
+byte_string_type!(
+    /// An immutable byte value (`ffi.Bytes`).
+    Bytes,
+    kTVMFFISmallBytes,
+    kTVMFFIBytes,
+    abi::kTVMFFIByteArrayPtr,
+    "ffi.Bytes"
+);
+
+impl String {
+    /// Creates a string holding a copy of `text`.
+    pub fn new(text: &str) -> String {
+        String::from_bytes(text.as_bytes())
+    }
+
+    /// The content as `&str`; a `ValueError` naming the content if it is not UTF-8.
+    pub fn to_str(&self) -> Result<&str, Error> {
+        std::str::from_utf8(self.as_bytes()).map_err(|_| {
+            Error::new(
+                ErrorKind::ValueError,
+                format!("string is not valid UTF-8: {:?}", self.to_string_lossy()),
+            )
+        })
+    }
+
+    /// The content with invalid UTF-8 sequences replaced.
+    pub fn to_string_lossy(&self) -> Cow<'_, str> {
+        std::string::String::from_utf8_lossy(self.as_bytes())
+    }
+}
+
+impl From<&str> for String {
+    fn from(text: &str) -> String {
+        String::new(text)
+    }
+}
+
+impl From<std::string::String> for String {
+    fn from(text: std::string::String) -> String {
+        String::new(&text)
+    }
+}
+
+impl PartialEq<str> for String {
+    fn eq(&self, other: &str) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl PartialEq<&str> for String {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl fmt::Display for String {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_string_lossy())
+    }
+}
+
+impl fmt::Debug for String {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.to_string_lossy())
+    }
+}
+
+impl From<&[u8]> for Bytes {
+    fn from(bytes: &[u8]) -> Bytes {
+        Bytes::from_bytes(bytes)
+    }
+}
+
+impl From<Vec<u8>> for Bytes {
+    fn from(bytes: Vec<u8>) -> Bytes {
+        Bytes::from_bytes(&bytes)
+    }
+}
+
+impl PartialEq<[u8]> for Bytes {
+    fn eq(&self, other: &[u8]) -> bool {
+        self.as_bytes() == other
+    }
+}
+
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "b{:?}", self.as_bytes().escape_ascii().to_string())
+    }
+}
