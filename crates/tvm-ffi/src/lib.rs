@@ -13,22 +13,28 @@
 #![allow(non_upper_case_globals)]
 
 pub mod abi;
-pub mod dtype;
-pub mod device;
 pub mod any;
+pub mod containers;
+pub mod device;
+pub mod dtype;
 pub mod error;
 pub mod function;
 pub mod object;
+pub mod reflection;
 pub mod string;
+pub mod tensor;
 pub mod types;
 
 #[cfg(feature = "capi")]
 mod capi;
 
 pub use any::{Any, AnyView, TryFromAnyView};
+pub use containers::array::{Array, List};
+pub use containers::shape::Shape;
 pub use device::Device;
 pub use dtype::DataType;
 pub use error::{Error, ErrorKind, Result};
 pub use function::Function;
 pub use object::{Object, ObjectCore, ObjectRef, WeakRef};
 pub use string::{Bytes, String};
+pub use tensor::Tensor;

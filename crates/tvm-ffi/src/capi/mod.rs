@@ -10,13 +10,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use crate::error::{Error, Result};
 
 pub(crate) mod backtrace;
-// mod env;
+mod env;
 mod error;
 mod function;
 mod globals;
+mod globals_map;
 mod object;
 mod string;
-// mod tensor;
+mod tensor;
 mod types;
 
 

@@ -1,0 +1,439 @@
+//! `Array` (immutable, elements inline after the cell) and `List` (shared-mutable, elements in a
+//! separate `malloc` buffer that C++ code may grow in place).
+
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+
+use crate::abi::{TVMFFIAny, TVMFFISeqCell, kTVMFFIArray, kTVMFFIList};
+use crate::any::{Any, AnyView, TryFromAnyView};
+use crate::error::{Error, ErrorKind, Result};
+use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
+
+/// The common layout of arrays and lists: header plus sequence cell (56 bytes).
+#[repr(C)]
+pub struct SeqObj {
+    base: Object,
+    cell: UnsafeCell<TVMFFISeqCell>,
+}
+
+impl SeqObj {
+    fn cell(&self) -> &TVMFFISeqCell {
+        // SAFETY: the cell is only rewritten through `&mut`-like list operations, which the
+        // list's single-threaded contract serializes.
+        unsafe { &*self.cell.get() }
+    }
+
+    #[allow(clippy::mut_from_ref)]
+    fn cell_mut(&self) -> &mut TVMFFISeqCell {
+        // SAFETY: lists are shared-mutable by contract and not `Sync`; no reference into the
+        // cell outlives a single operation.
+        unsafe { &mut *self.cell.get() }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.cell().size as usize
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn elements(&self) -> &[Any] {
+        let cell = self.cell();
+        if cell.size == 0 || cell.data.is_null() {
+            return &[];
+        }
+        // SAFETY: `data` holds `size` initialized owning values (Any is a transparent TVMFFIAny).
+        unsafe { std::slice::from_raw_parts(cell.data.cast::<Any>(), cell.size as usize) }
+    }
+}
+
+impl Drop for SeqObj {
+    fn drop(&mut self) {
+        let cell = self.cell.get_mut();
+        if !cell.data.is_null() {
+            let data = cell.data.cast::<Any>();
+            for i in 0..cell.size.max(0) as usize {
+                // SAFETY: the first `size` slots hold owning values, dropped exactly once.
+                unsafe { std::ptr::drop_in_place(data.add(i)) };
+            }
+        }
+        if let Some(deleter) = cell.data_deleter {
+            // SAFETY: whoever installed the deleter made it free this buffer.
+            unsafe { deleter(cell.data) };
+        }
+    }
+}
+
+// SAFETY: elements are `Any` (Send + Sync); arrays are immutable once built.
+unsafe impl Send for ArrayObj {}
+// SAFETY: as above.
+unsafe impl Sync for ArrayObj {}
+
+/// Marker view of `ffi.Array` (index 71).
+#[repr(transparent)]
+pub struct ArrayObj(SeqObj);
+
+// SAFETY: transparent over a repr(C) layout starting with the header.
+unsafe impl ObjectCore for ArrayObj {
+    const TYPE_KEY: &'static str = "ffi.Array";
+    fn type_index() -> i32 {
+        kTVMFFIArray
+    }
+    fn is_instance(type_index: i32) -> bool {
+        type_index == kTVMFFIArray
+    }
+}
+
+/// Marker view of `ffi.List` (index 75).
+#[repr(transparent)]
+pub struct ListObj(SeqObj);
+
+// SAFETY: transparent over a repr(C) layout starting with the header.
+unsafe impl ObjectCore for ListObj {
+    const TYPE_KEY: &'static str = "ffi.List";
+    fn type_index() -> i32 {
+        kTVMFFIList
+    }
+    fn is_instance(type_index: i32) -> bool {
+        type_index == kTVMFFIList
+    }
+}
+
+/// An immutable sequence of values, elements stored inline after the cell.
+#[derive(Clone)]
+pub struct Array {
+    obj: ObjectRef<ArrayObj>,
+}
+
+impl Array {
+    /// An array of the given values.
+    pub fn from_vec(values: Vec<Any>) -> Array {
+        let len = values.len();
+        let bytes = len.checked_mul(size_of::<TVMFFIAny>()).expect("array size overflows");
+        let value = SeqObj {
+            base: Object::header(),
+            cell: UnsafeCell::new(TVMFFISeqCell {
+                data: std::ptr::null_mut(),
+                size: 0,
+                capacity: len as i64,
+                data_deleter: None,
+            }),
+        };
+        // SAFETY: repr(C) with the header first; Drop releases the inline elements.
+        let ptr = unsafe { alloc_object(value, bytes, kTVMFFIArray) };
+        // SAFETY: the new block has room for `len` values right after the 56-byte object.
+        unsafe {
+            let data = ptr.as_ptr().add(1).cast::<TVMFFIAny>();
+            for (i, v) in values.into_iter().enumerate() {
+                data.add(i).write(v.into_raw());
+            }
+            let cell = (*ptr.as_ptr()).cell.get_mut();
+            cell.data = data.cast::<c_void>();
+            cell.size = len as i64;
+        }
+        // SAFETY: the new object's reference moves into the array.
+        Array { obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) } }
+    }
+
+    /// An empty array.
+    pub fn new() -> Array {
+        Array::from_vec(Vec::new())
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.obj.0.len()
+    }
+
+    /// Whether the array is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The elements.
+    pub fn as_slice(&self) -> &[Any] {
+        self.obj.0.elements()
+    }
+
+    /// The element at `index`.
+    pub fn get(&self, index: usize) -> Option<&Any> {
+        self.as_slice().get(index)
+    }
+
+    /// The element at `index` (negative counts from the end), or an `IndexError` naming it.
+    pub fn at(&self, index: i64) -> Result<&Any> {
+        let i = normalize_index(index, self.len())?;
+        Ok(&self.as_slice()[i])
+    }
+
+    /// Iterates over the elements.
+    pub fn iter(&self) -> std::slice::Iter<'_, Any> {
+        self.as_slice().iter()
+    }
+
+    /// The underlying object reference.
+    pub fn as_object(&self) -> &ObjectRef<ArrayObj> {
+        &self.obj
+    }
+}
+
+impl Default for Array {
+    fn default() -> Array {
+        Array::new()
+    }
+}
+
+/// Resolves a possibly negative index against `len`, or an `IndexError` naming both.
+pub(crate) fn normalize_index(index: i64, len: usize) -> Result<usize> {
+    let resolved = if index < 0 { index + len as i64 } else { index };
+    if resolved < 0 || resolved as usize >= len {
+        return Err(Error::new(
+            ErrorKind::IndexError,
+            format!("index {index} out of range for length {len}"),
+        ));
+    }
+    Ok(resolved as usize)
+}
+
+impl<T: Into<Any>> FromIterator<T> for Array {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Array {
+        Array::from_vec(iter.into_iter().map(Into::into).collect())
+    }
+}
+
+impl PartialEq for Array {
+    fn eq(&self, other: &Array) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl std::fmt::Debug for Array {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+unsafe extern "C" fn free_buffer(data: *mut c_void) {
+    // SAFETY: list buffers come from `libc::malloc` (or C++ `operator new`, which is
+    // malloc-based); `free(NULL)` is a no-op.
+    unsafe { libc::free(data) };
+}
+
+/// A shared-mutable sequence: every reference sees every change. Not `Sync`.
+#[derive(Clone)]
+pub struct List {
+    obj: ObjectRef<ListObj>,
+}
+
+impl List {
+    /// An empty list.
+    pub fn new() -> List {
+        List::with_capacity(0)
+    }
+
+    /// An empty list with room for `capacity` elements.
+    pub fn with_capacity(capacity: usize) -> List {
+        let value = SeqObj {
+            base: Object::header(),
+            cell: UnsafeCell::new(TVMFFISeqCell {
+                data: std::ptr::null_mut(),
+                size: 0,
+                capacity: 0,
+                data_deleter: Some(free_buffer),
+            }),
+        };
+        // SAFETY: repr(C) with the header first; Drop releases elements and buffer.
+        let ptr = unsafe { alloc_object(value, 0, kTVMFFIList) };
+        // SAFETY: the new object's reference moves into the list.
+        let list = List { obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) } };
+        list.reserve(capacity);
+        list
+    }
+
+    fn seq(&self) -> &SeqObj {
+        &self.obj.0
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.seq().len()
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Makes room for at least `capacity` elements (keeps the buffer's deleter).
+    pub fn reserve(&self, capacity: usize) {
+        let cell = self.seq().cell_mut();
+        if capacity as i64 <= cell.capacity {
+            return;
+        }
+        let bytes = capacity.checked_mul(size_of::<TVMFFIAny>()).expect("list size overflows");
+        // SAFETY: a fresh buffer; the old elements are moved bitwise, then the old buffer freed.
+        unsafe {
+            let data = libc::malloc(bytes).cast::<TVMFFIAny>();
+            if data.is_null() {
+                std::alloc::handle_alloc_error(std::alloc::Layout::array::<TVMFFIAny>(capacity).unwrap());
+            }
+            if cell.size > 0 {
+                std::ptr::copy_nonoverlapping(cell.data.cast::<TVMFFIAny>(), data, cell.size as usize);
+            }
+            if let Some(deleter) = cell.data_deleter {
+                deleter(cell.data);
+            }
+            cell.data = data.cast();
+            cell.capacity = capacity as i64;
+            if cell.data_deleter.is_none() {
+                cell.data_deleter = Some(free_buffer);
+            }
+        }
+    }
+
+    /// Appends a value.
+    pub fn push(&self, value: impl Into<Any>) {
+        let value = value.into();
+        let len = self.len();
+        if len as i64 == self.seq().cell().capacity {
+            self.reserve((len * 2).max(4));
+        }
+        let cell = self.seq().cell_mut();
+        // SAFETY: capacity exceeds size; the slot is uninitialized and now owns the value.
+        unsafe { cell.data.cast::<TVMFFIAny>().add(len).write(value.into_raw()) };
+        cell.size += 1;
+    }
+
+    /// Inserts a value at `index` (0..=len), or an `IndexError`.
+    pub fn insert(&self, index: i64, value: impl Into<Any>) -> Result<()> {
+        let len = self.len();
+        let at = if index == len as i64 { len } else { normalize_index(index, len)? };
+        self.push(value);
+        let data = self.seq().cell().data.cast::<TVMFFIAny>();
+        // SAFETY: `len + 1` initialized slots; rotate the new last element into place.
+        unsafe { std::slice::from_raw_parts_mut(data, len + 1)[at..].rotate_right(1) };
+        Ok(())
+    }
+
+    /// The element at `index` (negative counts from the end).
+    pub fn get(&self, index: i64) -> Result<Any> {
+        let i = normalize_index(index, self.len())?;
+        Ok(self.seq().elements()[i].clone())
+    }
+
+    /// Replaces the element at `index`.
+    pub fn set(&self, index: i64, value: impl Into<Any>) -> Result<()> {
+        let i = normalize_index(index, self.len())?;
+        let value = value.into();
+        let data = self.seq().cell().data.cast::<Any>();
+        // SAFETY: slot `i` is initialized; the old value is dropped after the write.
+        let old = unsafe { std::ptr::replace(data.add(i), value) };
+        drop(old);
+        Ok(())
+    }
+
+    /// Removes and returns the element at `index`.
+    pub fn remove(&self, index: i64) -> Result<Any> {
+        let len = self.len();
+        let i = normalize_index(index, len)?;
+        let data = self.seq().cell().data.cast::<TVMFFIAny>();
+        // SAFETY: slot `i` is initialized; the tail shifts down by one and size shrinks.
+        let raw = unsafe {
+            let slots = std::slice::from_raw_parts_mut(data, len);
+            slots[i..].rotate_left(1);
+            slots[len - 1]
+        };
+        self.seq().cell_mut().size -= 1;
+        // SAFETY: the removed value's ownership moves to the caller.
+        Ok(unsafe { Any::from_raw(raw) })
+    }
+
+    /// Removes and returns the last element.
+    pub fn pop(&self) -> Result<Any> {
+        self.remove(-1)
+    }
+
+    /// Removes every element.
+    pub fn clear(&self) {
+        let values: Vec<Any> = (0..self.len()).map(|_| self.pop().expect("in range")).collect();
+        drop(values);
+    }
+
+    /// A snapshot of the elements.
+    pub fn to_vec(&self) -> Vec<Any> {
+        self.seq().elements().to_vec()
+    }
+
+    /// The underlying object reference.
+    pub fn as_object(&self) -> &ObjectRef<ListObj> {
+        &self.obj
+    }
+}
+
+impl Default for List {
+    fn default() -> List {
+        List::new()
+    }
+}
+
+impl<T: Into<Any>> FromIterator<T> for List {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> List {
+        let list = List::new();
+        for v in iter {
+            list.push(v);
+        }
+        list
+    }
+}
+
+impl std::fmt::Debug for List {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.to_vec()).finish()
+    }
+}
+
+/// Copies the elements of an array or list view.
+fn seq_elements(view: &AnyView<'_>) -> Option<Vec<Any>> {
+    let obj = view.as_object_ptr()?;
+    matches!(view.type_index(), kTVMFFIArray | kTVMFFIList).then(|| {
+        // SAFETY: arrays and lists share the sequence layout; the view keeps the object alive.
+        unsafe { (*obj.cast::<SeqObj>()).elements().to_vec() }
+    })
+}
+
+impl From<Array> for Any {
+    fn from(a: Array) -> Any {
+        Any::from_object(a.obj)
+    }
+}
+
+impl From<List> for Any {
+    fn from(l: List) -> Any {
+        Any::from_object(l.obj)
+    }
+}
+
+impl TryFromAnyView for Array {
+    const TYPE_NAME: &'static str = "ffi.Array";
+    /// Accepts an array, or a list (copied).
+    fn try_from_view(view: &AnyView<'_>) -> Option<Array> {
+        if let Some(obj) = ObjectRef::<ArrayObj>::try_from_view(view) {
+            return Some(Array { obj });
+        }
+        seq_elements(view).map(Array::from_vec)
+    }
+}
+
+impl TryFromAnyView for List {
+    const TYPE_NAME: &'static str = "ffi.List";
+    /// Accepts a list, or an array (copied).
+    fn try_from_view(view: &AnyView<'_>) -> Option<List> {
+        if let Some(obj) = ObjectRef::<ListObj>::try_from_view(view) {
+            return Some(List { obj });
+        }
+        seq_elements(view).map(|values| values.into_iter().collect())
+    }
+}

@@ -1,0 +1,8 @@
+//! Containers laid out for inline access by C++ header code: `Array` and `List` (sequence cell
+//! with inline `Any` elements), `Map` and `Dict` (the hash table of the original runtime), and
+//! `Shape`.
+
+pub mod array;
+pub mod hash;
+pub mod map;
+pub mod shape;

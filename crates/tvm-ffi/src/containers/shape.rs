@@ -1,0 +1,107 @@
+//! `Shape`: an immutable array of `i64` stored inline after the shape cell.
+
+use crate::abi::{TVMFFIShapeCell, kTVMFFIShape};
+use crate::any::{Any, AnyView, TryFromAnyView};
+use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
+
+/// Layout of `ffi.Shape` (index 69): header, cell, then the values.
+#[repr(C)]
+pub struct ShapeObj {
+    base: Object,
+    cell: TVMFFIShapeCell,
+}
+
+// SAFETY: the values are immutable and owned by the object.
+unsafe impl Send for ShapeObj {}
+// SAFETY: as above.
+unsafe impl Sync for ShapeObj {}
+
+// SAFETY: repr(C) with the header first.
+unsafe impl ObjectCore for ShapeObj {
+    const TYPE_KEY: &'static str = "ffi.Shape";
+    fn type_index() -> i32 {
+        kTVMFFIShape
+    }
+    fn is_instance(type_index: i32) -> bool {
+        type_index == kTVMFFIShape
+    }
+}
+
+impl ShapeObj {
+    /// The values.
+    pub fn as_slice(&self) -> &[i64] {
+        if self.cell.size == 0 {
+            return &[];
+        }
+        // SAFETY: the cell points at `size` values owned by (or kept alive with) the object.
+        unsafe { std::slice::from_raw_parts(self.cell.data, self.cell.size) }
+    }
+}
+
+/// An immutable tuple of dimensions.
+#[derive(Clone)]
+pub struct Shape {
+    obj: ObjectRef<ShapeObj>,
+}
+
+impl Shape {
+    /// A shape holding a copy of `dims`.
+    pub fn new(dims: &[i64]) -> Shape {
+        let value = ShapeObj {
+            base: Object::header(),
+            cell: TVMFFIShapeCell { data: std::ptr::null(), size: 0 },
+        };
+        // SAFETY: repr(C) with the header first; the extra bytes hold plain integers.
+        let ptr = unsafe { alloc_object(value, std::mem::size_of_val(dims), kTVMFFIShape) };
+        // SAFETY: the block has room for the values right after the 40-byte object.
+        unsafe {
+            let data = ptr.as_ptr().add(1).cast::<i64>();
+            std::ptr::copy_nonoverlapping(dims.as_ptr(), data, dims.len());
+            (*ptr.as_ptr()).cell = TVMFFIShapeCell { data, size: dims.len() };
+        }
+        // SAFETY: the new object's reference moves into the shape.
+        Shape { obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) } }
+    }
+
+    /// The dimensions.
+    pub fn as_slice(&self) -> &[i64] {
+        self.obj.as_slice()
+    }
+
+    /// Product of the dimensions.
+    pub fn numel(&self) -> i64 {
+        self.as_slice().iter().product()
+    }
+}
+
+impl std::ops::Deref for Shape {
+    type Target = [i64];
+    fn deref(&self) -> &[i64] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for Shape {
+    fn eq(&self, other: &Shape) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl std::fmt::Debug for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Shape({:?})", self.as_slice())
+    }
+}
+
+impl From<Shape> for Any {
+    fn from(s: Shape) -> Any {
+        Any::from_object(s.obj)
+    }
+}
+
+impl TryFromAnyView for Shape {
+    const TYPE_NAME: &'static str = "ffi.Shape";
+    fn try_from_view(view: &AnyView<'_>) -> Option<Shape> {
+        ObjectRef::<ShapeObj>::try_from_view(view).map(|obj| Shape { obj })
+    }
+}

@@ -1,0 +1,499 @@
+//! `Tensor`: a `DLTensor` behind the object header (`ffi.Tensor`, index 70), exchanged with other
+//! frameworks through DLPack without copies.
+//!
+//! Tensors made here always carry non-NULL strides when `ndim > 0`, as C++ consumers require.
+
+use std::collections::BTreeSet;
+use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
+
+use crate::abi::{
+    self, DLDataType, DLManagedTensor, DLManagedTensorVersioned, DLTensor,
+    TVMFFIObjectHandle, kTVMFFITensor,
+};
+use crate::any::{Any, AnyView, TryFromAnyView};
+use crate::device::Device;
+use crate::dtype::DataType;
+use crate::error::{Error, ErrorKind, Result};
+use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
+
+/// The layout every producer shares: header, then the `DLTensor` at offset 24.
+#[repr(C)]
+pub struct TensorObj {
+    base: Object,
+    tensor: DLTensor,
+}
+
+// SAFETY: the descriptor is immutable after construction; the data it points at is shared
+// memory whose synchronization is the users' business, as in DLPack.
+unsafe impl Send for TensorObj {}
+// SAFETY: as above.
+unsafe impl Sync for TensorObj {}
+
+// SAFETY: repr(C) with the header first.
+unsafe impl ObjectCore for TensorObj {
+    const TYPE_KEY: &'static str = "ffi.Tensor";
+    fn type_index() -> i32 {
+        kTVMFFITensor
+    }
+}
+
+impl TensorObj {
+    /// The DLPack descriptor.
+    pub fn dltensor(&self) -> &DLTensor {
+        &self.tensor
+    }
+}
+
+/// What keeps a tensor's memory alive.
+pub(crate) enum TensorOwner {
+    /// A legacy DLPack producer, released through its deleter.
+    Managed(*mut DLManagedTensor),
+    /// A versioned DLPack producer, released through its deleter.
+    Versioned(*mut DLManagedTensorVersioned),
+    /// Another object (the source of a view), held only to keep it alive.
+    Source(#[allow(dead_code)] Any),
+    /// A buffer allocated here with `posix_memalign`.
+    Buffer(*mut c_void),
+}
+
+/// Tensors made by this runtime: the shared view, then storage for shape and strides.
+#[repr(C)]
+pub(crate) struct TensorStorage {
+    view: TensorObj,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    owner: TensorOwner,
+}
+
+/// Addresses of live tensors made here whose producer marked the data read-only (rare, so a
+/// side table keeps the object layout free of a flag).
+static READ_ONLY: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
+
+fn read_only_set() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
+    READ_ONLY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Drop for TensorStorage {
+    fn drop(&mut self) {
+        read_only_set().remove(&(self as *const TensorStorage as usize));
+        // SAFETY: each owner is released exactly once, as its producer prescribes.
+        unsafe {
+            match &self.owner {
+                TensorOwner::Managed(m) => {
+                    if let Some(deleter) = (**m).deleter {
+                        deleter(*m);
+                    }
+                },
+                TensorOwner::Versioned(m) => {
+                    if let Some(deleter) = (**m).deleter {
+                        deleter(*m);
+                    }
+                },
+                TensorOwner::Source(_) => {},
+                TensorOwner::Buffer(ptr) => libc::free(*ptr),
+            }
+        }
+    }
+}
+
+/// Compact row-major strides of `shape`.
+pub fn compact_strides(shape: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1].max(1);
+    }
+    strides
+}
+
+/// Whether `shape`/`strides` describe a compact row-major layout (size-1 dims ignored).
+pub fn is_contiguous(shape: &[i64], strides: Option<&[i64]>) -> bool {
+    let Some(strides) = strides else { return true };
+    if shape.contains(&0) {
+        return true;
+    }
+    let mut expected = 1i64;
+    for (dim, stride) in shape.iter().zip(strides).rev() {
+        if *dim != 1 && *stride != expected {
+            return false;
+        }
+        expected *= dim;
+    }
+    true
+}
+
+/// Devices whose data pointers are plain addresses (alignment is checked on the address).
+fn is_direct_address(device_type: i32) -> bool {
+    matches!(
+        device_type,
+        abi::kDLCPU | abi::kDLCUDA | abi::kDLCUDAHost | abi::kDLCUDAManaged | abi::kDLROCM | abi::kDLROCMHost
+    )
+}
+
+/// Reads the shape and strides of a descriptor from a producer.
+///
+/// # Safety
+/// `t` is a valid descriptor whose shape (and strides, if non-NULL) hold `ndim` values.
+pub(crate) unsafe fn read_dims(t: &DLTensor) -> Result<(Vec<i64>, Option<Vec<i64>>)> {
+    let ndim = usize::try_from(t.ndim)
+        .map_err(|_| Error::new(ErrorKind::ValueError, format!("negative ndim {}", t.ndim)))?;
+    if ndim == 0 {
+        return Ok((Vec::new(), None));
+    }
+    if t.shape.is_null() {
+        crate::bail!(ErrorKind::ValueError, "tensor with ndim {ndim} has a NULL shape");
+    }
+    // SAFETY: guaranteed by the caller.
+    let shape = unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec();
+    // SAFETY: as above.
+    let strides = (!t.strides.is_null())
+        .then(|| unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec());
+    Ok((shape, strides))
+}
+
+/// Checks the import requirements of `TVMFFITensorFromDLPack`.
+pub(crate) fn check_import(
+    t: &DLTensor,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    require_alignment: i32,
+    require_contiguous: bool,
+) -> Result<()> {
+    if require_alignment > 0 {
+        let align = require_alignment as u64;
+        let address = if is_direct_address(t.device.device_type) {
+            (t.data as u64).wrapping_add(t.byte_offset)
+        } else {
+            t.byte_offset
+        };
+        if address % align != 0 {
+            crate::bail!(
+                ErrorKind::ValueError,
+                "tensor data at {address:#x} is not aligned to {align} bytes"
+            );
+        }
+    }
+    if require_contiguous && !is_contiguous(shape, strides) {
+        crate::bail!(
+            ErrorKind::ValueError,
+            "tensor with shape {shape:?} and strides {strides:?} is not contiguous"
+        );
+    }
+    Ok(())
+}
+
+/// Builds a tensor object over `prototype`'s data, owned by `owner`.
+pub(crate) fn make_tensor(
+    prototype: &DLTensor,
+    shape: Vec<i64>,
+    strides: Option<Vec<i64>>,
+    owner: TensorOwner,
+    read_only: bool,
+) -> Tensor {
+    let strides = strides.unwrap_or_else(|| compact_strides(&shape));
+    let storage = TensorStorage {
+        view: TensorObj { base: Object::header(), tensor: *prototype },
+        shape,
+        strides,
+        owner,
+    };
+    // SAFETY: repr(C) with the header first; Drop releases the owner.
+    let ptr = unsafe { alloc_object(storage, 0, kTVMFFITensor) };
+    if read_only {
+        read_only_set().insert(ptr.as_ptr() as usize);
+    }
+    // SAFETY: the object is new; point the descriptor at its own shape and strides.
+    unsafe {
+        let storage = &mut *ptr.as_ptr();
+        let ndim = storage.shape.len();
+        storage.view.tensor.ndim = ndim as i32;
+        storage.view.tensor.shape =
+            if ndim == 0 { std::ptr::null_mut() } else { storage.shape.as_mut_ptr() };
+        storage.view.tensor.strides =
+            if ndim == 0 { std::ptr::null_mut() } else { storage.strides.as_mut_ptr() };
+    }
+    // SAFETY: the new object's reference moves into the tensor.
+    Tensor { obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) } }
+}
+
+/// Element types with a DLPack data type.
+///
+/// # Safety
+/// `DTYPE` describes `Self` exactly (size, representation).
+pub unsafe trait Element: Copy + 'static {
+    /// The data type of one element.
+    const DTYPE: DLDataType;
+}
+
+macro_rules! elements {
+    ($($t:ty => $code:expr, $bits:expr;)*) => {$(
+        // SAFETY: the code and bit width describe the Rust type.
+        unsafe impl Element for $t {
+            const DTYPE: DLDataType = DLDataType { code: $code, bits: $bits, lanes: 1 };
+        }
+    )*};
+}
+
+elements! {
+    i8 => abi::kDLInt, 8; i16 => abi::kDLInt, 16; i32 => abi::kDLInt, 32; i64 => abi::kDLInt, 64;
+    u8 => abi::kDLUInt, 8; u16 => abi::kDLUInt, 16; u32 => abi::kDLUInt, 32; u64 => abi::kDLUInt, 64;
+    f32 => abi::kDLFloat, 32; f64 => abi::kDLFloat, 64; bool => abi::kDLBool, 8;
+}
+
+/// A reference to a tensor.
+#[derive(Clone)]
+pub struct Tensor {
+    obj: ObjectRef<TensorObj>,
+}
+
+impl Tensor {
+    /// A zero-filled CPU tensor, 64-byte aligned. Other devices allocate through the
+    /// environment's tensor allocator (`TVMFFIEnvTensorAlloc`).
+    pub fn empty(shape: &[i64], dtype: DataType, device: Device) -> Result<Tensor> {
+        if let Some(bad) = shape.iter().find(|d| **d < 0) {
+            crate::bail!(ErrorKind::ValueError, "negative dimension {bad} in shape {shape:?}");
+        }
+        let prototype = DLTensor {
+            data: std::ptr::null_mut(),
+            device: device.0,
+            ndim: shape.len() as i32,
+            dtype: dtype.0,
+            shape: shape.as_ptr().cast_mut(),
+            strides: std::ptr::null_mut(),
+            byte_offset: 0,
+        };
+        if device.device_type() != abi::kDLCPU {
+            let mut prototype = prototype;
+            let mut out = std::ptr::null_mut();
+            // SAFETY: the prototype is valid for the call; the result is an owned tensor.
+            let rc = unsafe { abi::TVMFFIEnvTensorAlloc(&mut prototype, &mut out) };
+            if rc != 0 {
+                return Err(Error::take_raised_or(ErrorKind::RuntimeError, device));
+            }
+            // SAFETY: a successful allocation returns one owned tensor reference.
+            return Ok(Tensor { obj: unsafe { ObjectRef::from_raw(out.cast()) } });
+        }
+        let numel = shape.iter().try_fold(1usize, |acc, d| acc.checked_mul(*d as usize));
+        let bytes = numel
+            .and_then(|n| n.checked_mul(dtype.itemsize()))
+            .ok_or_else(|| Error::new(ErrorKind::ValueError, format!("shape {shape:?} too large")))?;
+        let mut data = std::ptr::null_mut();
+        // SAFETY: posix_memalign with a power-of-two alignment; checked below.
+        if unsafe { libc::posix_memalign(&mut data, 64, bytes.max(1)) } != 0 {
+            crate::bail!(ErrorKind::MemoryError, "cannot allocate {bytes} bytes for a tensor");
+        }
+        // SAFETY: the buffer holds `bytes` writable bytes.
+        unsafe { std::ptr::write_bytes(data.cast::<u8>(), 0, bytes) };
+        let prototype = DLTensor { data, ..prototype };
+        Ok(make_tensor(&prototype, shape.to_vec(), None, TensorOwner::Buffer(data), false))
+    }
+
+    /// A CPU tensor holding a copy of `data` with the given shape.
+    pub fn from_slice<T: Element>(data: &[T], shape: &[i64]) -> Result<Tensor> {
+        let numel: i64 = shape.iter().product();
+        if numel != data.len() as i64 {
+            crate::bail!(
+                ErrorKind::ValueError,
+                "shape {shape:?} holds {numel} elements, but {} were given",
+                data.len()
+            );
+        }
+        let tensor = Tensor::empty(shape, DataType(T::DTYPE), Device::cpu(0))?;
+        // SAFETY: the new buffer has room for `data.len()` elements of `T`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), tensor.data_ptr().cast::<T>(), data.len())
+        };
+        Ok(tensor)
+    }
+
+    /// Takes over a legacy DLPack tensor (ownership moves in on success only).
+    ///
+    /// # Safety
+    /// `managed` is a valid DLPack tensor that nobody else releases.
+    pub unsafe fn from_dlpack(
+        managed: *mut DLManagedTensor,
+        require_alignment: i32,
+        require_contiguous: bool,
+    ) -> Result<Tensor> {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: forwarded.
+        let rc = unsafe {
+            abi::TVMFFITensorFromDLPack(managed, require_alignment, c_int::from(require_contiguous), &mut out)
+        };
+        Tensor::from_result(rc, out)
+    }
+
+    /// Takes over a versioned DLPack tensor (ownership moves in on success only).
+    ///
+    /// # Safety
+    /// As for [`Tensor::from_dlpack`].
+    pub unsafe fn from_dlpack_versioned(
+        managed: *mut DLManagedTensorVersioned,
+        require_alignment: i32,
+        require_contiguous: bool,
+    ) -> Result<Tensor> {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: forwarded.
+        let rc = unsafe {
+            abi::TVMFFITensorFromDLPackVersioned(
+                managed,
+                require_alignment,
+                c_int::from(require_contiguous),
+                &mut out,
+            )
+        };
+        Tensor::from_result(rc, out)
+    }
+
+    fn from_result(rc: c_int, out: TVMFFIObjectHandle) -> Result<Tensor> {
+        if rc != 0 {
+            return Err(Error::take_raised_or(ErrorKind::RuntimeError, "DLPack import"));
+        }
+        // SAFETY: a successful import returns one owned tensor reference.
+        Ok(Tensor { obj: unsafe { ObjectRef::from_raw(out.cast()) } })
+    }
+
+    /// Exports as a legacy DLPack tensor; the caller must call its deleter once.
+    pub fn to_dlpack(&self) -> Result<*mut DLManagedTensor> {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: the handle is a live tensor.
+        let rc = unsafe { abi::TVMFFITensorToDLPack(self.obj.as_raw().cast(), &mut out) };
+        if rc != 0 {
+            return Err(Error::take_raised_or(ErrorKind::RuntimeError, "DLPack export"));
+        }
+        Ok(out)
+    }
+
+    /// Exports as a versioned DLPack tensor; the caller must call its deleter once.
+    pub fn to_dlpack_versioned(&self) -> Result<*mut DLManagedTensorVersioned> {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: the handle is a live tensor.
+        let rc = unsafe { abi::TVMFFITensorToDLPackVersioned(self.obj.as_raw().cast(), &mut out) };
+        if rc != 0 {
+            return Err(Error::take_raised_or(ErrorKind::RuntimeError, "DLPack export"));
+        }
+        Ok(out)
+    }
+
+    /// The DLPack descriptor.
+    pub fn dltensor(&self) -> &DLTensor {
+        self.obj.dltensor()
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.dltensor().ndim.max(0) as usize
+    }
+
+    /// The dimensions.
+    pub fn shape(&self) -> &[i64] {
+        let t = self.dltensor();
+        if self.ndim() == 0 || t.shape.is_null() {
+            return &[];
+        }
+        // SAFETY: the descriptor's shape holds `ndim` values for the tensor's life.
+        unsafe { std::slice::from_raw_parts(t.shape, self.ndim()) }
+    }
+
+    /// The strides in elements (compact strides are filled in when the producer had none).
+    pub fn strides(&self) -> std::borrow::Cow<'_, [i64]> {
+        let t = self.dltensor();
+        if self.ndim() == 0 {
+            return std::borrow::Cow::Borrowed(&[]);
+        }
+        if t.strides.is_null() {
+            return std::borrow::Cow::Owned(compact_strides(self.shape()));
+        }
+        // SAFETY: as for the shape.
+        std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(t.strides, self.ndim()) })
+    }
+
+    /// The element data type.
+    pub fn dtype(&self) -> DataType {
+        DataType(self.dltensor().dtype)
+    }
+
+    /// The device holding the data.
+    pub fn device(&self) -> Device {
+        Device(self.dltensor().device)
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> i64 {
+        self.shape().iter().product()
+    }
+
+    /// Whether the layout is compact row-major.
+    pub fn is_contiguous(&self) -> bool {
+        is_contiguous(self.shape(), Some(&self.strides()))
+    }
+
+    /// Address of the first element (`data + byte_offset`).
+    pub fn data_ptr(&self) -> *mut c_void {
+        let t = self.dltensor();
+        t.data.cast::<u8>().wrapping_add(t.byte_offset as usize).cast()
+    }
+
+    /// Whether the producer marked the data read-only (only known for tensors made here).
+    pub fn is_read_only(&self) -> bool {
+        read_only_set().contains(&(self.obj.as_raw() as usize))
+    }
+
+    /// The elements of a contiguous CPU tensor of element type `T`, or a `TypeError`/`ValueError`.
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        if self.dtype().0 != T::DTYPE {
+            crate::bail!(
+                ErrorKind::TypeError,
+                "tensor has dtype {}, not {}",
+                self.dtype(),
+                DataType(T::DTYPE)
+            );
+        }
+        if self.device().device_type() != abi::kDLCPU {
+            crate::bail!(ErrorKind::ValueError, "tensor is on {}, not the CPU", self.device());
+        }
+        if !self.is_contiguous() {
+            crate::bail!(ErrorKind::ValueError, "tensor is not contiguous");
+        }
+        let len = self.numel() as usize;
+        if len == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: a contiguous CPU tensor of `T` holds `numel` elements at `data_ptr`.
+        Ok(unsafe { std::slice::from_raw_parts(self.data_ptr().cast::<T>(), len) })
+    }
+
+    /// A view sharing this tensor's data with a new descriptor (shape/strides copied).
+    pub fn view(&self, prototype: &DLTensor) -> Result<Tensor> {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: the source is live; the prototype is valid for the call.
+        let rc = unsafe {
+            abi::TVMFFITensorCreateUnsafeView(self.obj.as_raw().cast(), prototype, &mut out)
+        };
+        Tensor::from_result(rc, out)
+    }
+
+    /// The underlying object reference.
+    pub fn as_object(&self) -> &ObjectRef<TensorObj> {
+        &self.obj
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor(shape={:?}, dtype={}, device={})", self.shape(), self.dtype(), self.device())
+    }
+}
+
+impl From<Tensor> for Any {
+    fn from(t: Tensor) -> Any {
+        Any::from_object(t.obj)
+    }
+}
+
+impl TryFromAnyView for Tensor {
+    const TYPE_NAME: &'static str = "ffi.Tensor";
+    fn try_from_view(view: &AnyView<'_>) -> Option<Tensor> {
+        ObjectRef::<TensorObj>::try_from_view(view).map(|obj| Tensor { obj })
+    }
+}

@@ -1,0 +1,89 @@
+//! Arrays, lists and shapes.
+
+use tvm_ffi::abi;
+use tvm_ffi::{Any, Array, Function, List, Shape, String};
+
+#[test]
+fn arrays_hold_any_values_inline() {
+    let a: Array = vec![Any::from(1i64), Any::from("two"), Any::from(3.0f64)].into_iter().collect();
+    assert_eq!(a.len(), 3);
+    let obj = a.as_object().as_raw().cast::<u8>();
+    // SAFETY: an array: header, sequence cell, inline elements at offset 56.
+    unsafe {
+        let cell = &*obj.add(24).cast::<abi::TVMFFISeqCell>();
+        assert_eq!(cell.data, obj.add(56).cast());
+        assert_eq!((cell.size, cell.capacity), (3, 3));
+        assert!(cell.data_deleter.is_none());
+    }
+    assert_eq!(a.at(-1).unwrap().cast::<f64>().unwrap(), 3.0);
+    let err = a.at(3).unwrap_err();
+    assert_eq!(err.kind(), "IndexError");
+    assert!(err.message().contains('3'), "{err}");
+}
+
+#[test]
+fn ffi_array_global_builds_arrays() {
+    let make = Function::get_global("ffi.Array").unwrap();
+    let a = make.call((1i64, "x", 2.5f64)).unwrap().cast::<Array>().unwrap();
+    assert_eq!(a.get(1).unwrap().cast::<String>().unwrap(), "x");
+    let size = Function::get_global("ffi.ArraySize").unwrap();
+    assert_eq!(size.call((a,)).unwrap().cast::<i64>().unwrap(), 3);
+}
+
+#[test]
+fn elements_release_their_references() {
+    let s = Any::from("a heap string, longer than seven bytes");
+    let before = s.clone().into_raw();
+    // SAFETY: restoring the reference taken by `into_raw`.
+    drop(unsafe { Any::from_raw(before) });
+    let obj = s.as_object_ptr().unwrap();
+    // SAFETY: the header is live while `s` lives.
+    let count = || unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() };
+    let a = Array::from_vec(vec![s.clone(), s.clone()]);
+    assert_eq!(count(), 3);
+    drop(a);
+    assert_eq!(count(), 1);
+}
+
+#[test]
+fn lists_are_shared_and_mutable() {
+    let list = List::new();
+    let alias = list.clone();
+    for i in 0..10i64 {
+        list.push(i);
+    }
+    assert_eq!(alias.len(), 10);
+    alias.insert(0, "first").unwrap();
+    assert_eq!(list.get(0).unwrap().cast::<String>().unwrap(), "first");
+    assert_eq!(list.pop().unwrap().cast::<i64>().unwrap(), 9);
+    list.set(-1, 100i64).unwrap();
+    assert_eq!(alias.get(-1).unwrap().cast::<i64>().unwrap(), 100);
+    assert_eq!(list.remove(1).unwrap().cast::<i64>().unwrap(), 0);
+    assert_eq!(list.len(), 9);
+    list.clear();
+    assert!(alias.is_empty());
+    let obj = list.as_object().as_raw().cast::<u8>();
+    // SAFETY: a list's cell at offset 24.
+    let cell = unsafe { &*obj.add(24).cast::<abi::TVMFFISeqCell>() };
+    assert!(cell.data_deleter.is_some(), "list buffers always carry a deleter");
+}
+
+#[test]
+fn arrays_and_lists_convert_into_each_other() {
+    let list: List = [1i64, 2, 3].into_iter().collect();
+    let as_array = Any::from(list).cast::<Array>().unwrap();
+    assert_eq!(as_array.len(), 3);
+    let back = Any::from(as_array).cast::<List>().unwrap();
+    assert_eq!(back.get(2).unwrap().cast::<i64>().unwrap(), 3);
+}
+
+#[test]
+fn shapes_store_values_inline() {
+    let s = Shape::new(&[2, 3, 4]);
+    assert_eq!(&*s, &[2, 3, 4]);
+    assert_eq!(s.numel(), 24);
+    let made = Function::get_global("ffi.Shape").unwrap().call((5i64, 6i64)).unwrap();
+    assert_eq!(made.cast::<Shape>().unwrap().as_slice(), &[5, 6]);
+    let err = Function::get_global("ffi.Shape").unwrap().call(("x",)).unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+}

@@ -1,0 +1,154 @@
+//! Packed and typed functions, C functions, and the global registry.
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tvm_ffi::abi::{self, TVMFFIAny};
+use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, String};
+
+#[test]
+fn typed_functions_convert_arguments() {
+    let f = Function::from_typed("add", |a: i64, b: f64| a as f64 + b);
+    assert_eq!(f.call((1i64, 2.5f64)).unwrap().cast::<f64>().unwrap(), 3.5);
+    assert_eq!(f.call((1i64, 2i64)).unwrap().cast::<f64>().unwrap(), 3.0, "int accepted as float");
+}
+
+#[test]
+fn typed_functions_name_mismatches() {
+    let f = Function::from_typed("scale", |a: i64, _s: String| a);
+    let err = f.call((1i64, 2i64)).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert_eq!(
+        err.message(),
+        "Mismatched type on argument #1 when calling: `scale(0: int, 1: ffi.String) -> int`. \
+         Expected `ffi.String` but got `int`"
+    );
+    let err = f.call((1i64,)).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "Mismatched number of arguments when calling: `scale(0: int, 1: ffi.String) -> int`. \
+         Expected 2 but got 1 arguments"
+    );
+}
+
+#[test]
+fn errors_from_closures_propagate() {
+    let f = Function::from_typed("fail", |x: i64| -> tvm_ffi::Result<i64> {
+        Err(Error::new(ErrorKind::ValueError, format!("bad {x}")))
+    });
+    let err = f.call((5i64,)).unwrap_err();
+    assert_eq!((err.kind().as_ref(), err.message().as_ref()), ("ValueError", "bad 5"));
+}
+
+#[test]
+fn registry_register_get_remove_and_override() {
+    let name = "test.registry.double";
+    let f = Function::from_typed(name, |x: i64| x * 2);
+    f.register_global(name, false).unwrap();
+    let err = f.register_global(name, false).unwrap_err();
+    assert_eq!(err.kind(), "RuntimeError");
+    assert!(err.message().contains(name), "{err}");
+    Function::from_typed(name, |x: i64| x * 3).register_global(name, true).unwrap();
+    let got = Function::get_global(name).unwrap();
+    assert_eq!(got.call((2i64,)).unwrap().cast::<i64>().unwrap(), 6);
+    assert!(Function::list_global_names().unwrap().iter().any(|n| n == name));
+    assert!(Function::remove_global(name).unwrap());
+    assert!(Function::get_global(name).is_none());
+    assert!(!Function::remove_global(name).unwrap());
+}
+
+#[test]
+fn concurrent_registration_and_lookup() {
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in 0..200 {
+                    let name = format!("test.concurrent.{t}.{i}");
+                    Function::from_typed(&name, move || i).register_global(&name, false).unwrap();
+                    let f = Function::get_global(&name).unwrap();
+                    assert_eq!(f.call(()).unwrap().cast::<i64>().unwrap(), i);
+                    assert!(Function::get_global("testing.echo").is_some());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+unsafe extern "C" fn c_add_handle_check(
+    handle: *mut c_void,
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    // SAFETY: called by the runtime with valid arguments.
+    unsafe {
+        let args = std::slice::from_raw_parts(args, num_args as usize);
+        let sum = args[0].payload.v_int64 + args[1].payload.v_int64;
+        // The handle of a NULL-self function is the function object itself.
+        let is_function = (*handle.cast::<abi::TVMFFIObject>()).type_index == abi::kTVMFFIFunction;
+        (*result) = Any::from(if is_function { sum } else { -1 }).into_raw();
+    }
+    0
+}
+
+unsafe extern "C" fn c_with_self(
+    handle: *mut c_void,
+    _args: *const TVMFFIAny,
+    _num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    // SAFETY: `handle` is the counter passed as self.
+    unsafe {
+        let counter = &*handle.cast::<AtomicUsize>();
+        (*result) = Any::from(counter.fetch_add(1, Ordering::SeqCst) as i64).into_raw();
+    }
+    0
+}
+
+unsafe extern "C" fn release_counter(handle: *mut c_void) {
+    // SAFETY: the handle came from `Arc::into_raw`.
+    unsafe { drop(Arc::from_raw(handle.cast::<AtomicUsize>())) };
+}
+
+#[test]
+fn c_functions_get_the_right_handle() {
+    // SAFETY: the safe-call follows the convention.
+    let f = unsafe { Function::from_extern_c(std::ptr::null_mut(), Some(c_add_handle_check), None) }
+        .unwrap();
+    assert_eq!(f.call((2i64, 3i64)).unwrap().cast::<i64>().unwrap(), 5);
+
+    let counter = Arc::new(AtomicUsize::new(10));
+    let raw = Arc::into_raw(counter.clone()).cast_mut().cast::<c_void>();
+    // SAFETY: `raw` stays valid until `release_counter` runs.
+    let g = unsafe { Function::from_extern_c(raw, Some(c_with_self), Some(release_counter)) }.unwrap();
+    assert_eq!(g.call(()).unwrap().cast::<i64>().unwrap(), 10);
+    assert_eq!(Arc::strong_count(&counter), 2);
+    drop(g);
+    assert_eq!(Arc::strong_count(&counter), 1, "the deleter ran exactly once");
+}
+
+#[test]
+fn testing_functions() {
+    let echo = Function::get_global("testing.echo").unwrap();
+    assert_eq!(echo.call(("hello there",)).unwrap().cast::<String>().unwrap(), "hello there");
+    let apply = Function::get_global("testing.apply").unwrap();
+    let inc = Function::from_typed("inc", |x: i64| x + 1);
+    assert_eq!(apply.call((inc, 41i64)).unwrap().cast::<i64>().unwrap(), 42);
+    let raise = Function::get_global("testing.test_raise_error").unwrap();
+    let err = raise.call(("KeyError", "no such key")).unwrap_err();
+    assert_eq!((err.kind().as_ref(), err.message().as_ref()), ("KeyError", "no such key"));
+    let count = Function::get_global("testing.object_use_count").unwrap();
+    let obj = Any::from(Function::from_packed(|_| Ok(Any::none())));
+    assert_eq!(count.call((obj.clone(),)).unwrap().cast::<i64>().unwrap(), 2);
+}
+
+#[test]
+fn packed_views_call() {
+    let f = Function::from_packed(|args: &[AnyView<'_>]| Ok(Any::from(args.len() as i64)));
+    let a = Any::from(1i64);
+    assert_eq!(f.call_packed(&[a.as_view(), a.as_view()]).unwrap().cast::<i64>().unwrap(), 2);
+}

@@ -1,0 +1,73 @@
+//! Small and heap strings and bytes.
+
+use proptest::prelude::*;
+use tvm_ffi::abi;
+use tvm_ffi::{Any, Bytes, String};
+
+#[test]
+fn small_strings_are_inline_with_zero_tail() {
+    let s = String::new("hello");
+    assert!(s.is_small());
+    let raw = *Any::from(s).as_raw();
+    assert_eq!(raw.type_index, abi::kTVMFFISmallStr);
+    assert_eq!(raw.small_str_len, 5);
+    // SAFETY: small strings keep their bytes in the payload.
+    assert_eq!(unsafe { raw.payload.v_bytes }, *b"hello\0\0\0");
+}
+
+#[test]
+fn seven_bytes_inline_eight_bytes_on_the_heap() {
+    assert!(String::new("1234567").is_small());
+    let heap = String::new("12345678");
+    assert!(!heap.is_small());
+    let any = Any::from(heap.clone());
+    assert_eq!(any.type_index(), abi::kTVMFFIStr);
+    let obj = any.as_object_ptr().unwrap();
+    // SAFETY: a heap string: header, then a byte array, then the content and a NUL.
+    unsafe {
+        let cell = &*obj.cast::<u8>().add(24).cast::<abi::TVMFFIByteArray>();
+        assert_eq!(cell.size, 8);
+        assert_eq!(cell.data, obj.cast::<u8>().add(40).cast());
+        assert_eq!(*cell.data.add(8), 0, "heap strings end with a NUL");
+    }
+}
+
+#[test]
+fn bytes_are_distinct_from_strings() {
+    let b = Bytes::from(&b"\x00\xffbin"[..]);
+    assert_eq!(Any::from(b.clone()).type_index(), abi::kTVMFFISmallBytes);
+    assert!(Any::from(b).try_as::<String>().is_none());
+    let long = Bytes::from(vec![7u8; 100]);
+    assert_eq!(Any::from(long.clone()).type_index(), abi::kTVMFFIBytes);
+    assert_eq!(long.len(), 100);
+}
+
+#[test]
+fn non_utf8_strings_report_the_content() {
+    let s = String::from_bytes(b"ab\xffcd");
+    let err = s.to_str().unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(err.message().contains("ab"), "{err}");
+}
+
+#[test]
+fn string_from_byte_array_through_c() {
+    let mut out = abi::TVMFFIAny::NONE;
+    let text = b"through the C API";
+    let array = abi::TVMFFIByteArray { data: text.as_ptr().cast(), size: text.len() };
+    // SAFETY: valid pointers; the result is an owned value.
+    assert_eq!(unsafe { abi::TVMFFIStringFromByteArray(&array, &mut out) }, 0);
+    // SAFETY: the output is an owned value.
+    let any = unsafe { Any::from_raw(out) };
+    assert_eq!(any.cast::<String>().unwrap(), "through the C API");
+}
+
+proptest! {
+    #[test]
+    fn bytes_round_trip_at_every_length(v in proptest::collection::vec(any::<u8>(), 0..24)) {
+        let b = Bytes::from(v.clone());
+        prop_assert_eq!(b.is_small(), v.len() <= 7);
+        let back = Any::from(b).cast::<Bytes>().unwrap();
+        prop_assert_eq!(back.as_bytes(), &v[..]);
+    }
+}

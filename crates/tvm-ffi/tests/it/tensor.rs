@@ -1,0 +1,143 @@
+//! Tensors and DLPack exchange.
+
+use std::ffi::c_void;
+
+use tvm_ffi::abi::{self, DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use tvm_ffi::{Any, DataType, Device, Tensor};
+
+#[test]
+fn cpu_tensors_have_strides_and_data() {
+    let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    assert_eq!(t.shape(), &[2, 3]);
+    assert_eq!(&*t.strides(), &[3, 1]);
+    assert!(!t.dltensor().strides.is_null());
+    assert_eq!(t.dtype(), DataType::float(32));
+    assert_eq!(t.device(), Device::cpu(0));
+    assert_eq!(t.as_slice::<f32>().unwrap()[4], 5.0);
+    assert_eq!(t.data_ptr() as usize % 64, 0);
+    let err = t.as_slice::<i32>().unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(err.message().contains("float32") && err.message().contains("int32"), "{err}");
+}
+
+#[test]
+fn shape_mismatch_is_reported() {
+    let err = Tensor::from_slice(&[1i32, 2, 3], &[2, 2]).unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(err.message().contains("[2, 2]"), "{err}");
+}
+
+#[test]
+fn dlpack_round_trip_shares_memory_and_releases_once() {
+    let t = Tensor::from_slice(&[1i64, 2, 3], &[3]).unwrap();
+    let managed = t.to_dlpack_versioned().unwrap();
+    // SAFETY: the export is a valid managed tensor owned by us.
+    let back = unsafe { Tensor::from_dlpack_versioned(managed, 0, true) }.unwrap();
+    assert_eq!(back.data_ptr(), t.data_ptr());
+    assert_eq!(t.as_object().use_count(), 2, "the import holds the export, which holds t");
+    drop(back);
+    assert_eq!(t.as_object().use_count(), 1);
+
+    let legacy = t.to_dlpack().unwrap();
+    // SAFETY: as above, legacy form.
+    let back = unsafe { Tensor::from_dlpack(legacy, 64, false) }.unwrap();
+    assert_eq!(back.as_slice::<i64>().unwrap(), &[1, 2, 3]);
+}
+
+struct Producer {
+    managed: DLManagedTensorVersioned,
+    shape: Vec<i64>,
+    data: Vec<f32>,
+    released: *mut bool,
+}
+
+unsafe extern "C" fn release_producer(m: *mut DLManagedTensorVersioned) {
+    // SAFETY: `manager_ctx` is the boxed producer.
+    unsafe {
+        let producer = Box::from_raw((*m).manager_ctx.cast::<Producer>());
+        *producer.released = true;
+    }
+}
+
+fn produce(data: Vec<f32>, shape: Vec<i64>, flags: u64, released: &mut bool) -> *mut DLManagedTensorVersioned {
+    let mut producer = Box::new(Producer {
+        managed: DLManagedTensorVersioned {
+            version: abi::DLPackVersion { major: 1, minor: 0 },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(release_producer),
+            flags,
+            dl_tensor: DLTensor {
+                data: std::ptr::null_mut(),
+                device: abi::DLDevice { device_type: abi::kDLCPU, device_id: 0 },
+                ndim: shape.len() as i32,
+                dtype: abi::DLDataType { code: abi::kDLFloat, bits: 32, lanes: 1 },
+                shape: std::ptr::null_mut(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+        },
+        shape,
+        data,
+        released,
+    });
+    producer.managed.dl_tensor.data = producer.data.as_mut_ptr().cast::<c_void>();
+    producer.managed.dl_tensor.shape = producer.shape.as_mut_ptr();
+    let raw = Box::into_raw(producer);
+    // SAFETY: the box is live; the managed struct is its first field.
+    unsafe {
+        (*raw).managed.manager_ctx = raw.cast();
+        &mut (*raw).managed
+    }
+}
+
+#[test]
+fn imports_take_ownership_only_on_success() {
+    let mut released = false;
+    let managed = produce(vec![1.0; 6], vec![2, 3], abi::DLPACK_FLAG_BITMASK_READ_ONLY, &mut released);
+    // SAFETY: a valid managed tensor.
+    let t = unsafe { Tensor::from_dlpack_versioned(managed, 0, true) }.unwrap();
+    assert_eq!(&*t.strides(), &[3, 1], "missing strides are synthesized");
+    assert!(t.is_read_only());
+    let exported = t.to_dlpack_versioned().unwrap();
+    // SAFETY: a valid export; its flags carry the read-only bit; released once.
+    unsafe {
+        assert_eq!((*exported).flags & abi::DLPACK_FLAG_BITMASK_READ_ONLY, 1);
+        ((*exported).deleter.unwrap())(exported);
+    }
+    drop(t);
+    assert!(released, "the producer's deleter ran when the tensor died");
+
+    let mut released = false;
+    let managed = produce(vec![1.0; 4], vec![4], abi::DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED, &mut released);
+    // SAFETY: a valid managed tensor; rejected, so still ours.
+    let err = unsafe { Tensor::from_dlpack_versioned(managed, 0, false) }.unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(!released);
+    // SAFETY: ownership stayed with us.
+    unsafe { ((*managed).deleter.unwrap())(managed) };
+    assert!(released);
+}
+
+#[test]
+fn misaligned_or_strided_imports_are_rejected_when_required() {
+    let t = Tensor::from_slice(&[0u8; 16], &[16]).unwrap();
+    let managed: *mut DLManagedTensor = t.to_dlpack().unwrap();
+    // SAFETY: a valid export; shift the data by one byte.
+    unsafe { (*managed).dl_tensor.byte_offset = 1 };
+    // SAFETY: as above.
+    let err = unsafe { Tensor::from_dlpack(managed, 64, false) }.unwrap_err();
+    assert!(err.message().contains("aligned"), "{err}");
+    // SAFETY: ownership stayed with us.
+    unsafe { ((*managed).deleter.unwrap())(managed) };
+    assert_eq!(t.as_object().use_count(), 1);
+}
+
+#[test]
+fn tensors_travel_in_any() {
+    let t = Tensor::empty(&[4, 4], DataType::float(16), Device::cpu(0)).unwrap();
+    let any = Any::from(t.clone());
+    assert_eq!(any.type_index(), abi::kTVMFFITensor);
+    assert_eq!(any.cast::<Tensor>().unwrap().shape(), &[4, 4]);
+    let err = Tensor::empty(&[2], DataType::float(32), Device::cuda(0)).unwrap_err();
+    assert!(err.message().contains("allocator"), "{err}");
+}
