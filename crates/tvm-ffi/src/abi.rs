@@ -3,7 +3,12 @@
 //! Names follow the C header exactly. This module holds layout and declarations only, no logic.
 //! The layout is that of Apache TVM FFI 0.1; `tests/it/layout.rs` and the C layout test check
 //! both sides against each other.
-#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, missing_docs)]
+#![allow(
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    missing_docs
+)]
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::AtomicU64;
@@ -259,7 +264,11 @@ pub struct TVMFFIErrorCell {
     pub message: TVMFFIByteArray,
     pub backtrace: TVMFFIByteArray,
     pub update_backtrace: Option<
-        unsafe extern "C" fn(self_: TVMFFIObjectHandle, backtrace: *const TVMFFIByteArray, mode: i32),
+        unsafe extern "C" fn(
+            self_: TVMFFIObjectHandle,
+            backtrace: *const TVMFFIByteArray,
+            mode: i32,
+        ),
     >,
     pub cause_chain: TVMFFIObjectHandle,
     pub extra_context: TVMFFIObjectHandle,
@@ -314,7 +323,8 @@ pub type TVMFFIFieldGetter =
     Option<unsafe extern "C" fn(field: *mut c_void, result: *mut TVMFFIAny) -> c_int>;
 pub type TVMFFIFieldSetter =
     Option<unsafe extern "C" fn(field: *mut c_void, value: *const TVMFFIAny) -> c_int>;
-pub type TVMFFIObjectCreator = Option<unsafe extern "C" fn(result: *mut TVMFFIObjectHandle) -> c_int>;
+pub type TVMFFIObjectCreator =
+    Option<unsafe extern "C" fn(result: *mut TVMFFIObjectHandle) -> c_int>;
 
 #[repr(C)]
 pub struct TVMFFIFieldInfo {
@@ -400,7 +410,11 @@ pub type DLPackManagedTensorAllocator = Option<
         out: *mut *mut DLManagedTensorVersioned,
         error_ctx: *mut c_void,
         set_error: Option<
-            unsafe extern "C" fn(error_ctx: *mut c_void, kind: *const c_char, message: *const c_char),
+            unsafe extern "C" fn(
+                error_ctx: *mut c_void,
+                kind: *const c_char,
+                message: *const c_char,
+            ),
         >,
     ) -> c_int,
 >;
@@ -482,8 +496,7 @@ unsafe extern "C" {
         require_contiguous: i32,
         out: *mut TVMFFIObjectHandle,
     ) -> c_int;
-    pub fn TVMFFITensorToDLPack(from: TVMFFIObjectHandle, out: *mut *mut DLManagedTensor)
-    -> c_int;
+    pub fn TVMFFITensorToDLPack(from: TVMFFIObjectHandle, out: *mut *mut DLManagedTensor) -> c_int;
     pub fn TVMFFITensorFromDLPackVersioned(
         from: *mut DLManagedTensorVersioned,
         require_alignment: i32,
@@ -507,15 +520,18 @@ unsafe extern "C" {
 
     pub fn TVMFFITypeRegisterField(type_index: i32, info: *const TVMFFIFieldInfo) -> c_int;
     pub fn TVMFFITypeRegisterMethod(type_index: i32, info: *const TVMFFIMethodInfo) -> c_int;
-    pub fn TVMFFITypeRegisterMetadata(type_index: i32, metadata: *const TVMFFITypeMetadata)
-    -> c_int;
+    pub fn TVMFFITypeRegisterMetadata(
+        type_index: i32,
+        metadata: *const TVMFFITypeMetadata,
+    ) -> c_int;
     pub fn TVMFFITypeRegisterAttr(
         type_index: i32,
         attr_name: *const TVMFFIByteArray,
         attr_value: *const TVMFFIAny,
     ) -> c_int;
-    pub fn TVMFFIGetTypeAttrColumn(attr_name: *const TVMFFIByteArray)
-    -> *const TVMFFITypeAttrColumn;
+    pub fn TVMFFIGetTypeAttrColumn(
+        attr_name: *const TVMFFIByteArray,
+    ) -> *const TVMFFITypeAttrColumn;
     pub fn TVMFFIBacktrace(
         filename: *const c_char,
         lineno: c_int,

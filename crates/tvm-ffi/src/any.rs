@@ -40,7 +40,9 @@ fn payload_i64(v: i64) -> TVMFFIAnyPayload {
 impl Any {
     /// The None value.
     pub const fn none() -> Any {
-        Any { raw: TVMFFIAny::NONE }
+        Any {
+            raw: TVMFFIAny::NONE,
+        }
     }
 
     /// Takes ownership of a raw value.
@@ -81,7 +83,10 @@ impl Any {
 
     /// A view of this value.
     pub fn as_view(&self) -> AnyView<'_> {
-        AnyView { raw: self.raw, _borrow: PhantomData }
+        AnyView {
+            raw: self.raw,
+            _borrow: PhantomData,
+        }
     }
 
     /// The type key of the value's type (`"int"`, `"ffi.Array"`, ...).
@@ -106,15 +111,18 @@ impl Any {
             raw: TVMFFIAny {
                 type_index,
                 small_str_len: 0,
-                payload: TVMFFIAnyPayload { v_obj: obj.into_raw() },
+                payload: TVMFFIAnyPayload {
+                    v_obj: obj.into_raw(),
+                },
             },
         }
     }
 
     /// The object pointer, if the value holds an object (borrowed).
     pub fn as_object_ptr(&self) -> Option<*mut TVMFFIObject> {
-        // SAFETY: object values keep `v_obj` in the payload.
-        self.is_object().then(|| unsafe { self.raw.payload.v_obj })
+        // SAFETY: every payload is 8 initialized bytes; object values keep `v_obj` there.
+        self.is_object()
+            .then_some(unsafe { self.raw.payload.v_obj })
     }
 }
 
@@ -146,7 +154,10 @@ impl Drop for Any {
 impl<'a> AnyView<'a> {
     /// The None value.
     pub const fn none() -> AnyView<'static> {
-        AnyView { raw: TVMFFIAny::NONE, _borrow: PhantomData }
+        AnyView {
+            raw: TVMFFIAny::NONE,
+            _borrow: PhantomData,
+        }
     }
 
     /// Views a raw value.
@@ -154,7 +165,10 @@ impl<'a> AnyView<'a> {
     /// # Safety
     /// Objects and pointers in `raw` stay valid for `'a`.
     pub const unsafe fn from_raw(raw: TVMFFIAny) -> AnyView<'a> {
-        AnyView { raw, _borrow: PhantomData }
+        AnyView {
+            raw,
+            _borrow: PhantomData,
+        }
     }
 
     /// The raw value.
@@ -210,10 +224,15 @@ impl<'a> AnyView<'a> {
                 // SAFETY: the slot is valid for the view's lifetime; we take what it holds.
                 let obj = unsafe { std::mem::replace(&mut *slot, std::ptr::null_mut()) };
                 if obj.is_null() {
-                    return Err(Error::new(ErrorKind::InternalError, "RValueRef already moved"));
+                    return Err(Error::new(
+                        ErrorKind::InternalError,
+                        "RValueRef already moved",
+                    ));
                 }
                 // SAFETY: we now own the reference that was in the slot.
-                Ok(Any::from_object(unsafe { ObjectRef::<crate::object::Object>::from_raw(obj) }))
+                Ok(Any::from_object(unsafe {
+                    ObjectRef::<crate::object::Object>::from_raw(obj)
+                }))
             }
             _ => Ok(Any { raw }),
         }
@@ -224,15 +243,20 @@ impl<'a> AnyView<'a> {
         T::try_from_view(self).ok_or_else(|| {
             Error::new(
                 ErrorKind::TypeError,
-                format!("Cannot convert from type `{}` to `{}`", self.type_key(), T::TYPE_NAME),
+                format!(
+                    "Cannot convert from type `{}` to `{}`",
+                    self.type_key(),
+                    T::TYPE_NAME
+                ),
             )
         })
     }
 
     /// The object pointer, if the value holds an object (borrowed).
     pub fn as_object_ptr(&self) -> Option<*mut TVMFFIObject> {
-        // SAFETY: object values keep `v_obj` in the payload.
-        (self.raw.type_index >= kTVMFFIStaticObjectBegin).then(|| unsafe { self.raw.payload.v_obj })
+        // SAFETY: every payload is 8 initialized bytes; object values keep `v_obj` there.
+        (self.raw.type_index >= kTVMFFIStaticObjectBegin)
+            .then_some(unsafe { self.raw.payload.v_obj })
     }
 }
 
@@ -248,7 +272,9 @@ impl<'a, T: ObjectCore> From<&'a ObjectRef<T>> for AnyView<'a> {
             raw: TVMFFIAny {
                 type_index: obj.type_index(),
                 small_str_len: 0,
-                payload: TVMFFIAnyPayload { v_obj: obj.as_raw() },
+                payload: TVMFFIAnyPayload {
+                    v_obj: obj.as_raw(),
+                },
             },
             _borrow: PhantomData,
         }
@@ -260,7 +286,13 @@ impl<'a, T: ObjectCore> From<&'a ObjectRef<T>> for AnyView<'a> {
 // ---------------------------------------------------------------------------------------------
 
 fn pod(type_index: i32, payload: TVMFFIAnyPayload) -> Any {
-    Any { raw: TVMFFIAny { type_index, small_str_len: 0, payload } }
+    Any {
+        raw: TVMFFIAny {
+            type_index,
+            small_str_len: 0,
+            payload,
+        },
+    }
 }
 
 impl From<()> for Any {
@@ -508,7 +540,11 @@ impl TryFromAnyView for Error {
 impl<T: TryFromAnyView> TryFromAnyView for Option<T> {
     const TYPE_NAME: &'static str = T::TYPE_NAME;
     fn try_from_view(view: &AnyView<'_>) -> Option<Option<T>> {
-        if view.is_none() { Some(None) } else { T::try_from_view(view).map(Some) }
+        if view.is_none() {
+            Some(None)
+        } else {
+            T::try_from_view(view).map(Some)
+        }
     }
 }
 

@@ -124,7 +124,11 @@ impl Error {
         // until the next call on this thread, and is copied by `with_backtrace` below.
         let backtrace = unsafe { abi::TVMFFIBacktrace(std::ptr::null(), 0, std::ptr::null(), 0) };
         // SAFETY: non-NULL results point at a valid byte array.
-        let backtrace = if backtrace.is_null() { byte_array(b"") } else { unsafe { *backtrace } };
+        let backtrace = if backtrace.is_null() {
+            byte_array(b"")
+        } else {
+            unsafe { *backtrace }
+        };
         Self::create(kind.as_ref(), message.as_ref(), backtrace, None)
     }
 
@@ -134,7 +138,12 @@ impl Error {
         message: impl AsRef<str>,
         backtrace: &str,
     ) -> Error {
-        Self::create(kind.as_ref(), message.as_ref(), byte_array(backtrace.as_bytes()), None)
+        Self::create(
+            kind.as_ref(),
+            message.as_ref(),
+            byte_array(backtrace.as_bytes()),
+            None,
+        )
     }
 
     fn create(
@@ -177,7 +186,9 @@ impl Error {
     /// `ptr` points at a live `ffi.Error` object; the caller transfers one strong reference.
     pub unsafe fn from_raw(ptr: *mut TVMFFIObject) -> Error {
         // SAFETY: guaranteed by the caller.
-        Error { obj: unsafe { ObjectRef::from_raw(ptr) } }
+        Error {
+            obj: unsafe { ObjectRef::from_raw(ptr) },
+        }
     }
 
     /// Wraps an error object reference.
@@ -219,7 +230,9 @@ impl Error {
     pub fn cause(&self) -> Option<Error> {
         let cause = self.obj.cell().cause_chain;
         // SAFETY: the cell owns a reference to its cause, which is an error object.
-        (!cause.is_null()).then(|| Error { obj: unsafe { ObjectRef::from_borrowed(cause.cast()) } })
+        (!cause.is_null()).then(|| Error {
+            obj: unsafe { ObjectRef::from_borrowed(cause.cast()) },
+        })
     }
 
     /// Whether the kind equals `kind`.
@@ -260,7 +273,10 @@ impl Error {
     /// without raising one.
     pub fn take_raised_or(kind: impl AsRef<str>, context: impl fmt::Display) -> Error {
         Self::take_raised().unwrap_or_else(|| {
-            Error::new(kind, format!("call failed without raising an error: {context}"))
+            Error::new(
+                kind,
+                format!("call failed without raising an error: {context}"),
+            )
         })
     }
 
@@ -281,7 +297,10 @@ impl Error {
         } else {
             "panic with a non-string payload".to_owned()
         };
-        Error::new(ErrorKind::InternalError, format!("panic in native code: {text}"))
+        Error::new(
+            ErrorKind::InternalError,
+            format!("panic in native code: {text}"),
+        )
     }
 }
 

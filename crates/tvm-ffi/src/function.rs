@@ -35,7 +35,10 @@ impl FunctionObj {
     pub(crate) fn new(safe_call: TVMFFISafeCallType) -> FunctionObj {
         FunctionObj {
             base: Object::header(),
-            cell: TVMFFIFunctionCell { safe_call, cpp_call: std::ptr::null_mut() },
+            cell: TVMFFIFunctionCell {
+                safe_call,
+                cpp_call: std::ptr::null_mut(),
+            },
         }
     }
 
@@ -66,15 +69,15 @@ pub(crate) unsafe fn run_safe_call(
             // SAFETY: guaranteed by the caller; the callee owns nothing in `result` yet.
             unsafe { result.write(value.into_raw()) };
             0
-        },
+        }
         Ok(Err(err)) => {
             err.set_raised();
             -1
-        },
+        }
         Err(payload) => {
             Error::from_panic(payload.as_ref()).set_raised();
             -1
-        },
+        }
     }
 }
 
@@ -127,7 +130,9 @@ impl Function {
         // SAFETY: RustFunctionObj is repr(C) with the header first; its Drop drops the closure.
         let ptr = unsafe { alloc_object(value, 0, kTVMFFIFunction) };
         // SAFETY: the new object's reference moves into the Function.
-        Function { obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) } }
+        Function {
+            obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
+        }
     }
 
     /// Wraps a typed closure; arguments are converted and checked, and mismatches become a
@@ -153,10 +158,15 @@ impl Function {
         // SAFETY: forwarded from the caller.
         let rc = unsafe { abi::TVMFFIFunctionCreate(self_, safe_call, deleter, &mut out) };
         if rc != 0 {
-            return Err(Error::take_raised_or(ErrorKind::RuntimeError, "TVMFFIFunctionCreate"));
+            return Err(Error::take_raised_or(
+                ErrorKind::RuntimeError,
+                "TVMFFIFunctionCreate",
+            ));
         }
         // SAFETY: a successful create returns one owned function reference.
-        Ok(Function { obj: unsafe { ObjectRef::from_raw(out.cast()) } })
+        Ok(Function {
+            obj: unsafe { ObjectRef::from_raw(out.cast()) },
+        })
     }
 
     /// Wraps a function object reference.
@@ -174,21 +184,35 @@ impl Function {
     pub fn call_packed(&self, args: &[AnyView<'_>]) -> Result<Any> {
         let mut result = TVMFFIAny::NONE;
         let Some(safe_call) = self.obj.cell.safe_call else {
-            return Err(Error::new(ErrorKind::InternalError, "function object without safe_call"));
+            return Err(Error::new(
+                ErrorKind::InternalError,
+                "function object without safe_call",
+            ));
         };
         let num_args = i32::try_from(args.len()).map_err(|_| {
-            Error::new(ErrorKind::ValueError, format!("too many arguments: {}", args.len()))
+            Error::new(
+                ErrorKind::ValueError,
+                format!("too many arguments: {}", args.len()),
+            )
         })?;
         // SAFETY: the handle is the function object itself; `AnyView` is a transparent
         // `TVMFFIAny`; the callee writes an owning value or nothing.
         let rc = unsafe {
-            safe_call(self.obj.as_raw().cast(), args.as_ptr().cast(), num_args, &mut result)
+            safe_call(
+                self.obj.as_raw().cast(),
+                args.as_ptr().cast(),
+                num_args,
+                &mut result,
+            )
         };
         if rc == 0 {
             // SAFETY: on success the result is an owning value.
             Ok(unsafe { Any::from_raw(result) })
         } else {
-            Err(Error::take_raised_or(ErrorKind::RuntimeError, "packed function call"))
+            Err(Error::take_raised_or(
+                ErrorKind::RuntimeError,
+                "packed function call",
+            ))
         }
     }
 
@@ -215,13 +239,18 @@ impl Function {
             return None;
         }
         // SAFETY: a non-NULL result is an owned function reference.
-        (!out.is_null()).then(|| Function { obj: unsafe { ObjectRef::from_raw(out.cast()) } })
+        (!out.is_null()).then(|| Function {
+            obj: unsafe { ObjectRef::from_raw(out.cast()) },
+        })
     }
 
     /// The global function `name`, or an `AttributeError` naming it.
     pub fn get_global_required(name: &str) -> Result<Function> {
         Function::get_global(name).ok_or_else(|| {
-            Error::new(ErrorKind::AttributeError, format!("global function `{name}` is not registered"))
+            Error::new(
+                ErrorKind::AttributeError,
+                format!("global function `{name}` is not registered"),
+            )
         })
     }
 
@@ -231,14 +260,24 @@ impl Function {
         let key = byte_array(name.as_bytes());
         // SAFETY: the registry retains its own reference.
         let rc = unsafe {
-            abi::TVMFFIFunctionSetGlobal(&key, self.obj.as_raw().cast(), c_int::from(allow_override))
+            abi::TVMFFIFunctionSetGlobal(
+                &key,
+                self.obj.as_raw().cast(),
+                c_int::from(allow_override),
+            )
         };
-        if rc == 0 { Ok(()) } else { Err(Error::take_raised_or(ErrorKind::RuntimeError, name)) }
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(Error::take_raised_or(ErrorKind::RuntimeError, name))
+        }
     }
 
     /// Removes the global `name`; whether it existed.
     pub fn remove_global(name: &str) -> Result<bool> {
-        Function::get_global_required("ffi.FunctionRemoveGlobal")?.call((name,))?.cast()
+        Function::get_global_required("ffi.FunctionRemoveGlobal")?
+            .call((name,))?
+            .cast()
     }
 
     /// The names of all global functions.

@@ -116,7 +116,9 @@ pub unsafe fn dec_ref(obj: *mut TVMFFIObject) {
             if let Some(deleter) = deleter {
                 deleter(obj.cast(), kTVMFFIObjectDeleterFlagBitMaskStrong);
             }
-            let old_weak = header.combined_ref_count.fetch_sub(kTVMFFIObjectWeakOne, Ordering::Release);
+            let old_weak = header
+                .combined_ref_count
+                .fetch_sub(kTVMFFIObjectWeakOne, Ordering::Release);
             if old_weak == kTVMFFIObjectWeakOne {
                 fence(Ordering::Acquire);
                 if let Some(deleter) = deleter {
@@ -146,8 +148,13 @@ unsafe extern "C" fn rust_object_deleter<S>(obj: *mut c_void, flags: c_int) {
 /// `S` is `#[repr(C)]`, starts with an [`Object`], and its `Drop` releases whatever the caller
 /// stores in the extra bytes.
 pub unsafe fn alloc_object<S>(value: S, extra: usize, type_index: i32) -> NonNull<S> {
-    assert!(std::mem::align_of::<S>() <= 16, "object alignment above 16 is not supported");
-    let size = std::mem::size_of::<S>().checked_add(extra).expect("object size overflows");
+    assert!(
+        std::mem::align_of::<S>() <= 16,
+        "object alignment above 16 is not supported"
+    );
+    let size = std::mem::size_of::<S>()
+        .checked_add(extra)
+        .expect("object size overflows");
     // SAFETY: calloc with a non-zero size; the result is checked for NULL below.
     let block = unsafe { libc::calloc(1, size.max(1)) }.cast::<S>();
     let Some(ptr) = NonNull::new(block) else {
@@ -191,7 +198,9 @@ impl<T: ObjectCore> ObjectRef<T> {
     /// `ptr` points at a live object whose type is `T` or a subtype of it, and the caller
     /// transfers one strong reference.
     pub unsafe fn from_raw(ptr: *mut TVMFFIObject) -> Self {
-        ObjectRef { ptr: NonNull::new(ptr.cast::<T>()).expect("null object pointer") }
+        ObjectRef {
+            ptr: NonNull::new(ptr.cast::<T>()).expect("null object pointer"),
+        }
     }
 
     /// Creates a new strong reference from a borrowed pointer.
@@ -241,8 +250,14 @@ impl<T: ObjectCore> ObjectRef<T> {
 
     /// A weak reference to the same object.
     pub fn downgrade(&self) -> WeakRef<T> {
-        self.header().header.combined_ref_count.fetch_add(kTVMFFIObjectWeakOne, Ordering::Relaxed);
-        WeakRef { ptr: self.ptr, _marker: PhantomData }
+        self.header()
+            .header
+            .combined_ref_count
+            .fetch_add(kTVMFFIObjectWeakOne, Ordering::Relaxed);
+        WeakRef {
+            ptr: self.ptr,
+            _marker: PhantomData,
+        }
     }
 
     /// Views this reference as a reference to the root object type.
@@ -331,20 +346,32 @@ impl<T: ObjectCore> WeakRef<T> {
 
 impl<T: ObjectCore> Clone for WeakRef<T> {
     fn clone(&self) -> Self {
-        self.header().combined_ref_count.fetch_add(kTVMFFIObjectWeakOne, Ordering::Relaxed);
-        WeakRef { ptr: self.ptr, _marker: PhantomData }
+        self.header()
+            .combined_ref_count
+            .fetch_add(kTVMFFIObjectWeakOne, Ordering::Relaxed);
+        WeakRef {
+            ptr: self.ptr,
+            _marker: PhantomData,
+        }
     }
 }
 
 impl<T: ObjectCore> Drop for WeakRef<T> {
     fn drop(&mut self) {
         let header = self.header();
-        let old = header.combined_ref_count.fetch_sub(kTVMFFIObjectWeakOne, Ordering::Release);
+        let old = header
+            .combined_ref_count
+            .fetch_sub(kTVMFFIObjectWeakOne, Ordering::Release);
         if old == kTVMFFIObjectWeakOne {
             fence(Ordering::Acquire);
             if let Some(deleter) = header.deleter {
                 // SAFETY: the last weak reference is gone; the value was already destroyed.
-                unsafe { deleter(self.ptr.as_ptr().cast(), kTVMFFIObjectDeleterFlagBitMaskWeak) };
+                unsafe {
+                    deleter(
+                        self.ptr.as_ptr().cast(),
+                        kTVMFFIObjectDeleterFlagBitMaskWeak,
+                    )
+                };
             }
         }
     }

@@ -11,17 +11,28 @@ use crate::function::Function;
 use crate::string::byte_array;
 
 /// Reads a field of type `F` at `field` into an owning value.
-unsafe extern "C" fn field_getter<F: Clone + Into<Any>>(field: *mut c_void, result: *mut TVMFFIAny) -> c_int {
+unsafe extern "C" fn field_getter<F: Clone + Into<Any>>(
+    field: *mut c_void,
+    result: *mut TVMFFIAny,
+) -> c_int {
     // SAFETY: the runtime passes the address of a live field of type `F` and a writable result.
     unsafe { crate::function::run_safe_call(result, || Ok((*field.cast::<F>()).clone().into())) }
 }
 
 fn check(rc: c_int, what: &str) -> Result<()> {
-    if rc == 0 { Ok(()) } else { Err(Error::take_raised_or(ErrorKind::RuntimeError, what)) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Error::take_raised_or(ErrorKind::RuntimeError, what))
+    }
 }
 
 /// Registers a read-only field `name` of type `F` at byte `offset` from the object header.
-pub fn register_field<F: Clone + Into<Any>>(type_index: i32, name: &str, offset: usize) -> Result<()> {
+pub fn register_field<F: Clone + Into<Any>>(
+    type_index: i32,
+    name: &str,
+    offset: usize,
+) -> Result<()> {
     let info = TVMFFIFieldInfo {
         name: byte_array(name.as_bytes()),
         doc: byte_array(b""),
@@ -36,21 +47,36 @@ pub fn register_field<F: Clone + Into<Any>>(type_index: i32, name: &str, offset:
         field_static_type_index: abi::kTVMFFIAny,
     };
     // SAFETY: the record is valid for the call; the runtime copies it.
-    check(unsafe { abi::TVMFFITypeRegisterField(type_index, &info) }, name)
+    check(
+        unsafe { abi::TVMFFITypeRegisterField(type_index, &info) },
+        name,
+    )
 }
 
 /// Registers method `name` of a type; instance methods take the object as argument 0.
-pub fn register_method(type_index: i32, name: &str, method: &Function, is_static: bool) -> Result<()> {
+pub fn register_method(
+    type_index: i32,
+    name: &str,
+    method: &Function,
+    is_static: bool,
+) -> Result<()> {
     let method = Any::from(method.clone());
     let info = TVMFFIMethodInfo {
         name: byte_array(name.as_bytes()),
         doc: byte_array(b""),
         metadata: byte_array(b""),
-        flags: if is_static { abi::kTVMFFIFieldFlagBitMaskIsStaticMethod } else { 0 },
+        flags: if is_static {
+            abi::kTVMFFIFieldFlagBitMaskIsStaticMethod
+        } else {
+            0
+        },
         method: *method.as_raw(),
     };
     // SAFETY: the record is valid for the call; the runtime retains the method.
-    check(unsafe { abi::TVMFFITypeRegisterMethod(type_index, &info) }, name)
+    check(
+        unsafe { abi::TVMFFITypeRegisterMethod(type_index, &info) },
+        name,
+    )
 }
 
 /// Registers the size of a type's objects.
@@ -62,7 +88,10 @@ pub fn register_metadata(type_index: i32, total_size: usize) -> Result<()> {
         structural_eq_hash_kind: abi::kTVMFFISEqHashKindTreeNode,
     };
     // SAFETY: the record is valid for the call; the runtime copies it.
-    check(unsafe { abi::TVMFFITypeRegisterMetadata(type_index, &metadata) }, "metadata")
+    check(
+        unsafe { abi::TVMFFITypeRegisterMetadata(type_index, &metadata) },
+        "metadata",
+    )
 }
 
 /// Declares an object type: a `#[repr(C)]` struct whose first field `base` is the parent type,

@@ -17,7 +17,10 @@ pub const MAX_SMALL_LEN: usize = 7;
 
 /// A byte array viewing `bytes` (borrowed; valid while `bytes` is).
 pub fn byte_array(bytes: &[u8]) -> TVMFFIByteArray {
-    TVMFFIByteArray { data: bytes.as_ptr().cast(), size: bytes.len() }
+    TVMFFIByteArray {
+        data: bytes.as_ptr().cast(),
+        size: bytes.len(),
+    }
 }
 
 /// The layout of a heap string or bytes object; the content follows at offset 40.
@@ -87,7 +90,10 @@ pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> 
         // SAFETY: a small value owns nothing.
         return unsafe { Any::from_raw(raw) };
     }
-    let header = BytesObj { base: Object::header(), bytes: byte_array(&[]) };
+    let header = BytesObj {
+        base: Object::header(),
+        bytes: byte_array(&[]),
+    };
     // SAFETY: BytesObj is repr(C) with the header first and owns no resources of its own; the
     // extra bytes hold the content and its NUL.
     let ptr = unsafe { alloc_object(header, bytes.len() + 1, heap_index) };
@@ -95,12 +101,17 @@ pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> 
     unsafe {
         let content = ptr.as_ptr().add(1).cast::<u8>();
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), content, bytes.len());
-        (*ptr.as_ptr()).bytes = TVMFFIByteArray { data: content.cast(), size: bytes.len() };
+        (*ptr.as_ptr()).bytes = TVMFFIByteArray {
+            data: content.cast(),
+            size: bytes.len(),
+        };
     }
     let raw = TVMFFIAny {
         type_index: heap_index,
         small_str_len: 0,
-        payload: TVMFFIAnyPayload { v_obj: ptr.as_ptr().cast() },
+        payload: TVMFFIAnyPayload {
+            v_obj: ptr.as_ptr().cast(),
+        },
     };
     // SAFETY: the new object's single reference moves into the Any.
     unsafe { Any::from_raw(raw) }

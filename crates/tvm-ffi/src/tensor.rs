@@ -8,8 +8,8 @@ use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
 use crate::abi::{
-    self, DLDataType, DLManagedTensor, DLManagedTensorVersioned, DLTensor,
-    TVMFFIObjectHandle, kTVMFFITensor,
+    self, DLDataType, DLManagedTensor, DLManagedTensorVersioned, DLTensor, TVMFFIObjectHandle,
+    kTVMFFITensor,
 };
 use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::device::Device;
@@ -84,13 +84,13 @@ impl Drop for TensorStorage {
                     if let Some(deleter) = (**m).deleter {
                         deleter(*m);
                     }
-                },
+                }
                 TensorOwner::Versioned(m) => {
                     if let Some(deleter) = (**m).deleter {
                         deleter(*m);
                     }
-                },
-                TensorOwner::Source(_) => {},
+                }
+                TensorOwner::Source(_) => {}
                 TensorOwner::Buffer(ptr) => libc::free(*ptr),
             }
         }
@@ -126,7 +126,12 @@ pub fn is_contiguous(shape: &[i64], strides: Option<&[i64]>) -> bool {
 fn is_direct_address(device_type: i32) -> bool {
     matches!(
         device_type,
-        abi::kDLCPU | abi::kDLCUDA | abi::kDLCUDAHost | abi::kDLCUDAManaged | abi::kDLROCM | abi::kDLROCMHost
+        abi::kDLCPU
+            | abi::kDLCUDA
+            | abi::kDLCUDAHost
+            | abi::kDLCUDAManaged
+            | abi::kDLROCM
+            | abi::kDLROCMHost
     )
 }
 
@@ -141,7 +146,10 @@ pub(crate) unsafe fn read_dims(t: &DLTensor) -> Result<(Vec<i64>, Option<Vec<i64
         return Ok((Vec::new(), None));
     }
     if t.shape.is_null() {
-        crate::bail!(ErrorKind::ValueError, "tensor with ndim {ndim} has a NULL shape");
+        crate::bail!(
+            ErrorKind::ValueError,
+            "tensor with ndim {ndim} has a NULL shape"
+        );
     }
     // SAFETY: guaranteed by the caller.
     let shape = unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec();
@@ -192,7 +200,10 @@ pub(crate) fn make_tensor(
 ) -> Tensor {
     let strides = strides.unwrap_or_else(|| compact_strides(&shape));
     let storage = TensorStorage {
-        view: TensorObj { base: Object::header(), tensor: *prototype },
+        view: TensorObj {
+            base: Object::header(),
+            tensor: *prototype,
+        },
         shape,
         strides,
         owner,
@@ -207,13 +218,21 @@ pub(crate) fn make_tensor(
         let storage = &mut *ptr.as_ptr();
         let ndim = storage.shape.len();
         storage.view.tensor.ndim = ndim as i32;
-        storage.view.tensor.shape =
-            if ndim == 0 { std::ptr::null_mut() } else { storage.shape.as_mut_ptr() };
-        storage.view.tensor.strides =
-            if ndim == 0 { std::ptr::null_mut() } else { storage.strides.as_mut_ptr() };
+        storage.view.tensor.shape = if ndim == 0 {
+            std::ptr::null_mut()
+        } else {
+            storage.shape.as_mut_ptr()
+        };
+        storage.view.tensor.strides = if ndim == 0 {
+            std::ptr::null_mut()
+        } else {
+            storage.strides.as_mut_ptr()
+        };
     }
     // SAFETY: the new object's reference moves into the tensor.
-    Tensor { obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) } }
+    Tensor {
+        obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
+    }
 }
 
 /// Element types with a DLPack data type.
@@ -251,7 +270,10 @@ impl Tensor {
     /// environment's tensor allocator (`TVMFFIEnvTensorAlloc`).
     pub fn empty(shape: &[i64], dtype: DataType, device: Device) -> Result<Tensor> {
         if let Some(bad) = shape.iter().find(|d| **d < 0) {
-            crate::bail!(ErrorKind::ValueError, "negative dimension {bad} in shape {shape:?}");
+            crate::bail!(
+                ErrorKind::ValueError,
+                "negative dimension {bad} in shape {shape:?}"
+            );
         }
         let prototype = DLTensor {
             data: std::ptr::null_mut(),
@@ -271,21 +293,36 @@ impl Tensor {
                 return Err(Error::take_raised_or(ErrorKind::RuntimeError, device));
             }
             // SAFETY: a successful allocation returns one owned tensor reference.
-            return Ok(Tensor { obj: unsafe { ObjectRef::from_raw(out.cast()) } });
+            return Ok(Tensor {
+                obj: unsafe { ObjectRef::from_raw(out.cast()) },
+            });
         }
-        let numel = shape.iter().try_fold(1usize, |acc, d| acc.checked_mul(*d as usize));
+        let numel = shape
+            .iter()
+            .try_fold(1usize, |acc, d| acc.checked_mul(*d as usize));
         let bytes = numel
             .and_then(|n| n.checked_mul(dtype.itemsize()))
-            .ok_or_else(|| Error::new(ErrorKind::ValueError, format!("shape {shape:?} too large")))?;
+            .ok_or_else(|| {
+                Error::new(ErrorKind::ValueError, format!("shape {shape:?} too large"))
+            })?;
         let mut data = std::ptr::null_mut();
         // SAFETY: posix_memalign with a power-of-two alignment; checked below.
         if unsafe { libc::posix_memalign(&mut data, 64, bytes.max(1)) } != 0 {
-            crate::bail!(ErrorKind::MemoryError, "cannot allocate {bytes} bytes for a tensor");
+            crate::bail!(
+                ErrorKind::MemoryError,
+                "cannot allocate {bytes} bytes for a tensor"
+            );
         }
         // SAFETY: the buffer holds `bytes` writable bytes.
         unsafe { std::ptr::write_bytes(data.cast::<u8>(), 0, bytes) };
         let prototype = DLTensor { data, ..prototype };
-        Ok(make_tensor(&prototype, shape.to_vec(), None, TensorOwner::Buffer(data), false))
+        Ok(make_tensor(
+            &prototype,
+            shape.to_vec(),
+            None,
+            TensorOwner::Buffer(data),
+            false,
+        ))
     }
 
     /// A CPU tensor holding a copy of `data` with the given shape.
@@ -318,7 +355,12 @@ impl Tensor {
         let mut out = std::ptr::null_mut();
         // SAFETY: forwarded.
         let rc = unsafe {
-            abi::TVMFFITensorFromDLPack(managed, require_alignment, c_int::from(require_contiguous), &mut out)
+            abi::TVMFFITensorFromDLPack(
+                managed,
+                require_alignment,
+                c_int::from(require_contiguous),
+                &mut out,
+            )
         };
         Tensor::from_result(rc, out)
     }
@@ -347,10 +389,15 @@ impl Tensor {
 
     fn from_result(rc: c_int, out: TVMFFIObjectHandle) -> Result<Tensor> {
         if rc != 0 {
-            return Err(Error::take_raised_or(ErrorKind::RuntimeError, "DLPack import"));
+            return Err(Error::take_raised_or(
+                ErrorKind::RuntimeError,
+                "DLPack import",
+            ));
         }
         // SAFETY: a successful import returns one owned tensor reference.
-        Ok(Tensor { obj: unsafe { ObjectRef::from_raw(out.cast()) } })
+        Ok(Tensor {
+            obj: unsafe { ObjectRef::from_raw(out.cast()) },
+        })
     }
 
     /// Exports as a legacy DLPack tensor; the caller must call its deleter once.
@@ -359,7 +406,10 @@ impl Tensor {
         // SAFETY: the handle is a live tensor.
         let rc = unsafe { abi::TVMFFITensorToDLPack(self.obj.as_raw().cast(), &mut out) };
         if rc != 0 {
-            return Err(Error::take_raised_or(ErrorKind::RuntimeError, "DLPack export"));
+            return Err(Error::take_raised_or(
+                ErrorKind::RuntimeError,
+                "DLPack export",
+            ));
         }
         Ok(out)
     }
@@ -370,7 +420,10 @@ impl Tensor {
         // SAFETY: the handle is a live tensor.
         let rc = unsafe { abi::TVMFFITensorToDLPackVersioned(self.obj.as_raw().cast(), &mut out) };
         if rc != 0 {
-            return Err(Error::take_raised_or(ErrorKind::RuntimeError, "DLPack export"));
+            return Err(Error::take_raised_or(
+                ErrorKind::RuntimeError,
+                "DLPack export",
+            ));
         }
         Ok(out)
     }
@@ -431,7 +484,10 @@ impl Tensor {
     /// Address of the first element (`data + byte_offset`).
     pub fn data_ptr(&self) -> *mut c_void {
         let t = self.dltensor();
-        t.data.cast::<u8>().wrapping_add(t.byte_offset as usize).cast()
+        t.data
+            .cast::<u8>()
+            .wrapping_add(t.byte_offset as usize)
+            .cast()
     }
 
     /// Whether the producer marked the data read-only (only known for tensors made here).
@@ -450,7 +506,11 @@ impl Tensor {
             );
         }
         if self.device().device_type() != abi::kDLCPU {
-            crate::bail!(ErrorKind::ValueError, "tensor is on {}, not the CPU", self.device());
+            crate::bail!(
+                ErrorKind::ValueError,
+                "tensor is on {}, not the CPU",
+                self.device()
+            );
         }
         if !self.is_contiguous() {
             crate::bail!(ErrorKind::ValueError, "tensor is not contiguous");
@@ -481,7 +541,13 @@ impl Tensor {
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Tensor(shape={:?}, dtype={}, device={})", self.shape(), self.dtype(), self.device())
+        write!(
+            f,
+            "Tensor(shape={:?}, dtype={}, device={})",
+            self.shape(),
+            self.dtype(),
+            self.device()
+        )
     }
 }
 

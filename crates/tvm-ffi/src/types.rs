@@ -47,7 +47,11 @@ pub fn type_key_to_index(type_key: &str) -> Result<i32, Error> {
     let mut index = 0;
     // SAFETY: both pointers are valid for the call.
     let rc = unsafe { abi::TVMFFITypeKeyToIndex(&key, &mut index) };
-    if rc == 0 { Ok(index) } else { Err(Error::take_raised_or(ErrorKind::KeyError, type_key)) }
+    if rc == 0 {
+        Ok(index)
+    } else {
+        Err(Error::take_raised_or(ErrorKind::KeyError, type_key))
+    }
 }
 
 /// Registers `type_key` as a dynamic subtype of `parent_index` (or returns its existing index).
@@ -58,7 +62,10 @@ pub fn register_type(
     child_slots_can_overflow: bool,
 ) -> Result<i32, Error> {
     let parent = type_info(parent_index).ok_or_else(|| {
-        Error::new(ErrorKind::KeyError, format!("unknown parent type index {parent_index}"))
+        Error::new(
+            ErrorKind::KeyError,
+            format!("unknown parent type index {parent_index}"),
+        )
     })?;
     let key = byte_array(type_key.as_bytes());
     // SAFETY: the key outlives the call; other arguments are plain integers.
@@ -72,7 +79,11 @@ pub fn register_type(
             parent_index,
         )
     };
-    if index < 0 { Err(Error::take_raised_or(ErrorKind::RuntimeError, type_key)) } else { Ok(index) }
+    if index < 0 {
+        Err(Error::take_raised_or(ErrorKind::RuntimeError, type_key))
+    } else {
+        Ok(index)
+    }
 }
 
 /// Whether objects of runtime type `sub` may be viewed as type `target`.

@@ -53,7 +53,12 @@ pub unsafe extern "C" fn TVMFFIEnvSetStream(
 #[unsafe(no_mangle)]
 pub extern "C" fn TVMFFIEnvGetStream(device_type: i32, device_id: i32) -> TVMFFIStreamHandle {
     STREAMS
-        .try_with(|s| s.borrow().get(&(device_type, device_id)).copied().unwrap_or(0))
+        .try_with(|s| {
+            s.borrow()
+                .get(&(device_type, device_id))
+                .copied()
+                .unwrap_or(0)
+        })
         .unwrap_or(0) as TVMFFIStreamHandle
 }
 
@@ -155,7 +160,10 @@ static SYSTEM_LIB_SYMBOLS: RwLock<Option<HashMap<String, usize>>> = RwLock::new(
 /// # Safety
 /// `name` is NUL-terminated.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFIEnvModRegisterContextSymbol(name: *const c_char, symbol: *mut c_void) -> c_int {
+pub unsafe extern "C" fn TVMFFIEnvModRegisterContextSymbol(
+    name: *const c_char,
+    symbol: *mut c_void,
+) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
         let name = unsafe { cstr_arg(name, "name")? };
@@ -168,7 +176,10 @@ pub unsafe extern "C" fn TVMFFIEnvModRegisterContextSymbol(name: *const c_char, 
 
 /// The registered context symbols (name, address).
 pub(crate) fn context_symbols() -> Vec<(String, usize)> {
-    CONTEXT_SYMBOLS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    CONTEXT_SYMBOLS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
 }
 
 /// Records a symbol of the system library (functions linked into the program), such as
@@ -177,12 +188,19 @@ pub(crate) fn context_symbols() -> Vec<(String, usize)> {
 /// # Safety
 /// `name` is NUL-terminated.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFIEnvModRegisterSystemLibSymbol(name: *const c_char, symbol: *mut c_void) -> c_int {
+pub unsafe extern "C" fn TVMFFIEnvModRegisterSystemLibSymbol(
+    name: *const c_char,
+    symbol: *mut c_void,
+) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
         let name = unsafe { cstr_arg(name, "name")? };
-        let mut table = SYSTEM_LIB_SYMBOLS.write().unwrap_or_else(|e| e.into_inner());
-        table.get_or_insert_with(HashMap::new).insert(name.to_owned(), symbol as usize);
+        let mut table = SYSTEM_LIB_SYMBOLS
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        table
+            .get_or_insert_with(HashMap::new)
+            .insert(name.to_owned(), symbol as usize);
         Ok(())
     })
 }
@@ -219,17 +237,21 @@ pub unsafe extern "C" fn TVMFFIEnvModLookupFromImports(
         }
         let resolver = super::function::Registry::global().get("ffi.ModuleLookupFromImports");
         let found = match resolver {
-            Some(resolver) if !library_ctx.is_null() => {
-                resolver.call((key as i64, name))?.cast::<Option<Function>>()?
-            },
+            Some(resolver) if !library_ctx.is_null() => resolver
+                .call((key as i64, name))?
+                .cast::<Option<Function>>()?,
             _ => None,
         };
-        let function = found.or_else(|| super::function::Registry::global().get(name)).ok_or_else(|| {
-            Error::new(
-                ErrorKind::RuntimeError,
-                format!("Cannot find function {name} in the imported modules or global registry."),
-            )
-        })?;
+        let function = found
+            .or_else(|| super::function::Registry::global().get(name))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::RuntimeError,
+                    format!(
+                        "Cannot find function {name} in the imported modules or global registry."
+                    ),
+                )
+            })?;
         *out = function.as_object().as_raw().cast();
         cache.push((key, name.to_owned(), function));
         Ok(())

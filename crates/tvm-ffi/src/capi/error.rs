@@ -4,8 +4,8 @@ use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_char, c_int};
 
 use crate::abi::{
-    TVMFFIByteArray, TVMFFIErrorCell, TVMFFIObject, TVMFFIObjectHandle, kTVMFFIError,
-    kTVMFFIBacktraceUpdateModeAppend,
+    TVMFFIByteArray, TVMFFIErrorCell, TVMFFIObject, TVMFFIObjectHandle,
+    kTVMFFIBacktraceUpdateModeAppend, kTVMFFIError,
 };
 use crate::error::ErrorObj;
 use crate::object::{Object, alloc_object, dec_ref, inc_ref};
@@ -30,7 +30,10 @@ fn nul_terminated(bytes: &[u8]) -> Vec<u8> {
 }
 
 fn array_of(buf: &[u8]) -> TVMFFIByteArray {
-    TVMFFIByteArray { data: buf.as_ptr().cast(), size: buf.len() - 1 }
+    TVMFFIByteArray {
+        data: buf.as_ptr().cast(),
+        size: buf.len() - 1,
+    }
 }
 
 impl Drop for ErrorStorage {
@@ -54,7 +57,9 @@ unsafe extern "C" fn update_backtrace(
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: the hook is installed only on `ErrorStorage` objects; `text` is valid.
         unsafe {
-            let Ok(bytes) = bytes_arg(text, "backtrace") else { return };
+            let Ok(bytes) = bytes_arg(text, "backtrace") else {
+                return;
+            };
             let storage = &*handle.cast::<ErrorStorage>();
             let buf = &mut *storage.backtrace.get();
             let mut next = if mode == kTVMFFIBacktraceUpdateModeAppend {
@@ -87,9 +92,18 @@ fn create_error(
         view: ErrorObj {
             base: Object::header(),
             cell: UnsafeCell::new(TVMFFIErrorCell {
-                kind: TVMFFIByteArray { data: std::ptr::null(), size: 0 },
-                message: TVMFFIByteArray { data: std::ptr::null(), size: 0 },
-                backtrace: TVMFFIByteArray { data: std::ptr::null(), size: 0 },
+                kind: TVMFFIByteArray {
+                    data: std::ptr::null(),
+                    size: 0,
+                },
+                message: TVMFFIByteArray {
+                    data: std::ptr::null(),
+                    size: 0,
+                },
+                backtrace: TVMFFIByteArray {
+                    data: std::ptr::null(),
+                    size: 0,
+                },
                 update_backtrace: Some(update_backtrace),
                 cause_chain: cause,
                 extra_context: extra,
@@ -130,9 +144,7 @@ thread_local! {
 
 /// Stores an owned error reference in the calling thread's slot, releasing the previous one.
 fn store_raised(obj: *mut TVMFFIObject) {
-    let previous = RAISED
-        .try_with(|slot| slot.0.replace(obj))
-        .unwrap_or(obj);
+    let previous = RAISED.try_with(|slot| slot.0.replace(obj)).unwrap_or(obj);
     if !previous.is_null() {
         // SAFETY: the slot owned one reference (or, during thread exit, the new error does).
         unsafe { dec_ref(previous) };
@@ -182,7 +194,11 @@ pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
             let out = super::out_arg(out, "out")?;
             let kind = bytes_arg(kind, "kind")?;
             let message = bytes_arg(message, "message")?;
-            let backtrace = if backtrace.is_null() { &[][..] } else { bytes_arg(backtrace, "bt")? };
+            let backtrace = if backtrace.is_null() {
+                &[][..]
+            } else {
+                bytes_arg(backtrace, "bt")?
+            };
             let obj = create_error(kind, message, backtrace, cause_chain, extra_context);
             *out = obj.cast();
         }
@@ -196,7 +212,9 @@ pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
 /// `result` is valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFIErrorMoveFromRaised(result: *mut TVMFFIObjectHandle) {
-    let obj = RAISED.try_with(|slot| slot.0.replace(std::ptr::null_mut())).unwrap_or_default();
+    let obj = RAISED
+        .try_with(|slot| slot.0.replace(std::ptr::null_mut()))
+        .unwrap_or_default();
     if result.is_null() {
         if !obj.is_null() {
             // SAFETY: nobody takes the reference; release it.
@@ -305,7 +323,12 @@ pub unsafe extern "C" fn TVMFFIBacktrace(
         let (file, func) = unsafe { (cstr_bytes(file), cstr_bytes(func)) };
         let file = (!file.is_empty()).then(|| String::from_utf8_lossy(file));
         let func = (!func.is_empty()).then(|| String::from_utf8_lossy(func));
-        format_backtrace(file.as_deref(), line, func.as_deref(), cross_ffi_boundary != 0)
+        format_backtrace(
+            file.as_deref(),
+            line,
+            func.as_deref(),
+            cross_ffi_boundary != 0,
+        )
     })
     .unwrap_or_default();
     BACKTRACE_BUF

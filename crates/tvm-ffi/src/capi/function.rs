@@ -66,11 +66,15 @@ pub unsafe extern "C" fn TVMFFIFunctionCreate(
         // SAFETY: per the contract.
         let out = unsafe { out_arg(out, "out")? };
         if safe_call.is_none() {
-            crate::bail!(ErrorKind::ValueError, "TVMFFIFunctionCreate: safe_call must not be NULL");
+            crate::bail!(
+                ErrorKind::ValueError,
+                "TVMFFIFunctionCreate: safe_call must not be NULL"
+            );
         }
         let ptr = if self_.is_null() && deleter.is_none() {
             // SAFETY: FunctionObj is repr(C) with the header first and owns nothing.
-            unsafe { alloc_object(FunctionObj::new(safe_call), 0, kTVMFFIFunction) }.cast::<c_void>()
+            unsafe { alloc_object(FunctionObj::new(safe_call), 0, kTVMFFIFunction) }
+                .cast::<c_void>()
         } else {
             let value = ExternFunctionObj {
                 function: FunctionObj::new(Some(extern_trampoline)),
@@ -102,7 +106,12 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
     match cell.safe_call {
         // SAFETY: forwarded per the safe-call convention.
         Some(call) => unsafe { call(func, args, num_args, result) },
-        None => guard(|| Err(Error::new(ErrorKind::InternalError, "function without safe_call"))),
+        None => guard(|| {
+            Err(Error::new(
+                ErrorKind::InternalError,
+                "function without safe_call",
+            ))
+        }),
     }
 }
 
@@ -123,9 +132,12 @@ impl Registry {
     pub(crate) fn global() -> &'static Registry {
         static REGISTRY: OnceLock<Registry> = OnceLock::new();
         REGISTRY.get_or_init(|| {
-            let registry = Registry { entries: RwLock::new(HashMap::new()) };
+            let registry = Registry {
+                entries: RwLock::new(HashMap::new()),
+            };
             for (name, function) in super::globals::builtin_functions() {
-                registry.insert(name, function, String::new(), String::new(), false)
+                registry
+                    .insert(name, function, String::new(), String::new(), false)
                     .expect("builtin names are unique");
             }
             registry
@@ -143,9 +155,16 @@ impl Registry {
     ) -> Result<()> {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
         if !allow_override && entries.contains_key(name) {
-            crate::bail!(ErrorKind::RuntimeError, "Global Function `{name}` is already registered");
+            crate::bail!(
+                ErrorKind::RuntimeError,
+                "Global Function `{name}` is already registered"
+            );
         }
-        let entry = GlobalEntry { function, doc, metadata };
+        let entry = GlobalEntry {
+            function,
+            doc,
+            metadata,
+        };
         let previous = entries.insert(name.to_owned(), entry);
         drop(entries);
         drop(previous);
@@ -159,14 +178,22 @@ impl Registry {
     }
 
     /// Runs `read` on the entry for `name`.
-    pub(crate) fn with_entry<T>(&self, name: &str, read: impl FnOnce(&GlobalEntry) -> T) -> Option<T> {
+    pub(crate) fn with_entry<T>(
+        &self,
+        name: &str,
+        read: impl FnOnce(&GlobalEntry) -> T,
+    ) -> Option<T> {
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
         entries.get(name).map(read)
     }
 
     /// Removes `name`; whether it was registered.
     pub(crate) fn remove(&self, name: &str) -> bool {
-        let removed = self.entries.write().unwrap_or_else(|e| e.into_inner()).remove(name);
+        let removed = self
+            .entries
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
         removed.is_some()
     }
 
@@ -193,7 +220,9 @@ pub unsafe extern "C" fn TVMFFIFunctionGetGlobal(
         let (name, out) = unsafe { (text_arg(name, "name")?, out_arg(out, "out")?) };
         *out = Registry::global()
             .get(name)
-            .map_or(std::ptr::null_mut(), |f| f.as_object().clone().into_raw().cast());
+            .map_or(std::ptr::null_mut(), |f| {
+                f.as_object().clone().into_raw().cast()
+            });
         Ok(())
     })
 }
@@ -208,7 +237,12 @@ fn function_arg(handle: TVMFFIObjectHandle) -> Result<Function> {
     let key = obj.header().type_key();
     obj.downcast::<FunctionObj>()
         .map(Function::from_object)
-        .map_err(|_| Error::new(ErrorKind::TypeError, format!("expected ffi.Function, got {key}")))
+        .map_err(|_| {
+            Error::new(
+                ErrorKind::TypeError,
+                format!("expected ffi.Function, got {key}"),
+            )
+        })
 }
 
 /// Registers `f` as the global `name` (retained).
@@ -225,7 +259,13 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobal(
         // SAFETY: per the contract.
         let name = unsafe { text_arg(name, "name")? };
         let function = function_arg(f)?;
-        Registry::global().insert(name, function, String::new(), String::new(), allow_override != 0)
+        Registry::global().insert(
+            name,
+            function,
+            String::new(),
+            String::new(),
+            allow_override != 0,
+        )
     })
 }
 

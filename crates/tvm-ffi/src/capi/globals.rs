@@ -32,24 +32,49 @@ fn owned_args(args: &[AnyView<'_>]) -> Result<Vec<Any>> {
 
 fn list_functions() -> Vec<(&'static str, Function)> {
     vec![
-        ("ffi.List", Function::from_packed(|args| Ok(owned_args(args)?.into_iter().collect::<List>().into()))),
-        ("ffi.ListSize", Function::from_typed("ffi.ListSize", |l: List| l.len() as i64)),
-        ("ffi.ListGetItem", Function::from_typed("ffi.ListGetItem", |l: List, i: i64| l.get(i))),
+        (
+            "ffi.List",
+            Function::from_packed(|args| {
+                Ok(owned_args(args)?.into_iter().collect::<List>().into())
+            }),
+        ),
+        (
+            "ffi.ListSize",
+            Function::from_typed("ffi.ListSize", |l: List| l.len() as i64),
+        ),
+        (
+            "ffi.ListGetItem",
+            Function::from_typed("ffi.ListGetItem", |l: List, i: i64| l.get(i)),
+        ),
         (
             "ffi.ListSetItem",
             Function::from_typed("ffi.ListSetItem", |l: List, i: i64, v: Any| l.set(i, v)),
         ),
-        ("ffi.ListAppend", Function::from_typed("ffi.ListAppend", |l: List, v: Any| l.push(v))),
+        (
+            "ffi.ListAppend",
+            Function::from_typed("ffi.ListAppend", |l: List, v: Any| l.push(v)),
+        ),
         (
             "ffi.ListInsert",
             Function::from_typed("ffi.ListInsert", |l: List, i: i64, v: Any| l.insert(i, v)),
         ),
-        ("ffi.ListPop", Function::from_typed("ffi.ListPop", |l: List, i: i64| l.remove(i))),
-        ("ffi.ListErase", Function::from_typed("ffi.ListErase", |l: List, i: i64| l.remove(i).map(drop))),
-        ("ffi.ListClear", Function::from_typed("ffi.ListClear", |l: List| l.clear())),
+        (
+            "ffi.ListPop",
+            Function::from_typed("ffi.ListPop", |l: List, i: i64| l.remove(i)),
+        ),
+        (
+            "ffi.ListErase",
+            Function::from_typed("ffi.ListErase", |l: List, i: i64| l.remove(i).map(drop)),
+        ),
+        (
+            "ffi.ListClear",
+            Function::from_typed("ffi.ListClear", |l: List| l.clear()),
+        ),
         (
             "ffi.ListContains",
-            Function::from_typed("ffi.ListContains", |l: List, v: Any| l.to_vec().contains(&v)),
+            Function::from_typed("ffi.ListContains", |l: List, v: Any| {
+                l.to_vec().contains(&v)
+            }),
         ),
     ]
 }
@@ -58,15 +83,23 @@ fn core_functions() -> Vec<(&'static str, Function)> {
     static INVALID: OnceLock<Any> = OnceLock::new();
     static KWARGS: OnceLock<Any> = OnceLock::new();
     vec![
-        ("ffi.Array", Function::from_packed(|args| Ok(Array::from_vec(owned_args(args)?).into()))),
-        ("ffi.ArraySize", Function::from_typed("ffi.ArraySize", |a: Array| a.len() as i64)),
+        (
+            "ffi.Array",
+            Function::from_packed(|args| Ok(Array::from_vec(owned_args(args)?).into())),
+        ),
+        (
+            "ffi.ArraySize",
+            Function::from_typed("ffi.ArraySize", |a: Array| a.len() as i64),
+        ),
         (
             "ffi.ArrayGetItem",
             Function::from_typed("ffi.ArrayGetItem", |a: Array, i: i64| a.at(i).cloned()),
         ),
         (
             "ffi.ArrayContains",
-            Function::from_typed("ffi.ArrayContains", |a: Array, v: Any| a.as_slice().contains(&v)),
+            Function::from_typed("ffi.ArrayContains", |a: Array, v: Any| {
+                a.as_slice().contains(&v)
+            }),
         ),
         (
             "ffi.Shape",
@@ -85,22 +118,38 @@ fn core_functions() -> Vec<(&'static str, Function)> {
                 Ok(Shape::new(&dims).into())
             }),
         ),
-        ("ffi.String", Function::from_typed("ffi.String", |s: crate::String| s)),
-        ("ffi.Bytes", Function::from_typed("ffi.Bytes", |b: crate::Bytes| b)),
+        (
+            "ffi.String",
+            Function::from_typed("ffi.String", |s: crate::String| s),
+        ),
+        (
+            "ffi.Bytes",
+            Function::from_typed("ffi.Bytes", |b: crate::Bytes| b),
+        ),
         (
             "ffi.GetGlobalFuncMetadata",
             Function::from_typed("ffi.GetGlobalFuncMetadata", |name: std::string::String| {
-                Registry::global().with_entry(&name, |e| e.metadata.clone()).ok_or_else(|| {
-                    Error::new(ErrorKind::KeyError, format!("global function `{name}` is not registered"))
-                })
+                Registry::global()
+                    .with_entry(&name, |e| e.metadata.clone())
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::KeyError,
+                            format!("global function `{name}` is not registered"),
+                        )
+                    })
             }),
         ),
         (
             "ffi.GetGlobalFuncDoc",
             Function::from_typed("ffi.GetGlobalFuncDoc", |name: std::string::String| {
-                Registry::global().with_entry(&name, |e| e.doc.clone()).ok_or_else(|| {
-                    Error::new(ErrorKind::KeyError, format!("global function `{name}` is not registered"))
-                })
+                Registry::global()
+                    .with_entry(&name, |e| e.doc.clone())
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::KeyError,
+                            format!("global function `{name}` is not registered"),
+                        )
+                    })
             }),
         ),
         (
@@ -113,14 +162,23 @@ fn core_functions() -> Vec<(&'static str, Function)> {
             "ffi.FunctionListGlobalNamesFunctor",
             Function::from_typed("ffi.FunctionListGlobalNamesFunctor", || {
                 let names = Registry::global().names();
-                Function::from_typed("ffi.FunctionListGlobalNames", move |i: i64| -> Result<Any> {
-                    if i < 0 {
-                        return Ok((names.len() as i64).into());
-                    }
-                    names.get(i as usize).map(|n| Any::from(n.as_str())).ok_or_else(|| {
-                        Error::new(ErrorKind::IndexError, format!("name index {i} out of range"))
-                    })
-                })
+                Function::from_typed(
+                    "ffi.FunctionListGlobalNames",
+                    move |i: i64| -> Result<Any> {
+                        if i < 0 {
+                            return Ok((names.len() as i64).into());
+                        }
+                        names
+                            .get(i as usize)
+                            .map(|n| Any::from(n.as_str()))
+                            .ok_or_else(|| {
+                                Error::new(
+                                    ErrorKind::IndexError,
+                                    format!("name index {i} out of range"),
+                                )
+                            })
+                    },
+                )
             }),
         ),
         (
@@ -129,8 +187,14 @@ fn core_functions() -> Vec<(&'static str, Function)> {
                 TypeTable::global().keys().into_iter().collect::<Array>()
             }),
         ),
-        ("ffi.GetInvalidObject", Function::from_typed("ffi.GetInvalidObject", || sentinel(&INVALID))),
-        ("ffi.GetKwargsObject", Function::from_typed("ffi.GetKwargsObject", || sentinel(&KWARGS))),
+        (
+            "ffi.GetInvalidObject",
+            Function::from_typed("ffi.GetInvalidObject", || sentinel(&INVALID)),
+        ),
+        (
+            "ffi.GetKwargsObject",
+            Function::from_typed("ffi.GetKwargsObject", || sentinel(&KWARGS)),
+        ),
         (
             "ffi.FunctionFromExternC",
             Function::from_typed(
@@ -189,29 +253,41 @@ fn testing_functions() -> Vec<(&'static str, Function)> {
             "testing.apply",
             Function::from_packed(|args| {
                 let (first, rest) = args.split_first().ok_or_else(|| {
-                    Error::new(ErrorKind::TypeError, "testing.apply needs a function argument")
+                    Error::new(
+                        ErrorKind::TypeError,
+                        "testing.apply needs a function argument",
+                    )
                 })?;
                 first.cast::<Function>()?.call_packed(rest)
             }),
         ),
         (
             "testing.test_raise_error",
-            Function::from_typed("testing.test_raise_error", |kind: std::string::String, msg: std::string::String| {
-                Err::<(), Error>(Error::new(kind, msg))
-            }),
+            Function::from_typed(
+                "testing.test_raise_error",
+                |kind: std::string::String, msg: std::string::String| {
+                    Err::<(), Error>(Error::new(kind, msg))
+                },
+            ),
         ),
         (
             "testing.object_use_count",
             Function::from_packed(|args| match args {
                 [value] => {
                     let obj = value.as_object_ptr().ok_or_else(|| {
-                        Error::new(ErrorKind::TypeError, format!("expected an object, got {value:?}"))
+                        Error::new(
+                            ErrorKind::TypeError,
+                            format!("expected an object, got {value:?}"),
+                        )
                     })?;
                     // SAFETY: the argument borrows a live object.
                     let count = unsafe { (*obj.cast::<Object>()).strong_count() };
                     Ok(i64::from(count).into())
-                },
-                _ => Err(Error::new(ErrorKind::TypeError, "testing.object_use_count takes 1 argument")),
+                }
+                _ => Err(Error::new(
+                    ErrorKind::TypeError,
+                    "testing.object_use_count takes 1 argument",
+                )),
             }),
         ),
     ]

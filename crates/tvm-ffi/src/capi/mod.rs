@@ -20,7 +20,6 @@ mod string;
 mod tensor;
 mod types;
 
-
 /// Runs the body of an exported function: `0` on success, `-1` with the error raised on failure
 /// or panic.
 pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> c_int {
@@ -29,11 +28,11 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> c_int {
         Ok(Err(err)) => {
             err.set_raised();
             -1
-        },
+        }
         Err(payload) => {
             Error::from_panic(payload.as_ref()).set_raised();
             -1
-        },
+        }
     }
 }
 
@@ -45,12 +44,15 @@ pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
         Err(payload) => {
             Error::from_panic(payload.as_ref()).set_raised();
             fallback
-        },
+        }
     }
 }
 
 fn null_error(what: &str) -> Error {
-    Error::new(crate::ErrorKind::ValueError, format!("{what} must not be NULL"))
+    Error::new(
+        crate::ErrorKind::ValueError,
+        format!("{what} must not be NULL"),
+    )
 }
 
 /// Reads a required pointer argument, or a `ValueError` naming the parameter.
@@ -101,7 +103,10 @@ unsafe fn text_arg<'a>(array: *const crate::abi::TVMFFIByteArray, what: &str) ->
     std::str::from_utf8(bytes).map_err(|_| {
         Error::new(
             crate::ErrorKind::ValueError,
-            format!("{what} is not valid UTF-8: {:?}", String::from_utf8_lossy(bytes)),
+            format!(
+                "{what} is not valid UTF-8: {:?}",
+                String::from_utf8_lossy(bytes)
+            ),
         )
     })
 }

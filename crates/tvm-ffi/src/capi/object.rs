@@ -40,7 +40,12 @@ pub unsafe extern "C" fn TVMFFIGetVersion(out: *mut TVMFFIVersion) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: TVMFFIObjectHandle) -> c_int {
     if obj.is_null() {
-        return guard(|| Err(Error::new(ErrorKind::ValueError, "TVMFFIObjectIncRef: NULL object")));
+        return guard(|| {
+            Err(Error::new(
+                ErrorKind::ValueError,
+                "TVMFFIObjectIncRef: NULL object",
+            ))
+        });
     }
     // SAFETY: per the contract.
     unsafe { inc_ref(obj.cast()) };
@@ -102,7 +107,9 @@ pub unsafe extern "C" fn TVMFFIObjectCreateOpaque(
             deleter,
         };
         // SAFETY: repr(C) with the header first; Drop releases the handle.
-        *out = unsafe { alloc_object(value, 0, type_index) }.as_ptr().cast();
+        *out = unsafe { alloc_object(value, 0, type_index) }
+            .as_ptr()
+            .cast();
         Ok(())
     })
 }
@@ -113,9 +120,11 @@ struct DefaultAllocator(std::cell::UnsafeCell<TVMFFICustomAllocator>);
 // SAFETY: the record is never written by this runtime; callers only read it.
 unsafe impl Sync for DefaultAllocator {}
 
-static DEFAULT_ALLOCATOR: DefaultAllocator = DefaultAllocator(std::cell::UnsafeCell::new(
-    TVMFFICustomAllocator { allocate: None, context: std::ptr::null_mut() },
-));
+static DEFAULT_ALLOCATOR: DefaultAllocator =
+    DefaultAllocator(std::cell::UnsafeCell::new(TVMFFICustomAllocator {
+        allocate: None,
+        context: std::ptr::null_mut(),
+    }));
 static CUSTOM_ALLOCATOR: AtomicPtr<TVMFFICustomAllocator> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The custom object allocator; recorded for compatibility, objects are allocated by their
@@ -145,7 +154,10 @@ pub unsafe extern "C" fn TVMFFISetCustomAllocator(allocator: *mut TVMFFICustomAl
 /// # Safety
 /// `view` is a valid value; `out` is valid for writes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(view: *const TVMFFIAny, out: *mut TVMFFIAny) -> c_int {
+pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
+    view: *const TVMFFIAny,
+    out: *mut TVMFFIAny,
+) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
         let (view, out) = unsafe { (super::non_null(view, "any_view")?, out_arg(out, "out")?) };
@@ -169,7 +181,10 @@ pub unsafe extern "C" fn TVMFFIHandleInitOnce(
 ) -> c_int {
     guard(|| {
         if handle_addr.is_null() {
-            crate::bail!(ErrorKind::ValueError, "TVMFFIHandleInitOnce: handle_addr must not be NULL");
+            crate::bail!(
+                ErrorKind::ValueError,
+                "TVMFFIHandleInitOnce: handle_addr must not be NULL"
+            );
         }
         // SAFETY: the address is valid and treated atomically by every user of these functions.
         let slot = unsafe { AtomicPtr::from_ptr(handle_addr) };
@@ -181,15 +196,24 @@ pub unsafe extern "C" fn TVMFFIHandleInitOnce(
             return Ok(());
         }
         let Some(init) = init else {
-            crate::bail!(ErrorKind::ValueError, "TVMFFIHandleInitOnce: init_func must not be NULL");
+            crate::bail!(
+                ErrorKind::ValueError,
+                "TVMFFIHandleInitOnce: init_func must not be NULL"
+            );
         };
         let mut result = std::ptr::null_mut();
         // SAFETY: the init function follows its contract.
         if unsafe { init(&mut result) } != 0 {
-            return Err(Error::take_raised_or(ErrorKind::RuntimeError, "TVMFFIHandleInitOnce"));
+            return Err(Error::take_raised_or(
+                ErrorKind::RuntimeError,
+                "TVMFFIHandleInitOnce",
+            ));
         }
         if result.is_null() {
-            crate::bail!(ErrorKind::RuntimeError, "init_func must return a non-NULL handle");
+            crate::bail!(
+                ErrorKind::RuntimeError,
+                "init_func must return a non-NULL handle"
+            );
         }
         slot.store(result, Ordering::Release);
         Ok(())
@@ -207,7 +231,10 @@ pub unsafe extern "C" fn TVMFFIHandleDeinitOnce(
 ) -> c_int {
     if handle_addr.is_null() {
         return guard(|| {
-            Err(Error::new(ErrorKind::ValueError, "TVMFFIHandleDeinitOnce: NULL handle_addr"))
+            Err(Error::new(
+                ErrorKind::ValueError,
+                "TVMFFIHandleDeinitOnce: NULL handle_addr",
+            ))
         });
     }
     // SAFETY: as for init.

@@ -14,7 +14,10 @@ use super::{bytes_arg, guard, non_null, out_arg};
 /// # Safety
 /// `input` is a valid byte array; `out` is valid for writes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFIStringFromByteArray(input: *const TVMFFIByteArray, out: *mut TVMFFIAny) -> c_int {
+pub unsafe extern "C" fn TVMFFIStringFromByteArray(
+    input: *const TVMFFIByteArray,
+    out: *mut TVMFFIAny,
+) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
         let (bytes, out) = unsafe { (bytes_arg(input, "input")?, out_arg(out, "out")?) };
@@ -28,7 +31,10 @@ pub unsafe extern "C" fn TVMFFIStringFromByteArray(input: *const TVMFFIByteArray
 /// # Safety
 /// `input` is a valid byte array; `out` is valid for writes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFIBytesFromByteArray(input: *const TVMFFIByteArray, out: *mut TVMFFIAny) -> c_int {
+pub unsafe extern "C" fn TVMFFIBytesFromByteArray(
+    input: *const TVMFFIByteArray,
+    out: *mut TVMFFIAny,
+) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
         let (bytes, out) = unsafe { (bytes_arg(input, "input")?, out_arg(out, "out")?) };
@@ -42,14 +48,20 @@ pub unsafe extern "C" fn TVMFFIBytesFromByteArray(input: *const TVMFFIByteArray,
 /// # Safety
 /// `text` is a valid byte array; `out` is valid for writes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFIDataTypeFromString(text: *const TVMFFIByteArray, out: *mut DLDataType) -> c_int {
+pub unsafe extern "C" fn TVMFFIDataTypeFromString(
+    text: *const TVMFFIByteArray,
+    out: *mut DLDataType,
+) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
         let (bytes, out) = unsafe { (bytes_arg(text, "dtype string")?, out_arg(out, "out")?) };
         let text = std::str::from_utf8(bytes).map_err(|_| {
             Error::new(
                 ErrorKind::ValueError,
-                format!("data type string is not UTF-8: {:?}", std::string::String::from_utf8_lossy(bytes)),
+                format!(
+                    "data type string is not UTF-8: {:?}",
+                    std::string::String::from_utf8_lossy(bytes)
+                ),
             )
         })?;
         *out = parse_dtype(text).map_err(|msg| Error::new(ErrorKind::ValueError, msg))?;
@@ -62,7 +74,10 @@ pub unsafe extern "C" fn TVMFFIDataTypeFromString(text: *const TVMFFIByteArray, 
 /// # Safety
 /// `dtype` is valid; `out` is valid for writes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFIDataTypeToString(dtype: *const DLDataType, out: *mut TVMFFIAny) -> c_int {
+pub unsafe extern "C" fn TVMFFIDataTypeToString(
+    dtype: *const DLDataType,
+    out: *mut TVMFFIAny,
+) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
         let (dtype, out) = unsafe { (non_null(dtype, "dtype")?, out_arg(out, "out")?) };

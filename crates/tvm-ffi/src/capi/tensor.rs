@@ -3,9 +3,9 @@
 use std::ffi::{c_char, c_int, c_void};
 
 use crate::abi::{
-    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, TVMFFIObjectHandle,
-    DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_MAJOR_VERSION,
-    DLPACK_MINOR_VERSION,
+    DLManagedTensor, DLManagedTensorVersioned, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED,
+    DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackVersion,
+    DLTensor, TVMFFIObjectHandle,
 };
 use crate::any::Any;
 use crate::error::{Error, ErrorKind, Result};
@@ -27,7 +27,13 @@ unsafe fn import(
 ) -> Result<Tensor> {
     // SAFETY: guaranteed by the caller.
     let (shape, strides) = unsafe { read_dims(t)? };
-    check_import(t, &shape, strides.as_deref(), require_alignment, require_contiguous != 0)?;
+    check_import(
+        t,
+        &shape,
+        strides.as_deref(),
+        require_alignment,
+        require_contiguous != 0,
+    )?;
     Ok(make_tensor(t, shape, strides, owner(), read_only))
 }
 
@@ -47,7 +53,13 @@ pub unsafe extern "C" fn TVMFFITensorFromDLPack(
         let (managed, out) = unsafe { (super::non_null(from, "from")?, out_arg(out, "out")?) };
         // SAFETY: the descriptor is valid.
         let tensor = unsafe {
-            import(&managed.dl_tensor, require_alignment, require_contiguous, || TensorOwner::Managed(from), false)?
+            import(
+                &managed.dl_tensor,
+                require_alignment,
+                require_contiguous,
+                || TensorOwner::Managed(from),
+                false,
+            )?
         };
         *out = tensor.as_object().clone().into_raw().cast();
         Ok(())
@@ -76,7 +88,10 @@ pub unsafe extern "C" fn TVMFFITensorFromDLPackVersioned(
             );
         }
         if managed.flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED != 0 {
-            crate::bail!(ErrorKind::ValueError, "padded sub-byte DLPack tensors are not supported");
+            crate::bail!(
+                ErrorKind::ValueError,
+                "padded sub-byte DLPack tensors are not supported"
+            );
         }
         let read_only = managed.flags & DLPACK_FLAG_BITMASK_READ_ONLY != 0;
         // SAFETY: the descriptor is valid.
@@ -126,7 +141,10 @@ unsafe extern "C" fn release_versioned(managed: *mut DLManagedTensorVersioned) {
 /// # Safety
 /// `from` is a live tensor; `out` is valid for writes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFITensorToDLPack(from: TVMFFIObjectHandle, out: *mut *mut DLManagedTensor) -> c_int {
+pub unsafe extern "C" fn TVMFFITensorToDLPack(
+    from: TVMFFIObjectHandle,
+    out: *mut *mut DLManagedTensor,
+) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
         let out = unsafe { out_arg(out, "out")? };
@@ -154,9 +172,16 @@ pub unsafe extern "C" fn TVMFFITensorToDLPackVersioned(
         // SAFETY: per the contract.
         let out = unsafe { out_arg(out, "out")? };
         let tensor = tensor_arg(from)?;
-        let flags = if tensor.is_read_only() { DLPACK_FLAG_BITMASK_READ_ONLY } else { 0 };
+        let flags = if tensor.is_read_only() {
+            DLPACK_FLAG_BITMASK_READ_ONLY
+        } else {
+            0
+        };
         let managed = Box::new(DLManagedTensorVersioned {
-            version: DLPackVersion { major: DLPACK_MAJOR_VERSION, minor: DLPACK_MINOR_VERSION },
+            version: DLPackVersion {
+                major: DLPACK_MAJOR_VERSION,
+                minor: DLPACK_MINOR_VERSION,
+            },
             manager_ctx: tensor.as_object().clone().into_raw().cast::<c_void>(),
             deleter: Some(release_versioned),
             flags,
@@ -180,7 +205,12 @@ pub unsafe extern "C" fn TVMFFITensorCreateUnsafeView(
 ) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
-        let (prototype, out) = unsafe { (super::non_null(prototype, "prototype")?, out_arg(out, "out")?) };
+        let (prototype, out) = unsafe {
+            (
+                super::non_null(prototype, "prototype")?,
+                out_arg(out, "out")?,
+            )
+        };
         if source.is_null() {
             crate::bail!(ErrorKind::ValueError, "source must not be NULL");
         }
@@ -194,7 +224,13 @@ pub unsafe extern "C" fn TVMFFITensorCreateUnsafeView(
             ObjectRef::<crate::object::Object>::from_borrowed(source.cast())
         });
         let read_only = source.try_as::<Tensor>().is_some_and(|t| t.is_read_only());
-        let tensor = make_tensor(prototype, shape, strides, TensorOwner::Source(source), read_only);
+        let tensor = make_tensor(
+            prototype,
+            shape,
+            strides,
+            TensorOwner::Source(source),
+            read_only,
+        );
         *out = tensor.as_object().clone().into_raw().cast();
         Ok(())
     })
@@ -210,7 +246,10 @@ unsafe extern "C" fn forward_error(_ctx: *mut c_void, kind: *const c_char, messa
 /// # Safety
 /// `prototype` is valid; `out` is valid for writes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFIEnvTensorAlloc(prototype: *mut DLTensor, out: *mut TVMFFIObjectHandle) -> c_int {
+pub unsafe extern "C" fn TVMFFIEnvTensorAlloc(
+    prototype: *mut DLTensor,
+    out: *mut TVMFFIObjectHandle,
+) -> c_int {
     let Some(allocator) = super::env::TVMFFIEnvGetDLPackManagedTensorAllocator() else {
         return guard(|| {
             Err(Error::new(
@@ -222,13 +261,23 @@ pub unsafe extern "C" fn TVMFFIEnvTensorAlloc(prototype: *mut DLTensor, out: *mu
     };
     let mut managed = std::ptr::null_mut();
     // SAFETY: the allocator follows its contract; errors are forwarded to the error slot.
-    let rc = unsafe { allocator(prototype, &mut managed, std::ptr::null_mut(), Some(forward_error)) };
+    let rc = unsafe {
+        allocator(
+            prototype,
+            &mut managed,
+            std::ptr::null_mut(),
+            Some(forward_error),
+        )
+    };
     if rc != 0 {
         return rc;
     }
     if managed.is_null() {
         return guard(|| {
-            Err(Error::new(ErrorKind::RuntimeError, "TVMFFIEnvTensorAlloc: allocator returned NULL"))
+            Err(Error::new(
+                ErrorKind::RuntimeError,
+                "TVMFFIEnvTensorAlloc: allocator returned NULL",
+            ))
         });
     }
     // SAFETY: the allocator handed us an owned managed tensor.

@@ -40,7 +40,10 @@ impl TypeEntry {
         buf.extend_from_slice(bytes);
         buf.push(0);
         let buf = buf.into_boxed_slice();
-        let array = TVMFFIByteArray { data: buf.as_ptr().cast(), size: bytes.len() };
+        let array = TVMFFIByteArray {
+            data: buf.as_ptr().cast(),
+            size: bytes.len(),
+        };
         self.retained_text.push(buf);
         array
     }
@@ -144,7 +147,10 @@ pub(crate) fn libstdcxx_hash_bytes(bytes: &[u8]) -> u64 {
     }
     let tail = chunks.remainder();
     if !tail.is_empty() {
-        let word = tail.iter().rev().fold(0u64, |acc, b| (acc << 8) + u64::from(*b));
+        let word = tail
+            .iter()
+            .rev()
+            .fold(0u64, |acc, b| (acc << 8) + u64::from(*b));
         hash ^= word;
         hash = hash.wrapping_mul(MUL);
     }
@@ -157,7 +163,9 @@ impl TypeTable {
     pub(crate) fn global() -> &'static TypeTable {
         static TABLE: OnceLock<TypeTable> = OnceLock::new();
         TABLE.get_or_init(|| {
-            let table = TypeTable { tables: RwLock::new(Tables::default()) };
+            let table = TypeTable {
+                tables: RwLock::new(Tables::default()),
+            };
             {
                 let mut t = table.write();
                 t.next_dynamic = kTVMFFIDynObjectBegin;
@@ -234,7 +242,10 @@ impl Tables {
             info: TVMFFITypeInfo {
                 type_index: index,
                 type_depth: ancestors.len() as i32,
-                type_key: TVMFFIByteArray { data: std::ptr::null(), size: 0 },
+                type_key: TVMFFIByteArray {
+                    data: std::ptr::null(),
+                    size: 0,
+                },
                 type_ancestors: std::ptr::null(),
                 type_key_hash: libstdcxx_hash_bytes(key.as_bytes()),
                 num_fields: 0,
@@ -267,7 +278,11 @@ impl Tables {
     fn column(&mut self, name: &str) -> *mut Column {
         *self.columns.entry(name.to_owned()).or_insert_with(|| {
             Box::leak(Box::new(Column {
-                view: TVMFFITypeAttrColumn { data: std::ptr::null(), size: 0, begin_index: 0 },
+                view: TVMFFITypeAttrColumn {
+                    data: std::ptr::null(),
+                    size: 0,
+                    begin_index: 0,
+                },
                 values: Vec::new(),
             }))
         })
@@ -289,7 +304,10 @@ impl Tables {
             return Ok(-2);
         }
         if num_child_slots < 0 {
-            crate::bail!(ErrorKind::ValueError, "type `{key}`: negative child slot count");
+            crate::bail!(
+                ErrorKind::ValueError,
+                "type `{key}`: negative child slot count"
+            );
         }
         let parent = self.entry(parent_index).ok_or_else(|| {
             Error::new(
@@ -334,7 +352,13 @@ impl Tables {
             }
         };
         let can_overflow = can_overflow && parent.can_overflow;
-        self.insert(key, index, Some(parent_index), num_child_slots + 1, can_overflow);
+        self.insert(
+            key,
+            index,
+            Some(parent_index),
+            num_child_slots + 1,
+            can_overflow,
+        );
         Ok(index)
     }
 }
@@ -348,13 +372,16 @@ fn unknown_index(index: i32) -> Error {
 /// # Safety
 /// `type_key` is a valid byte array; `out` is valid for writes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFITypeKeyToIndex(type_key: *const TVMFFIByteArray, out: *mut i32) -> c_int {
+pub unsafe extern "C" fn TVMFFITypeKeyToIndex(
+    type_key: *const TVMFFIByteArray,
+    out: *mut i32,
+) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
         let (key, out) = unsafe { (text_arg(type_key, "type_key")?, out_arg(out, "out")?) };
-        *out = TypeTable::global().index_of(key).ok_or_else(|| {
-            Error::new(ErrorKind::KeyError, format!("Cannot find type `{key}`"))
-        })?;
+        *out = TypeTable::global()
+            .index_of(key)
+            .ok_or_else(|| Error::new(ErrorKind::KeyError, format!("Cannot find type `{key}`")))?;
         Ok(())
     })
 }
@@ -393,12 +420,14 @@ pub unsafe extern "C" fn TVMFFITypeGetOrAllocIndex(
 /// The info of a type index; NULL with a `KeyError` raised for an unknown index.
 #[unsafe(no_mangle)]
 pub extern "C" fn TVMFFIGetTypeInfo(type_index: i32) -> *const TVMFFITypeInfo {
-    guard_value(std::ptr::null(), || match TypeTable::global().info(type_index) {
-        Some(info) => info,
-        None => {
-            unknown_index(type_index).set_raised();
-            std::ptr::null()
-        },
+    guard_value(std::ptr::null(), || {
+        match TypeTable::global().info(type_index) {
+            Some(info) => info,
+            None => {
+                unknown_index(type_index).set_raised();
+                std::ptr::null()
+            }
+        }
     })
 }
 
@@ -406,7 +435,9 @@ pub extern "C" fn TVMFFIGetTypeInfo(type_index: i32) -> *const TVMFFITypeInfo {
 fn with_entry(type_index: i32, body: impl FnOnce(&mut TypeEntry) -> Result<()>) -> c_int {
     guard(|| {
         let t = TypeTable::global().write();
-        let entry = t.entry(type_index).ok_or_else(|| unknown_index(type_index))?;
+        let entry = t
+            .entry(type_index)
+            .ok_or_else(|| unknown_index(type_index))?;
         body(entry)
     })
 }
@@ -416,7 +447,10 @@ fn with_entry(type_index: i32, body: impl FnOnce(&mut TypeEntry) -> Result<()>) 
 /// # Safety
 /// `info` is a valid field record.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFITypeRegisterField(type_index: i32, info: *const TVMFFIFieldInfo) -> c_int {
+pub unsafe extern "C" fn TVMFFITypeRegisterField(
+    type_index: i32,
+    info: *const TVMFFIFieldInfo,
+) -> c_int {
     with_entry(type_index, |entry| {
         // SAFETY: per the contract.
         let info = unsafe { non_null(info, "field info")? };
@@ -435,7 +469,10 @@ pub unsafe extern "C" fn TVMFFITypeRegisterField(type_index: i32, info: *const T
         }
         // SAFETY: as above.
         let (doc, metadata) = unsafe {
-            (super::bytes_arg(&info.doc, "doc")?, super::bytes_arg(&info.metadata, "metadata")?)
+            (
+                super::bytes_arg(&info.doc, "doc")?,
+                super::bytes_arg(&info.metadata, "metadata")?,
+            )
         };
         // SAFETY: the default value is a valid value for the call.
         let default = unsafe { AnyView::from_raw(info.default_value_or_factory) }.try_to_owned()?;
@@ -475,7 +512,10 @@ fn function_view(handle: *mut std::ffi::c_void) -> TVMFFIAny {
 /// # Safety
 /// `info` is a valid method record.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFITypeRegisterMethod(type_index: i32, info: *const TVMFFIMethodInfo) -> c_int {
+pub unsafe extern "C" fn TVMFFITypeRegisterMethod(
+    type_index: i32,
+    info: *const TVMFFIMethodInfo,
+) -> c_int {
     with_entry(type_index, |entry| {
         // SAFETY: per the contract.
         let info = unsafe { non_null(info, "method info")? };
@@ -548,7 +588,8 @@ pub unsafe extern "C" fn TVMFFITypeRegisterAttr(
 ) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
-        let (name, value) = unsafe { (text_arg(name, "attr_name")?, non_null(value, "attr_value")?) };
+        let (name, value) =
+            unsafe { (text_arg(name, "attr_name")?, non_null(value, "attr_value")?) };
         // SAFETY: the value is valid for the call.
         let value = unsafe { AnyView::from_raw(*value) }.try_to_owned()?;
         let mut t = TypeTable::global().write();
@@ -583,14 +624,18 @@ pub unsafe extern "C" fn TVMFFITypeRegisterAttr(
 /// # Safety
 /// `name` is a valid byte array.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFIGetTypeAttrColumn(name: *const TVMFFIByteArray) -> *const TVMFFITypeAttrColumn {
+pub unsafe extern "C" fn TVMFFIGetTypeAttrColumn(
+    name: *const TVMFFIByteArray,
+) -> *const TVMFFITypeAttrColumn {
     guard_value(std::ptr::null(), || {
         // SAFETY: per the contract.
         let Ok(name) = (unsafe { text_arg(name, "attr_name") }) else {
             return std::ptr::null();
         };
         let t = TypeTable::global().read();
-        t.columns.get(name).map_or(std::ptr::null(), |c| *c as *const TVMFFITypeAttrColumn)
+        t.columns
+            .get(name)
+            .map_or(std::ptr::null(), |c| *c as *const TVMFFITypeAttrColumn)
     })
 }
 

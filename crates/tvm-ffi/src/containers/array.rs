@@ -112,7 +112,9 @@ impl Array {
     /// An array of the given values.
     pub fn from_vec(values: Vec<Any>) -> Array {
         let len = values.len();
-        let bytes = len.checked_mul(size_of::<TVMFFIAny>()).expect("array size overflows");
+        let bytes = len
+            .checked_mul(size_of::<TVMFFIAny>())
+            .expect("array size overflows");
         let value = SeqObj {
             base: Object::header(),
             cell: UnsafeCell::new(TVMFFISeqCell {
@@ -135,7 +137,9 @@ impl Array {
             cell.size = len as i64;
         }
         // SAFETY: the new object's reference moves into the array.
-        Array { obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) } }
+        Array {
+            obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
+        }
     }
 
     /// An empty array.
@@ -248,7 +252,9 @@ impl List {
         // SAFETY: repr(C) with the header first; Drop releases elements and buffer.
         let ptr = unsafe { alloc_object(value, 0, kTVMFFIList) };
         // SAFETY: the new object's reference moves into the list.
-        let list = List { obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) } };
+        let list = List {
+            obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
+        };
         list.reserve(capacity);
         list
     }
@@ -273,15 +279,23 @@ impl List {
         if capacity as i64 <= cell.capacity {
             return;
         }
-        let bytes = capacity.checked_mul(size_of::<TVMFFIAny>()).expect("list size overflows");
+        let bytes = capacity
+            .checked_mul(size_of::<TVMFFIAny>())
+            .expect("list size overflows");
         // SAFETY: a fresh buffer; the old elements are moved bitwise, then the old buffer freed.
         unsafe {
             let data = libc::malloc(bytes).cast::<TVMFFIAny>();
             if data.is_null() {
-                std::alloc::handle_alloc_error(std::alloc::Layout::array::<TVMFFIAny>(capacity).unwrap());
+                std::alloc::handle_alloc_error(
+                    std::alloc::Layout::array::<TVMFFIAny>(capacity).unwrap(),
+                );
             }
             if cell.size > 0 {
-                std::ptr::copy_nonoverlapping(cell.data.cast::<TVMFFIAny>(), data, cell.size as usize);
+                std::ptr::copy_nonoverlapping(
+                    cell.data.cast::<TVMFFIAny>(),
+                    data,
+                    cell.size as usize,
+                );
             }
             if let Some(deleter) = cell.data_deleter {
                 deleter(cell.data);
@@ -303,14 +317,23 @@ impl List {
         }
         let cell = self.seq().cell_mut();
         // SAFETY: capacity exceeds size; the slot is uninitialized and now owns the value.
-        unsafe { cell.data.cast::<TVMFFIAny>().add(len).write(value.into_raw()) };
+        unsafe {
+            cell.data
+                .cast::<TVMFFIAny>()
+                .add(len)
+                .write(value.into_raw())
+        };
         cell.size += 1;
     }
 
     /// Inserts a value at `index` (0..=len), or an `IndexError`.
     pub fn insert(&self, index: i64, value: impl Into<Any>) -> Result<()> {
         let len = self.len();
-        let at = if index == len as i64 { len } else { normalize_index(index, len)? };
+        let at = if index == len as i64 {
+            len
+        } else {
+            normalize_index(index, len)?
+        };
         self.push(value);
         let data = self.seq().cell().data.cast::<TVMFFIAny>();
         // SAFETY: `len + 1` initialized slots; rotate the new last element into place.
@@ -358,7 +381,9 @@ impl List {
 
     /// Removes every element.
     pub fn clear(&self) {
-        let values: Vec<Any> = (0..self.len()).map(|_| self.pop().expect("in range")).collect();
+        let values: Vec<Any> = (0..self.len())
+            .map(|_| self.pop().expect("in range"))
+            .collect();
         drop(values);
     }
 

@@ -27,7 +27,10 @@ const HASH_MUL: u64 = 1_099_511_628_211;
 /// Mixes `value` into `key` (the runtime's stable hash combiner; wrapping `u64` arithmetic).
 #[inline]
 pub fn hash_combine(key: u64, value: u64) -> u64 {
-    key ^ value.wrapping_add(0x9e37_79b9).wrapping_add(key << 6).wrapping_add(key >> 2)
+    key ^ value
+        .wrapping_add(0x9e37_79b9)
+        .wrapping_add(key << 6)
+        .wrapping_add(key >> 2)
 }
 
 /// The runtime's stable hash of a byte string: a polynomial over little-endian 8-byte chunks
@@ -93,7 +96,8 @@ fn call_hash_hook(hook: TVMFFIAny, v: &TVMFFIAny) -> u64 {
     match hook.type_index {
         kTVMFFIOpaquePtr => {
             // SAFETY: an opaque-pointer entry of this column is a hash function of this type.
-            let f: HashHook = unsafe { std::mem::transmute::<*mut c_void, HashHook>(hook.payload.v_ptr) };
+            let f: HashHook =
+                unsafe { std::mem::transmute::<*mut c_void, HashHook>(hook.payload.v_ptr) };
             // SAFETY: `v` is a valid value for the duration of the call.
             (unsafe { f(v) }) as u64
         }
@@ -116,14 +120,20 @@ fn call_equal_hook(hook: TVMFFIAny, a: &TVMFFIAny, b: &TVMFFIAny) -> bool {
     match hook.type_index {
         kTVMFFIOpaquePtr => {
             // SAFETY: an opaque-pointer entry of this column is an equality of this type.
-            let f: EqualHook = unsafe { std::mem::transmute::<*mut c_void, EqualHook>(hook.payload.v_ptr) };
+            let f: EqualHook =
+                unsafe { std::mem::transmute::<*mut c_void, EqualHook>(hook.payload.v_ptr) };
             // SAFETY: both values are valid for the duration of the call.
             unsafe { f(a, b) }
         }
         kTVMFFIFunction => {
             // SAFETY: the column keeps the function alive; the values are borrowed for the call.
-            let (f, x, y) =
-                unsafe { (AnyView::from_raw(hook), AnyView::from_raw(*a), AnyView::from_raw(*b)) };
+            let (f, x, y) = unsafe {
+                (
+                    AnyView::from_raw(hook),
+                    AnyView::from_raw(*a),
+                    AnyView::from_raw(*b),
+                )
+            };
             let f: Function = f.cast().expect("function entry");
             match f.call_packed(&[x, y]).and_then(|r| r.cast::<bool>()) {
                 Ok(eq) => eq,

@@ -49,7 +49,10 @@ impl Shape {
     pub fn new(dims: &[i64]) -> Shape {
         let value = ShapeObj {
             base: Object::header(),
-            cell: TVMFFIShapeCell { data: std::ptr::null(), size: 0 },
+            cell: TVMFFIShapeCell {
+                data: std::ptr::null(),
+                size: 0,
+            },
         };
         // SAFETY: repr(C) with the header first; the extra bytes hold plain integers.
         let ptr = unsafe { alloc_object(value, std::mem::size_of_val(dims), kTVMFFIShape) };
@@ -57,10 +60,15 @@ impl Shape {
         unsafe {
             let data = ptr.as_ptr().add(1).cast::<i64>();
             std::ptr::copy_nonoverlapping(dims.as_ptr(), data, dims.len());
-            (*ptr.as_ptr()).cell = TVMFFIShapeCell { data, size: dims.len() };
+            (*ptr.as_ptr()).cell = TVMFFIShapeCell {
+                data,
+                size: dims.len(),
+            };
         }
         // SAFETY: the new object's reference moves into the shape.
-        Shape { obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) } }
+        Shape {
+            obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
+        }
     }
 
     /// The dimensions.

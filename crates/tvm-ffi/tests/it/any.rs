@@ -14,7 +14,11 @@ fn pod_values_have_canonical_encodings() {
     assert_eq!(unsafe { b.as_raw().payload.v_int64 }, 1);
     let dtype = Any::from(DataType::float(32));
     // SAFETY: reading the whole payload of a plain value.
-    assert_eq!(unsafe { dtype.as_raw().payload.v_uint64 } >> 32, 0, "dtype padding must be zero");
+    assert_eq!(
+        unsafe { dtype.as_raw().payload.v_uint64 } >> 32,
+        0,
+        "dtype padding must be zero"
+    );
     let device = Any::from(Device::cuda(3));
     assert_eq!(device.cast::<Device>().unwrap(), Device::cuda(3));
 }
@@ -28,12 +32,18 @@ fn int_float_bool_conversions_follow_the_typed_rules() {
     assert!(Any::from(300i64).try_as::<u8>().is_none());
     let err = Any::from("text").cast::<i64>().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::TypeError.as_str());
-    assert!(err.message().contains("ffi.SmallStr") && err.message().contains("int"), "{err}");
+    assert!(
+        err.message().contains("ffi.SmallStr") && err.message().contains("int"),
+        "{err}"
+    );
 }
 
 #[test]
 fn dtype_accepts_strings() {
-    assert_eq!(Any::from("float16").cast::<DataType>().unwrap(), DataType::float(16));
+    assert_eq!(
+        Any::from("float16").cast::<DataType>().unwrap(),
+        DataType::float(16)
+    );
     assert!(Any::from("flaot32").try_as::<DataType>().is_none());
 }
 
@@ -43,13 +53,18 @@ fn raw_c_strings_become_owned_strings() {
     let raw = abi::TVMFFIAny {
         type_index: abi::kTVMFFIRawStr,
         small_str_len: 0,
-        payload: abi::TVMFFIAnyPayload { v_c_str: text.as_ptr() },
+        payload: abi::TVMFFIAnyPayload {
+            v_c_str: text.as_ptr(),
+        },
     };
     // SAFETY: the C string outlives the view.
     let view = unsafe { AnyView::from_raw(raw) };
     let owned = view.to_owned();
     assert_eq!(owned.type_index(), abi::kTVMFFIStr);
-    assert_eq!(owned.cast::<String>().unwrap(), "a raw C string longer than seven bytes");
+    assert_eq!(
+        owned.cast::<String>().unwrap(),
+        "a raw C string longer than seven bytes"
+    );
 }
 
 #[test]
@@ -60,7 +75,9 @@ fn rvalue_refs_move_once() {
     let raw = abi::TVMFFIAny {
         type_index: abi::kTVMFFIObjectRValueRef,
         small_str_len: 0,
-        payload: abi::TVMFFIAnyPayload { v_ptr: (&mut ptr as *mut *mut abi::TVMFFIObject).cast() },
+        payload: abi::TVMFFIAnyPayload {
+            v_ptr: (&mut ptr as *mut *mut abi::TVMFFIObject).cast(),
+        },
     };
     // SAFETY: the slot outlives the view.
     let view = unsafe { AnyView::from_raw(raw) };
@@ -71,7 +88,10 @@ fn rvalue_refs_move_once() {
     assert!(err.message().contains("already moved"), "{err}");
     let obj = original.as_object_ptr().unwrap();
     // SAFETY: the header is live; `original` and `moved` hold one reference each.
-    assert_eq!(unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() }, 2);
+    assert_eq!(
+        unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() },
+        2
+    );
     drop(moved);
 }
 

@@ -5,7 +5,9 @@ use tvm_ffi::{Any, Array, Function, List, Shape, String};
 
 #[test]
 fn arrays_hold_any_values_inline() {
-    let a: Array = vec![Any::from(1i64), Any::from("two"), Any::from(3.0f64)].into_iter().collect();
+    let a: Array = vec![Any::from(1i64), Any::from("two"), Any::from(3.0f64)]
+        .into_iter()
+        .collect();
     assert_eq!(a.len(), 3);
     let obj = a.as_object().as_raw().cast::<u8>();
     // SAFETY: an array: header, sequence cell, inline elements at offset 56.
@@ -24,7 +26,11 @@ fn arrays_hold_any_values_inline() {
 #[test]
 fn ffi_array_global_builds_arrays() {
     let make = Function::get_global("ffi.Array").unwrap();
-    let a = make.call((1i64, "x", 2.5f64)).unwrap().cast::<Array>().unwrap();
+    let a = make
+        .call((1i64, "x", 2.5f64))
+        .unwrap()
+        .cast::<Array>()
+        .unwrap();
     assert_eq!(a.get(1).unwrap().cast::<String>().unwrap(), "x");
     let size = Function::get_global("ffi.ArraySize").unwrap();
     assert_eq!(size.call((a,)).unwrap().cast::<i64>().unwrap(), 3);
@@ -65,7 +71,10 @@ fn lists_are_shared_and_mutable() {
     let obj = list.as_object().as_raw().cast::<u8>();
     // SAFETY: a list's cell at offset 24.
     let cell = unsafe { &*obj.add(24).cast::<abi::TVMFFISeqCell>() };
-    assert!(cell.data_deleter.is_some(), "list buffers always carry a deleter");
+    assert!(
+        cell.data_deleter.is_some(),
+        "list buffers always carry a deleter"
+    );
 }
 
 #[test]
@@ -82,8 +91,14 @@ fn shapes_store_values_inline() {
     let s = Shape::new(&[2, 3, 4]);
     assert_eq!(&*s, &[2, 3, 4]);
     assert_eq!(s.numel(), 24);
-    let made = Function::get_global("ffi.Shape").unwrap().call((5i64, 6i64)).unwrap();
+    let made = Function::get_global("ffi.Shape")
+        .unwrap()
+        .call((5i64, 6i64))
+        .unwrap();
     assert_eq!(made.cast::<Shape>().unwrap().as_slice(), &[5, 6]);
-    let err = Function::get_global("ffi.Shape").unwrap().call(("x",)).unwrap_err();
+    let err = Function::get_global("ffi.Shape")
+        .unwrap()
+        .call(("x",))
+        .unwrap_err();
     assert_eq!(err.kind(), "ValueError");
 }

@@ -31,7 +31,11 @@ fn backtraces_name_the_rust_frames() {
         Error::new(ErrorKind::RuntimeError, "with a backtrace")
     }
     let err = failing_helper_for_backtrace();
-    assert!(err.backtrace().contains("failing_helper_for_backtrace"), "{}", err.backtrace());
+    assert!(
+        err.backtrace().contains("failing_helper_for_backtrace"),
+        "{}",
+        err.backtrace()
+    );
     assert!(err.backtrace().contains("File \""), "{}", err.backtrace());
 }
 
@@ -39,7 +43,10 @@ fn backtraces_name_the_rust_frames() {
 fn update_backtrace_appends_and_replaces() {
     let err = Error::with_backtrace("RuntimeError", "m", "  File \"a\", line 1, in f\n");
     err.update_backtrace("  File \"b\", line 2, in g\n", true);
-    assert_eq!(err.backtrace(), "  File \"a\", line 1, in f\n  File \"b\", line 2, in g\n");
+    assert_eq!(
+        err.backtrace(),
+        "  File \"a\", line 1, in f\n  File \"b\", line 2, in g\n"
+    );
     err.update_backtrace("replaced", false);
     assert_eq!(err.backtrace(), "replaced");
 }
@@ -50,7 +57,10 @@ fn causes_chain() {
     let err = Error::new(ErrorKind::RuntimeError, "lookup failed").with_cause(root.clone());
     let cause = err.cause().expect("has a cause");
     assert!(cause.as_object().ptr_eq(root.as_object()));
-    assert_eq!(format!("{err:?}"), "RuntimeError: lookup failed\ncaused by: KeyError: missing key `x`");
+    assert_eq!(
+        format!("{err:?}"),
+        "RuntimeError: lookup failed\ncaused by: KeyError: missing key `x`"
+    );
 }
 
 #[test]

@@ -11,7 +11,11 @@ use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, String};
 fn typed_functions_convert_arguments() {
     let f = Function::from_typed("add", |a: i64, b: f64| a as f64 + b);
     assert_eq!(f.call((1i64, 2.5f64)).unwrap().cast::<f64>().unwrap(), 3.5);
-    assert_eq!(f.call((1i64, 2i64)).unwrap().cast::<f64>().unwrap(), 3.0, "int accepted as float");
+    assert_eq!(
+        f.call((1i64, 2i64)).unwrap().cast::<f64>().unwrap(),
+        3.0,
+        "int accepted as float"
+    );
 }
 
 #[test]
@@ -38,7 +42,10 @@ fn errors_from_closures_propagate() {
         Err(Error::new(ErrorKind::ValueError, format!("bad {x}")))
     });
     let err = f.call((5i64,)).unwrap_err();
-    assert_eq!((err.kind().as_ref(), err.message().as_ref()), ("ValueError", "bad 5"));
+    assert_eq!(
+        (err.kind().as_ref(), err.message().as_ref()),
+        ("ValueError", "bad 5")
+    );
 }
 
 #[test]
@@ -49,10 +56,17 @@ fn registry_register_get_remove_and_override() {
     let err = f.register_global(name, false).unwrap_err();
     assert_eq!(err.kind(), "RuntimeError");
     assert!(err.message().contains(name), "{err}");
-    Function::from_typed(name, |x: i64| x * 3).register_global(name, true).unwrap();
+    Function::from_typed(name, |x: i64| x * 3)
+        .register_global(name, true)
+        .unwrap();
     let got = Function::get_global(name).unwrap();
     assert_eq!(got.call((2i64,)).unwrap().cast::<i64>().unwrap(), 6);
-    assert!(Function::list_global_names().unwrap().iter().any(|n| n == name));
+    assert!(
+        Function::list_global_names()
+            .unwrap()
+            .iter()
+            .any(|n| n == name)
+    );
     assert!(Function::remove_global(name).unwrap());
     assert!(Function::get_global(name).is_none());
     assert!(!Function::remove_global(name).unwrap());
@@ -65,7 +79,9 @@ fn concurrent_registration_and_lookup() {
             std::thread::spawn(move || {
                 for i in 0..200 {
                     let name = format!("test.concurrent.{t}.{i}");
-                    Function::from_typed(&name, move || i).register_global(&name, false).unwrap();
+                    Function::from_typed(&name, move || i)
+                        .register_global(&name, false)
+                        .unwrap();
                     let f = Function::get_global(&name).unwrap();
                     assert_eq!(f.call(()).unwrap().cast::<i64>().unwrap(), i);
                     assert!(Function::get_global("testing.echo").is_some());
@@ -117,38 +133,62 @@ unsafe extern "C" fn release_counter(handle: *mut c_void) {
 #[test]
 fn c_functions_get_the_right_handle() {
     // SAFETY: the safe-call follows the convention.
-    let f = unsafe { Function::from_extern_c(std::ptr::null_mut(), Some(c_add_handle_check), None) }
-        .unwrap();
+    let f =
+        unsafe { Function::from_extern_c(std::ptr::null_mut(), Some(c_add_handle_check), None) }
+            .unwrap();
     assert_eq!(f.call((2i64, 3i64)).unwrap().cast::<i64>().unwrap(), 5);
 
     let counter = Arc::new(AtomicUsize::new(10));
     let raw = Arc::into_raw(counter.clone()).cast_mut().cast::<c_void>();
     // SAFETY: `raw` stays valid until `release_counter` runs.
-    let g = unsafe { Function::from_extern_c(raw, Some(c_with_self), Some(release_counter)) }.unwrap();
+    let g =
+        unsafe { Function::from_extern_c(raw, Some(c_with_self), Some(release_counter)) }.unwrap();
     assert_eq!(g.call(()).unwrap().cast::<i64>().unwrap(), 10);
     assert_eq!(Arc::strong_count(&counter), 2);
     drop(g);
-    assert_eq!(Arc::strong_count(&counter), 1, "the deleter ran exactly once");
+    assert_eq!(
+        Arc::strong_count(&counter),
+        1,
+        "the deleter ran exactly once"
+    );
 }
 
 #[test]
 fn testing_functions() {
     let echo = Function::get_global("testing.echo").unwrap();
-    assert_eq!(echo.call(("hello there",)).unwrap().cast::<String>().unwrap(), "hello there");
+    assert_eq!(
+        echo.call(("hello there",))
+            .unwrap()
+            .cast::<String>()
+            .unwrap(),
+        "hello there"
+    );
     let apply = Function::get_global("testing.apply").unwrap();
     let inc = Function::from_typed("inc", |x: i64| x + 1);
     assert_eq!(apply.call((inc, 41i64)).unwrap().cast::<i64>().unwrap(), 42);
     let raise = Function::get_global("testing.test_raise_error").unwrap();
     let err = raise.call(("KeyError", "no such key")).unwrap_err();
-    assert_eq!((err.kind().as_ref(), err.message().as_ref()), ("KeyError", "no such key"));
+    assert_eq!(
+        (err.kind().as_ref(), err.message().as_ref()),
+        ("KeyError", "no such key")
+    );
     let count = Function::get_global("testing.object_use_count").unwrap();
     let obj = Any::from(Function::from_packed(|_| Ok(Any::none())));
-    assert_eq!(count.call((obj.clone(),)).unwrap().cast::<i64>().unwrap(), 2);
+    assert_eq!(
+        count.call((obj.clone(),)).unwrap().cast::<i64>().unwrap(),
+        2
+    );
 }
 
 #[test]
 fn packed_views_call() {
     let f = Function::from_packed(|args: &[AnyView<'_>]| Ok(Any::from(args.len() as i64)));
     let a = Any::from(1i64);
-    assert_eq!(f.call_packed(&[a.as_view(), a.as_view()]).unwrap().cast::<i64>().unwrap(), 2);
+    assert_eq!(
+        f.call_packed(&[a.as_view(), a.as_view()])
+            .unwrap()
+            .cast::<i64>()
+            .unwrap(),
+        2
+    );
 }

@@ -19,7 +19,11 @@ define_object! {
 }
 
 fn node(value: i64) -> ObjectRef<TestNode> {
-    ObjectRef::new(TestNode { base: Object::header(), value, label: "node".into() })
+    ObjectRef::new(TestNode {
+        base: Object::header(),
+        value,
+        label: "node".into(),
+    })
 }
 
 #[test]
@@ -45,14 +49,31 @@ fn weak_references_do_not_keep_values() {
 #[test]
 fn rust_types_register_key_parent_and_fields() {
     let leaf = ObjectRef::new(TestLeaf {
-        base: TestNode { base: Object::header(), value: 3, label: "leaf".into() },
+        base: TestNode {
+            base: Object::header(),
+            value: 3,
+            label: "leaf".into(),
+        },
         weight: 0.5,
     });
     assert!(TestLeaf::type_index() >= abi::kTVMFFIDynObjectBegin);
-    assert_eq!(types::type_key_to_index("test.Leaf").unwrap(), TestLeaf::type_index());
-    assert!(types::is_instance_of(TestLeaf::type_index(), TestNode::type_index()));
-    assert!(!types::is_instance_of(TestNode::type_index(), TestLeaf::type_index()));
-    let as_node = leaf.clone().upcast().downcast::<TestNode>().expect("a leaf is a node");
+    assert_eq!(
+        types::type_key_to_index("test.Leaf").unwrap(),
+        TestLeaf::type_index()
+    );
+    assert!(types::is_instance_of(
+        TestLeaf::type_index(),
+        TestNode::type_index()
+    ));
+    assert!(!types::is_instance_of(
+        TestNode::type_index(),
+        TestLeaf::type_index()
+    ));
+    let as_node = leaf
+        .clone()
+        .upcast()
+        .downcast::<TestNode>()
+        .expect("a leaf is a node");
     assert_eq!(as_node.value, 3);
 
     let info = types::type_info(TestNode::type_index()).unwrap();
@@ -60,7 +81,10 @@ fn rust_types_register_key_parent_and_fields() {
     // SAFETY: the runtime keeps `num_fields` records.
     let fields = unsafe { std::slice::from_raw_parts(info.fields, 2) };
     let mut out = abi::TVMFFIAny::NONE;
-    let field_addr = leaf.as_raw().cast::<u8>().wrapping_add(fields[0].offset as usize);
+    let field_addr = leaf
+        .as_raw()
+        .cast::<u8>()
+        .wrapping_add(fields[0].offset as usize);
     // SAFETY: the getter reads a live field and writes an owned value.
     let rc = unsafe { (fields[0].getter.unwrap())(field_addr.cast(), &mut out) };
     assert_eq!(rc, 0);
@@ -79,7 +103,9 @@ fn methods_register_on_types() {
     let methods = unsafe { std::slice::from_raw_parts(info.methods, info.num_methods as usize) };
     let m = methods.last().unwrap();
     // SAFETY: a registered method is a function value owned by the table.
-    let f = unsafe { tvm_ffi::AnyView::from_raw(m.method) }.cast::<Function>().unwrap();
+    let f = unsafe { tvm_ffi::AnyView::from_raw(m.method) }
+        .cast::<Function>()
+        .unwrap();
     assert_eq!(f.call((node(21),)).unwrap().cast::<i64>().unwrap(), 42);
 }
 
@@ -88,5 +114,8 @@ fn downcast_checks_the_runtime_type() {
     let f = Any::from(Function::from_packed(|_| Ok(Any::none())));
     assert!(f.try_as::<ObjectRef<TestNode>>().is_none());
     let err = f.cast::<ObjectRef<TestNode>>().unwrap_err();
-    assert!(err.message().contains("test.Node") && err.message().contains("ffi.Function"), "{err}");
+    assert!(
+        err.message().contains("test.Node") && err.message().contains("ffi.Function"),
+        "{err}"
+    );
 }

@@ -54,9 +54,15 @@ fn non_utf8_strings_report_the_content() {
 fn string_from_byte_array_through_c() {
     let mut out = abi::TVMFFIAny::NONE;
     let text = b"through the C API";
-    let array = abi::TVMFFIByteArray { data: text.as_ptr().cast(), size: text.len() };
+    let array = abi::TVMFFIByteArray {
+        data: text.as_ptr().cast(),
+        size: text.len(),
+    };
     // SAFETY: valid pointers; the result is an owned value.
-    assert_eq!(unsafe { abi::TVMFFIStringFromByteArray(&array, &mut out) }, 0);
+    assert_eq!(
+        unsafe { abi::TVMFFIStringFromByteArray(&array, &mut out) },
+        0
+    );
     // SAFETY: the output is an owned value.
     let any = unsafe { Any::from_raw(out) };
     assert_eq!(any.cast::<String>().unwrap(), "through the C API");

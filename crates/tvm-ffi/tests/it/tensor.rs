@@ -17,7 +17,10 @@ fn cpu_tensors_have_strides_and_data() {
     assert_eq!(t.data_ptr() as usize % 64, 0);
     let err = t.as_slice::<i32>().unwrap_err();
     assert_eq!(err.kind(), "TypeError");
-    assert!(err.message().contains("float32") && err.message().contains("int32"), "{err}");
+    assert!(
+        err.message().contains("float32") && err.message().contains("int32"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -34,7 +37,11 @@ fn dlpack_round_trip_shares_memory_and_releases_once() {
     // SAFETY: the export is a valid managed tensor owned by us.
     let back = unsafe { Tensor::from_dlpack_versioned(managed, 0, true) }.unwrap();
     assert_eq!(back.data_ptr(), t.data_ptr());
-    assert_eq!(t.as_object().use_count(), 2, "the import holds the export, which holds t");
+    assert_eq!(
+        t.as_object().use_count(),
+        2,
+        "the import holds the export, which holds t"
+    );
     drop(back);
     assert_eq!(t.as_object().use_count(), 1);
 
@@ -59,7 +66,12 @@ unsafe extern "C" fn release_producer(m: *mut DLManagedTensorVersioned) {
     }
 }
 
-fn produce(data: Vec<f32>, shape: Vec<i64>, flags: u64, released: &mut bool) -> *mut DLManagedTensorVersioned {
+fn produce(
+    data: Vec<f32>,
+    shape: Vec<i64>,
+    flags: u64,
+    released: &mut bool,
+) -> *mut DLManagedTensorVersioned {
     let mut producer = Box::new(Producer {
         managed: DLManagedTensorVersioned {
             version: abi::DLPackVersion { major: 1, minor: 0 },
@@ -68,9 +80,16 @@ fn produce(data: Vec<f32>, shape: Vec<i64>, flags: u64, released: &mut bool) -> 
             flags,
             dl_tensor: DLTensor {
                 data: std::ptr::null_mut(),
-                device: abi::DLDevice { device_type: abi::kDLCPU, device_id: 0 },
+                device: abi::DLDevice {
+                    device_type: abi::kDLCPU,
+                    device_id: 0,
+                },
                 ndim: shape.len() as i32,
-                dtype: abi::DLDataType { code: abi::kDLFloat, bits: 32, lanes: 1 },
+                dtype: abi::DLDataType {
+                    code: abi::kDLFloat,
+                    bits: 32,
+                    lanes: 1,
+                },
                 shape: std::ptr::null_mut(),
                 strides: std::ptr::null_mut(),
                 byte_offset: 0,
@@ -93,7 +112,12 @@ fn produce(data: Vec<f32>, shape: Vec<i64>, flags: u64, released: &mut bool) -> 
 #[test]
 fn imports_take_ownership_only_on_success() {
     let mut released = false;
-    let managed = produce(vec![1.0; 6], vec![2, 3], abi::DLPACK_FLAG_BITMASK_READ_ONLY, &mut released);
+    let managed = produce(
+        vec![1.0; 6],
+        vec![2, 3],
+        abi::DLPACK_FLAG_BITMASK_READ_ONLY,
+        &mut released,
+    );
     // SAFETY: a valid managed tensor.
     let t = unsafe { Tensor::from_dlpack_versioned(managed, 0, true) }.unwrap();
     assert_eq!(&*t.strides(), &[3, 1], "missing strides are synthesized");
@@ -108,7 +132,12 @@ fn imports_take_ownership_only_on_success() {
     assert!(released, "the producer's deleter ran when the tensor died");
 
     let mut released = false;
-    let managed = produce(vec![1.0; 4], vec![4], abi::DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED, &mut released);
+    let managed = produce(
+        vec![1.0; 4],
+        vec![4],
+        abi::DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED,
+        &mut released,
+    );
     // SAFETY: a valid managed tensor; rejected, so still ours.
     let err = unsafe { Tensor::from_dlpack_versioned(managed, 0, false) }.unwrap_err();
     assert_eq!(err.kind(), "ValueError");

@@ -4,12 +4,21 @@ use tvm_ffi::abi::{self, TVMFFIByteArray};
 use tvm_ffi::{Error, types};
 
 fn key(s: &str) -> TVMFFIByteArray {
-    TVMFFIByteArray { data: s.as_ptr().cast(), size: s.len() }
+    TVMFFIByteArray {
+        data: s.as_ptr().cast(),
+        size: s.len(),
+    }
 }
 
 #[test]
 fn builtin_types_are_registered() {
-    for (name, index) in [("None", 0), ("int", 1), ("ffi.Object", 64), ("ffi.String", 65), ("ffi.Dict", 76)] {
+    for (name, index) in [
+        ("None", 0),
+        ("int", 1),
+        ("ffi.Object", 64),
+        ("ffi.String", 65),
+        ("ffi.Dict", 76),
+    ] {
         assert_eq!(types::type_key_to_index(name).unwrap(), index, "{name}");
     }
     let info = types::type_info(abi::kTVMFFIArray).unwrap();
@@ -38,10 +47,23 @@ fn child_slots_are_reserved_for_subtypes() {
         let parent = abi::TVMFFITypeGetOrAllocIndex(&key("slots.Parent"), -1, 1, 4, 1, 64);
         assert!(parent >= abi::kTVMFFIDynObjectBegin);
         let child = abi::TVMFFITypeGetOrAllocIndex(&key("slots.Child"), -1, 2, 0, 1, parent);
-        assert_eq!(child, parent + 1, "children take the parent's reserved range");
-        assert_eq!(abi::TVMFFITypeGetOrAllocIndex(&key("slots.Parent"), -1, 1, 4, 1, 64), parent);
-        assert_eq!(abi::TVMFFITypeGetOrAllocIndex(&key("slots.Missing"), -1, 1, 0, 1, -2), -2);
-        assert_eq!(abi::TVMFFITypeGetOrAllocIndex(&key("slots.BadDepth"), -1, 5, 0, 1, 64), -1);
+        assert_eq!(
+            child,
+            parent + 1,
+            "children take the parent's reserved range"
+        );
+        assert_eq!(
+            abi::TVMFFITypeGetOrAllocIndex(&key("slots.Parent"), -1, 1, 4, 1, 64),
+            parent
+        );
+        assert_eq!(
+            abi::TVMFFITypeGetOrAllocIndex(&key("slots.Missing"), -1, 1, 0, 1, -2),
+            -2
+        );
+        assert_eq!(
+            abi::TVMFFITypeGetOrAllocIndex(&key("slots.BadDepth"), -1, 5, 0, 1, 64),
+            -1
+        );
         let err = Error::take_raised().unwrap();
         assert!(err.message().contains("slots.BadDepth"), "{err}");
     }
@@ -50,7 +72,10 @@ fn child_slots_are_reserved_for_subtypes() {
 #[test]
 fn non_utf8_type_keys_are_value_errors() {
     let bad = b"bad\xffkey";
-    let array = TVMFFIByteArray { data: bad.as_ptr().cast(), size: bad.len() };
+    let array = TVMFFIByteArray {
+        data: bad.as_ptr().cast(),
+        size: bad.len(),
+    };
     let mut out = 0;
     // SAFETY: valid pointers.
     assert_eq!(unsafe { abi::TVMFFITypeKeyToIndex(&array, &mut out) }, -1);
@@ -62,7 +87,10 @@ fn non_utf8_type_keys_are_value_errors() {
 #[test]
 fn null_out_pointers_are_rejected() {
     // SAFETY: NULL outputs must be reported, not written.
-    assert_eq!(unsafe { abi::TVMFFITypeKeyToIndex(&key("int"), std::ptr::null_mut()) }, -1);
+    assert_eq!(
+        unsafe { abi::TVMFFITypeKeyToIndex(&key("int"), std::ptr::null_mut()) },
+        -1
+    );
     assert!(Error::take_raised().unwrap().message().contains("NULL"));
 }
 
@@ -70,7 +98,10 @@ fn null_out_pointers_are_rejected() {
 fn attribute_columns_exist_from_the_start() {
     for name in ["__any_hash__", "__any_equal__"] {
         // SAFETY: a valid array.
-        assert!(!unsafe { abi::TVMFFIGetTypeAttrColumn(&key(name)) }.is_null(), "{name}");
+        assert!(
+            !unsafe { abi::TVMFFIGetTypeAttrColumn(&key(name)) }.is_null(),
+            "{name}"
+        );
     }
     // SAFETY: as above.
     assert!(unsafe { abi::TVMFFIGetTypeAttrColumn(&key("__never_created__")) }.is_null());
@@ -80,10 +111,16 @@ fn attribute_columns_exist_from_the_start() {
 fn dtype_text_through_c() {
     let mut dtype = abi::DLDataType::default();
     // SAFETY: valid pointers.
-    assert_eq!(unsafe { abi::TVMFFIDataTypeFromString(&key("float32x4"), &mut dtype) }, 0);
+    assert_eq!(
+        unsafe { abi::TVMFFIDataTypeFromString(&key("float32x4"), &mut dtype) },
+        0
+    );
     assert_eq!((dtype.code, dtype.bits, dtype.lanes), (2, 32, 4));
     // SAFETY: valid pointers.
-    assert_eq!(unsafe { abi::TVMFFIDataTypeFromString(&key("flaot32"), &mut dtype) }, -1);
+    assert_eq!(
+        unsafe { abi::TVMFFIDataTypeFromString(&key("flaot32"), &mut dtype) },
+        -1
+    );
     let err = Error::take_raised().unwrap();
     assert_eq!(err.kind(), "ValueError");
     assert!(err.message().contains("flaot32"), "{err}");
