@@ -162,6 +162,7 @@
   X(kTVMFFIObjectRValueRef, 10)                           \
   X(kTVMFFISmallStr, 11)                                  \
   X(kTVMFFISmallBytes, 12)                                \
+  X(kTVMFFIUnchanged, 13)                                 \
   X(kTVMFFIStaticObjectBegin, 64)                         \
   X(kTVMFFIObject, 64)                                    \
   X(kTVMFFIStr, 65)                                       \
@@ -177,7 +178,8 @@
   X(kTVMFFIList, 75)                                      \
   X(kTVMFFIDict, 76)                                      \
   X(kTVMFFIVisitInterrupt, 77)                            \
-  X(kTVMFFIStaticObjectEnd, 78)                           \
+  X(kTVMFFIBigInt, 78)                                    \
+  X(kTVMFFIStaticObjectEnd, 79)                           \
   X(kTVMFFIDynObjectBegin, 128)                           \
   X(kTVMFFIObjectStrongOne, 1)                            \
   X(kTVMFFIObjectWeakOne, 0x100000000LL)                  \

@@ -50,6 +50,7 @@ pub const kTVMFFIByteArrayPtr: i32 = 9;
 pub const kTVMFFIObjectRValueRef: i32 = 10;
 pub const kTVMFFISmallStr: i32 = 11;
 pub const kTVMFFISmallBytes: i32 = 12;
+pub const kTVMFFIUnchanged: i32 = 13;
 pub const kTVMFFIStaticObjectBegin: i32 = 64;
 pub const kTVMFFIObject: i32 = 64;
 pub const kTVMFFIStr: i32 = 65;
@@ -65,7 +66,8 @@ pub const kTVMFFIOpaquePyObject: i32 = 74;
 pub const kTVMFFIList: i32 = 75;
 pub const kTVMFFIDict: i32 = 76;
 pub const kTVMFFIVisitInterrupt: i32 = 77;
-pub const kTVMFFIStaticObjectEnd: i32 = 78;
+pub const kTVMFFIBigInt: i32 = 78;
+pub const kTVMFFIStaticObjectEnd: i32 = 79;
 pub const kTVMFFIDynObjectBegin: i32 = 128;
 
 // ---------------------------------------------------------------------------------------------
@@ -515,6 +517,8 @@ unsafe extern "C" {
 
     pub fn TVMFFIStringFromByteArray(input: *const TVMFFIByteArray, out: *mut TVMFFIAny) -> c_int;
     pub fn TVMFFIBytesFromByteArray(input: *const TVMFFIByteArray, out: *mut TVMFFIAny) -> c_int;
+    pub fn TVMFFIBigIntFromByteArray(words: *const TVMFFIByteArray, out: *mut TVMFFIAny) -> c_int;
+    pub fn TVMFFIBigIntGetContentByteArray(value: *const TVMFFIAny) -> TVMFFIByteArray;
     pub fn TVMFFIDataTypeFromString(str: *const TVMFFIByteArray, out: *mut DLDataType) -> c_int;
     pub fn TVMFFIDataTypeToString(dtype: *const DLDataType, out: *mut TVMFFIAny) -> c_int;
 

@@ -154,6 +154,8 @@ typedef enum TVMFFITypeIndex {
   kTVMFFISmallStr = 11,
   /*! \brief Bytes, at most 7, inline in v_bytes; length in small_str_len. */
   kTVMFFISmallBytes = 12,
+  /*! \brief "ffi.Unchanged": the marker a structural mutator returns for an untouched value. */
+  kTVMFFIUnchanged = 13,
   /*! \brief First index of the object types with fixed indices. */
   kTVMFFIStaticObjectBegin = 64,
   /*! \brief "ffi.Object", the root of all object types (header only). */
@@ -184,8 +186,13 @@ typedef enum TVMFFITypeIndex {
   kTVMFFIDict = 76,
   /*! \brief "ffi.VisitInterrupt": marker object of structural visits. */
   kTVMFFIVisitInterrupt = 77,
+  /*!
+   * \brief "ffi.BigInt": header + size_t word count + int64 words (least significant first,
+   *  minimal two's complement). Values that fit in int64 are always kTVMFFIInt instead.
+   */
+  kTVMFFIBigInt = 78,
   /*! \brief One past the last fixed object index. */
-  kTVMFFIStaticObjectEnd = 78,
+  kTVMFFIStaticObjectEnd = 79,
   /*! \brief First index handed out at run time. */
   kTVMFFIDynObjectBegin = 128,
 #ifdef __cplusplus
@@ -875,6 +882,22 @@ TVM_FFI_DLL int TVMFFIStringFromByteArray(const TVMFFIByteArray* input, TVMFFIAn
  * \brief Like TVMFFIStringFromByteArray for bytes: kTVMFFISmallBytes or a kTVMFFIBytes object.
  */
 TVM_FFI_DLL int TVMFFIBytesFromByteArray(const TVMFFIByteArray* input, TVMFFIAny* out);
+
+/*!
+ * \brief Builds an integer from little-endian int64 words in two's complement.
+ * \param words The words (borrowed); the size must be a multiple of 8 (ValueError otherwise);
+ *  empty means 0.
+ * \param out Receives an owning value: kTVMFFIInt when the value fits in int64, otherwise a
+ *  normalized kTVMFFIBigInt object.
+ * \return 0; -1 with an error set.
+ */
+TVM_FFI_DLL int TVMFFIBigIntFromByteArray(const TVMFFIByteArray* words, TVMFFIAny* out);
+
+/*!
+ * \brief A borrowed view of the words of a kTVMFFIInt (its 8 payload bytes) or kTVMFFIBigInt
+ *  value. Any other value gives an empty view. Valid while \p value is.
+ */
+TVM_FFI_DLL TVMFFIByteArray TVMFFIBigIntGetContentByteArray(const TVMFFIAny* value);
 
 /*!
  * \brief Parses a dtype string such as "float32", "int8x4", "bf16", "float8_e4m3fn" or "handle".

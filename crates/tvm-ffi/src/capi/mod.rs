@@ -10,6 +10,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use crate::error::{Error, Result};
 
 pub(crate) mod backtrace;
+mod bigint;
 mod env;
 mod error;
 mod function;

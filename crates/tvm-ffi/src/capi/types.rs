@@ -80,8 +80,8 @@ unsafe impl Send for TypeTable {}
 // SAFETY: as above.
 unsafe impl Sync for TypeTable {}
 
-/// Keys of the on-stack value types, indices 0..=12.
-const POD_KEYS: [&str; 13] = [
+/// Keys of the on-stack value types, indices 0..=13.
+const POD_KEYS: [&str; 14] = [
     "None",
     "int",
     "bool",
@@ -95,10 +95,11 @@ const POD_KEYS: [&str; 13] = [
     "ObjectRValueRef",
     "ffi.SmallStr",
     "ffi.SmallBytes",
+    "ffi.Unchanged",
 ];
 
-/// Keys of the static object types, indices 65..=77 (children of `ffi.Object`, 64).
-const STATIC_OBJECT_KEYS: [&str; 13] = [
+/// Keys of the static object types, indices 65..=78 (children of `ffi.Object`, 64).
+const STATIC_OBJECT_KEYS: [&str; 14] = [
     "ffi.String",
     "ffi.Bytes",
     "ffi.Error",
@@ -112,6 +113,7 @@ const STATIC_OBJECT_KEYS: [&str; 13] = [
     "ffi.List",
     "ffi.Dict",
     "ffi.VisitInterrupt",
+    "ffi.BigInt",
 ];
 
 /// Attribute columns created at start-up, so that code caching column pointers finds them.

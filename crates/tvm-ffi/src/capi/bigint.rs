@@ -1,0 +1,176 @@
+//! Integers wider than 64 bits (`ffi.BigInt`, index 78): a word count and int64 words, least
+//! significant first, in minimal two's complement. Values that fit in int64 are plain ints.
+
+use std::ffi::c_int;
+
+use crate::abi::{TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray, kTVMFFIBigInt, kTVMFFIInt};
+use crate::error::{Error, ErrorKind};
+use crate::object::{Object, alloc_object};
+
+use super::{bytes_arg, guard, out_arg};
+
+#[repr(C)]
+struct BigIntObj {
+    base: Object,
+    num_words: usize,
+}
+
+/// Drops redundant sign words so the representation is minimal.
+fn normalize(words: &mut Vec<i64>) {
+    while words.len() > 1 {
+        let top = words[words.len() - 1];
+        let below_negative = words[words.len() - 2] < 0;
+        if (top == 0 && !below_negative) || (top == -1 && below_negative) {
+            words.pop();
+        } else {
+            break;
+        }
+    }
+}
+
+/// Builds an integer value from little-endian two's-complement words.
+///
+/// # Safety
+/// `words` is a valid byte array; `out` is valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIBigIntFromByteArray(
+    words: *const TVMFFIByteArray,
+    out: *mut TVMFFIAny,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let (bytes, out) = unsafe { (bytes_arg(words, "words")?, out_arg(out, "out")?) };
+        if bytes.len() % 8 != 0 {
+            return Err(Error::new(
+                ErrorKind::ValueError,
+                format!("BigInt byte length {} is not a multiple of 8", bytes.len()),
+            ));
+        }
+        let mut words: Vec<i64> = bytes
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().expect("8-byte chunk")))
+            .collect();
+        normalize(&mut words);
+        if words.len() <= 1 {
+            let value = words.first().copied().unwrap_or(0);
+            *out = TVMFFIAny {
+                type_index: kTVMFFIInt,
+                small_str_len: 0,
+                payload: TVMFFIAnyPayload { v_int64: value },
+            };
+            return Ok(());
+        }
+        let header = BigIntObj {
+            base: Object::header(),
+            num_words: words.len(),
+        };
+        // SAFETY: repr(C) with the header first; the extra bytes hold plain integers.
+        let ptr = unsafe { alloc_object(header, words.len() * 8, kTVMFFIBigInt) };
+        // SAFETY: the block has room for the words right after the 32-byte object.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                words.as_ptr(),
+                ptr.as_ptr().add(1).cast::<i64>(),
+                words.len(),
+            )
+        };
+        *out = TVMFFIAny {
+            type_index: kTVMFFIBigInt,
+            small_str_len: 0,
+            payload: TVMFFIAnyPayload {
+                v_obj: ptr.as_ptr().cast(),
+            },
+        };
+        Ok(())
+    })
+}
+
+/// A borrowed view of the words of an int or BigInt value; empty for anything else.
+///
+/// # Safety
+/// `value` is NULL or a valid value that outlives the view.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn TVMFFIBigIntGetContentByteArray(
+    value: *const TVMFFIAny,
+) -> TVMFFIByteArray {
+    let empty = TVMFFIByteArray {
+        data: std::ptr::null(),
+        size: 0,
+    };
+    // SAFETY: per the contract.
+    let Some(value) = (unsafe { value.as_ref() }) else {
+        return empty;
+    };
+    match value.type_index {
+        kTVMFFIInt => TVMFFIByteArray {
+            data: std::ptr::addr_of!(value.payload).cast(),
+            size: 8,
+        },
+        // SAFETY: a BigInt value holds a live `BigIntObj` followed by its words.
+        kTVMFFIBigInt => unsafe {
+            let obj = value.payload.v_obj.cast::<BigIntObj>();
+            TVMFFIByteArray {
+                data: obj.add(1).cast(),
+                size: (*obj).num_words * 8,
+            }
+        },
+        _ => empty,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::any::Any;
+
+    fn from_words(words: &[i64]) -> Any {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let array = TVMFFIByteArray {
+            data: bytes.as_ptr().cast(),
+            size: bytes.len(),
+        };
+        let mut out = TVMFFIAny::NONE;
+        // SAFETY: valid pointers; the result is owned.
+        assert_eq!(unsafe { TVMFFIBigIntFromByteArray(&array, &mut out) }, 0);
+        // SAFETY: an owned value.
+        unsafe { Any::from_raw(out) }
+    }
+
+    #[test]
+    fn small_values_become_ints() {
+        assert_eq!(from_words(&[]).cast::<i64>().unwrap(), 0);
+        assert_eq!(from_words(&[-5, -1]).cast::<i64>().unwrap(), -5);
+        assert_eq!(from_words(&[7, 0, 0]).cast::<i64>().unwrap(), 7);
+    }
+
+    #[test]
+    fn wide_values_keep_their_words() {
+        // 2^64: low word 0, high word 1.
+        let big = from_words(&[0, 1, 0]);
+        assert_eq!(big.type_index(), kTVMFFIBigInt);
+        // SAFETY: the value outlives the view.
+        let view = unsafe { TVMFFIBigIntGetContentByteArray(big.as_raw()) };
+        assert_eq!(view.size, 16);
+        // A positive value whose top word has the sign bit set keeps a zero word.
+        let positive = from_words(&[0, i64::MIN, 0]);
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { TVMFFIBigIntGetContentByteArray(positive.as_raw()) }.size,
+            24
+        );
+    }
+
+    #[test]
+    fn ragged_input_is_a_value_error() {
+        let bytes = [0u8; 5];
+        let array = TVMFFIByteArray {
+            data: bytes.as_ptr().cast(),
+            size: 5,
+        };
+        let mut out = TVMFFIAny::NONE;
+        // SAFETY: valid pointers.
+        assert_eq!(unsafe { TVMFFIBigIntFromByteArray(&array, &mut out) }, -1);
+        let err = Error::take_raised().unwrap();
+        assert!(err.message().contains('5'), "{err}");
+    }
+}
