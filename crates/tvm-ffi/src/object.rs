@@ -148,6 +148,21 @@ unsafe extern "C" fn rust_object_deleter<S>(obj: *mut c_void, flags: c_int) {
 /// `S` is `#[repr(C)]`, starts with an [`Object`], and its `Drop` releases whatever the caller
 /// stores in the extra bytes.
 pub unsafe fn alloc_object<S>(value: S, extra: usize, type_index: i32) -> NonNull<S> {
+    // SAFETY: forwarded; the generic deleter matches `S`.
+    unsafe { alloc_object_with_deleter(value, extra, type_index, rust_object_deleter::<S>) }
+}
+
+/// As [`alloc_object`], with a given deleter, which must honour the flag bits of the header
+/// protocol and release the block with `libc::free`.
+///
+/// # Safety
+/// As for [`alloc_object`], and `deleter` behaves as described.
+pub unsafe fn alloc_object_with_deleter<S>(
+    value: S,
+    extra: usize,
+    type_index: i32,
+    deleter: unsafe extern "C" fn(*mut c_void, c_int),
+) -> NonNull<S> {
     assert!(
         std::mem::align_of::<S>() <= 16,
         "object alignment above 16 is not supported"
@@ -167,7 +182,7 @@ pub unsafe fn alloc_object<S>(value: S, extra: usize, type_index: i32) -> NonNul
         (*header).combined_ref_count = std::sync::atomic::AtomicU64::new(kTVMFFIObjectBothOne);
         (*header).type_index = type_index;
         (*header).__padding = 0;
-        (*header).deleter = Some(rust_object_deleter::<S>);
+        (*header).deleter = Some(deleter);
     }
     ptr
 }

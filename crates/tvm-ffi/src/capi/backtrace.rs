@@ -17,8 +17,11 @@ const UNKNOWN: &str = "<unknown>";
 const THIS_MODULE: &str = "tvm_ffi::capi::backtrace::";
 
 /// Symbol prefixes of frames that never appear in a backtrace (a leading `<` is ignored).
-const INTERNAL_PREFIXES: [&str; 7] = [
+const INTERNAL_PREFIXES: [&str; 10] = [
     "std::",
+    "_native::",
+    "pyo3::",
+    "pyo3_ffi::",
     "core::",
     "alloc::",
     "backtrace::",
@@ -30,8 +33,19 @@ const INTERNAL_PREFIXES: [&str; 7] = [
 /// Rust standard library crates whose source files mark internal (possibly inlined) frames.
 const RUNTIME_CRATES: [&str; 5] = ["std", "core", "alloc", "panic_unwind", "panic_abort"];
 
-/// Symbol fragments of the exported functions that capture a backtrace or set an error.
-const INTERNAL_FRAGMENTS: [&str; 2] = ["TVMFFIBacktrace", "TVMFFIErrorSetRaisedFromCStr"];
+/// Symbol fragments of the functions that capture a backtrace, set an error, or only carry a
+/// call between languages (the safe-call plumbing and the Python binding's wrappers).
+const INTERNAL_FRAGMENTS: [&str; 6] = [
+    "TVMFFIBacktrace",
+    "TVMFFIErrorSetRaisedFromCStr",
+    "tvm_ffi::function::run_safe_call",
+    "tvm_ffi::function::rust_safe_call",
+    "run_safe_call<",
+    "::__pymethod_",
+];
+
+/// Source files of the runtime whose frames only carry calls and errors between languages.
+const RUNTIME_PLUMBING_FILES: [&str; 2] = ["/tvm-ffi/src/function.rs", "/tvm-ffi/src/error.rs"];
 
 /// The maximum number of lines, from `TVM_TRACEBACK_LIMIT` (read once), default 512.
 fn traceback_limit() -> usize {
@@ -85,13 +99,21 @@ fn is_internal_file(file: &str) -> bool {
     let in_std = parts
         .windows(3)
         .any(|w| w[0] == "library" && RUNTIME_CRATES.contains(&w[1]) && w[2] == "src");
-    let in_backtrace_crate = parts.windows(2).any(|w| {
-        let versioned = w[0]
-            .strip_prefix("backtrace-")
-            .is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()));
-        (w[0] == "backtrace" || versioned) && w[1] == "src"
+    let in_plumbing_crate = parts.windows(2).any(|w| {
+        ["backtrace", "pyo3"].iter().any(|name| {
+            let versioned = w[0]
+                .strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()));
+            (w[0] == *name || versioned) && w[1] == "src"
+        })
     });
-    in_std || in_backtrace_crate
+    // The runtime's own call and error plumbing, and the Python binding's glue.
+    let in_runtime_plumbing = RUNTIME_PLUMBING_FILES
+        .iter()
+        .any(|f| normalized.ends_with(f))
+        || normalized.contains("/tvm-python/src/");
+    in_std || in_plumbing_crate || in_runtime_plumbing
 }
 
 /// Appends one backtrace line.

@@ -1,0 +1,514 @@
+//! Python classes for the built-in containers: `Array`, `List` (sequences), `Map`, `Dict`
+//! (mappings that keep insertion order) and `Shape`.
+
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
+use tvm_ffi::abi;
+use tvm_ffi::containers::map::{Dict, Map};
+use tvm_ffi::{Any, Array, List, Shape};
+
+use crate::convert::{any_to_py, py_to_any};
+use crate::errors::raise_error;
+use crate::objects::PyObjectRef;
+
+/// A new Python instance of `$cls` around `$value`.
+macro_rules! new_wrapped {
+    ($py:expr, $value:expr, $this:expr) => {
+        Py::new(
+            $py,
+            PyClassInitializer::from(PyObjectRef::from_any($value)).add_subclass($this),
+        )
+        .map(Py::into_any)
+    };
+}
+
+/// Wraps a built-in container or tensor in its Python class; other objects are given back.
+pub(crate) fn wrap_builtin(py: Python<'_>, value: Any) -> Result<PyResult<Py<PyAny>>, Any> {
+    let wrapped = match value.type_index() {
+        abi::kTVMFFIArray => value
+            .cast::<Array>()
+            .map(|a| new_wrapped!(py, value.clone(), PyArray(a))),
+        abi::kTVMFFIList => value
+            .cast::<List>()
+            .map(|l| new_wrapped!(py, value.clone(), PyListObj(l))),
+        abi::kTVMFFIMap => value
+            .cast::<Map>()
+            .map(|m| new_wrapped!(py, value.clone(), PyMap(m))),
+        abi::kTVMFFIDict => value
+            .cast::<Dict>()
+            .map(|d| new_wrapped!(py, value.clone(), PyDictObj(d))),
+        abi::kTVMFFIShape => value
+            .cast::<Shape>()
+            .map(|s| new_wrapped!(py, value.clone(), PyShape(s))),
+        abi::kTVMFFITensor => value
+            .cast::<tvm_ffi::Tensor>()
+            .map(|t| crate::dlpack::wrap_tensor(py, value.clone(), t)),
+        _ => return Err(value),
+    };
+    Ok(wrapped.unwrap_or_else(|e| Err(raise_error(py, e))))
+}
+
+/// Converts a Python dict into a `Map`, keeping its order.
+pub(crate) fn dict_to_map(dict: &Bound<'_, PyDict>) -> PyResult<Any> {
+    let mut map = Map::new();
+    for (k, v) in dict.iter() {
+        map.insert(py_to_any(&k)?, py_to_any(&v)?);
+    }
+    Ok(map.into())
+}
+
+fn items_of(iterable: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Any>> {
+    let Some(iterable) = iterable else {
+        return Ok(Vec::new());
+    };
+    iterable.try_iter()?.map(|item| py_to_any(&item?)).collect()
+}
+
+/// Resolves a Python index (negative from the end) or an `IndexError` naming it.
+fn resolve_index(index: isize, len: usize) -> PyResult<usize> {
+    let resolved = if index < 0 {
+        index + len as isize
+    } else {
+        index
+    };
+    if resolved < 0 || resolved as usize >= len {
+        return Err(PyIndexError::new_err(format!(
+            "index {index} out of range for length {len}"
+        )));
+    }
+    Ok(resolved as usize)
+}
+
+/// Element access shared by the sequence classes: an int index or a slice (giving a list).
+fn sequence_getitem(py: Python<'_>, items: &[Any], key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    if let Ok(slice) = key.cast::<PySlice>() {
+        let indices = slice.indices(items.len() as isize)?;
+        let mut out = Vec::with_capacity(indices.slicelength);
+        let mut i = indices.start;
+        for _ in 0..indices.slicelength {
+            out.push(any_to_py(py, items[i as usize].clone())?);
+            i += indices.step;
+        }
+        return Ok(PyList::new(py, out)?.into_any().unbind());
+    }
+    let index: isize = key.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "indices must be integers or slices, not {}",
+            key.get_type()
+        ))
+    })?;
+    any_to_py(py, items[resolve_index(index, items.len())?].clone())
+}
+
+/// Compares a sequence with any Python sequence element by element.
+fn sequence_eq(py: Python<'_>, items: &[Any], other: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if !(other.is_instance_of::<PyList>()
+        || other.is_instance_of::<PyTuple>()
+        || other.cast::<PyArray>().is_ok()
+        || other.cast::<PyListObj>().is_ok())
+    {
+        return Ok(false);
+    }
+    if other.len()? != items.len() {
+        return Ok(false);
+    }
+    for (mine, theirs) in items.iter().zip(other.try_iter()?) {
+        if !any_to_py(py, mine.clone())?.bind(py).eq(theirs?)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn sequence_repr(py: Python<'_>, items: &[Any]) -> PyResult<String> {
+    let parts: PyResult<Vec<String>> = items
+        .iter()
+        .map(|v| Ok(any_to_py(py, v.clone())?.bind(py).repr()?.to_string()))
+        .collect();
+    Ok(format!("[{}]", parts?.join(", ")))
+}
+
+/// An immutable sequence of values.
+#[pyclass(extends = PyObjectRef, frozen, sequence, module = "tvm.ffi", name = "Array")]
+pub struct PyArray(Array);
+
+#[pymethods]
+impl PyArray {
+    #[new]
+    #[pyo3(signature = (items = None))]
+    fn py_new(items: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyArray>> {
+        let array = Array::from_vec(items_of(items)?);
+        Ok(
+            PyClassInitializer::from(PyObjectRef::from_any(array.clone().into()))
+                .add_subclass(PyArray(array)),
+        )
+    }
+
+    fn __len__(&self) -> usize {
+        self.0.len()
+    }
+
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        sequence_getitem(py, self.0.as_slice(), key)
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let items: PyResult<Vec<Py<PyAny>>> =
+            self.0.iter().map(|v| any_to_py(py, v.clone())).collect();
+        Ok(PyList::new(py, items?)?.try_iter()?.into_any().unbind())
+    }
+
+    fn __contains__(&self, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let value = py_to_any(value)?;
+        Ok(self.0.as_slice().contains(&value))
+    }
+
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        sequence_eq(py, self.0.as_slice(), other)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        sequence_repr(py, self.0.as_slice())
+    }
+}
+
+/// A shared, mutable sequence of values.
+#[pyclass(extends = PyObjectRef, frozen, sequence, module = "tvm.ffi", name = "List")]
+pub struct PyListObj(List);
+
+// SAFETY: `List` is not `Sync`, but every access happens with the interpreter lock held.
+unsafe impl Sync for PyListObj {}
+// SAFETY: as above; the list's reference count is atomic.
+unsafe impl Send for PyListObj {}
+
+fn list_err(py: Python<'_>, e: tvm_ffi::Error) -> PyErr {
+    raise_error(py, e)
+}
+
+#[pymethods]
+impl PyListObj {
+    #[new]
+    #[pyo3(signature = (items = None))]
+    fn py_new(items: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyListObj>> {
+        let list: List = items_of(items)?.into_iter().collect();
+        Ok(
+            PyClassInitializer::from(PyObjectRef::from_any(list.clone().into()))
+                .add_subclass(PyListObj(list)),
+        )
+    }
+
+    fn __len__(&self) -> usize {
+        self.0.len()
+    }
+
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        sequence_getitem(py, &self.0.to_vec(), key)
+    }
+
+    fn __setitem__(&self, py: Python<'_>, index: i64, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.0
+            .set(index, py_to_any(value)?)
+            .map_err(|e| list_err(py, e))
+    }
+
+    fn __delitem__(&self, py: Python<'_>, index: i64) -> PyResult<()> {
+        self.0.remove(index).map(drop).map_err(|e| list_err(py, e))
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let items: PyResult<Vec<Py<PyAny>>> = self
+            .0
+            .to_vec()
+            .into_iter()
+            .map(|v| any_to_py(py, v))
+            .collect();
+        Ok(PyList::new(py, items?)?.try_iter()?.into_any().unbind())
+    }
+
+    fn __contains__(&self, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let value = py_to_any(value)?;
+        Ok(self.0.to_vec().contains(&value))
+    }
+
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        sequence_eq(py, &self.0.to_vec(), other)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        sequence_repr(py, &self.0.to_vec())
+    }
+
+    /// Appends a value.
+    fn append(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.0.push(py_to_any(value)?);
+        Ok(())
+    }
+
+    /// Appends every value of an iterable.
+    fn extend(&self, values: &Bound<'_, PyAny>) -> PyResult<()> {
+        for v in items_of(Some(values))? {
+            self.0.push(v);
+        }
+        Ok(())
+    }
+
+    /// Inserts a value before `index`.
+    fn insert(&self, py: Python<'_>, index: i64, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let len = self.0.len() as i64;
+        let index = if index < 0 {
+            (index + len).max(0)
+        } else {
+            index.min(len)
+        };
+        self.0
+            .insert(index, py_to_any(value)?)
+            .map_err(|e| list_err(py, e))
+    }
+
+    /// Removes and returns the value at `index` (the last by default).
+    #[pyo3(signature = (index = -1))]
+    fn pop(&self, py: Python<'_>, index: i64) -> PyResult<Py<PyAny>> {
+        any_to_py(py, self.0.remove(index).map_err(|e| list_err(py, e))?)
+    }
+
+    /// Removes every value.
+    fn clear(&self) {
+        self.0.clear();
+    }
+}
+
+fn map_key_error(py: Python<'_>, key: &Bound<'_, PyAny>) -> PyErr {
+    let _ = py;
+    PyKeyError::new_err(key.clone().unbind())
+}
+
+fn mapping_eq(
+    py: Python<'_>,
+    entries: Vec<(Any, Any)>,
+    other: &Bound<'_, PyAny>,
+) -> PyResult<bool> {
+    let Ok(len) = other.len() else {
+        return Ok(false);
+    };
+    if !other.hasattr("keys")? || len != entries.len() {
+        return Ok(false);
+    }
+    for (k, v) in entries {
+        let key = any_to_py(py, k)?;
+        let Ok(theirs) = other.get_item(key.bind(py)) else {
+            return Ok(false);
+        };
+        if !any_to_py(py, v)?.bind(py).eq(theirs)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn entries_to_py(py: Python<'_>, entries: Vec<(Any, Any)>, part: u8) -> PyResult<Py<PyAny>> {
+    let mut out = Vec::with_capacity(entries.len());
+    for (k, v) in entries {
+        out.push(match part {
+            0 => any_to_py(py, k)?,
+            1 => any_to_py(py, v)?,
+            _ => PyTuple::new(py, [any_to_py(py, k)?, any_to_py(py, v)?])?
+                .into_any()
+                .unbind(),
+        });
+    }
+    Ok(PyList::new(py, out)?.into_any().unbind())
+}
+
+fn mapping_repr(py: Python<'_>, entries: Vec<(Any, Any)>) -> PyResult<String> {
+    let mut parts = Vec::new();
+    for (k, v) in entries {
+        let k = any_to_py(py, k)?.bind(py).repr()?.to_string();
+        let v = any_to_py(py, v)?.bind(py).repr()?.to_string();
+        parts.push(format!("{k}: {v}"));
+    }
+    Ok(format!("{{{}}}", parts.join(", ")))
+}
+
+macro_rules! mapping_methods {
+    ($cls:ident { $($extra:tt)* }) => {
+        #[pymethods]
+        impl $cls {
+            $($extra)*
+
+            fn __len__(&self) -> usize {
+                self.0.len()
+            }
+
+            fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                let k = py_to_any(key)?;
+                match self.0.get(&k) {
+                    Some(v) => any_to_py(py, v),
+                    None => Err(map_key_error(py, key)),
+                }
+            }
+
+            fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+                Ok(self.0.contains_key(&py_to_any(key)?))
+            }
+
+            fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+                let keys = entries_to_py(py, self.0.iter().collect(), 0)?;
+                Ok(keys.bind(py).try_iter()?.into_any().unbind())
+            }
+
+            /// The value for `key`, or `default`.
+            #[pyo3(signature = (key, default = None))]
+            fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+                match self.0.get(&py_to_any(key)?) {
+                    Some(v) => any_to_py(py, v),
+                    None => Ok(default.unwrap_or_else(|| py.None())),
+                }
+            }
+
+            /// The keys, in insertion order.
+            fn keys(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+                entries_to_py(py, self.0.iter().collect(), 0)
+            }
+
+            /// The values, in insertion order.
+            fn values(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+                entries_to_py(py, self.0.iter().collect(), 1)
+            }
+
+            /// The `(key, value)` pairs, in insertion order.
+            fn items(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+                entries_to_py(py, self.0.iter().collect(), 2)
+            }
+
+            fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+                mapping_eq(py, self.0.iter().collect(), other)
+            }
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                mapping_repr(py, self.0.iter().collect())
+            }
+        }
+    };
+}
+
+fn entries_of(source: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(Any, Any)>> {
+    let Some(source) = source else {
+        return Ok(Vec::new());
+    };
+    let pairs = if source.hasattr("items")? {
+        source.call_method0("items")?
+    } else {
+        source.clone()
+    };
+    pairs
+        .try_iter()?
+        .map(|pair| {
+            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair?.extract()?;
+            Ok((py_to_any(&k)?, py_to_any(&v)?))
+        })
+        .collect()
+}
+
+/// An immutable mapping that keeps insertion order.
+#[pyclass(extends = PyObjectRef, frozen, mapping, module = "tvm.ffi", name = "Map")]
+pub struct PyMap(Map);
+
+mapping_methods!(PyMap {
+    #[new]
+    #[pyo3(signature = (source = None))]
+    fn py_new(source: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyMap>> {
+        let map: Map = entries_of(source)?.into_iter().collect();
+        Ok(PyClassInitializer::from(PyObjectRef::from_any(map.clone().into())).add_subclass(PyMap(map)))
+    }
+});
+
+/// A shared, mutable mapping that keeps insertion order.
+#[pyclass(extends = PyObjectRef, frozen, mapping, module = "tvm.ffi", name = "Dict")]
+pub struct PyDictObj(Dict);
+
+// SAFETY: `Dict` is shared-mutable without locks; every access holds the interpreter lock.
+unsafe impl Sync for PyDictObj {}
+// SAFETY: as above; the reference count is atomic.
+unsafe impl Send for PyDictObj {}
+
+mapping_methods!(PyDictObj {
+    #[new]
+    #[pyo3(signature = (source = None))]
+    fn py_new(source: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyDictObj>> {
+        let dict: Dict = entries_of(source)?.into_iter().collect();
+        Ok(PyClassInitializer::from(PyObjectRef::from_any(dict.clone().into())).add_subclass(PyDictObj(dict)))
+    }
+
+    fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.0.insert(py_to_any(key)?, py_to_any(value)?);
+        Ok(())
+    }
+
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        match self.0.remove(&py_to_any(key)?) {
+            Some(_) => Ok(()),
+            None => Err(map_key_error(py, key)),
+        }
+    }
+
+    /// Removes `key` and returns its value (or `default`, or a `KeyError`).
+    #[pyo3(signature = (key, *default))]
+    fn pop(&self, py: Python<'_>, key: &Bound<'_, PyAny>, default: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        match self.0.remove(&py_to_any(key)?) {
+            Some(v) => any_to_py(py, v),
+            None if !default.is_empty() => Ok(default.get_item(0)?.unbind()),
+            None => Err(map_key_error(py, key)),
+        }
+    }
+
+    /// Removes every entry.
+    fn clear(&self) {
+        self.0.clear();
+    }
+});
+
+/// An immutable tuple of dimensions.
+#[pyclass(extends = PyObjectRef, frozen, sequence, module = "tvm.ffi", name = "Shape")]
+pub struct PyShape(Shape);
+
+#[pymethods]
+impl PyShape {
+    #[new]
+    #[pyo3(signature = (dims = None))]
+    fn py_new(dims: Option<Vec<i64>>) -> PyClassInitializer<PyShape> {
+        let shape = Shape::new(&dims.unwrap_or_default());
+        PyClassInitializer::from(PyObjectRef::from_any(shape.clone().into()))
+            .add_subclass(PyShape(shape))
+    }
+
+    fn __len__(&self) -> usize {
+        self.0.len()
+    }
+
+    fn __getitem__(&self, index: isize) -> PyResult<i64> {
+        Ok(self.0[resolve_index(index, self.0.len())?])
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(PyTuple::new(py, self.0.as_slice())?.try_iter()?.into_any())
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .extract::<Vec<i64>>()
+            .is_ok_and(|v| v == self.0.as_slice())
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.0.as_slice().hash(&mut h);
+        h.finish()
+    }
+
+    fn __repr__(&self) -> String {
+        let dims: Vec<String> = self.0.iter().map(i64::to_string).collect();
+        format!("Shape([{}])", dims.join(", "))
+    }
+}

@@ -1,0 +1,380 @@
+//! Conversions between Python objects and runtime values.
+//!
+//! Arguments are converted into borrowed views wherever the Python object outlives the call
+//! (ints, floats, `str` through its cached UTF-8 buffer, wrapped objects), so a call allocates
+//! nothing for them; other arguments become temporaries owned for the duration of the call.
+
+use std::ffi::{c_char, c_void};
+
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use tvm_ffi::abi::{self, TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray};
+use tvm_ffi::{Any, AnyView, Array, Function};
+
+use crate::device::PyDevice;
+use crate::errors::raise_error;
+use crate::objects::{PyFunction, PyObjectRef, wrap_object};
+
+/// Values that must live until a call returns.
+#[derive(Default)]
+pub(crate) struct Temporaries {
+    owned: Vec<Any>,
+    byte_arrays: Vec<Box<TVMFFIByteArray>>,
+}
+
+fn pod(type_index: i32, payload: TVMFFIAnyPayload) -> TVMFFIAny {
+    TVMFFIAny {
+        type_index,
+        small_str_len: 0,
+        payload,
+    }
+}
+
+/// Keeps `value` alive in `temps` and returns a view of it.
+fn keep(temps: &mut Temporaries, value: Any) -> TVMFFIAny {
+    let raw = *value.as_raw();
+    temps.owned.push(value);
+    raw
+}
+
+fn overflow(obj: &Bound<'_, PyAny>) -> PyErr {
+    let text = obj
+        .str()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "?".into());
+    PyOverflowError::new_err(format!("int {text} does not fit in 64 bits"))
+}
+
+/// Reads an exact or derived `int` as i64, or an `OverflowError` naming the value.
+fn int_value(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
+    // SAFETY: `obj` is a valid object; errors are checked right after.
+    let v = unsafe { ffi::PyLong_AsLongLong(obj.as_ptr()) };
+    if v == -1 {
+        if let Some(err) = PyErr::take(obj.py()) {
+            if err.is_instance_of::<PyOverflowError>(obj.py()) {
+                return Err(overflow(obj));
+            }
+            return Err(err);
+        }
+    }
+    Ok(v)
+}
+
+/// Converts a Python value into a view (borrowing `obj` or a temporary in `temps`).
+pub(crate) fn py_to_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
+    let py = obj.py();
+    let ptr = obj.as_ptr();
+    // SAFETY: reading the type pointer of a live object and comparing addresses of type objects.
+    let ty = unsafe { ffi::Py_TYPE(ptr) };
+    // SAFETY: taking the addresses of the interpreter's static type objects.
+    unsafe {
+        if ty == &raw mut ffi::PyLong_Type {
+            return Ok(pod(
+                abi::kTVMFFIInt,
+                TVMFFIAnyPayload {
+                    v_int64: int_value(obj)?,
+                },
+            ));
+        }
+        if ty == &raw mut ffi::PyFloat_Type {
+            return Ok(pod(
+                abi::kTVMFFIFloat,
+                TVMFFIAnyPayload {
+                    v_float64: ffi::PyFloat_AsDouble(ptr),
+                },
+            ));
+        }
+        if ty == &raw mut ffi::PyUnicode_Type {
+            return str_view(obj, temps);
+        }
+        if ptr == ffi::Py_None() {
+            return Ok(TVMFFIAny::NONE);
+        }
+        if ty == &raw mut ffi::PyBool_Type {
+            let v = i64::from(ptr == ffi::Py_True());
+            return Ok(pod(abi::kTVMFFIBool, TVMFFIAnyPayload { v_int64: v }));
+        }
+    }
+    if let Ok(wrapped) = obj.cast::<PyObjectRef>() {
+        let value = wrapped.get().any();
+        if value.is_none() {
+            return Err(PyTypeError::new_err(format!(
+                "{} instance is not bound to a runtime object",
+                obj.get_type().name()?
+            )));
+        }
+        return Ok(*value.as_raw());
+    }
+    if let Ok(device) = obj.cast::<PyDevice>() {
+        return Ok(pod(
+            abi::kTVMFFIDevice,
+            TVMFFIAnyPayload {
+                v_device: device.get().0,
+            },
+        ));
+    }
+    slow_path(py, obj, temps)
+}
+
+fn str_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
+    let mut size: ffi::Py_ssize_t = 0;
+    // SAFETY: `obj` is a str; the UTF-8 buffer is cached in it and NUL-terminated.
+    let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(obj.as_ptr(), &mut size) };
+    if data.is_null() {
+        return Err(PyErr::fetch(obj.py()));
+    }
+    // SAFETY: `data` holds `size` bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
+    if bytes.contains(&0) {
+        // Embedded NULs cannot travel as a C string: copy into a string value.
+        return Ok(keep(temps, tvm_ffi::String::from_bytes(bytes).into_any()));
+    }
+    Ok(pod(
+        abi::kTVMFFIRawStr,
+        TVMFFIAnyPayload {
+            v_c_str: data as *const c_char,
+        },
+    ))
+}
+
+fn slow_path(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    temps: &mut Temporaries,
+) -> PyResult<TVMFFIAny> {
+    if let Some(dl) = crate::dtype::dtype_of(obj)? {
+        let mut payload = TVMFFIAnyPayload { v_uint64: 0 };
+        payload.v_dtype = dl;
+        return Ok(pod(abi::kTVMFFIDataType, payload));
+    }
+    if obj.is_instance_of::<PyString>() {
+        return str_view(obj, temps);
+    }
+    if let Ok(bytes) = obj.cast::<PyBytes>() {
+        let data = bytes.as_bytes();
+        let array = Box::new(TVMFFIByteArray {
+            data: data.as_ptr().cast(),
+            size: data.len(),
+        });
+        let raw = pod(
+            abi::kTVMFFIByteArrayPtr,
+            TVMFFIAnyPayload {
+                v_ptr: (&*array as *const TVMFFIByteArray).cast_mut().cast(),
+            },
+        );
+        temps.byte_arrays.push(array);
+        return Ok(raw);
+    }
+    if obj.is_instance_of::<pyo3::types::PyByteArray>() {
+        let copy: Vec<u8> = obj.extract()?;
+        return Ok(keep(temps, tvm_ffi::Bytes::from(copy).into()));
+    }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        return Ok(keep(temps, sequence_to_array(obj)?.into()));
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        return Ok(keep(temps, crate::containers::dict_to_map(dict)?));
+    }
+    if obj.is_instance_of::<pyo3::types::PyInt>() {
+        return Ok(pod(
+            abi::kTVMFFIInt,
+            TVMFFIAnyPayload {
+                v_int64: int_value(obj)?,
+            },
+        ));
+    }
+    if obj.is_instance_of::<pyo3::types::PyFloat>() {
+        return Ok(pod(
+            abi::kTVMFFIFloat,
+            TVMFFIAnyPayload {
+                v_float64: obj.extract()?,
+            },
+        ));
+    }
+    if obj.hasattr(pyo3::intern!(py, "__dlpack__"))? {
+        return Ok(keep(temps, crate::dlpack::from_dlpack_object(obj)?.into()));
+    }
+    if let Ok(value) = obj.getattr(pyo3::intern!(py, "__tvm_ffi_object__")) {
+        return py_to_view(&value, temps).map(|raw| raw);
+    }
+    if obj.is_callable() {
+        return Ok(keep(
+            temps,
+            crate::callback::callable_to_function(obj)?.into(),
+        ));
+    }
+    Ok(keep(temps, opaque(obj)?))
+}
+
+unsafe extern "C" fn release_py_object(handle: *mut c_void) {
+    Python::attach(|_py| {
+        // SAFETY: the handle holds the strong reference taken in `opaque`.
+        unsafe { ffi::Py_DecRef(handle.cast()) };
+    });
+}
+
+/// Wraps any Python object as an `ffi.OpaquePyObject` that gives the same object back.
+pub(crate) fn opaque(obj: &Bound<'_, PyAny>) -> PyResult<Any> {
+    let mut out = std::ptr::null_mut();
+    // SAFETY: the new object takes one strong reference, released by `release_py_object`.
+    let rc = unsafe {
+        ffi::Py_IncRef(obj.as_ptr());
+        abi::TVMFFIObjectCreateOpaque(
+            obj.as_ptr().cast(),
+            abi::kTVMFFIOpaquePyObject,
+            Some(release_py_object),
+            &mut out,
+        )
+    };
+    if rc != 0 {
+        // SAFETY: creation failed; give the reference back.
+        unsafe { ffi::Py_DecRef(obj.as_ptr()) };
+        return Err(raise_error(
+            obj.py(),
+            tvm_ffi::Error::take_raised_or("RuntimeError", "opaque"),
+        ));
+    }
+    // SAFETY: a new owned object of index 74.
+    Ok(unsafe {
+        Any::from_raw(pod(
+            abi::kTVMFFIOpaquePyObject,
+            TVMFFIAnyPayload { v_obj: out.cast() },
+        ))
+    })
+}
+
+/// Converts every item of a list or tuple into an array element.
+fn sequence_to_array(obj: &Bound<'_, PyAny>) -> PyResult<Array> {
+    let mut values = Vec::with_capacity(obj.len()?);
+    for item in obj.try_iter()? {
+        values.push(py_to_any(&item?)?);
+    }
+    Ok(Array::from_vec(values))
+}
+
+/// Converts a Python value into an owning value.
+pub(crate) fn py_to_any(obj: &Bound<'_, PyAny>) -> PyResult<Any> {
+    let mut temps = Temporaries::default();
+    let raw = py_to_view(obj, &mut temps)?;
+    // SAFETY: the view borrows `obj` or `temps`, both alive here.
+    let view = unsafe { AnyView::from_raw(raw) };
+    view.try_to_owned().map_err(|e| raise_error(obj.py(), e))
+}
+
+/// The function behind a Python value: a wrapped function or any callable.
+pub(crate) fn function_of(obj: &Bound<'_, PyAny>) -> PyResult<Function> {
+    if let Ok(f) = obj.cast::<PyFunction>() {
+        return Ok(f.get().function().clone());
+    }
+    if !obj.is_callable() {
+        return Err(PyTypeError::new_err(format!(
+            "expected a function or callable, got {}",
+            obj.repr()?
+        )));
+    }
+    crate::callback::callable_to_function(obj)
+}
+
+/// Views handed to another thread while the interpreter lock is released.
+struct SendViews<'a>(&'a [AnyView<'a>]);
+
+// SAFETY: the views borrow values that stay alive (and untouched) until the call returns.
+unsafe impl Send for SendViews<'_> {}
+
+/// Calls `function` with Python arguments, releasing the interpreter lock during the call.
+pub(crate) fn call_function(
+    py: Python<'_>,
+    function: &Function,
+    args: &Bound<'_, PyTuple>,
+) -> PyResult<Any> {
+    const STACK: usize = 8;
+    let n = args.len();
+    let mut temps = Temporaries::default();
+    let mut stack = [TVMFFIAny::NONE; STACK];
+    let mut heap = Vec::new();
+    let slots: &mut [TVMFFIAny] = if n <= STACK {
+        &mut stack[..n]
+    } else {
+        heap.resize(n, TVMFFIAny::NONE);
+        &mut heap[..]
+    };
+    for (slot, item) in slots.iter_mut().zip(args.iter()) {
+        *slot = py_to_view(&item, &mut temps)?;
+    }
+    // SAFETY: `AnyView` is a transparent `TVMFFIAny`; the views borrow `args` and `temps`.
+    let views: &[AnyView<'_>] =
+        unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<AnyView<'_>>(), n) };
+    let views = SendViews(views);
+    let result = py.detach(move || {
+        let views = views;
+        function.call_packed(views.0)
+    });
+    drop(temps);
+    result.map_err(|e| raise_error(py, e))
+}
+
+/// Converts a returned value into a Python object.
+pub(crate) fn any_to_py(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
+    let raw = *value.as_raw();
+    // SAFETY: each arm reads the payload member its type index selects.
+    unsafe {
+        match raw.type_index {
+            abi::kTVMFFINone => Ok(py.None()),
+            abi::kTVMFFIInt => Ok(raw.payload.v_int64.into_pyobject(py)?.into_any().unbind()),
+            abi::kTVMFFIBool => Ok(pyo3::types::PyBool::new(py, raw.payload.v_int64 != 0)
+                .to_owned()
+                .into_any()
+                .unbind()),
+            abi::kTVMFFIFloat => Ok(raw.payload.v_float64.into_pyobject(py)?.into_any().unbind()),
+            abi::kTVMFFISmallStr | abi::kTVMFFIStr => {
+                let s = value
+                    .cast::<tvm_ffi::String>()
+                    .map_err(|e| raise_error(py, e))?;
+                Ok(PyString::new(py, &s.to_string_lossy()).into_any().unbind())
+            }
+            abi::kTVMFFISmallBytes | abi::kTVMFFIBytes => {
+                let b = value
+                    .cast::<tvm_ffi::Bytes>()
+                    .map_err(|e| raise_error(py, e))?;
+                Ok(PyBytes::new(py, b.as_bytes()).into_any().unbind())
+            }
+            abi::kTVMFFIDataType => crate::dtype::make_dtype(py, raw.payload.v_dtype),
+            abi::kTVMFFIDevice => Ok(Py::new(py, PyDevice(raw.payload.v_device))?.into_any()),
+            abi::kTVMFFIOpaquePtr | abi::kTVMFFIDLTensorPtr => {
+                let ctypes = py.import("ctypes")?;
+                Ok(ctypes
+                    .getattr("c_void_p")?
+                    .call1((raw.payload.v_ptr as usize,))?
+                    .unbind())
+            }
+            abi::kTVMFFIOpaquePyObject => {
+                let cell = raw
+                    .payload
+                    .v_obj
+                    .cast::<u8>()
+                    .add(24)
+                    .cast::<*mut ffi::PyObject>();
+                Ok(Bound::from_borrowed_ptr(py, *cell).unbind())
+            }
+            abi::kTVMFFIFunction => {
+                let f = value.cast::<Function>().map_err(|e| raise_error(py, e))?;
+                Ok(PyFunction::wrap(py, f)?.into_any())
+            }
+            abi::kTVMFFIError => {
+                let err = value
+                    .cast::<tvm_ffi::Error>()
+                    .map_err(|e| raise_error(py, e))?;
+                Ok(raise_error(py, err).into_value(py).into_any())
+            }
+            index if index >= abi::kTVMFFIStaticObjectBegin => {
+                crate::containers::wrap_builtin(py, value)
+                    .unwrap_or_else(|value| wrap_object(py, value))
+            }
+            other => Err(PyTypeError::new_err(format!(
+                "cannot convert a value of type index {other}"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Tensors in Python and the DLPack protocol both ways, without copies.
+
+use std::ffi::{CStr, c_void};
+
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use tvm_ffi::abi::{self, DLManagedTensor, DLManagedTensorVersioned};
+use tvm_ffi::{Any, Tensor};
+
+use crate::device::PyDevice;
+use crate::errors::raise_error;
+use crate::objects::PyObjectRef;
+
+const VERSIONED: &CStr = c"dltensor_versioned";
+const LEGACY: &CStr = c"dltensor";
+const USED_VERSIONED: &CStr = c"used_dltensor_versioned";
+const USED_LEGACY: &CStr = c"used_dltensor";
+
+/// Imports a DLPack capsule, marking it consumed on success.
+fn from_capsule(capsule: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let py = capsule.py();
+    let ptr = capsule.as_ptr();
+    // SAFETY: capsule calls on a live object; names are static NUL-terminated strings; the
+    // imported tensor owns the managed struct only when the import succeeds.
+    unsafe {
+        if ffi::PyCapsule_IsValid(ptr, VERSIONED.as_ptr()) == 1 {
+            let managed = ffi::PyCapsule_GetPointer(ptr, VERSIONED.as_ptr())
+                .cast::<DLManagedTensorVersioned>();
+            let tensor =
+                Tensor::from_dlpack_versioned(managed, 0, false).map_err(|e| raise_error(py, e))?;
+            ffi::PyCapsule_SetName(ptr, USED_VERSIONED.as_ptr());
+            return Ok(tensor);
+        }
+        if ffi::PyCapsule_IsValid(ptr, LEGACY.as_ptr()) == 1 {
+            let managed = ffi::PyCapsule_GetPointer(ptr, LEGACY.as_ptr()).cast::<DLManagedTensor>();
+            let tensor = Tensor::from_dlpack(managed, 0, false).map_err(|e| raise_error(py, e))?;
+            ffi::PyCapsule_SetName(ptr, USED_LEGACY.as_ptr());
+            return Ok(tensor);
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "expected an unconsumed DLPack capsule, got {}",
+        capsule.repr()?
+    )))
+}
+
+/// Imports any DLPack producer (an object with `__dlpack__`, or a capsule) without a copy.
+pub(crate) fn from_dlpack_object(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let py = obj.py();
+    if let Ok(wrapped) = obj.cast::<PyTensor>() {
+        return Ok(wrapped.get().0.clone());
+    }
+    if !obj.hasattr(pyo3::intern!(py, "__dlpack__"))? {
+        return from_capsule(obj);
+    }
+    let kwargs = PyDict::new(py);
+    kwargs.set_item(
+        "max_version",
+        (abi::DLPACK_MAJOR_VERSION, abi::DLPACK_MINOR_VERSION),
+    )?;
+    let method = obj.getattr(pyo3::intern!(py, "__dlpack__"))?;
+    let capsule = match method.call((), Some(&kwargs)) {
+        Ok(capsule) => capsule,
+        Err(err) if err.is_instance_of::<PyTypeError>(py) => method.call0()?,
+        Err(err) => return Err(err),
+    };
+    from_capsule(&capsule)
+}
+
+/// `tvm.ffi.from_dlpack(x)`: a tensor sharing memory with any DLPack producer.
+#[pyfunction]
+pub(crate) fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let tensor = from_dlpack_object(obj)?;
+    wrap_tensor(py, Any::from(tensor.clone()), tensor)
+}
+
+/// Wraps a tensor in the Python class.
+pub(crate) fn wrap_tensor(py: Python<'_>, value: Any, tensor: Tensor) -> PyResult<Py<PyAny>> {
+    let init =
+        PyClassInitializer::from(PyObjectRef::from_any(value)).add_subclass(PyTensor(tensor));
+    Ok(Py::new(py, init)?.into_any())
+}
+
+unsafe extern "C" fn release_versioned_capsule(capsule: *mut ffi::PyObject) {
+    // SAFETY: called by the interpreter on a capsule we made; only an unconsumed capsule still
+    // owns its managed tensor.
+    unsafe {
+        if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
+            let managed = ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr())
+                .cast::<DLManagedTensorVersioned>();
+            if let Some(deleter) = (*managed).deleter {
+                deleter(managed);
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn release_legacy_capsule(capsule: *mut ffi::PyObject) {
+    // SAFETY: as above, legacy form.
+    unsafe {
+        if ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
+            let managed =
+                ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr()).cast::<DLManagedTensor>();
+            if let Some(deleter) = (*managed).deleter {
+                deleter(managed);
+            }
+        }
+    }
+}
+
+/// A tensor: shape, dtype, device and data shared with other frameworks through DLPack.
+#[pyclass(extends = PyObjectRef, frozen, module = "tvm.ffi", name = "Tensor")]
+pub struct PyTensor(pub(crate) Tensor);
+
+#[pymethods]
+impl PyTensor {
+    /// The dimensions.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.0.shape())
+    }
+
+    /// The strides, in elements.
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.0.strides().iter())
+    }
+
+    /// Number of dimensions.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.0.ndim()
+    }
+
+    /// The element data type.
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        crate::dtype::make_dtype(py, self.0.dtype().0)
+    }
+
+    /// The device holding the data.
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice(self.0.device().0)
+    }
+
+    /// Address of the first element.
+    #[getter]
+    fn data_ptr(&self) -> usize {
+        self.0.data_ptr() as usize
+    }
+
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        let d = self.0.device();
+        (d.device_type(), d.device_id())
+    }
+
+    /// Exports a DLPack capsule: versioned when the consumer asks for version 1 or later,
+    /// legacy otherwise.
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<&Bound<'_, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = stream;
+        if copy == Some(true) {
+            return Err(PyBufferError::new_err(
+                "this tensor can only be shared, not copied (copy=True)",
+            ));
+        }
+        if let Some(target) = dl_device {
+            let own = self.__dlpack_device__();
+            if target != own {
+                return Err(PyBufferError::new_err(format!(
+                    "tensor lives on device {own:?}, cannot export to {target:?}"
+                )));
+            }
+        }
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        // SAFETY: a fresh export owned by the capsule until a consumer renames it.
+        let capsule = unsafe {
+            if versioned {
+                let managed = self
+                    .0
+                    .to_dlpack_versioned()
+                    .map_err(|e| raise_error(py, e))?;
+                ffi::PyCapsule_New(
+                    managed.cast::<c_void>(),
+                    VERSIONED.as_ptr(),
+                    Some(release_versioned_capsule),
+                )
+            } else {
+                if self.0.is_read_only() {
+                    return Err(PyBufferError::new_err(
+                        "a read-only tensor needs a consumer that speaks DLPack 1.0 or later",
+                    ));
+                }
+                let managed = self.0.to_dlpack().map_err(|e| raise_error(py, e))?;
+                ffi::PyCapsule_New(
+                    managed.cast::<c_void>(),
+                    LEGACY.as_ptr(),
+                    Some(release_legacy_capsule),
+                )
+            }
+        };
+        if capsule.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: a new reference.
+        Ok(unsafe { Bound::from_owned_ptr(py, capsule) }.unbind())
+    }
+
+    /// A numpy array sharing this tensor's memory (CPU tensors).
+    fn numpy(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        if slf.get().0.device().device_type() != abi::kDLCPU {
+            return Err(PyValueError::new_err(format!(
+                "numpy() needs a CPU tensor, this one is on {}",
+                slf.get().0.device()
+            )));
+        }
+        let numpy = py.import("numpy")?;
+        Ok(numpy.call_method1("from_dlpack", (slf,))?.unbind())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Tensor(shape={:?}, dtype={}, device={})",
+            self.0.shape(),
+            self.0.dtype(),
+            self.0.device()
+        )
+    }
+}

@@ -1,0 +1,126 @@
+//! Errors across the Python boundary: a runtime error becomes the Python exception registered for
+//! its kind (with the native frames in its traceback), and a Python exception raised in a
+//! callback becomes a runtime error that carries the original exception, so that it comes back
+//! out of native frames as the same object.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyTuple;
+use tvm_ffi::abi::{self, TVMFFIByteArray};
+use tvm_ffi::{Error, ErrorKind};
+
+/// Python helpers installed by `tvm.error`: `(to_python, from_python)`.
+static HOOKS: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+
+/// Installs the Python side of error conversion.
+///
+/// `to_python(kind, message, backtrace, original)` returns the exception to raise;
+/// `from_python(exc)` returns `(kind, message)` for a Python exception.
+#[pyfunction]
+pub(crate) fn _set_error_hooks(
+    py: Python<'_>,
+    to_python: Py<PyAny>,
+    from_python: Py<PyAny>,
+) -> PyResult<()> {
+    HOOKS
+        .set(py, (to_python, from_python))
+        .map_err(|_| PyRuntimeError::new_err("error hooks are already installed"))
+}
+
+/// The Python exception carried in an error's extra context, if any.
+fn original_exception<'py>(py: Python<'py>, err: &Error) -> Option<Bound<'py, PyAny>> {
+    let extra = err.as_object().cell().extra_context;
+    if extra.is_null() {
+        return None;
+    }
+    // SAFETY: the error owns its extra context; an opaque Python object keeps its PyObject* at
+    // offset 24, alive while the opaque object lives.
+    unsafe {
+        if (*extra.cast::<abi::TVMFFIObject>()).type_index != abi::kTVMFFIOpaquePyObject {
+            return None;
+        }
+        let handle = *extra
+            .cast::<u8>()
+            .add(24)
+            .cast::<*mut pyo3::ffi::PyObject>();
+        let obj = Bound::from_borrowed_ptr(py, handle);
+        obj.is_instance_of::<pyo3::exceptions::PyBaseException>()
+            .then_some(obj)
+    }
+}
+
+/// The Python exception for a runtime error.
+pub(crate) fn raise_error(py: Python<'_>, err: Error) -> PyErr {
+    if err.is_kind("EnvErrorAlreadySet") {
+        if let Some(pending) = PyErr::take(py) {
+            return pending;
+        }
+    }
+    let original = original_exception(py, &err);
+    let Some((to_python, _)) = HOOKS.get(py) else {
+        return PyRuntimeError::new_err(format!("{}: {}", err.kind(), err.message()));
+    };
+    let args = (
+        err.kind().into_owned(),
+        err.message().into_owned(),
+        err.backtrace().into_owned(),
+        original,
+    );
+    match to_python.bind(py).call1(args) {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(hook_error) => hook_error,
+    }
+}
+
+/// A runtime error for a Python exception, carrying the exception itself.
+pub(crate) fn error_from_py(py: Python<'_>, err: PyErr) -> Error {
+    let exc = err.into_value(py).into_bound(py).into_any();
+    let described = HOOKS.get(py).and_then(|(_, from_python)| {
+        let parts = from_python.bind(py).call1((exc.clone(),)).ok()?;
+        let parts = parts.cast::<PyTuple>().ok()?;
+        parts.extract::<(String, String)>().ok()
+    });
+    let (kind, message) = described.unwrap_or_else(|| {
+        let message = exc.str().map(|s| s.to_string()).unwrap_or_default();
+        (ErrorKind::RuntimeError.as_str().to_owned(), message)
+    });
+    // The native frames between this callback and the Python caller further up.
+    // SAFETY: NULL file and function ask for the captured stack; the text is copied at once.
+    let backtrace = unsafe {
+        let bt = abi::TVMFFIBacktrace(std::ptr::null(), 0, std::ptr::null(), 0);
+        if bt.is_null() || (*bt).size == 0 {
+            String::new()
+        } else {
+            let bytes = std::slice::from_raw_parts((*bt).data.cast::<u8>(), (*bt).size);
+            String::from_utf8_lossy(bytes).into_owned()
+        }
+    };
+    let extra = crate::convert::opaque(&exc).ok();
+    let bytes = |s: &str| TVMFFIByteArray {
+        data: s.as_ptr().cast(),
+        size: s.len(),
+    };
+    let (k, m, b) = (bytes(&kind), bytes(&message), bytes(&backtrace));
+    let extra_ptr = extra
+        .as_ref()
+        .and_then(|e| e.as_object_ptr())
+        .unwrap_or(std::ptr::null_mut());
+    let mut out = std::ptr::null_mut();
+    // SAFETY: the arrays borrow live strings; the extra context is retained by the error.
+    let rc = unsafe {
+        abi::TVMFFIErrorCreateWithCauseAndExtraContext(
+            &k,
+            &m,
+            &b,
+            std::ptr::null_mut(),
+            extra_ptr.cast(),
+            &mut out,
+        )
+    };
+    if rc != 0 || out.is_null() {
+        return Error::new(kind, message);
+    }
+    // SAFETY: a successful create returns an owned error.
+    unsafe { Error::from_raw(out.cast()) }
+}

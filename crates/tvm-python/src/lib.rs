@@ -1,0 +1,97 @@
+//! `tvm._native`: the PyO3 glue of the `tvm` package. This library also carries the runtime
+//! (the `capi` feature of `tvm-ffi`) and exports every `TVMFFI*` C function, under the SONAME
+//! `libtvm_ffi.so`, so that kernels loaded later resolve the C API against it.
+//!
+//! Python-facing behaviour that is easier to read in Python (exception classes, traceback
+//! stitching, `dtype`) lives in `python/tvm`; this crate converts values and calls functions.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use tvm_ffi::Function;
+
+mod callback;
+mod containers;
+mod convert;
+mod device;
+mod dlpack;
+mod dtype;
+mod errors;
+mod objects;
+
+use convert::{any_to_py, function_of, py_to_any};
+use objects::PyFunction;
+
+/// The global function `name`, or None.
+#[pyfunction]
+fn get_global_func(py: Python<'_>, name: &str) -> PyResult<Option<Py<PyFunction>>> {
+    Function::get_global(name)
+        .map(|f| PyFunction::wrap(py, f))
+        .transpose()
+}
+
+/// Registers a function (or any callable) as the global `name`.
+#[pyfunction]
+#[pyo3(signature = (name, func, allow_override = false))]
+fn register_global_func(
+    py: Python<'_>,
+    name: &str,
+    func: &Bound<'_, PyAny>,
+    allow_override: bool,
+) -> PyResult<()> {
+    let function = function_of(func)?;
+    function
+        .register_global(name, allow_override)
+        .map_err(|e| errors::raise_error(py, e))
+}
+
+/// Removes the global `name`; whether it existed.
+#[pyfunction]
+fn remove_global_func(py: Python<'_>, name: &str) -> PyResult<bool> {
+    Function::remove_global(name).map_err(|e| errors::raise_error(py, e))
+}
+
+/// The names of all global functions.
+#[pyfunction]
+fn list_global_func_names(py: Python<'_>) -> PyResult<Vec<String>> {
+    Function::list_global_names().map_err(|e| errors::raise_error(py, e))
+}
+
+/// Converts a Python value into its runtime form (and back into Python).
+#[pyfunction(name = "convert")]
+fn convert_value(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    any_to_py(py, py_to_any(value)?)
+}
+
+/// The type index registered for a type key, or a `ValueError` naming it.
+#[pyfunction]
+fn type_key_to_index(key: &str) -> PyResult<i32> {
+    tvm_ffi::types::type_key_to_index(key)
+        .map_err(|e| PyValueError::new_err(e.message().into_owned()))
+}
+
+/// The native module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<objects::PyObjectRef>()?;
+    m.add_class::<PyFunction>()?;
+    m.add_class::<containers::PyArray>()?;
+    m.add_class::<containers::PyListObj>()?;
+    m.add_class::<containers::PyMap>()?;
+    m.add_class::<containers::PyDictObj>()?;
+    m.add_class::<containers::PyShape>()?;
+    m.add_class::<dlpack::PyTensor>()?;
+    m.add_class::<device::PyDevice>()?;
+    m.add_function(wrap_pyfunction!(get_global_func, m)?)?;
+    m.add_function(wrap_pyfunction!(register_global_func, m)?)?;
+    m.add_function(wrap_pyfunction!(remove_global_func, m)?)?;
+    m.add_function(wrap_pyfunction!(list_global_func_names, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_value, m)?)?;
+    m.add_function(wrap_pyfunction!(type_key_to_index, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(objects::_register_object_class, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::_set_error_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(dtype::_register_dtype_class, m)?)?;
+    m.add_function(wrap_pyfunction!(dtype::_parse_dtype, m)?)?;
+    Ok(())
+}

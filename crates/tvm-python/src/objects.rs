@@ -1,0 +1,298 @@
+//! Python classes wrapping runtime objects: the base `Object`, `Function`, and the registry of
+//! Python classes bound to type keys with `register_object`.
+
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
+
+use pyo3::exceptions::{PyAttributeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyTuple, PyType};
+use tvm_ffi::abi::{self, TVMFFIAny};
+use tvm_ffi::{Any, Function, types};
+
+use crate::convert::{any_to_py, call_function};
+use crate::errors::raise_error;
+
+/// Base class of every object from the runtime; holds one strong reference.
+#[pyclass(subclass, frozen, module = "tvm.ffi", name = "Object", weakref)]
+pub struct PyObjectRef {
+    handle: OnceLock<Any>,
+}
+
+impl PyObjectRef {
+    /// Wraps an object value.
+    pub(crate) fn from_any(value: Any) -> PyObjectRef {
+        let handle = OnceLock::new();
+        let _ = handle.set(value);
+        PyObjectRef { handle }
+    }
+
+    /// The held value (None for an instance not yet bound to an object).
+    pub(crate) fn any(&self) -> &Any {
+        static NONE: Any = Any::none();
+        self.handle.get().unwrap_or(&NONE)
+    }
+
+    fn object_ptr(&self) -> usize {
+        self.any().as_object_ptr().map_or(0, |p| p as usize)
+    }
+}
+
+#[pymethods]
+impl PyObjectRef {
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn py_new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyAny>>) -> PyObjectRef {
+        PyObjectRef {
+            handle: OnceLock::new(),
+        }
+    }
+
+    /// Binds an instance created from Python to the object returned by `constructor(*args)`.
+    #[pyo3(signature = (constructor, *args))]
+    fn __init_handle_by_constructor__(
+        &self,
+        py: Python<'_>,
+        constructor: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        let function = crate::convert::function_of(constructor)?;
+        let value = call_function(py, &function, args)?;
+        if !value.is_object() {
+            return Err(PyTypeError::new_err(format!(
+                "constructor returned {}, not an object",
+                value.type_key()
+            )));
+        }
+        self.handle
+            .set(value)
+            .map_err(|_| PyTypeError::new_err("object is already initialized"))
+    }
+
+    /// The type key of the object's runtime type.
+    #[getter]
+    fn type_key(&self) -> String {
+        self.any().type_key()
+    }
+
+    /// The runtime type index.
+    #[getter]
+    fn _type_index(&self) -> i32 {
+        self.any().type_index()
+    }
+
+    /// Whether both wrap the same object.
+    fn same_as(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyObjectRef>()
+            .is_ok_and(|o| o.get().object_ptr() == self.object_ptr())
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        self.same_as(other)
+    }
+
+    fn __ne__(&self, other: &Bound<'_, PyAny>) -> bool {
+        !self.same_as(other)
+    }
+
+    fn __hash__(&self) -> isize {
+        self.object_ptr() as isize
+    }
+
+    /// The object's strong reference count.
+    fn _use_count(&self) -> u32 {
+        self.any()
+            .as_object_ptr()
+            // SAFETY: the wrapper keeps the object alive.
+            .map_or(0, |p| unsafe {
+                (*p.cast::<tvm_ffi::Object>()).strong_count()
+            })
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let this = slf.get();
+        let fields = reflected_fields(this.any().type_index());
+        let mut parts = Vec::new();
+        for name in fields {
+            let value = slf.getattr(name.as_str())?;
+            parts.push(format!("{name}={}", value.repr()?));
+        }
+        Ok(format!("{}({})", this.any().type_key(), parts.join(", ")))
+    }
+
+    /// Reads a reflected field of the object's type (or of its ancestors).
+    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        match read_field(self.any(), name) {
+            Some(value) => any_to_py(py, value.map_err(|e| raise_error(py, e))?),
+            None => Err(PyAttributeError::new_err(format!(
+                "'{}' object has no attribute '{name}'",
+                self.any().type_key()
+            ))),
+        }
+    }
+
+    fn __getstate__(&self) -> PyResult<()> {
+        Err(PyTypeError::new_err(format!(
+            "cannot pickle {}",
+            self.any().type_key()
+        )))
+    }
+}
+
+/// The reflected field records of a type and its ancestors, root first.
+fn field_records(type_index: i32) -> Vec<&'static abi::TVMFFIFieldInfo> {
+    let Some(info) = types::type_info(type_index) else {
+        return Vec::new();
+    };
+    let mut chain = Vec::new();
+    for depth in 0..info.type_depth.max(0) as usize {
+        // SAFETY: `type_ancestors` holds `type_depth` entries that live for the process.
+        chain.push(unsafe { &**info.type_ancestors.add(depth) });
+    }
+    chain.push(info);
+    let mut records = Vec::new();
+    for entry in chain {
+        if entry.num_fields > 0 && !entry.fields.is_null() {
+            // SAFETY: `fields` holds `num_fields` records.
+            records.extend(unsafe {
+                std::slice::from_raw_parts(entry.fields, entry.num_fields as usize)
+            });
+        }
+    }
+    records
+}
+
+fn text(array: &abi::TVMFFIByteArray) -> &str {
+    if array.size == 0 {
+        return "";
+    }
+    // SAFETY: field names are retained by the type table for the process.
+    let bytes = unsafe { std::slice::from_raw_parts(array.data.cast::<u8>(), array.size) };
+    std::str::from_utf8(bytes).unwrap_or("")
+}
+
+/// Names of the reflected fields of a type, root first.
+pub(crate) fn reflected_fields(type_index: i32) -> Vec<String> {
+    field_records(type_index)
+        .iter()
+        .map(|f| text(&f.name).to_owned())
+        .collect()
+}
+
+/// Reads field `name` of the object in `value` through its getter.
+fn read_field(value: &Any, name: &str) -> Option<tvm_ffi::Result<Any>> {
+    let obj = value.as_object_ptr()?;
+    let record = field_records(value.type_index())
+        .into_iter()
+        .find(|f| text(&f.name) == name)?;
+    let getter = record.getter?;
+    let mut out = TVMFFIAny::NONE;
+    // SAFETY: the offset is relative to the header of a live object of this type.
+    let rc = unsafe {
+        getter(
+            obj.cast::<u8>().add(record.offset as usize).cast(),
+            &mut out,
+        )
+    };
+    Some(if rc == 0 {
+        // SAFETY: a successful getter writes an owning value.
+        Ok(unsafe { Any::from_raw(out) })
+    } else {
+        Err(tvm_ffi::Error::take_raised_or("RuntimeError", name))
+    })
+}
+
+/// A packed function callable from Python.
+#[pyclass(extends = PyObjectRef, frozen, module = "tvm.ffi", name = "Function")]
+pub struct PyFunction {
+    function: Function,
+}
+
+impl PyFunction {
+    /// Wraps a function.
+    pub(crate) fn wrap(py: Python<'_>, function: Function) -> PyResult<Py<PyFunction>> {
+        let base = PyObjectRef::from_any(Any::from(function.clone()));
+        Py::new(
+            py,
+            PyClassInitializer::from(base).add_subclass(PyFunction { function }),
+        )
+    }
+
+    /// The function.
+    pub(crate) fn function(&self) -> &Function {
+        &self.function
+    }
+}
+
+#[pymethods]
+impl PyFunction {
+    #[pyo3(signature = (*args))]
+    fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        let value = call_function(py, &self.function, args)?;
+        any_to_py(py, value)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<tvm.ffi.Function {:p}>",
+            self.function.as_object().as_raw()
+        )
+    }
+}
+
+/// Python classes bound to runtime type indices by `register_object`.
+static CLASSES: RwLock<Option<HashMap<i32, Py<PyType>>>> = RwLock::new(None);
+
+/// Binds `cls` to the type registered as `type_key`.
+#[pyfunction]
+pub(crate) fn _register_object_class(type_key: &str, cls: &Bound<'_, PyType>) -> PyResult<i32> {
+    let index = types::type_key_to_index(type_key).map_err(|e| {
+        let _ = e;
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "Cannot find object type index for `{type_key}`: register the type in native code first"
+        ))
+    })?;
+    let mut classes = CLASSES.write().unwrap_or_else(|e| e.into_inner());
+    classes
+        .get_or_insert_with(HashMap::new)
+        .insert(index, cls.clone().unbind());
+    Ok(index)
+}
+
+/// The Python class for an object type: the registered class of the type or its nearest
+/// registered ancestor.
+pub(crate) fn class_for(py: Python<'_>, type_index: i32) -> Option<Py<PyType>> {
+    let classes = CLASSES.read().unwrap_or_else(|e| e.into_inner());
+    let classes = classes.as_ref()?;
+    if let Some(cls) = classes.get(&type_index) {
+        return Some(cls.clone_ref(py));
+    }
+    let info = types::type_info(type_index)?;
+    (0..info.type_depth.max(0) as usize)
+        .rev()
+        .find_map(|depth| {
+            // SAFETY: `type_ancestors` holds `type_depth` entries.
+            let ancestor = unsafe { (**info.type_ancestors.add(depth)).type_index };
+            classes.get(&ancestor).map(|c| c.clone_ref(py))
+        })
+}
+
+/// Wraps an object value in its registered Python class (or `Object`).
+pub(crate) fn wrap_object(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
+    if let Some(cls) = class_for(py, value.type_index()) {
+        let cls = cls.bind(py);
+        let instance = cls.call_method1("__new__", (cls,))?;
+        let base = instance.cast::<PyObjectRef>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "registered class {cls} does not derive from tvm.ffi.Object"
+            ))
+        })?;
+        base.get()
+            .handle
+            .set(value)
+            .map_err(|_| PyTypeError::new_err("__new__ returned an initialized object"))?;
+        return Ok(instance.unbind());
+    }
+    Ok(Py::new(py, PyObjectRef::from_any(value))?.into_any())
+}

@@ -1,0 +1,33 @@
+"""``tvm``: the TVM runtime in Rust, for Python.
+
+``tvm.ffi`` passes values, objects, functions and tensors between Python and native code;
+``tvm.runtime`` holds devices and tensors; ``tvm.error`` the exception classes.
+"""
+
+from __future__ import annotations
+
+from . import base  # loads the native runtime into the global symbol scope first
+from . import _native
+from . import error, ffi, runtime
+from .ffi import get_global_func, register_func, register_object
+from .runtime import cpu, cuda, device, metal, opencl, rocm, vulkan, webgpu
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "__version__",
+    "cpu",
+    "cuda",
+    "device",
+    "error",
+    "ffi",
+    "get_global_func",
+    "metal",
+    "opencl",
+    "register_func",
+    "register_object",
+    "rocm",
+    "runtime",
+    "vulkan",
+    "webgpu",
+]

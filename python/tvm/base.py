@@ -1,0 +1,171 @@
+"""Loading of the native runtime and of backend libraries.
+
+One owner of process-wide state: the global function registry, the type table and the
+per-thread error slot exist once per process, and exactly one native library defines the
+``TVMFFI*`` C functions that hold them. In an installed ``tvm`` that library is the extension
+module ``tvm/_native`` (SONAME ``libtvm_ffi.so`` on Linux).
+
+Importing this module loads that library with ``RTLD_GLOBAL`` *before* anything imports
+``tvm._native``, so its C API is in the global symbol scope of the process. Python's import of
+``tvm._native`` then finds the same, already loaded, file. Libraries loaded afterwards (kernels,
+out-of-tree backends) resolve their ``TVMFFI*`` references against this one copy, whether they
+leave them undefined or were linked with ``-ltvm_ffi``, and so share the registry that Python
+uses. Nothing else may define those symbols: a backend library must not carry its own runtime.
+
+``_LOADED_LIBS`` maps the file name (basename) of every library loaded here to its ctypes
+handle; extensions call :func:`load_backend_libs` to load theirs, which skips any basename
+already present.
+"""
+
+import ctypes
+import importlib.machinery
+import os
+import sys
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["load_backend_libs"]
+
+#: Basename of each library loaded by this module -> its ctypes handle. The native runtime is
+#: the first entry.
+_LOADED_LIBS: dict[str, ctypes.CDLL] = {}
+
+# RTLD_GLOBAL has the same value in os and ctypes on POSIX; ctypes also defines it (as 0) on
+# Windows, where symbol scope does not apply.
+_GLOBAL_MODE = ctypes.RTLD_GLOBAL
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_LOCK = threading.RLock()
+
+if sys.platform == "win32":
+    _SHLIB_PREFIXES, _SHLIB_SUFFIX = ("",), ".dll"
+elif sys.platform == "darwin":
+    _SHLIB_PREFIXES, _SHLIB_SUFFIX = ("lib", ""), ".dylib"
+else:
+    _SHLIB_PREFIXES, _SHLIB_SUFFIX = ("lib", ""), ".so"
+
+
+def _native_library_path() -> Path:
+    """The file ``import tvm._native`` will load: the first extension suffix that exists."""
+    tried = []
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        candidate = _PACKAGE_DIR / f"_native{suffix}"
+        if candidate.is_file():
+            return candidate
+        tried.append(candidate.name)
+    raise ImportError(
+        f"the native library of tvm is missing from {_PACKAGE_DIR} (looked for "
+        f"{', '.join(tried)}); build and install the package (pip install ., or maturin)"
+    )
+
+
+def _load_native_library() -> str:
+    path = _native_library_path()
+    try:
+        handle = ctypes.CDLL(os.fspath(path), mode=_GLOBAL_MODE)
+    except OSError as err:
+        raise ImportError(f"cannot load the native library of tvm {path}: {err}") from err
+    _LOADED_LIBS[path.name] = handle
+    return path.name
+
+
+def _candidate_names(name: str) -> list[str]:
+    """File names a bare library name may have: as given, then with prefix and suffix."""
+    names = [name]
+    stem_has_suffix = name.endswith(_SHLIB_SUFFIX) or f"{_SHLIB_SUFFIX}." in name
+    for prefix in _SHLIB_PREFIXES:
+        full = f"{prefix}{name}" if stem_has_suffix else f"{prefix}{name}{_SHLIB_SUFFIX}"
+        if full not in names:
+            names.append(full)
+    return names
+
+
+def _is_path(text: str) -> bool:
+    path = Path(text)
+    return path.is_absolute() or len(path.parts) > 1
+
+
+def _recorded_handle(text: str) -> ctypes.CDLL | None:
+    """The handle of an already loaded library with the basename this entry would have."""
+    names = [Path(text).name] if _is_path(text) else _candidate_names(text)
+    for file_name in names:
+        handle = _LOADED_LIBS.get(file_name)
+        if handle is not None:
+            return handle
+    return None
+
+
+def _resolve(text: str, search_dirs: list[Path]) -> Path:
+    path = Path(text)
+    if _is_path(text):
+        if path.is_file():
+            return path
+        raise FileNotFoundError(f"backend library {text!r} not found (searched: {path.parent})")
+    for directory in search_dirs:
+        for file_name in _candidate_names(text):
+            candidate = directory / file_name
+            if candidate.is_file():
+                return candidate
+    searched = ", ".join(str(d) for d in search_dirs) or "no directories"
+    raise FileNotFoundError(
+        f"backend library {text!r} not found (tried {', '.join(_candidate_names(text))} "
+        f"in: {searched})"
+    )
+
+
+def load_backend_libs(
+    names_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    search_dirs: Iterable[str | os.PathLike[str]] | None = None,
+) -> list[ctypes.CDLL]:
+    """Loads shared libraries into the global symbol scope, each at most once.
+
+    Parameters
+    ----------
+    names_or_paths
+        Library paths (absolute, or relative with a directory part) or bare names. A bare name
+        ``foo`` is looked up in ``search_dirs`` as ``foo``, ``libfoo.so`` and ``foo.so``
+        (``.dylib`` on macOS, ``.dll`` on Windows). A single name or path may be passed alone.
+    search_dirs
+        Directories searched for bare names, in order. Defaults to the ``tvm`` package
+        directory, where the native runtime lives.
+
+    Returns
+    -------
+    list of ctypes.CDLL
+        One handle per entry, in order. An entry whose basename is already in ``_LOADED_LIBS``
+        is not loaded again; its recorded handle is returned.
+
+    Raises
+    ------
+    FileNotFoundError
+        An entry cannot be found; the message names it and the directories searched.
+    OSError
+        The dynamic loader rejects a file; the message is the loader's.
+    """
+    if isinstance(names_or_paths, (str, os.PathLike)):
+        entries: list[str | os.PathLike[str]] = [names_or_paths]
+    else:
+        entries = list(names_or_paths)
+    dirs = [Path(d) for d in search_dirs] if search_dirs is not None else [_PACKAGE_DIR]
+
+    handles: list[ctypes.CDLL] = []
+    with _LOCK:
+        for entry in entries:
+            text = os.fspath(entry)
+            recorded = _recorded_handle(text)
+            if recorded is not None:
+                handles.append(recorded)
+                continue
+            path = _resolve(text, dirs)
+            try:
+                handle = ctypes.CDLL(os.fspath(path), mode=_GLOBAL_MODE)
+            except OSError as err:
+                raise OSError(f"cannot load backend library {os.fspath(path)}: {err}") from err
+            _LOADED_LIBS[path.name] = handle
+            handles.append(handle)
+    return handles
+
+
+#: Basename of the native runtime's file (its key in _LOADED_LIBS).
+_NATIVE_LIB_NAME = _load_native_library()

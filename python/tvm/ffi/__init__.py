@@ -1,0 +1,57 @@
+"""``tvm.ffi``: values, objects, functions and tensors shared with native code.
+
+Python values convert automatically when they cross into native code: ``bool``, ``int``
+(64-bit), ``float``, ``None``, ``str``, ``bytes``/``bytearray``, ``list``/``tuple`` (to
+``Array``), ``dict`` (to ``Map``), callables (to ``Function``), DLPack producers (to ``Tensor``,
+without a copy), ``Device`` and ``dtype``; any other object travels opaquely and comes back as
+itself.
+"""
+
+from __future__ import annotations
+
+from .. import _native
+from .._native import Device, Function, Object, Tensor, from_dlpack
+from .container import Array, Dict, List, Map, Shape
+from .dtype import dtype
+from .registry import (
+    get_global_func,
+    list_global_func_names,
+    register_func,
+    register_object,
+    remove_global_func,
+)
+from .string import Bytes, String
+
+__all__ = [
+    "Array",
+    "Bytes",
+    "Device",
+    "Dict",
+    "Function",
+    "List",
+    "Map",
+    "Object",
+    "Shape",
+    "String",
+    "Tensor",
+    "convert",
+    "device",
+    "dtype",
+    "from_dlpack",
+    "get_global_func",
+    "list_global_func_names",
+    "register_func",
+    "register_object",
+    "remove_global_func",
+]
+
+
+def convert(value: object) -> object:
+    """The runtime form of a Python value: ``list`` becomes ``Array``, ``dict`` becomes ``Map``,
+    a callable becomes ``Function``; scalars and strings come back unchanged."""
+    return _native.convert(value)
+
+
+def device(device_type: str | int, index: int | None = None) -> Device:
+    """A device from a name (``"cuda"``, ``"cuda:1"``) or DLPack code, and an optional index."""
+    return Device(device_type, index)

@@ -1,0 +1,91 @@
+"""The global function registry and the binding of Python classes to object types."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+from .. import _native
+from .._native import Function, Object
+
+__all__ = [
+    "get_global_func",
+    "list_global_func_names",
+    "register_func",
+    "register_object",
+    "remove_global_func",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T", bound=type)
+
+
+@overload
+def register_func(name: F, f: None = None, *, override: bool = False) -> F: ...
+@overload
+def register_func(
+    name: str | None = None, f: None = None, *, override: bool = False
+) -> Callable[[F], F]: ...
+@overload
+def register_func(name: str, f: F, *, override: bool = False) -> F: ...
+
+
+def register_func(name=None, f=None, *, override=False):
+    """Register a Python callable as a global function.
+
+    Use as ``@register_func`` (named after the function), ``@register_func("name")``, or
+    ``register_func("name", f)``. An existing name is a ``RuntimeError`` unless ``override``.
+    """
+    if callable(name) and f is None:
+        func = name
+        _native.register_global_func(func.__name__, func, override)
+        return func
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"register_func: name must be a str, got {name!r}")
+
+    def register(func: F) -> F:
+        if not callable(func):
+            raise TypeError(f"register_func: {func!r} is not callable")
+        _native.register_global_func(name or func.__name__, func, override)
+        return func
+
+    return register(f) if f is not None else register
+
+
+def get_global_func(name: str, allow_missing: bool = False) -> Function | None:
+    """The global function ``name``; a ``ValueError`` naming it if missing (or None when
+    ``allow_missing``)."""
+    func = _native.get_global_func(name)
+    if func is None and not allow_missing:
+        raise ValueError(f"Cannot find global function `{name}`")
+    return func
+
+
+def list_global_func_names() -> list[str]:
+    """The names of all global functions, sorted."""
+    return _native.list_global_func_names()
+
+
+def remove_global_func(name: str) -> bool:
+    """Remove the global function ``name``; whether it existed."""
+    return _native.remove_global_func(name)
+
+
+def register_object(type_key: str | type | None = None) -> Any:
+    """Bind a Python class (a subclass of :class:`Object`) to an object type registered in
+    native code, so values of that type come back as instances of the class.
+
+    Use as ``@register_object("ns.Type")`` or ``@register_object`` (the key is the class name).
+    """
+
+    def register(cls: T) -> T:
+        if not (isinstance(cls, type) and issubclass(cls, Object)):
+            raise TypeError(f"register_object needs a subclass of tvm.ffi.Object, got {cls!r}")
+        key = type_key if isinstance(type_key, str) else cls.__name__
+        cls._tvm_type_index = _native._register_object_class(key, cls)
+        cls._tvm_type_key = key
+        return cls
+
+    if isinstance(type_key, type):
+        return register(type_key)
+    return register

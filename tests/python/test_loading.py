@@ -1,0 +1,358 @@
+"""Loading of the native runtime (tvm.base) and the one-owner rule for process-wide state.
+
+These tests use only ctypes and the C API of ``cpp-abi/include/tvm/ffi/c_api.h``: a library
+loaded after ``import tvm`` (by undefined symbols, or by a NEEDED ``libtvm_ffi.so``) must see the
+very registry the native library holds.
+"""
+
+import ctypes
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+import tvm
+import tvm.base
+from tvm.base import load_backend_libs
+
+TESTS_DIR = Path(__file__).resolve().parent
+C_INCLUDE_DIR = TESTS_DIR.parents[1] / "cpp-abi" / "include"
+K_TVMFFI_INT = 1  # kTVMFFIInt
+
+
+class ByteArray(ctypes.Structure):
+    """TVMFFIByteArray."""
+
+    _fields_ = [("data", ctypes.c_char_p), ("size", ctypes.c_size_t)]
+
+
+class Any(ctypes.Structure):
+    """TVMFFIAny, with the payload read as v_int64 (16 bytes)."""
+
+    _fields_ = [
+        ("type_index", ctypes.c_int32),
+        ("zero_padding", ctypes.c_uint32),
+        ("v_int64", ctypes.c_int64),
+    ]
+
+
+def _c_function(lib: ctypes.CDLL, name: str, restype, *argtypes):
+    """A fresh prototype bound to `name` in `lib` (leaves lib's cached attributes alone)."""
+    return ctypes.CFUNCTYPE(restype, *argtypes)((name, lib))
+
+
+def _native() -> ctypes.CDLL:
+    return tvm.base._LOADED_LIBS[tvm.base._NATIVE_LIB_NAME]
+
+
+def _call_global_int(lib: ctypes.CDLL, name: str) -> int | None:
+    """Looks `name` up through `lib`'s C API, calls it without arguments, returns the int."""
+    get_global = _c_function(
+        lib,
+        "TVMFFIFunctionGetGlobal",
+        ctypes.c_int,
+        ctypes.POINTER(ByteArray),
+        ctypes.POINTER(ctypes.c_void_p),
+    )
+    call = _c_function(
+        lib,
+        "TVMFFIFunctionCall",
+        ctypes.c_int,
+        ctypes.c_void_p,
+        ctypes.POINTER(Any),
+        ctypes.c_int32,
+        ctypes.POINTER(Any),
+    )
+    dec_ref = _c_function(lib, "TVMFFIObjectDecRef", ctypes.c_int, ctypes.c_void_p)
+
+    encoded = name.encode()
+    func = ctypes.c_void_p()
+    assert get_global(ctypes.byref(ByteArray(encoded, len(encoded))), ctypes.byref(func)) == 0
+    if not func.value:
+        return None
+    try:
+        result = Any(0, 0, 0)
+        assert call(func, None, 0, ctypes.byref(result)) == 0
+        assert result.type_index == K_TVMFFI_INT
+        return result.v_int64
+    finally:
+        dec_ref(func)
+
+
+def _header_functions() -> list[str]:
+    header = (C_INCLUDE_DIR / "tvm" / "ffi" / "c_api.h").read_text()
+    names = re.findall(r"^TVM_FFI_DLL\b[^;(]*?\b(TVMFFI\w+)\s*\(", header, flags=re.M)
+    return sorted(set(names))
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment of a child interpreter: no loader search path, no preloads."""
+    env = dict(os.environ)
+    for key in ("LD_LIBRARY_PATH", "LD_PRELOAD", "DYLD_LIBRARY_PATH"):
+        env.pop(key, None)
+    return env
+
+
+def _run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        timeout=120,
+        check=False,
+    )
+
+
+def _readelf_dynamic(path: Path) -> str:
+    readelf = shutil.which("readelf")
+    assert readelf is not None, "readelf (binutils, installed with gcc) is needed"
+    return subprocess.run(
+        [readelf, "-d", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+
+
+# -- (a) the native library ---------------------------------------------------------------------
+
+_FRESH_IMPORT = r"""
+import ctypes, json, sys
+import tvm
+import tvm.base
+import tvm._native
+
+libs = tvm.base._LOADED_LIBS
+native_path = libs[tvm.base._NATIVE_LIB_NAME]._name
+maps = []
+if sys.platform.startswith("linux"):
+    with open("/proc/self/maps") as f:
+        maps = sorted({line.split()[-1] for line in f if "/_native" in line})
+print(json.dumps({
+    "names": list(libs),
+    "native_name": tvm.base._NATIVE_LIB_NAME,
+    "handle_resolves": all(hasattr(h, "TVMFFIFunctionGetGlobal") for h in libs.values()),
+    "global_scope_resolves": hasattr(ctypes.CDLL(None), "TVMFFIFunctionGetGlobal"),
+    "native_path": native_path,
+    "module_file": tvm._native.__file__,
+    "maps": maps,
+}))
+"""
+
+
+def test_import_loads_exactly_the_native_library_into_global_scope():
+    proc = _run_python(_FRESH_IMPORT)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["names"] == [report["native_name"]]
+    assert report["native_name"].startswith("_native")
+    assert report["handle_resolves"]
+    # RTLD_GLOBAL: the C API is visible through the global scope (dlopen(NULL)).
+    assert report["global_scope_resolves"]
+    # The extension module Python imported is the file base.py loaded, mapped once.
+    assert os.path.samefile(report["native_path"], report["module_file"])
+    if sys.platform.startswith("linux"):
+        assert report["maps"] == [str(Path(report["native_path"]).resolve())]
+
+
+def test_native_library_exports_every_header_function():
+    declared = _header_functions()
+    assert len(declared) >= 40, declared  # the header parser found the declarations
+    missing = [name for name in declared if not hasattr(_native(), name)]
+    assert missing == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SONAME is an ELF feature")
+def test_native_library_soname_is_libtvm_ffi():
+    dynamic = _readelf_dynamic(Path(_native()._name))
+    assert "Library soname: [libtvm_ffi.so]" in dynamic
+
+
+def test_base_has_no_legacy_helpers():
+    for legacy in ("py_str", "__version__", "TVMError", "_RUNTIME_ONLY"):
+        assert not hasattr(tvm.base, legacy), legacy
+
+
+# -- (b) a library loaded later sees the same registry -----------------------------------------
+
+_REGISTERING_KERNEL = r"""
+#include <string.h>
+#include <tvm/ffi/c_api.h>
+
+static TVMFFIByteArray as_bytes(const char* text) {
+  TVMFFIByteArray bytes = {text, strlen(text)};
+  return bytes;
+}
+
+static int answer(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  result->type_index = kTVMFFIInt;
+  result->zero_padding = 0;
+  result->v_int64 = @VALUE@;
+  return 0;
+}
+
+/* 1 when the runtime's builtin "testing.echo" is visible from here, 0 when not, -1 on error. */
+TVM_FFI_DLL_EXPORT int @PREFIX@_has_echo(void) {
+  TVMFFIByteArray name = as_bytes("testing.echo");
+  TVMFFIObjectHandle func = NULL;
+  if (TVMFFIFunctionGetGlobal(&name, &func) != 0) return -1;
+  if (func == NULL) return 0;
+  TVMFFIObjectDecRef(func);
+  return 1;
+}
+
+/* Registers answer() as the global function "@GLOBAL@". */
+TVM_FFI_DLL_EXPORT int @PREFIX@_init(void) {
+  TVMFFIObjectHandle func = NULL;
+  if (TVMFFIFunctionCreate(NULL, answer, NULL, &func) != 0) return -1;
+  TVMFFIByteArray name = as_bytes("@GLOBAL@");
+  int status = TVMFFIFunctionSetGlobal(&name, func, 1);
+  TVMFFIObjectDecRef(func);
+  return status;
+}
+"""
+
+
+def _kernel_source(prefix: str, global_name: str, value: int) -> str:
+    return (
+        _REGISTERING_KERNEL.replace("@PREFIX@", prefix)
+        .replace("@GLOBAL@", global_name)
+        .replace("@VALUE@", str(value))
+    )
+
+
+def test_library_loaded_after_import_shares_the_registry(compile_c):
+    path = compile_c(_kernel_source("ctest", "ctest.answer", 42), name="libctest_registry.so")
+    kernel = ctypes.CDLL(str(path))  # RTLD_LOCAL; TVMFFI* resolve through the global scope
+    assert kernel.ctest_has_echo() == 1
+    assert kernel.ctest_init() == 0
+    assert _call_global_int(_native(), "ctest.answer") == 42
+
+
+# -- (c) a library linked against libtvm_ffi.so ------------------------------------------------
+
+_LINKED_KERNEL_RUN = r"""
+import ctypes, sys
+if sys.argv[2] == "import":
+    import tvm
+    import tvm.base
+kernel = ctypes.CDLL(sys.argv[1])
+assert kernel.clinked_init() == 0
+print("loaded")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SONAME matching is ELF's")
+@pytest.mark.parametrize("link", ["symlink", "file-name"])
+def test_library_linked_against_libtvm_ffi_resolves_to_loaded_runtime(compile_c, tmp_path, link):
+    native_path = Path(_native()._name)
+    if link == "symlink":
+        link_dir = tmp_path / "link"
+        link_dir.mkdir()
+        (link_dir / "libtvm_ffi.so").symlink_to(native_path)
+        flags = [f"-L{link_dir}", "-ltvm_ffi"]
+    else:
+        flags = [f"-L{native_path.parent}", f"-l:{native_path.name}"]
+    # Keep the NEEDED entry even where the toolchain defaults to --as-needed (Debian, Ubuntu).
+    flags.insert(0, "-Wl,--no-as-needed")
+    global_name = f"ctest.linked_{link.replace('-', '_')}"
+    path = compile_c(
+        _kernel_source("clinked", global_name, 43),
+        name="libclinked.so",
+        extra_flags=flags,
+        out_dir=tmp_path / "kernel",
+    )
+    dynamic = _readelf_dynamic(path)
+    assert "Shared library: [libtvm_ffi.so]" in dynamic
+    assert "RPATH" not in dynamic
+    assert "RUNPATH" not in dynamic
+
+    # Without the runtime loaded, the loader cannot find libtvm_ffi.so anywhere ...
+    alone = _run_python(_LINKED_KERNEL_RUN, str(path), "alone")
+    assert alone.returncode != 0
+    assert "libtvm_ffi.so" in alone.stderr
+
+    # ... after `import tvm` the NEEDED entry matches the loaded library's SONAME, and the
+    # function the kernel registers lands in the registry Python's runtime holds.
+    code = (
+        _LINKED_KERNEL_RUN
+        + f"sys.path.insert(0, {str(TESTS_DIR)!r})\n"
+        + "from test_loading import _call_global_int, _native\n"
+        + f"assert _call_global_int(_native(), {global_name!r}) == 43\n"
+        + "print('shared')\n"
+    )
+    linked = _run_python(code, str(path), "import")
+    assert linked.returncode == 0, linked.stderr
+    assert linked.stdout.split() == ["loaded", "shared"]
+
+
+# -- (d) load_backend_libs -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def restore_loaded_libs():
+    """Forgets the entries a test adds to _LOADED_LIBS (the libraries stay mapped)."""
+    before = dict(tvm.base._LOADED_LIBS)
+    yield
+    tvm.base._LOADED_LIBS.clear()
+    tvm.base._LOADED_LIBS.update(before)
+
+
+def test_load_backend_libs_missing_name(tmp_path, restore_loaded_libs):
+    with pytest.raises(FileNotFoundError) as info:
+        load_backend_libs(["tvm_no_such_backend"], search_dirs=[tmp_path])
+    message = str(info.value)
+    assert "tvm_no_such_backend" in message
+    assert str(tmp_path) in message
+
+
+def test_load_backend_libs_missing_path(tmp_path, restore_loaded_libs):
+    missing = tmp_path / "libgone.so"
+    with pytest.raises(FileNotFoundError, match=r"libgone\.so"):
+        load_backend_libs([missing])
+
+
+def test_load_backend_libs_not_a_shared_library(tmp_path, restore_loaded_libs):
+    bogus = tmp_path / "libbogus_backend.so"
+    bogus.write_text("this is not an ELF file\n")
+    with pytest.raises(OSError) as info:
+        load_backend_libs([str(bogus)])
+    assert not isinstance(info.value, FileNotFoundError)
+    assert str(bogus) in str(info.value)
+    assert "libbogus_backend.so" not in tvm.base._LOADED_LIBS
+
+
+def test_load_backend_libs_loads_each_basename_once(compile_c, tmp_path, restore_loaded_libs):
+    tag = uuid.uuid4().hex[:12]
+    base_name = f"libtvmtest_once_{tag}.so"
+    first = compile_c(
+        f"int tvmtest_once_{tag}(void) {{ return 7; }}\n",
+        name=base_name,
+        out_dir=tmp_path / "a",
+    )
+    # Same basename elsewhere, and not loadable: loading it at all would raise OSError.
+    other_dir = tmp_path / "b"
+    other_dir.mkdir()
+    (other_dir / base_name).write_text("not a library\n")
+
+    [handle] = load_backend_libs([first])
+    assert tvm.base._LOADED_LIBS[base_name] is handle
+    assert getattr(handle, f"tvmtest_once_{tag}")() == 7
+
+    again = load_backend_libs(
+        [first, other_dir / base_name, f"tvmtest_once_{tag}"], search_dirs=[other_dir]
+    )
+    assert all(h is handle for h in again)
+    assert len(again) == 3
+
+
+def test_load_backend_libs_accepts_a_single_entry_and_skips_the_runtime(restore_loaded_libs):
+    assert load_backend_libs(tvm.base._NATIVE_LIB_NAME) == [_native()]
+    assert load_backend_libs([]) == []
