@@ -236,8 +236,42 @@ fn environment_functions() -> Vec<(&'static str, Function)> {
     ]
 }
 
+crate::define_object! {
+    /// An object type with reflected fields, for the test suites of every language.
+    pub(crate) struct TestIntPair : "testing.TestIntPair" extends Object {
+        /// First value.
+        pub(crate) a: i64,
+        /// Second value.
+        pub(crate) b: i64,
+        /// A label.
+        pub(crate) name: crate::String,
+    }
+}
+
 fn testing_functions() -> Vec<(&'static str, Function)> {
+    // Register the type now, so that frontends can bind classes to its key before first use.
+    let _ = <TestIntPair as crate::ObjectCore>::type_index();
     vec![
+        (
+            "testing.make_int_pair",
+            Function::from_typed(
+                "testing.make_int_pair",
+                |a: i64, b: i64, name: crate::String| {
+                    ObjectRef::new(TestIntPair {
+                        base: Object::header(),
+                        a,
+                        b,
+                        name,
+                    })
+                },
+            ),
+        ),
+        (
+            "testing.int_pair_sum",
+            Function::from_typed("testing.int_pair_sum", |p: ObjectRef<TestIntPair>| {
+                p.a + p.b
+            }),
+        ),
         (
             "testing.echo",
             Function::from_packed(|args| match args {

@@ -381,6 +381,8 @@ pub unsafe extern "C" fn TVMFFITypeKeyToIndex(
     guard(|| {
         // SAFETY: per the contract.
         let (key, out) = unsafe { (text_arg(type_key, "type_key")?, out_arg(out, "out")?) };
+        // The core's own types (such as the testing types) register with its functions.
+        super::function::Registry::global();
         *out = TypeTable::global()
             .index_of(key)
             .ok_or_else(|| Error::new(ErrorKind::KeyError, format!("Cannot find type `{key}`")))?;

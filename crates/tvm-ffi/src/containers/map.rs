@@ -287,6 +287,10 @@ unsafe extern "C" fn map_object_deleter(obj: *mut c_void, flags: c_int) {
     }
 }
 
+/// The deleter installed in (and compared against for) objects made here, reified once so that
+/// every use sees the same address.
+static OWN_DELETER: unsafe extern "C" fn(*mut c_void, c_int) = map_object_deleter;
+
 /// `data_deleter_` of the dense blocks made here (`malloc`ed).
 unsafe extern "C" fn free_blocks(data: *mut c_void) {
     // SAFETY: dense blocks come from `libc::malloc`; `free(NULL)` is a no-op.
@@ -310,8 +314,7 @@ unsafe fn cell(p: *mut MapBaseObj) -> *mut MapCell {
 unsafe fn is_own_object(p: *mut MapBaseObj) -> bool {
     // SAFETY: every object starts with its header.
     let deleter = unsafe { (*p.cast::<TVMFFIObject>()).deleter };
-    let own: unsafe extern "C" fn(*mut c_void, c_int) = map_object_deleter;
-    deleter.map(|d| d as *const () as usize) == Some(own as *const () as usize)
+    deleter.is_some_and(|d| ptr::fn_addr_eq(d, OWN_DELETER))
 }
 
 /// How many inline pairs the small object at `p` has room for.
@@ -356,7 +359,7 @@ fn alloc_empty(type_index: i32) -> NonNull<MapBaseObj> {
         (*header).combined_ref_count = AtomicU64::new(kTVMFFIObjectBothOne);
         (*header).type_index = type_index;
         (*header).__padding = 0;
-        (*header).deleter = Some(map_object_deleter);
+        (*header).deleter = Some(OWN_DELETER);
     }
     obj
 }
