@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
-from . import base  # loads the native runtime into the global symbol scope first
-from . import _native
-from . import error, ffi, runtime
+# `base` loads the native runtime into the global symbol scope before `_native` is imported.
+from . import base  # noqa: F401
+
+# isort: split
+from . import _native, error, ffi, runtime
 from .ffi import get_global_func, register_func, register_object
 from .runtime import cpu, cuda, device, metal, opencl, rocm, vulkan, webgpu
 
