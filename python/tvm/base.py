@@ -35,7 +35,8 @@ _LOADED_LIBS: dict[str, ctypes.CDLL] = {}
 # Windows, where symbol scope does not apply.
 _GLOBAL_MODE = ctypes.RTLD_GLOBAL
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+# Not resolved: the same path the import system uses for tvm._native.
+_PACKAGE_DIR = Path(__file__).parent
 _LOCK = threading.RLock()
 
 if sys.platform == "win32":

@@ -65,6 +65,8 @@ for _builtin in (
     "AssertionError",
     "TimeoutError",
     "FileNotFoundError",
+    "OSError",
+    "ImportError",
 ):
     register_error(_builtin, getattr(builtins, _builtin))
 

@@ -72,6 +72,7 @@ fn type_key_to_index(key: &str) -> PyResult<i32> {
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    tvm_runtime::init();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<objects::PyObjectRef>()?;
     m.add_class::<PyFunction>()?;

@@ -204,7 +204,7 @@ fn read_field(value: &Any, name: &str) -> Option<tvm_ffi::Result<Any>> {
 }
 
 /// A packed function callable from Python.
-#[pyclass(extends = PyObjectRef, frozen, module = "tvm.ffi", name = "Function")]
+#[pyclass(extends = PyObjectRef, frozen, dict, module = "tvm.ffi", name = "Function")]
 pub struct PyFunction {
     function: Function,
 }

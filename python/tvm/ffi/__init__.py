@@ -13,6 +13,7 @@ from .. import _native
 from .._native import Device, Function, Object, Tensor, from_dlpack
 from .container import Array, Dict, List, Map, Shape
 from .dtype import dtype
+from .module import Module, load_module, system_lib
 from .registry import (
     get_global_func,
     list_global_func_names,
@@ -30,6 +31,7 @@ __all__ = [
     "Function",
     "List",
     "Map",
+    "Module",
     "Object",
     "Shape",
     "String",
@@ -40,9 +42,11 @@ __all__ = [
     "from_dlpack",
     "get_global_func",
     "list_global_func_names",
+    "load_module",
     "register_func",
     "register_object",
     "remove_global_func",
+    "system_lib",
 ]
 
 

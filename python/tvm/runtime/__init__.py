@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from ..ffi import Device, Tensor, device, from_dlpack
+from ..ffi import Device, Module, Tensor, device, from_dlpack, load_module, system_lib
 
 __all__ = [
     "Device",
+    "Module",
     "Tensor",
     "cpu",
     "cuda",
     "device",
     "from_dlpack",
+    "load_module",
     "metal",
     "opencl",
     "rocm",
+    "system_lib",
     "vulkan",
     "webgpu",
 ]

@@ -1,0 +1,162 @@
+//! The TVM runtime on top of `tvm-ffi`: modules, shared-library loading (the export conventions
+//! of compiled kernels), and the system library.
+//!
+//! [`init`] registers the runtime's global functions (`ffi.ModuleLoadFromFile`,
+//! `ffi.SystemLib`, `ffi.ModuleGetFunction`, ...), through which every language reaches
+//! modules. Call it once at start-up; later calls do nothing.
+
+mod blob;
+mod library;
+mod module;
+mod system_lib;
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use tvm_ffi::{Any, AnyView, Array, Error, ErrorKind, Function, ObjectRef, Result};
+
+pub use library::load_library;
+pub use module::{Module, ModuleImpl, ModuleObj};
+pub use system_lib::system_lib;
+
+/// Loads a module from a file, dispatching on its extension to the loader registered as
+/// `ffi.Module.load_from_file.<ext>` (`.so`, `.dll`, `.dylib` and `.dso` load as shared
+/// libraries).
+pub fn load_module(path: impl AsRef<Path>) -> Result<Module> {
+    init();
+    let path = path.as_ref();
+    let text = path.to_str().ok_or_else(|| {
+        Error::new(
+            ErrorKind::ValueError,
+            format!("path is not UTF-8: {}", path.display()),
+        )
+    })?;
+    let format = match text.rsplit_once('.') {
+        Some((_, ext)) if !ext.contains('/') => ext,
+        _ => {
+            return Err(Error::new(
+                ErrorKind::RuntimeError,
+                format!(
+                    "cannot tell the module format of '{text}': the file name has no extension"
+                ),
+            ));
+        }
+    };
+    let format = if matches!(format, "dll" | "dylib" | "dso") {
+        "so"
+    } else {
+        format
+    };
+    let loader = format!("ffi.Module.load_from_file.{format}");
+    let loader = Function::get_global(&loader).ok_or_else(|| {
+        Error::new(
+            ErrorKind::RuntimeError,
+            format!("Loader for `.{format}` files is not registered ({loader})"),
+        )
+    })?;
+    loader.call((text, format))?.cast()
+}
+
+fn register(name: &str, f: Function) {
+    // Registration happens once; a name taken by someone else keeps their function.
+    let _ = f.register_global(name, false);
+}
+
+fn lookup_from_imports(ctx: i64, name: &str) -> Result<Option<Function>> {
+    if ctx == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the context cookie handed to libraries is the header pointer of their (live)
+    // library module, which generated code passes back unchanged.
+    let obj = unsafe { ObjectRef::<ModuleObj>::from_borrowed(ctx as usize as *mut _) };
+    let module: Module = Any::from(obj).cast()?;
+    module.find_in_imports(name)
+}
+
+/// Registers the runtime's global functions (once).
+pub fn init() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        register(
+            "ffi.ModuleLoadFromFile",
+            Function::from_typed("ffi.ModuleLoadFromFile", |path: String| load_module(path)),
+        );
+        register(
+            "ffi.Module.load_from_file.so",
+            Function::from_typed(
+                "ffi.Module.load_from_file.so",
+                |path: String, _format: String| load_library(Path::new(&path)),
+            ),
+        );
+        register(
+            "ffi.SystemLib",
+            Function::from_packed(|args: &[AnyView<'_>]| {
+                let prefix: String = match args {
+                    [] => String::new(),
+                    [prefix] => prefix.cast()?,
+                    _ => tvm_ffi::bail!(
+                        ErrorKind::TypeError,
+                        "ffi.SystemLib takes at most 1 argument, got {}",
+                        args.len()
+                    ),
+                };
+                Ok(system_lib(&prefix).into())
+            }),
+        );
+        register(
+            "ffi.ModuleGetFunction",
+            Function::from_typed(
+                "ffi.ModuleGetFunction",
+                |m: Module, name: String, query_imports: bool| m.get_function(&name, query_imports),
+            ),
+        );
+        register(
+            "ffi.ModuleImplementsFunction",
+            Function::from_typed(
+                "ffi.ModuleImplementsFunction",
+                |m: Module, name: String, query_imports: bool| {
+                    Ok::<bool, Error>(m.get_function(&name, query_imports)?.is_some())
+                },
+            ),
+        );
+        register(
+            "ffi.ModuleGetFunctionMetadata",
+            Function::from_typed(
+                "ffi.ModuleGetFunctionMetadata",
+                |m: Module, name: String| m.function_metadata(&name),
+            ),
+        );
+        register(
+            "ffi.ModuleGetFunctionDoc",
+            Function::from_typed("ffi.ModuleGetFunctionDoc", |m: Module, name: String| {
+                m.function_doc(&name)
+            }),
+        );
+        register(
+            "ffi.ModuleGetKind",
+            Function::from_typed("ffi.ModuleGetKind", |m: Module| m.kind()),
+        );
+        register(
+            "ffi.ModuleGetImports",
+            Function::from_typed("ffi.ModuleGetImports", |m: Module| {
+                m.imports().into_iter().collect::<Array>()
+            }),
+        );
+        register(
+            "ffi.ModuleImportModule",
+            Function::from_typed("ffi.ModuleImportModule", |m: Module, other: Module| {
+                m.import_module(&other)
+            }),
+        );
+        register(
+            "ffi.ModuleClearImports",
+            Function::from_typed("ffi.ModuleClearImports", |m: Module| m.clear_imports()),
+        );
+        register(
+            "ffi.ModuleLookupFromImports",
+            Function::from_typed("ffi.ModuleLookupFromImports", |ctx: i64, name: String| {
+                lookup_from_imports(ctx, &name)
+            }),
+        );
+    });
+}

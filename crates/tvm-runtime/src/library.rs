@@ -1,0 +1,228 @@
+//! Shared libraries as modules: `dlopen`, the export conventions of compiled code
+//! (`__tvm_ffi_<name>`, `__tvm_ffi__metadata_<name>`, `__tvm_ffi__doc_<name>`), context symbols,
+//! `__tvm_ffi__library_ctx`, the ABI version record, and embedded module blobs.
+
+use std::ffi::{CStr, CString, c_int, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tvm_ffi::abi::{self, TVMFFIAny, TVMFFISafeCallType};
+use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, Result};
+
+use crate::blob;
+use crate::module::{Module, ModuleImpl};
+
+/// Prefix of exported functions.
+pub const SYMBOL_PREFIX: &str = "__tvm_ffi_";
+
+/// The signature of exported functions (a non-NULL safe-call).
+pub(crate) type SafeCall =
+    unsafe extern "C" fn(*mut c_void, *const TVMFFIAny, i32, *mut TVMFFIAny) -> c_int;
+
+/// A `dlopen`ed library, closed when the last user is gone.
+pub(crate) struct Library {
+    handle: *mut c_void,
+    path: PathBuf,
+}
+
+// SAFETY: a dlopen handle may be used from any thread.
+unsafe impl Send for Library {}
+// SAFETY: as above; symbol lookups are thread-safe.
+unsafe impl Sync for Library {}
+
+fn dl_error() -> String {
+    // SAFETY: dlerror returns NULL or a NUL-terminated message owned by the loader.
+    let msg = unsafe { libc::dlerror() };
+    if msg.is_null() {
+        "unknown loader error".to_owned()
+    } else {
+        // SAFETY: as above.
+        unsafe { CStr::from_ptr(msg) }
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+impl Library {
+    /// Opens `path` with `RTLD_LAZY | RTLD_LOCAL`.
+    pub(crate) fn open(path: &Path) -> Result<Library> {
+        if !path.exists() {
+            return Err(Error::new(
+                "FileNotFoundError",
+                format!("No such file or directory: '{}'", path.display()),
+            ));
+        }
+        let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
+            Error::new(
+                ErrorKind::ValueError,
+                format!("path contains a NUL byte: {}", path.display()),
+            )
+        })?;
+        // SAFETY: a valid NUL-terminated path; the handle is checked below.
+        let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+        if handle.is_null() {
+            return Err(Error::new(
+                "OSError",
+                format!(
+                    "cannot load '{}' as a shared library: {}",
+                    path.display(),
+                    dl_error()
+                ),
+            ));
+        }
+        Ok(Library {
+            handle,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The address of symbol `name`, if the library defines it.
+    pub(crate) fn symbol(&self, name: &str) -> Option<*mut c_void> {
+        let name = CString::new(name).ok()?;
+        // SAFETY: a live handle and a NUL-terminated name.
+        let ptr = unsafe { libc::dlsym(self.handle, name.as_ptr()) };
+        (!ptr.is_null()).then_some(ptr)
+    }
+
+    fn safe_call(&self, name: &str) -> Option<SafeCall> {
+        let ptr = self.symbol(name)?;
+        // SAFETY: symbols named with the export prefix are safe-call functions by convention.
+        let call: TVMFFISafeCallType = unsafe { std::mem::transmute(ptr) };
+        call
+    }
+}
+
+impl Drop for Library {
+    fn drop(&mut self) {
+        // SAFETY: the handle is live and closed once; nothing from the library outlives it,
+        // because every function taken from it keeps the module (and so this library) alive.
+        unsafe { libc::dlclose(self.handle) };
+    }
+}
+
+/// Calls an exported safe-call function with a NULL handle (the convention for exports).
+pub(crate) fn call_symbol(call: SafeCall, args: &[AnyView<'_>]) -> Result<Any> {
+    let mut result = TVMFFIAny::NONE;
+    let num_args = i32::try_from(args.len()).map_err(|_| {
+        Error::new(
+            ErrorKind::ValueError,
+            format!("too many arguments: {}", args.len()),
+        )
+    })?;
+    // SAFETY: the library's function follows the safe-call convention; library exports are
+    // called with a NULL handle.
+    let rc = unsafe {
+        call(
+            std::ptr::null_mut(),
+            args.as_ptr().cast(),
+            num_args,
+            &mut result,
+        )
+    };
+    if rc == 0 {
+        // SAFETY: on success the result is an owning value.
+        Ok(unsafe { Any::from_raw(result) })
+    } else {
+        Err(Error::take_raised_or(
+            ErrorKind::RuntimeError,
+            "library function",
+        ))
+    }
+}
+
+/// The module of a loaded shared library.
+pub(crate) struct LibraryModule {
+    library: Arc<Library>,
+}
+
+impl LibraryModule {
+    fn text_symbol(&self, prefix: &str, name: &str) -> Result<Option<String>> {
+        let Some(call) = self.library.safe_call(&format!("{prefix}{name}")) else {
+            return Ok(None);
+        };
+        let value = call_symbol(call, &[])?;
+        Ok(Some(value.cast::<std::string::String>()?))
+    }
+}
+
+impl ModuleImpl for LibraryModule {
+    fn kind(&self) -> &str {
+        "library"
+    }
+
+    fn get_function(&self, module: &Module, name: &str) -> Result<Option<Function>> {
+        let Some(call) = self.library.safe_call(&format!("{SYMBOL_PREFIX}{name}")) else {
+            return Ok(None);
+        };
+        let keep_alive = module.clone();
+        Ok(Some(Function::from_packed(move |args| {
+            let _module = &keep_alive;
+            call_symbol(call, args)
+        })))
+    }
+
+    fn function_metadata(&self, name: &str) -> Result<Option<String>> {
+        self.text_symbol("__tvm_ffi__metadata_", name)
+    }
+
+    fn function_doc(&self, name: &str) -> Result<Option<String>> {
+        self.text_symbol("__tvm_ffi__doc_", name)
+    }
+}
+
+/// Checks the ABI version a library recorded (if it did) against this runtime's.
+fn check_abi_version(library: &Library) -> Result<()> {
+    let Some(ptr) = library.symbol("__tvm_ffi__abi_version") else {
+        return Ok(());
+    };
+    // SAFETY: the record is a `uint32_t` data symbol.
+    let recorded = unsafe { *ptr.cast::<u32>() };
+    let (major, minor) = (recorded >> 16, recorded & 0xFFFF);
+    if major != abi::TVM_FFI_VERSION_MAJOR {
+        return Err(Error::new(
+            "ImportError",
+            format!(
+                "'{}' was built for TVM FFI ABI {major}.{minor}, but this runtime implements {}.{}",
+                library.path.display(),
+                abi::TVM_FFI_VERSION_MAJOR,
+                abi::TVM_FFI_VERSION_MINOR
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Writes every registered context symbol into the library's same-named `void*` global.
+fn fill_context_symbols(library: &Library) -> Result<()> {
+    let symbols = Function::get_global_required("ffi.GetContextSymbols")?.call(())?;
+    let pairs: tvm_ffi::Array = symbols.cast()?;
+    for pair in pairs.as_slice().chunks(2) {
+        let (name, addr): (std::string::String, *mut c_void) = (pair[0].cast()?, pair[1].cast()?);
+        if let Some(slot) = library.symbol(&name) {
+            // SAFETY: a context symbol is a `void*` global of the library.
+            unsafe { *slot.cast::<*mut c_void>() = addr };
+        }
+    }
+    Ok(())
+}
+
+/// Loads a shared library as a module (the `.so` loader).
+pub fn load_library(path: &Path) -> Result<Module> {
+    let library = Arc::new(Library::open(path)?);
+    check_abi_version(&library)?;
+    fill_context_symbols(&library)?;
+    let lib_module = Module::new(LibraryModule {
+        library: library.clone(),
+    });
+    let root = match library.symbol("__tvm_ffi__library_bin") {
+        // SAFETY: the blob symbol points at the embedded, length-prefixed module blob.
+        Some(ptr) => unsafe { blob::load_embedded(ptr.cast::<u8>(), &lib_module)? },
+        None => lib_module.clone(),
+    };
+    if let Some(slot) = library.symbol("__tvm_ffi__library_ctx") {
+        // SAFETY: `__tvm_ffi__library_ctx` is a `void*` global; the cookie is the library
+        // module's header pointer, which generated code only hands back to the runtime.
+        unsafe { *slot.cast::<*mut c_void>() = lib_module.as_object().as_raw().cast() };
+    }
+    Ok(root)
+}

@@ -1,0 +1,174 @@
+//! Modules: named collections of functions (a loaded shared library, the system library, or a
+//! device module) that may import other modules.
+
+use std::sync::Mutex;
+
+use tvm_ffi::abi::kTVMFFIModule;
+use tvm_ffi::{
+    Any, AnyView, Error, ErrorKind, Function, Object, ObjectCore, ObjectRef, Result, TryFromAnyView,
+};
+
+/// What a kind of module provides.
+pub trait ModuleImpl: Send + Sync + 'static {
+    /// The module kind, such as `"library"` or `"system_lib"`.
+    fn kind(&self) -> &str;
+
+    /// The module's own function `name` (imports are searched by [`Module`]). `module` is the
+    /// module object itself, for functions that must keep it alive.
+    fn get_function(&self, module: &Module, name: &str) -> Result<Option<Function>>;
+
+    /// The JSON type schema of function `name`, if the module records one.
+    fn function_metadata(&self, _name: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
+
+    /// The documentation of function `name`, if the module records one.
+    fn function_doc(&self, _name: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
+}
+
+/// The object behind a [`Module`] (`ffi.Module`, index 73). Its layout is private: other
+/// languages reach modules through the `ffi.Module*` global functions.
+#[repr(C)]
+pub struct ModuleObj {
+    base: Object,
+    inner: Box<dyn ModuleImpl>,
+    imports: Mutex<Vec<Module>>,
+}
+
+// SAFETY: repr(C) with the header first; `ffi.Module` has the static index 73.
+unsafe impl ObjectCore for ModuleObj {
+    const TYPE_KEY: &'static str = "ffi.Module";
+    fn type_index() -> i32 {
+        kTVMFFIModule
+    }
+    fn is_instance(type_index: i32) -> bool {
+        type_index == kTVMFFIModule
+    }
+}
+
+/// A reference to a module.
+#[derive(Clone)]
+pub struct Module {
+    obj: ObjectRef<ModuleObj>,
+}
+
+impl Module {
+    /// Wraps a module implementation in a new module object.
+    pub fn new(inner: impl ModuleImpl) -> Module {
+        let obj = ObjectRef::new(ModuleObj {
+            base: Object::header(),
+            inner: Box::new(inner),
+            imports: Mutex::new(Vec::new()),
+        });
+        Module { obj }
+    }
+
+    /// The underlying object reference.
+    pub fn as_object(&self) -> &ObjectRef<ModuleObj> {
+        &self.obj
+    }
+
+    /// The module kind.
+    pub fn kind(&self) -> String {
+        self.obj.inner.kind().to_owned()
+    }
+
+    fn imports_guard(&self) -> std::sync::MutexGuard<'_, Vec<Module>> {
+        self.obj.imports.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The imported modules.
+    pub fn imports(&self) -> Vec<Module> {
+        self.imports_guard().clone()
+    }
+
+    /// Function `name` of this module, then (with `query_imports`) of its imports, depth first.
+    pub fn get_function(&self, name: &str, query_imports: bool) -> Result<Option<Function>> {
+        if let Some(f) = self.obj.inner.get_function(self, name)? {
+            return Ok(Some(f));
+        }
+        if query_imports {
+            return self.find_in_imports(name);
+        }
+        Ok(None)
+    }
+
+    /// Function `name` in the imports (recursively), depth first.
+    pub fn find_in_imports(&self, name: &str) -> Result<Option<Function>> {
+        for import in self.imports() {
+            if let Some(f) = import.get_function(name, true)? {
+                return Ok(Some(f));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Function `name`, or an `AttributeError` naming it and the module.
+    pub fn get_function_required(&self, name: &str) -> Result<Function> {
+        self.get_function(name, false)?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::AttributeError,
+                format!("Module[{}] has no function `{name}`", self.kind()),
+            )
+        })
+    }
+
+    /// Whether the module (not its imports) has function `name`.
+    pub fn implements_function(&self, name: &str) -> Result<bool> {
+        Ok(self.obj.inner.get_function(self, name)?.is_some())
+    }
+
+    /// The JSON type schema of function `name`, if recorded.
+    pub fn function_metadata(&self, name: &str) -> Result<Option<String>> {
+        self.obj.inner.function_metadata(name)
+    }
+
+    /// The documentation of function `name`, if recorded.
+    pub fn function_doc(&self, name: &str) -> Result<Option<String>> {
+        self.obj.inner.function_doc(name)
+    }
+
+    /// Adds `other` to the imports; a `RuntimeError` if that would create a cycle.
+    pub fn import_module(&self, other: &Module) -> Result<()> {
+        if other.obj.ptr_eq(&self.obj) || other.reaches(self) {
+            return Err(Error::new(
+                ErrorKind::RuntimeError,
+                "Cyclic dependency detected during import",
+            ));
+        }
+        self.imports_guard().push(other.clone());
+        Ok(())
+    }
+
+    fn reaches(&self, target: &Module) -> bool {
+        self.imports()
+            .iter()
+            .any(|m| m.obj.ptr_eq(&target.obj) || m.reaches(target))
+    }
+
+    /// Removes every import.
+    pub fn clear_imports(&self) {
+        self.imports_guard().clear();
+    }
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Module(kind={}, {:p})", self.kind(), self.obj.as_raw())
+    }
+}
+
+impl From<Module> for Any {
+    fn from(m: Module) -> Any {
+        Any::from_object(m.obj)
+    }
+}
+
+impl TryFromAnyView for Module {
+    const TYPE_NAME: &'static str = "ffi.Module";
+    fn try_from_view(view: &AnyView<'_>) -> Option<Module> {
+        ObjectRef::<ModuleObj>::try_from_view(view).map(|obj| Module { obj })
+    }
+}

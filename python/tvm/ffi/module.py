@@ -1,0 +1,101 @@
+"""Modules: compiled libraries and the system library, with their exported functions."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from typing import Any
+
+from .._native import Function, Object
+from .registry import get_global_func, register_object
+
+__all__ = ["Module", "load_module", "system_lib"]
+
+
+def _api(name: str) -> Function:
+    func = get_global_func(name)
+    assert func is not None
+    return func
+
+
+def _signature(metadata: str) -> inspect.Signature | None:
+    """A signature from the type schema a library recorded for a function, if any."""
+    try:
+        schema = json.loads(json.loads(metadata)["type_schema"])
+        ret, *params = schema.get("args", [])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+    def name_of(entry: Any) -> str:
+        return entry.get("type", "Any") if isinstance(entry, dict) else str(entry)
+
+    parameters = [
+        inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY, annotation=name_of(p))
+        for i, p in enumerate(params)
+    ]
+    return inspect.Signature(parameters, return_annotation=name_of(ret))
+
+
+@register_object("ffi.Module")
+class Module(Object):
+    """A collection of functions: a loaded shared library, the system library, or a device
+    module. Functions are found with ``mod["name"]``, ``mod.name`` or :meth:`get_function`."""
+
+    @property
+    def kind(self) -> str:
+        """The module kind, such as ``"library"``."""
+        return _api("ffi.ModuleGetKind")(self)
+
+    @property
+    def imports(self) -> list[Module]:
+        """The imported modules."""
+        return list(_api("ffi.ModuleGetImports")(self))
+
+    def implements_function(self, name: str, query_imports: bool = False) -> bool:
+        """Whether the module (or, with ``query_imports``, an import) has function ``name``."""
+        return _api("ffi.ModuleImplementsFunction")(self, name, query_imports)
+
+    def get_function(self, name: str, query_imports: bool = False) -> Function:
+        """Function ``name``; an ``AttributeError`` naming it and the module if missing."""
+        func = _api("ffi.ModuleGetFunction")(self, name, query_imports)
+        if func is None:
+            raise AttributeError(f"Module[{self.kind}] has no function `{name}`")
+        doc = _api("ffi.ModuleGetFunctionDoc")(self, name)
+        if doc is not None:
+            func.__doc__ = doc
+        metadata = _api("ffi.ModuleGetFunctionMetadata")(self, name)
+        if metadata is not None:
+            signature = _signature(metadata)
+            if signature is not None:
+                func.__signature__ = signature
+        return func
+
+    def import_module(self, other: Module) -> None:
+        """Add ``other`` to the imports (a cycle is a ``RuntimeError``)."""
+        _api("ffi.ModuleImportModule")(self, other)
+
+    def __getitem__(self, name: str) -> Function:
+        return self.get_function(name)
+
+    def __getattr__(self, name: str) -> Function:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self.get_function(name)
+
+    def __repr__(self) -> str:
+        return f"Module(kind={self.kind!r})"
+
+
+def load_module(path: str | os.PathLike[str]) -> Module:
+    """Load a module from a file (a shared library for ``.so``/``.dylib``/``.dll``).
+
+    A missing file is a ``FileNotFoundError`` and a file that is not a loadable library an
+    ``OSError``, both naming the path.
+    """
+    return _api("ffi.ModuleLoadFromFile")(os.fspath(path))
+
+
+def system_lib(prefix: str = "") -> Module:
+    """The module of functions linked into the program and registered as its system library."""
+    return _api("ffi.SystemLib")(prefix)
