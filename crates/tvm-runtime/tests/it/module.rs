@@ -1,0 +1,228 @@
+//! Loading compiled C kernels as modules, and the system library.
+
+use std::ffi::{c_int, c_void};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tvm_ffi::abi::{self, TVMFFIAny};
+use tvm_ffi::{Any, Function};
+use tvm_runtime::{load_module, system_lib};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Compiles a C source into a shared library with the real C compiler (through `cc`).
+pub fn compile_kernel(source: &Path, name: &str) -> PathBuf {
+    let target = env!("TVM_RUNTIME_BUILD_TARGET");
+    let compiler = cc::Build::new()
+        .target(target)
+        .host(target)
+        .opt_level(1)
+        .cargo_metadata(false)
+        .get_compiler();
+    let dir = std::env::temp_dir().join(format!("tvm-runtime-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{name}.so"));
+    let status = compiler
+        .to_command()
+        .args(["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&out)
+        .arg("-I")
+        .arg(repo_root().join("cpp-abi/include"))
+        .arg(source)
+        .status()
+        .expect("the C compiler runs");
+    assert!(status.success(), "compiling {} failed", source.display());
+    out
+}
+
+fn kernel(name: &str) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/kernels/{name}.c"));
+    compile_kernel(&source, name)
+}
+
+#[test]
+fn exported_functions_metadata_and_docs() {
+    let module = load_module(kernel("basic")).unwrap();
+    assert_eq!(module.kind(), "library");
+    let add = module.get_function_required("add_int").unwrap();
+    assert_eq!(add.call((2i64, 40i64)).unwrap().cast::<i64>().unwrap(), 42);
+    let err = add.call(("x", 1i64)).unwrap_err();
+    assert_eq!(
+        (err.kind().as_ref(), err.message().as_ref()),
+        ("TypeError", "add_int expects two ints")
+    );
+    assert!(module.implements_function("add_int").unwrap());
+    assert_eq!(
+        module.function_doc("add_int").unwrap().as_deref(),
+        Some("Adds two ints.")
+    );
+    assert!(
+        module
+            .function_metadata("add_int")
+            .unwrap()
+            .unwrap()
+            .contains("type_schema")
+    );
+    let err = module.get_function_required("missing").unwrap_err();
+    assert_eq!(err.kind(), "AttributeError");
+    assert!(
+        err.message().contains("missing") && err.message().contains("library"),
+        "{err}"
+    );
+}
+
+#[test]
+fn functions_keep_their_library_loaded() {
+    let add = load_module(kernel("basic"))
+        .unwrap()
+        .get_function_required("add_int")
+        .unwrap();
+    // The module is gone from here; the function still holds it, so the code is still mapped.
+    assert_eq!(add.call((1i64, 1i64)).unwrap().cast::<i64>().unwrap(), 2);
+}
+
+#[test]
+fn library_context_and_context_symbols() {
+    static CONTEXT_VALUE: u8 = 0;
+    let addr = (&CONTEXT_VALUE as *const u8).cast_mut().cast::<c_void>();
+    // SAFETY: a NUL-terminated name; the address lives for the process.
+    assert_eq!(
+        unsafe { abi::TVMFFIEnvModRegisterContextSymbol(c"test_context_symbol".as_ptr(), addr) },
+        0
+    );
+    let module = load_module(kernel("basic")).unwrap();
+    let context = module.get_function_required("context").unwrap();
+    let cookie: *mut c_void = context.call((0i64,)).unwrap().cast().unwrap();
+    assert_eq!(
+        cookie,
+        module.as_object().as_raw().cast(),
+        "the cookie is the library module"
+    );
+    let symbol: *mut c_void = context.call((1i64,)).unwrap().cast().unwrap();
+    assert_eq!(symbol, addr);
+}
+
+#[test]
+fn generated_code_finds_imports_then_globals() {
+    let module = load_module(kernel("basic")).unwrap();
+    let helper = tvm_runtime::Module::new(Helper);
+    module.import_module(&helper).unwrap();
+    let call_import = module.get_function_required("call_import").unwrap();
+    let from_import = call_import.call(("helper.triple", 5i64)).unwrap();
+    assert_eq!(from_import.cast::<i64>().unwrap(), 15);
+    let from_registry = call_import.call(("testing.echo", 9i64)).unwrap();
+    assert_eq!(from_registry.cast::<i64>().unwrap(), 9);
+    let err = call_import.call(("no.such.function", 0i64)).unwrap_err();
+    assert!(err.message().contains("no.such.function"), "{err}");
+    let err = helper.import_module(&module).unwrap_err();
+    assert!(err.message().contains("Cyclic"), "{err}");
+}
+
+struct Helper;
+
+impl tvm_runtime::ModuleImpl for Helper {
+    fn kind(&self) -> &str {
+        "helper"
+    }
+    fn get_function(
+        &self,
+        _m: &tvm_runtime::Module,
+        name: &str,
+    ) -> tvm_ffi::Result<Option<Function>> {
+        Ok(
+            (name == "helper.triple")
+                .then(|| Function::from_typed("helper.triple", |x: i64| 3 * x)),
+        )
+    }
+}
+
+#[test]
+fn bad_paths_and_files_are_named() {
+    let err = load_module("/definitely/not/here.so").unwrap_err();
+    assert_eq!(err.kind(), "FileNotFoundError");
+    assert!(err.message().contains("/definitely/not/here.so"), "{err}");
+    let text = std::env::temp_dir().join(format!("not-a-library-{}.so", std::process::id()));
+    std::fs::write(&text, "plain text").unwrap();
+    let err = load_module(&text).unwrap_err();
+    assert_eq!(err.kind(), "OSError");
+    assert!(err.message().contains(text.to_str().unwrap()), "{err}");
+    let err = load_module("/tmp/no_extension").unwrap_err();
+    assert!(err.message().contains("extension"), "{err}");
+}
+
+#[test]
+fn libraries_for_another_abi_major_are_refused() {
+    let err = load_module(kernel("future_abi")).unwrap_err();
+    assert_eq!(err.kind(), "ImportError");
+    assert!(
+        err.message().contains("7.2") && err.message().contains("0.1"),
+        "{err}"
+    );
+}
+
+unsafe extern "C" fn syslib_double(
+    _handle: *mut c_void,
+    args: *const TVMFFIAny,
+    _num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    // SAFETY: called with one int argument and a valid result slot.
+    unsafe { *result = Any::from((*args).payload.v_int64 * 2).into_raw() };
+    0
+}
+
+#[test]
+fn system_library_functions_are_found_by_prefix() {
+    // SAFETY: a NUL-terminated name and a safe-call function.
+    let rc = unsafe {
+        abi::TVMFFIEnvModRegisterSystemLibSymbol(
+            c"__tvm_ffi_mylib.double".as_ptr(),
+            syslib_double as *mut c_void,
+        )
+    };
+    assert_eq!(rc, 0);
+    let lib = system_lib("mylib.");
+    let double = lib.get_function_required("double").unwrap();
+    assert_eq!(double.call((21i64,)).unwrap().cast::<i64>().unwrap(), 42);
+    assert!(
+        system_lib("")
+            .get_function("double", false)
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        system_lib("mylib.").as_object().ptr_eq(lib.as_object()),
+        "one module per prefix"
+    );
+}
+
+#[test]
+fn embedding_example_runs_a_kernel() {
+    let example = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("../examples/run_kernel");
+    assert!(
+        example.exists(),
+        "cargo builds the example with the tests: {}",
+        example.display()
+    );
+    let kernel = compile_kernel(
+        &repo_root().join("cpp-abi/examples/add_one_c.c"),
+        "add_one_c",
+    );
+    let output = Command::new(&example).arg(&kernel).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        stdout.trim(),
+        "add_one([1.0, 2.0, 3.0, 4.5]) = [2.0, 3.0, 4.0, 5.5]"
+    );
+}
