@@ -10,7 +10,7 @@ from __future__ import annotations
 from . import base  # noqa: F401
 
 # isort: split
-from . import _native, error, ffi, runtime
+from . import _native, backends, error, ffi, runtime
 from .ffi import get_global_func, register_func, register_object
 from .runtime import cpu, cuda, device, metal, opencl, rocm, vulkan, webgpu
 
@@ -18,6 +18,7 @@ __version__: str = _native.__version__
 
 __all__ = [
     "__version__",
+    "backends",
     "cpu",
     "cuda",
     "device",
@@ -33,3 +34,6 @@ __all__ = [
     "vulkan",
     "webgpu",
 ]
+
+# Last: extensions see a fully initialized `tvm`.
+backends._autoload()

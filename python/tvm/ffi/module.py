@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import inspect
-import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._native import Function, Object
 from .registry import get_global_func, register_object
+
+if TYPE_CHECKING:
+    import inspect
 
 __all__ = ["Module", "load_module", "system_lib"]
 
@@ -21,6 +22,9 @@ def _api(name: str) -> Function:
 
 def _signature(metadata: str) -> inspect.Signature | None:
     """A signature from the type schema a library recorded for a function, if any."""
+    import inspect
+    import json
+
     try:
         schema = json.loads(json.loads(metadata)["type_schema"])
         ret, *params = schema.get("args", [])
