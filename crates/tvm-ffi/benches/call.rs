@@ -2,6 +2,9 @@
 //!
 //! Run with `cargo bench -p tvm-ffi --bench call`.
 
+// criterion's macros define undocumented public functions.
+#![allow(missing_docs)]
+
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -9,6 +12,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::{Any, AnyView, Function, String};
 
+/// Packed-call overhead.
 fn calls(c: &mut Criterion) {
     let nop = Function::from_packed(|_| Ok(Any::none()));
     let handle = nop.as_object().as_raw().cast();
@@ -33,6 +37,7 @@ fn calls(c: &mut Criterion) {
     });
 }
 
+/// `Any` conversions.
 fn conversions(c: &mut Criterion) {
     c.bench_function("Any from i64 and back", |b| {
         b.iter(|| black_box(Any::from(black_box(42i64)).try_as::<i64>()))
@@ -50,6 +55,7 @@ fn conversions(c: &mut Criterion) {
     });
 }
 
+/// Short runs: the whole suite finishes in seconds.
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(300))

@@ -123,10 +123,10 @@ impl Error {
         // SAFETY: NULL file/function ask for the captured stack only; the result stays valid
         // until the next call on this thread, and is copied by `with_backtrace` below.
         let backtrace = unsafe { abi::TVMFFIBacktrace(std::ptr::null(), 0, std::ptr::null(), 0) };
-        // SAFETY: non-NULL results point at a valid byte array.
         let backtrace = if backtrace.is_null() {
             byte_array(b"")
         } else {
+            // SAFETY: non-NULL results point at a valid byte array.
             unsafe { *backtrace }
         };
         Self::create(kind.as_ref(), message.as_ref(), backtrace, None)
@@ -186,9 +186,8 @@ impl Error {
     /// `ptr` points at a live `ffi.Error` object; the caller transfers one strong reference.
     pub unsafe fn from_raw(ptr: *mut TVMFFIObject) -> Error {
         // SAFETY: guaranteed by the caller.
-        Error {
-            obj: unsafe { ObjectRef::from_raw(ptr) },
-        }
+        let obj = unsafe { ObjectRef::from_raw(ptr) };
+        Error { obj }
     }
 
     /// Wraps an error object reference.
@@ -230,9 +229,8 @@ impl Error {
     pub fn cause(&self) -> Option<Error> {
         let cause = self.obj.cell().cause_chain;
         // SAFETY: the cell owns a reference to its cause, which is an error object.
-        (!cause.is_null()).then(|| Error {
-            obj: unsafe { ObjectRef::from_borrowed(cause.cast()) },
-        })
+        let obj = unsafe { ObjectRef::from_borrowed(cause.cast()) };
+        (!cause.is_null()).then(|| Error { obj })
     }
 
     /// Whether the kind equals `kind`.

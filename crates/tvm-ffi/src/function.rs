@@ -130,9 +130,8 @@ impl Function {
         // SAFETY: RustFunctionObj is repr(C) with the header first; its Drop drops the closure.
         let ptr = unsafe { alloc_object(value, 0, kTVMFFIFunction) };
         // SAFETY: the new object's reference moves into the Function.
-        Function {
-            obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
-        }
+        let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
+        Function { obj }
     }
 
     /// Wraps a typed closure; arguments are converted and checked, and mismatches become a
@@ -164,9 +163,8 @@ impl Function {
             ));
         }
         // SAFETY: a successful create returns one owned function reference.
-        Ok(Function {
-            obj: unsafe { ObjectRef::from_raw(out.cast()) },
-        })
+        let obj = unsafe { ObjectRef::from_raw(out.cast()) };
+        Ok(Function { obj })
     }
 
     /// Wraps a function object reference.
@@ -239,9 +237,8 @@ impl Function {
             return None;
         }
         // SAFETY: a non-NULL result is an owned function reference.
-        (!out.is_null()).then(|| Function {
-            obj: unsafe { ObjectRef::from_raw(out.cast()) },
-        })
+        let obj = unsafe { ObjectRef::from_raw(out.cast()) };
+        (!out.is_null()).then(|| Function { obj })
     }
 
     /// The global function `name`, or an `AttributeError` naming it.

@@ -230,9 +230,8 @@ pub(crate) fn make_tensor(
         };
     }
     // SAFETY: the new object's reference moves into the tensor.
-    Tensor {
-        obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
-    }
+    let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
+    Tensor { obj }
 }
 
 /// Element types with a DLPack data type.
@@ -293,9 +292,8 @@ impl Tensor {
                 return Err(Error::take_raised_or(ErrorKind::RuntimeError, device));
             }
             // SAFETY: a successful allocation returns one owned tensor reference.
-            return Ok(Tensor {
-                obj: unsafe { ObjectRef::from_raw(out.cast()) },
-            });
+            let obj = unsafe { ObjectRef::from_raw(out.cast()) };
+            return Ok(Tensor { obj });
         }
         let numel = shape
             .iter()
@@ -395,9 +393,8 @@ impl Tensor {
             ));
         }
         // SAFETY: a successful import returns one owned tensor reference.
-        Ok(Tensor {
-            obj: unsafe { ObjectRef::from_raw(out.cast()) },
-        })
+        let obj = unsafe { ObjectRef::from_raw(out.cast()) };
+        Ok(Tensor { obj })
     }
 
     /// Exports as a legacy DLPack tensor; the caller must call its deleter once.

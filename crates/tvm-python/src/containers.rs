@@ -1,7 +1,7 @@
 //! Python classes for the built-in containers: `Array`, `List` (sequences), `Map`, `Dict`
 //! (mappings that keep insertion order) and `Shape`.
 
-use pyo3::exceptions::{PyIndexError, PyKeyError, PyTypeError};
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 use tvm_ffi::abi;
@@ -129,6 +129,73 @@ fn sequence_repr(py: Python<'_>, items: &[Any]) -> PyResult<String> {
     Ok(format!("[{}]", parts?.join(", ")))
 }
 
+/// Whether `a == b` in Python (identity first, as `in` and `list.index` do).
+fn py_equal(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(a.is(b) || a.eq(b)?)
+}
+
+/// Python's `value in sequence`: the runtime's equality first (no conversions of the items),
+/// then Python equality item by item, so that `in` agrees with `==` for nested containers and
+/// values the runtime compares by identity.
+fn sequence_contains(py: Python<'_>, items: &[Any], value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if let Ok(converted) = py_to_any(value) {
+        if items.contains(&converted) {
+            return Ok(true);
+        }
+    }
+    for item in items {
+        if py_equal(any_to_py(py, item.clone())?.bind(py), value)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Clamps optional Python `start`/`stop` bounds (negative from the end) to `0..=len`.
+fn clamp_bounds(len: usize, start: Option<isize>, stop: Option<isize>) -> (usize, usize) {
+    let clamp = |bound: isize| {
+        let resolved = if bound < 0 {
+            bound + len as isize
+        } else {
+            bound
+        };
+        resolved.clamp(0, len as isize) as usize
+    };
+    (start.map_or(0, clamp), stop.map_or(len, clamp))
+}
+
+/// `sequence.index(value, start, stop)`: the first position of an item equal to `value`, or a
+/// `ValueError` naming it.
+fn sequence_index(
+    py: Python<'_>,
+    items: &[Any],
+    value: &Bound<'_, PyAny>,
+    start: Option<isize>,
+    stop: Option<isize>,
+) -> PyResult<usize> {
+    let (start, stop) = clamp_bounds(items.len(), start, stop);
+    for (i, item) in items.iter().enumerate().take(stop).skip(start) {
+        if py_equal(any_to_py(py, item.clone())?.bind(py), value)? {
+            return Ok(i);
+        }
+    }
+    Err(PyValueError::new_err(format!(
+        "{} is not in the sequence",
+        value.repr()?
+    )))
+}
+
+/// `sequence.count(value)`: the number of items equal to `value`.
+fn sequence_count(py: Python<'_>, items: &[Any], value: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let mut count = 0;
+    for item in items {
+        if py_equal(any_to_py(py, item.clone())?.bind(py), value)? {
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
 /// An immutable sequence of values.
 #[pyclass(extends = PyObjectRef, frozen, sequence, module = "tvm.ffi", name = "Array")]
 pub struct PyArray(Array);
@@ -159,13 +226,29 @@ impl PyArray {
         Ok(PyList::new(py, items?)?.try_iter()?.into_any().unbind())
     }
 
-    fn __contains__(&self, value: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let value = py_to_any(value)?;
-        Ok(self.0.as_slice().contains(&value))
+    fn __contains__(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        sequence_contains(py, self.0.as_slice(), value)
     }
 
     fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
         sequence_eq(py, self.0.as_slice(), other)
+    }
+
+    /// The first position of an item equal to `value` (within `start..stop`).
+    #[pyo3(signature = (value, start = None, stop = None))]
+    fn index(
+        &self,
+        py: Python<'_>,
+        value: &Bound<'_, PyAny>,
+        start: Option<isize>,
+        stop: Option<isize>,
+    ) -> PyResult<usize> {
+        sequence_index(py, self.0.as_slice(), value, start, stop)
+    }
+
+    /// The number of items equal to `value`.
+    fn count(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<usize> {
+        sequence_count(py, self.0.as_slice(), value)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -226,13 +309,50 @@ impl PyListObj {
         Ok(PyList::new(py, items?)?.try_iter()?.into_any().unbind())
     }
 
-    fn __contains__(&self, value: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let value = py_to_any(value)?;
-        Ok(self.0.to_vec().contains(&value))
+    fn __contains__(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        sequence_contains(py, &self.0.to_vec(), value)
     }
 
     fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
         sequence_eq(py, &self.0.to_vec(), other)
+    }
+
+    /// The first position of an item equal to `value` (within `start..stop`).
+    #[pyo3(signature = (value, start = None, stop = None))]
+    fn index(
+        &self,
+        py: Python<'_>,
+        value: &Bound<'_, PyAny>,
+        start: Option<isize>,
+        stop: Option<isize>,
+    ) -> PyResult<usize> {
+        sequence_index(py, &self.0.to_vec(), value, start, stop)
+    }
+
+    /// The number of items equal to `value`.
+    fn count(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<usize> {
+        sequence_count(py, &self.0.to_vec(), value)
+    }
+
+    /// Removes the first item equal to `value`, or raises a `ValueError` naming it.
+    fn remove(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let index = sequence_index(py, &self.0.to_vec(), value, None, None)?;
+        self.0
+            .remove(index as i64)
+            .map(drop)
+            .map_err(|e| list_err(py, e))
+    }
+
+    /// Reverses the list in place.
+    fn reverse(&self, py: Python<'_>) -> PyResult<()> {
+        for (i, value) in self.0.to_vec().into_iter().rev().enumerate() {
+            self.0.set(i as i64, value).map_err(|e| list_err(py, e))?;
+        }
+        Ok(())
+    }
+
+    fn __iadd__(&self, values: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.extend(values)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -466,6 +586,53 @@ mapping_methods!(PyDictObj {
     fn clear(&self) {
         self.0.clear();
     }
+
+    /// Inserts the entries of a mapping or of `(key, value)` pairs, then the keyword arguments.
+    #[pyo3(signature = (source = None, **kwargs))]
+    fn update(
+        &self,
+        source: Option<&Bound<'_, PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        for (k, v) in entries_of(source)? {
+            self.0.insert(k, v);
+        }
+        for (k, v) in entries_of(kwargs.map(|d| d.as_any()))? {
+            self.0.insert(k, v);
+        }
+        Ok(())
+    }
+
+    /// The value for `key`, inserting `default` first if the key is missing.
+    #[pyo3(signature = (key, default = None))]
+    fn setdefault(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let k = py_to_any(key)?;
+        if let Some(v) = self.0.get(&k) {
+            return any_to_py(py, v);
+        }
+        let value = match default {
+            Some(d) => py_to_any(d)?,
+            None => Any::none(),
+        };
+        self.0.insert(k, value.clone());
+        any_to_py(py, value)
+    }
+
+    /// Removes and returns the last inserted `(key, value)` pair; a `KeyError` when empty.
+    fn popitem(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let Some((k, v)) = self.0.iter().last() else {
+            return Err(PyKeyError::new_err("popitem(): Dict is empty"));
+        };
+        self.0.remove(&k);
+        Ok(PyTuple::new(py, [any_to_py(py, k)?, any_to_py(py, v)?])?
+            .into_any()
+            .unbind())
+    }
 });
 
 /// An immutable tuple of dimensions.
@@ -492,6 +659,30 @@ impl PyShape {
 
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         Ok(PyTuple::new(py, self.0.as_slice())?.try_iter()?.into_any())
+    }
+
+    /// The first position of dimension `value` (within `start..stop`).
+    #[pyo3(signature = (value, start = None, stop = None))]
+    fn index(
+        &self,
+        value: &Bound<'_, PyAny>,
+        start: Option<isize>,
+        stop: Option<isize>,
+    ) -> PyResult<usize> {
+        let (start, stop) = clamp_bounds(self.0.len(), start, stop);
+        let wanted = value.extract::<i64>().ok();
+        (start..stop)
+            .find(|&i| Some(self.0[i]) == wanted)
+            .ok_or_else(|| {
+                let text = value.repr().map(|r| r.to_string()).unwrap_or_default();
+                PyValueError::new_err(format!("{text} is not in the shape"))
+            })
+    }
+
+    /// The number of dimensions equal to `value`.
+    fn count(&self, value: &Bound<'_, PyAny>) -> usize {
+        let wanted = value.extract::<i64>().ok();
+        self.0.iter().filter(|&&d| Some(d) == wanted).count()
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {

@@ -21,6 +21,8 @@ use crate::objects::{PyFunction, PyObjectRef, wrap_object};
 #[derive(Default)]
 pub(crate) struct Temporaries {
     owned: Vec<Any>,
+    // Views point into the boxes, which must not move as the vector grows.
+    #[allow(clippy::vec_box)]
     byte_arrays: Vec<Box<TVMFFIByteArray>>,
 }
 
@@ -197,7 +199,7 @@ fn slow_path(
         return Ok(keep(temps, crate::dlpack::from_dlpack_object(obj)?.into()));
     }
     if let Ok(value) = obj.getattr(pyo3::intern!(py, "__tvm_ffi_object__")) {
-        return py_to_view(&value, temps).map(|raw| raw);
+        return py_to_view(&value, temps);
     }
     if obj.is_callable() {
         return Ok(keep(
@@ -243,6 +245,61 @@ pub(crate) fn opaque(obj: &Bound<'_, PyAny>) -> PyResult<Any> {
             TVMFFIAnyPayload { v_obj: out.cast() },
         ))
     })
+}
+
+/// The Python object held by a value of type `ffi.OpaquePyObject`.
+///
+/// # Safety
+/// `value` holds a live opaque Python object.
+unsafe fn opaque_handle(value: &TVMFFIAny) -> *mut ffi::PyObject {
+    // SAFETY: an opaque object keeps its PyObject* at offset 24, after the object header.
+    unsafe {
+        *value
+            .payload
+            .v_obj
+            .cast::<u8>()
+            .add(24)
+            .cast::<*mut ffi::PyObject>()
+    }
+}
+
+/// `__any_hash__` of opaque Python objects: the identity of the Python object.
+unsafe extern "C" fn opaque_hash(value: *const TVMFFIAny) -> i64 {
+    // SAFETY: the runtime calls the hook with a valid opaque value.
+    unsafe { opaque_handle(&*value) as i64 }
+}
+
+/// `__any_equal__` of opaque Python objects: whether both hold the same Python object.
+unsafe extern "C" fn opaque_equal(a: *const TVMFFIAny, b: *const TVMFFIAny) -> bool {
+    // SAFETY: the runtime calls the hook with two valid opaque values.
+    unsafe { opaque_handle(&*a) == opaque_handle(&*b) }
+}
+
+/// Makes the runtime compare and hash opaque Python objects by the object they hold, so the
+/// same Python object wrapped twice is one map key and is found by `in`.
+pub(crate) fn register_opaque_hooks(py: Python<'_>) -> PyResult<()> {
+    let hooks = [
+        ("__any_hash__", opaque_hash as *mut c_void),
+        ("__any_equal__", opaque_equal as *mut c_void),
+    ];
+    for (name, hook) in hooks {
+        let key = TVMFFIByteArray {
+            data: name.as_ptr().cast(),
+            size: name.len(),
+        };
+        let value = Any::from(hook);
+        // SAFETY: valid pointers for the call; the runtime keeps its own copy of the value.
+        let rc = unsafe {
+            abi::TVMFFITypeRegisterAttr(abi::kTVMFFIOpaquePyObject, &key, value.as_raw())
+        };
+        if rc != 0 {
+            return Err(raise_error(
+                py,
+                tvm_ffi::Error::take_raised_or("RuntimeError", name),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Converts every item of a list or tuple into an array element.

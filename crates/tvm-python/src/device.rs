@@ -1,6 +1,6 @@
 //! `tvm.ffi.Device`: a device type and index.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use tvm_ffi::abi::DLDevice;
@@ -21,7 +21,7 @@ impl PyDevice {
             return Ok(PyDevice(Device::new(code, device_id.unwrap_or(0)).0));
         }
         let text: String = device_type.extract().map_err(|_| {
-            PyValueError::new_err(format!(
+            PyTypeError::new_err(format!(
                 "device type must be a str or int, got {}",
                 device_type
                     .repr()

@@ -74,6 +74,7 @@ fn type_key_to_index(key: &str) -> PyResult<i32> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tvm_runtime::init();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    convert::register_opaque_hooks(m.py())?;
     m.add_class::<objects::PyObjectRef>()?;
     m.add_class::<PyFunction>()?;
     m.add_class::<containers::PyArray>()?;

@@ -6,7 +6,7 @@ use std::sync::{OnceLock, RwLock};
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyTuple, PyType};
+use pyo3::types::{PyString, PyTuple, PyType};
 use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::{Any, Function, types};
 
@@ -132,12 +132,52 @@ impl PyObjectRef {
         }
     }
 
+    /// Reflected fields are read-only; other attributes are set as usual (on subclasses that
+    /// have a `__dict__`).
+    fn __setattr__(
+        slf: &Bound<'_, Self>,
+        name: &Bound<'_, PyString>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        generic_setattr(slf, name, value.as_ptr())
+    }
+
+    fn __delattr__(slf: &Bound<'_, Self>, name: &Bound<'_, PyString>) -> PyResult<()> {
+        generic_setattr(slf, name, std::ptr::null_mut())
+    }
+
     fn __getstate__(&self) -> PyResult<()> {
         Err(PyTypeError::new_err(format!(
             "cannot pickle {}",
             self.any().type_key()
         )))
     }
+}
+
+/// Sets (or, with a NULL `value`, deletes) a plain attribute; a reflected field is an
+/// `AttributeError` naming it.
+fn generic_setattr(
+    slf: &Bound<'_, PyObjectRef>,
+    name: &Bound<'_, PyString>,
+    value: *mut pyo3::ffi::PyObject,
+) -> PyResult<()> {
+    let this = slf.get();
+    let field = name.to_str()?;
+    if reflected_fields(this.any().type_index())
+        .iter()
+        .any(|f| f == field)
+    {
+        return Err(PyAttributeError::new_err(format!(
+            "field '{field}' of {} is read-only",
+            this.any().type_key()
+        )));
+    }
+    // SAFETY: live objects; the generic setter sets a Python error when it fails.
+    let rc = unsafe { pyo3::ffi::PyObject_GenericSetAttr(slf.as_ptr(), name.as_ptr(), value) };
+    if rc != 0 {
+        return Err(PyErr::fetch(slf.py()));
+    }
+    Ok(())
 }
 
 /// The reflected field records of a type and its ancestors, root first.

@@ -154,10 +154,8 @@ mod tests {
         // A positive value whose top word has the sign bit set keeps a zero word.
         let positive = from_words(&[0, i64::MIN, 0]);
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { TVMFFIBigIntGetContentByteArray(positive.as_raw()) }.size,
-            24
-        );
+        let view = unsafe { TVMFFIBigIntGetContentByteArray(positive.as_raw()) };
+        assert_eq!(view.size, 24);
     }
 
     #[test]

@@ -137,9 +137,8 @@ impl Array {
             cell.size = len as i64;
         }
         // SAFETY: the new object's reference moves into the array.
-        Array {
-            obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
-        }
+        let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
+        Array { obj }
     }
 
     /// An empty array.
@@ -252,9 +251,8 @@ impl List {
         // SAFETY: repr(C) with the header first; Drop releases elements and buffer.
         let ptr = unsafe { alloc_object(value, 0, kTVMFFIList) };
         // SAFETY: the new object's reference moves into the list.
-        let list = List {
-            obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
-        };
+        let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
+        let list = List { obj };
         list.reserve(capacity);
         list
     }

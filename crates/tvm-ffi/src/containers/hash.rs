@@ -57,15 +57,26 @@ type HashHook = unsafe extern "C" fn(*const TVMFFIAny) -> i64;
 /// Signature of a custom equality stored as an opaque pointer in `__any_equal__`.
 type EqualHook = unsafe extern "C" fn(*const TVMFFIAny, *const TVMFFIAny) -> bool;
 
-/// The address of a type attribute column, looked up once (column structs live for the process;
-/// only their `data` pointer moves when more entries are registered).
-fn column(cache: &OnceLock<usize>, name: &str) -> *const TVMFFITypeAttrColumn {
-    *cache.get_or_init(|| {
-        let key = byte_array(name.as_bytes());
-        // SAFETY: `key` views `name` for the duration of the call; the result is a pointer to a
-        // process-lifetime column or NULL.
-        unsafe { abi::TVMFFIGetTypeAttrColumn(&key) as usize }
-    }) as *const TVMFFITypeAttrColumn
+/// A type attribute column pointer (NULL if the column does not exist).
+#[derive(Clone, Copy)]
+struct ColumnPtr(*const TVMFFITypeAttrColumn);
+
+// SAFETY: column structs live for the process and are only read through this pointer.
+unsafe impl Send for ColumnPtr {}
+// SAFETY: as above.
+unsafe impl Sync for ColumnPtr {}
+
+/// The column `name`, looked up once (column structs live for the process; only their `data`
+/// pointer moves when more entries are registered).
+fn column(cache: &OnceLock<ColumnPtr>, name: &str) -> *const TVMFFITypeAttrColumn {
+    cache
+        .get_or_init(|| {
+            let key = byte_array(name.as_bytes());
+            // SAFETY: `key` views `name` for the duration of the call; the result is a pointer
+            // to a process-lifetime column or NULL.
+            ColumnPtr(unsafe { abi::TVMFFIGetTypeAttrColumn(&key) })
+        })
+        .0
 }
 
 /// The non-None entry of a column for `type_index`, if any.
@@ -82,12 +93,12 @@ fn column_entry(column: *const TVMFFITypeAttrColumn, type_index: i32) -> Option<
 }
 
 fn hash_column() -> *const TVMFFITypeAttrColumn {
-    static CACHE: OnceLock<usize> = OnceLock::new();
+    static CACHE: OnceLock<ColumnPtr> = OnceLock::new();
     column(&CACHE, "__any_hash__")
 }
 
 fn equal_column() -> *const TVMFFITypeAttrColumn {
-    static CACHE: OnceLock<usize> = OnceLock::new();
+    static CACHE: OnceLock<ColumnPtr> = OnceLock::new();
     column(&CACHE, "__any_equal__")
 }
 

@@ -849,8 +849,8 @@ impl Dense {
                 }
             }
             if complete {
-                // The pairs now live in the table (bitwise moves).
-                std::mem::forget(entries);
+                // The pairs now live in the table; `entries` holds plain bits and frees only its
+                // buffer.
                 return table;
             }
             // SAFETY: the attempt holds only bitwise copies still owned by `entries`.

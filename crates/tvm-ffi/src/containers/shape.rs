@@ -66,9 +66,8 @@ impl Shape {
             };
         }
         // SAFETY: the new object's reference moves into the shape.
-        Shape {
-            obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
-        }
+        let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
+        Shape { obj }
     }
 
     /// The dimensions.

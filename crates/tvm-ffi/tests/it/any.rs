@@ -14,11 +14,8 @@ fn pod_values_have_canonical_encodings() {
     assert_eq!(unsafe { b.as_raw().payload.v_int64 }, 1);
     let dtype = Any::from(DataType::float(32));
     // SAFETY: reading the whole payload of a plain value.
-    assert_eq!(
-        unsafe { dtype.as_raw().payload.v_uint64 } >> 32,
-        0,
-        "dtype padding must be zero"
-    );
+    let value = unsafe { dtype.as_raw().payload.v_uint64 };
+    assert_eq!(value >> 32, 0, "dtype padding must be zero");
     let device = Any::from(Device::cuda(3));
     assert_eq!(device.cast::<Device>().unwrap(), Device::cuda(3));
 }
@@ -88,10 +85,8 @@ fn rvalue_refs_move_once() {
     assert!(err.message().contains("already moved"), "{err}");
     let obj = original.as_object_ptr().unwrap();
     // SAFETY: the header is live; `original` and `moved` hold one reference each.
-    assert_eq!(
-        unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() },
-        2
-    );
+    let value = unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() };
+    assert_eq!(value, 2);
     drop(moved);
 }
 

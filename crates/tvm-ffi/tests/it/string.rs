@@ -59,10 +59,8 @@ fn string_from_byte_array_through_c() {
         size: text.len(),
     };
     // SAFETY: valid pointers; the result is an owned value.
-    assert_eq!(
-        unsafe { abi::TVMFFIStringFromByteArray(&array, &mut out) },
-        0
-    );
+    let value = unsafe { abi::TVMFFIStringFromByteArray(&array, &mut out) };
+    assert_eq!(value, 0);
     // SAFETY: the output is an owned value.
     let any = unsafe { Any::from_raw(out) };
     assert_eq!(any.cast::<String>().unwrap(), "through the C API");

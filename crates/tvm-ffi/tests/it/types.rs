@@ -87,10 +87,8 @@ fn non_utf8_type_keys_are_value_errors() {
 #[test]
 fn null_out_pointers_are_rejected() {
     // SAFETY: NULL outputs must be reported, not written.
-    assert_eq!(
-        unsafe { abi::TVMFFITypeKeyToIndex(&key("int"), std::ptr::null_mut()) },
-        -1
-    );
+    let value = unsafe { abi::TVMFFITypeKeyToIndex(&key("int"), std::ptr::null_mut()) };
+    assert_eq!(value, -1);
     assert!(Error::take_raised().unwrap().message().contains("NULL"));
 }
 
@@ -98,10 +96,8 @@ fn null_out_pointers_are_rejected() {
 fn attribute_columns_exist_from_the_start() {
     for name in ["__any_hash__", "__any_equal__"] {
         // SAFETY: a valid array.
-        assert!(
-            !unsafe { abi::TVMFFIGetTypeAttrColumn(&key(name)) }.is_null(),
-            "{name}"
-        );
+        let value = unsafe { abi::TVMFFIGetTypeAttrColumn(&key(name)) };
+        assert!(!value.is_null(), "{name}");
     }
     // SAFETY: as above.
     assert!(unsafe { abi::TVMFFIGetTypeAttrColumn(&key("__never_created__")) }.is_null());
@@ -111,16 +107,12 @@ fn attribute_columns_exist_from_the_start() {
 fn dtype_text_through_c() {
     let mut dtype = abi::DLDataType::default();
     // SAFETY: valid pointers.
-    assert_eq!(
-        unsafe { abi::TVMFFIDataTypeFromString(&key("float32x4"), &mut dtype) },
-        0
-    );
+    let value = unsafe { abi::TVMFFIDataTypeFromString(&key("float32x4"), &mut dtype) };
+    assert_eq!(value, 0);
     assert_eq!((dtype.code, dtype.bits, dtype.lanes), (2, 32, 4));
     // SAFETY: valid pointers.
-    assert_eq!(
-        unsafe { abi::TVMFFIDataTypeFromString(&key("flaot32"), &mut dtype) },
-        -1
-    );
+    let value = unsafe { abi::TVMFFIDataTypeFromString(&key("flaot32"), &mut dtype) };
+    assert_eq!(value, -1);
     let err = Error::take_raised().unwrap();
     assert_eq!(err.kind(), "ValueError");
     assert!(err.message().contains("flaot32"), "{err}");

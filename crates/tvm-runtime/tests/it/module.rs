@@ -88,10 +88,9 @@ fn library_context_and_context_symbols() {
     static CONTEXT_VALUE: u8 = 0;
     let addr = (&CONTEXT_VALUE as *const u8).cast_mut().cast::<c_void>();
     // SAFETY: a NUL-terminated name; the address lives for the process.
-    assert_eq!(
-        unsafe { abi::TVMFFIEnvModRegisterContextSymbol(c"test_context_symbol".as_ptr(), addr) },
-        0
-    );
+    let rc =
+        unsafe { abi::TVMFFIEnvModRegisterContextSymbol(c"test_context_symbol".as_ptr(), addr) };
+    assert_eq!(rc, 0);
     let module = load_module(kernel("basic")).unwrap();
     let context = module.get_function_required("context").unwrap();
     let cookie: *mut c_void = context.call((0i64,)).unwrap().cast().unwrap();
