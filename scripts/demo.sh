@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
-# Builds the runtime and runs the demo: functions, containers, errors and tensors through the C ABI.
+# Installs the tvm package into .venv (building the wheel) and runs the demo: native functions,
+# Python callbacks, containers, zero-copy tensors and errors across the boundary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo run --quiet --locked -p tvm-ffi --example demo
+
+# shellcheck source=scripts/python-env.sh
+source scripts/python-env.sh
+install_python_package numpy >/dev/null
+"$py" examples/demo.py

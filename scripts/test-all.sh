@@ -9,50 +9,9 @@ cargo test --workspace --locked
 
 # ---- Python: build the wheel, install it into .venv, lint, run the pytest suites ----------------
 
-# System tools the Python tests use: gcc and readelf (binutils) build and inspect C kernels, and
-# python3 (3.11 or later) with venv/ensurepip makes the virtual environment.
-apt_packages=()
-command -v gcc >/dev/null 2>&1 || apt_packages+=(gcc libc6-dev)
-command -v readelf >/dev/null 2>&1 || apt_packages+=(binutils)
-command -v python3 >/dev/null 2>&1 || apt_packages+=(python3)
-if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
-    apt_packages+=(python3-venv)
-fi
-if ((${#apt_packages[@]})); then
-    sudo=""
-    [[ $(id -u) -eq 0 ]] || sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-        "${apt_packages[@]}" >/dev/null
-fi
-if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-    echo "test-all.sh: python3 is $(python3 --version 2>&1); the tvm package needs 3.11 or later" >&2
-    exit 1
-fi
-
-# A virtual environment of the project, recreated when it is missing or broken.
-venv=.venv
-if ! "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; then
-    python3 -m venv --clear "$venv"
-fi
-py="$venv/bin/python"
-"$py" -m pip install --quiet --disable-pip-version-check --upgrade pip
-"$py" -m pip install --quiet --disable-pip-version-check \
-    "maturin>=1.9,<2" numpy pytest hypothesis ruff abi3audit
-
-# The wheel, built with the fast `dev` profile. maturin builds the extension module with other
-# PyO3 settings than the cargo commands above, so it gets its own target directory: sharing
-# target/ would rebuild pyo3 and tvm-python on every switch between the two.
-rm -f target/wheels/tvm-*-abi3-*.whl
-"$venv/bin/maturin" build --locked --profile dev --out target/wheels --target-dir target/maturin \
-    --interpreter "$py"
-wheels=(target/wheels/tvm-*-abi3-*.whl)
-if ((${#wheels[@]} != 1)) || [[ ! -f ${wheels[0]} ]]; then
-    echo "test-all.sh: expected one abi3 wheel in target/wheels, found: ${wheels[*]}" >&2
-    exit 1
-fi
-wheel=${wheels[0]}
-"$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+# shellcheck source=scripts/python-env.sh
+source scripts/python-env.sh
+install_python_package numpy pytest hypothesis ruff abi3audit
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 
