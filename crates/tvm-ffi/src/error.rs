@@ -228,9 +228,12 @@ impl Error {
     /// The error that caused this one, if any.
     pub fn cause(&self) -> Option<Error> {
         let cause = self.obj.cell().cause_chain;
+        if cause.is_null() {
+            return None;
+        }
         // SAFETY: the cell owns a reference to its cause, which is an error object.
         let obj = unsafe { ObjectRef::from_borrowed(cause.cast()) };
-        (!cause.is_null()).then(|| Error { obj })
+        Some(Error { obj })
     }
 
     /// Whether the kind equals `kind`.

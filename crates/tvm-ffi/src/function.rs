@@ -236,9 +236,12 @@ impl Function {
             drop(Error::take_raised());
             return None;
         }
+        if out.is_null() {
+            return None;
+        }
         // SAFETY: a non-NULL result is an owned function reference.
         let obj = unsafe { ObjectRef::from_raw(out.cast()) };
-        (!out.is_null()).then(|| Function { obj })
+        Some(Function { obj })
     }
 
     /// The global function `name`, or an `AttributeError` naming it.

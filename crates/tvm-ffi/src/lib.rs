@@ -30,6 +30,7 @@ mod capi;
 
 pub use any::{Any, AnyView, TryFromAnyView};
 pub use containers::array::{Array, List};
+pub use containers::map::{Dict, Map};
 pub use containers::shape::Shape;
 pub use device::Device;
 pub use dtype::DataType;

@@ -220,13 +220,23 @@ impl TypeTable {
 }
 
 impl Tables {
-    fn entry(&self, index: i32) -> Option<&'static mut TypeEntry> {
+    /// The raw pointer of a registered entry.
+    fn entry_ptr(&self, index: i32) -> Option<*mut TypeEntry> {
         let entry = *self.by_index.get(usize::try_from(index).ok()?)?;
+        (!entry.is_null()).then_some(entry)
+    }
+
+    /// A registered entry, borrowed for one operation under the write lock.
+    fn entry(&self, index: i32) -> Option<&'static mut TypeEntry> {
         // SAFETY: non-NULL entries are leaked; mutation happens under the write lock.
-        (!entry.is_null()).then(|| unsafe { &mut *entry })
+        self.entry_ptr(index).map(|entry| unsafe { &mut *entry })
     }
 
     /// Adds an entry at `index` (which must be free) under `parent`.
+    ///
+    /// Pointers into entries (the table, ancestor lists, infos handed to C) all derive from the
+    /// raw pointer of the leaked box, never from a `&mut`, so later borrows do not invalidate
+    /// them.
     fn insert(
         &mut self,
         key: &str,
@@ -234,13 +244,16 @@ impl Tables {
         parent: Option<i32>,
         num_slots: i32,
         can_overflow: bool,
-    ) -> &'static mut TypeEntry {
+    ) {
         let mut ancestors = Vec::new();
-        if let Some(parent) = parent.and_then(|p| self.entry(p)) {
-            ancestors.extend_from_slice(&parent.ancestors);
-            ancestors.push(&parent.info as *const TVMFFITypeInfo);
+        if let Some(parent) = parent.and_then(|p| self.entry_ptr(p)) {
+            // SAFETY: entries are leaked and only touched under the write lock held here.
+            unsafe {
+                ancestors.extend_from_slice(&(*parent).ancestors);
+                ancestors.push(std::ptr::addr_of!((*parent).info));
+            }
         }
-        let entry = Box::leak(Box::new(TypeEntry {
+        let ptr = Box::into_raw(Box::new(TypeEntry {
             info: TVMFFITypeInfo {
                 type_index: index,
                 type_depth: ancestors.len() as i32,
@@ -266,15 +279,16 @@ impl Tables {
             retained_text: Vec::new(),
             retained_values: Vec::new(),
         }));
+        // SAFETY: the entry is new and not shared yet; it is never freed.
+        let entry = unsafe { &mut *ptr };
         entry.info.type_key = entry.retain_text(key.as_bytes());
         entry.info.type_ancestors = entry.ancestors.as_ptr();
         let slot = index as usize;
         if self.by_index.len() <= slot {
             self.by_index.resize(slot + 1, std::ptr::null_mut());
         }
-        self.by_index[slot] = entry;
+        self.by_index[slot] = ptr;
         self.by_key.insert(key.to_owned(), index);
-        entry
     }
 
     fn column(&mut self, name: &str) -> *mut Column {

@@ -8,7 +8,7 @@ use tvm_ffi::containers::hash::{any_equal, any_hash, hash_bytes, hash_combine};
 use tvm_ffi::containers::map::{Dict, Map, PROBE};
 use tvm_ffi::object::alloc_object;
 use tvm_ffi::string::byte_array;
-use tvm_ffi::{Any, AnyView, Bytes, Error, Function, Object, ObjectRef, String};
+use tvm_ffi::{Any, Bytes, Error, Function, Object, ObjectRef, String};
 
 // ---------------------------------------------------------------------------------------------
 // Raw layout helpers
