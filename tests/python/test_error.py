@@ -1,0 +1,297 @@
+"""Exceptions across the native boundary: kinds, classes, identity and tracebacks (issue 3, §6)."""
+
+import builtins
+import importlib
+import subprocess
+import sys
+import traceback
+import uuid
+from pathlib import Path
+
+import pytest
+
+import tvm
+from tvm import error
+
+apply = tvm.get_global_func("testing.apply")
+raise_error = tvm.get_global_func("testing.test_raise_error")
+
+RUNTIME_SUBCLASSES = [
+    error.InternalError,
+    error.RPCError,
+    error.OpError,
+    error.DiagnosticError,
+    error.ScheduleError,
+]
+
+BUILTIN_KINDS = [
+    "ValueError",
+    "TypeError",
+    "IndexError",
+    "KeyError",
+    "AttributeError",
+    "NotImplementedError",
+    "RuntimeError",
+    "MemoryError",
+    "OverflowError",
+]
+
+
+def unique_kind(prefix="Kind"):
+    return f"{prefix}{uuid.uuid4().hex}"
+
+
+def native_frames(tb):
+    return [f for f in traceback.extract_tb(tb) if f.filename.endswith(".rs")]
+
+
+def frame_names(tb):
+    return [(Path(f.filename).name, f.name) for f in traceback.extract_tb(tb)]
+
+
+# ---- classes and kinds -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", RUNTIME_SUBCLASSES, ids=lambda c: c.__name__)
+def test_error_classes_subclass_runtime_error_directly(cls):
+    assert cls.__bases__ == (RuntimeError,)
+    assert cls.__module__ == "tvm.error"
+
+
+@pytest.mark.parametrize("cls", RUNTIME_SUBCLASSES, ids=lambda c: c.__name__)
+def test_native_error_of_each_runtime_kind_raises_its_class(cls):
+    with pytest.raises(cls) as info:
+        raise_error(cls.__name__, "message for the kind")
+    assert type(info.value) is cls
+    assert str(info.value) == "message for the kind"
+
+
+@pytest.mark.parametrize("kind", BUILTIN_KINDS)
+def test_builtin_kinds_map_to_the_builtins(kind):
+    builtin = getattr(builtins, kind)
+    with pytest.raises(builtin) as info:
+        raise_error(kind, "builtin message")
+    assert type(info.value) is builtin
+    assert "builtin message" in str(info.value)
+
+
+def test_unknown_kind_is_runtime_error_with_the_message():
+    kind = unique_kind("Unregistered")
+    with pytest.raises(RuntimeError) as info:
+        raise_error(kind, "the message")
+    assert type(info.value) is RuntimeError
+    assert "the message" in str(info.value)
+
+
+def test_register_error_as_decorator_with_a_kind():
+    kind = unique_kind()
+
+    @error.register_error(kind)
+    class CustomError(RuntimeError):
+        pass
+
+    with pytest.raises(CustomError, match="custom message"):
+        raise_error(kind, "custom message")
+
+
+def test_register_error_directly():
+    kind = unique_kind()
+
+    class DirectError(ValueError):
+        pass
+
+    assert error.register_error(kind, DirectError) is DirectError
+    with pytest.raises(DirectError) as info:
+        raise_error(kind, "direct")
+    assert type(info.value) is DirectError
+
+
+def test_register_error_as_bare_decorator_uses_the_class_name():
+    name = unique_kind("Bare")
+    cls = type(name, (RuntimeError,), {})
+    assert error.register_error(cls) is cls
+    with pytest.raises(cls):
+        raise_error(name, "bare")
+
+
+def test_register_error_rejects_non_exception_classes():
+    with pytest.raises(TypeError):
+        error.register_error(unique_kind(), int)
+
+
+def test_native_error_keeps_native_frames_in_its_traceback():
+    with pytest.raises(ValueError) as info:
+        raise_error("ValueError", "with frames")
+    tb = info.value.__traceback__
+    assert native_frames(tb), frame_names(tb)
+    frames = traceback.extract_tb(tb)
+    # The calling test frame comes before the native frames.
+    test_index = [f.name for f in frames].index(
+        "test_native_error_keeps_native_frames_in_its_traceback"
+    )
+    first_native = next(i for i, f in enumerate(frames) if f.filename.endswith(".rs"))
+    assert test_index < first_native
+    # The formatted traceback is printable.
+    text = "".join(traceback.format_exception(info.value))
+    assert ".rs" in text
+    assert "ValueError: with frames" in text
+
+
+# ---- exceptions raised by Python callbacks ---------------------------------------------------
+
+
+class CallbackError(Exception):
+    pass
+
+
+def test_exception_from_a_callback_comes_back_as_the_same_object():
+    raised = []
+
+    def callback(x):
+        exc = CallbackError(f"failed on {x}")
+        raised.append(exc)
+        raise exc
+
+    with pytest.raises(CallbackError) as info:
+        apply(callback, 7)
+    assert info.value is raised[0]
+    assert str(info.value) == "failed on 7"
+
+
+@pytest.mark.parametrize(
+    "exc_class",
+    [ValueError, KeyError, ZeroDivisionError, NotImplementedError, CallbackError, error.OpError],
+)
+def test_exception_class_survives_the_native_frames(exc_class):
+    def callback():
+        raise exc_class("inner")
+
+    with pytest.raises(exc_class) as info:
+        apply(callback)
+    assert type(info.value) is exc_class
+
+
+def test_exception_attributes_survive():
+    class RichError(Exception):
+        def __init__(self, code):
+            super().__init__(code)
+            self.code = code
+
+    def callback():
+        raise RichError(404)
+
+    with pytest.raises(RichError) as info:
+        apply(callback)
+    assert info.value.code == 404
+
+
+def test_base_exceptions_from_a_callback_come_back_unchanged():
+    def callback():
+        raise KeyboardInterrupt("stop")
+
+    with pytest.raises(KeyboardInterrupt):
+        apply(callback)
+
+
+def test_exception_chaining_is_kept():
+    def callback():
+        try:
+            raise KeyError("cause")
+        except KeyError as cause:
+            raise ValueError("effect") from cause
+
+    with pytest.raises(ValueError) as info:
+        apply(callback)
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+def failing_callback(value):
+    raise CallbackError(f"callback failed with {value}")
+
+
+def test_callback_traceback_shows_python_and_native_frames():
+    with pytest.raises(CallbackError) as info:
+        apply(failing_callback, 1)
+    tb = info.value.__traceback__
+    frames = traceback.extract_tb(tb)
+    names = [f.name for f in frames]
+    assert "failing_callback" in names, frame_names(tb)
+    assert "test_callback_traceback_shows_python_and_native_frames" in names
+    assert native_frames(tb), frame_names(tb)
+    # Order: the caller, then the native frames in between, then the callback.
+    caller = names.index("test_callback_traceback_shows_python_and_native_frames")
+    callback = names.index("failing_callback")
+    native = [i for i, f in enumerate(frames) if f.filename.endswith(".rs")]
+    assert caller < min(native) < callback
+    assert frames[callback].filename == __file__
+    assert frames[callback].line == 'raise CallbackError(f"callback failed with {value}")'
+
+
+def test_traceback_of_a_nested_native_error_shows_every_layer():
+    def callback():
+        raise_error("TypeError", "innermost")
+
+    with pytest.raises(TypeError, match="innermost") as info:
+        apply(callback)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    names = [f.name for f in frames]
+    native = [i for i, f in enumerate(frames) if f.filename.endswith(".rs")]
+    callback_index = names.index("callback")
+    # Native frames both before the callback (testing.apply) and after it (the raising function).
+    assert any(i < callback_index for i in native), names
+    assert any(i > callback_index for i in native), names
+
+
+def test_exception_from_a_registered_python_function_called_through_the_registry():
+    name = f"test_error.{uuid.uuid4().hex}"
+    original = CallbackError("registered")
+
+    def raising():
+        raise original
+
+    tvm.register_func(name, raising)
+    try:
+        with pytest.raises(CallbackError) as info:
+            tvm.get_global_func(name)()
+        assert info.value is original
+    finally:
+        tvm.ffi.remove_global_func(name)
+
+
+def test_repeated_failures_keep_tracebacks_short():
+    for _ in range(50):
+        with pytest.raises(CallbackError) as info:
+            apply(failing_callback, 2)
+    assert len(traceback.extract_tb(info.value.__traceback__)) < 40
+
+
+# ---- no legacy names -------------------------------------------------------------------------
+
+
+def test_there_is_no_tvm_error_class():
+    for module in (tvm, tvm.error, tvm.ffi, tvm.runtime, tvm.base):
+        assert not hasattr(module, "TVMError"), module.__name__
+    for name, module in list(sys.modules.items()):
+        if name == "tvm" or name.startswith("tvm."):
+            assert not hasattr(module, "TVMError"), name
+
+
+def test_no_source_file_of_the_package_mentions_tvm_error():
+    package_dir = Path(tvm.__file__).parent
+    sources = [*package_dir.rglob("*.py"), *package_dir.rglob("*.pyi")]
+    assert sources
+    offenders = [str(p) for p in sources if "TVMError" in p.read_text(encoding="utf-8")]
+    assert offenders == []
+
+
+def test_tvm_ffi_private_module_does_not_exist():
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("tvm._ffi")
+
+
+def test_tvm_ffi_private_module_does_not_exist_in_a_fresh_interpreter():
+    result = subprocess.run(
+        [sys.executable, "-c", "import tvm._ffi"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode != 0
+    assert "ModuleNotFoundError" in result.stderr
