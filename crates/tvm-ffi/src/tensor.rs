@@ -55,15 +55,22 @@ pub(crate) enum TensorOwner {
     Source(#[allow(dead_code)] Any),
     /// A buffer allocated here with `posix_memalign`.
     Buffer(*mut c_void),
+    /// Memory of a foreign owner, released by calling `release(ctx)` once.
+    Foreign {
+        /// The owner's context.
+        ctx: *mut c_void,
+        /// Releases the owner.
+        release: unsafe extern "C" fn(*mut c_void),
+    },
 }
 
-/// Tensors made by this runtime: the shared view, then storage for shape and strides.
+/// Tensors made by this runtime: the shared view and the owner of the data; the shape and then
+/// the strides (`ndim` values each) follow the struct in the same allocation.
 #[repr(C)]
 pub(crate) struct TensorStorage {
     view: TensorObj,
-    shape: Vec<i64>,
-    strides: Vec<i64>,
     owner: TensorOwner,
+    read_only: bool,
 }
 
 /// Addresses of live tensors made here whose producer marked the data read-only (rare, so a
@@ -76,7 +83,9 @@ fn read_only_set() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
 
 impl Drop for TensorStorage {
     fn drop(&mut self) {
-        read_only_set().remove(&(self as *const TensorStorage as usize));
+        if self.read_only {
+            read_only_set().remove(&(self as *const TensorStorage as usize));
+        }
         // SAFETY: each owner is released exactly once, as its producer prescribes.
         unsafe {
             match &self.owner {
@@ -92,6 +101,7 @@ impl Drop for TensorStorage {
                 }
                 TensorOwner::Source(_) => {}
                 TensorOwner::Buffer(ptr) => libc::free(*ptr),
+                TensorOwner::Foreign { ctx, release } => release(*ctx),
             }
         }
     }
@@ -135,15 +145,15 @@ fn is_direct_address(device_type: i32) -> bool {
     )
 }
 
-/// Reads the shape and strides of a descriptor from a producer.
+/// The shape and strides of a descriptor from a producer (borrowed from it).
 ///
 /// # Safety
 /// `t` is a valid descriptor whose shape (and strides, if non-NULL) hold `ndim` values.
-pub(crate) unsafe fn read_dims(t: &DLTensor) -> Result<(Vec<i64>, Option<Vec<i64>>)> {
+pub(crate) unsafe fn read_dims(t: &DLTensor) -> Result<(&[i64], Option<&[i64]>)> {
     let ndim = usize::try_from(t.ndim)
         .map_err(|_| Error::new(ErrorKind::ValueError, format!("negative ndim {}", t.ndim)))?;
     if ndim == 0 {
-        return Ok((Vec::new(), None));
+        return Ok((&[], None));
     }
     if t.shape.is_null() {
         crate::bail!(
@@ -152,10 +162,10 @@ pub(crate) unsafe fn read_dims(t: &DLTensor) -> Result<(Vec<i64>, Option<Vec<i64
         );
     }
     // SAFETY: guaranteed by the caller.
-    let shape = unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec();
+    let shape = unsafe { std::slice::from_raw_parts(t.shape, ndim) };
     // SAFETY: as above.
-    let strides = (!t.strides.is_null())
-        .then(|| unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec());
+    let strides =
+        (!t.strides.is_null()).then(|| unsafe { std::slice::from_raw_parts(t.strides, ndim) });
     Ok((shape, strides))
 }
 
@@ -190,44 +200,54 @@ pub(crate) fn check_import(
     Ok(())
 }
 
-/// Builds a tensor object over `prototype`'s data, owned by `owner`.
+/// Builds a tensor object over `prototype`'s data, owned by `owner`; shape and strides are
+/// copied (compact strides are filled in when `strides` is `None`).
 pub(crate) fn make_tensor(
     prototype: &DLTensor,
-    shape: Vec<i64>,
-    strides: Option<Vec<i64>>,
+    shape: &[i64],
+    strides: Option<&[i64]>,
     owner: TensorOwner,
     read_only: bool,
 ) -> Tensor {
-    let strides = strides.unwrap_or_else(|| compact_strides(&shape));
+    let ndim = shape.len();
     let storage = TensorStorage {
         view: TensorObj {
             base: Object::header(),
             tensor: *prototype,
         },
-        shape,
-        strides,
         owner,
+        read_only,
     };
-    // SAFETY: repr(C) with the header first; Drop releases the owner.
-    let ptr = unsafe { alloc_object(storage, 0, kTVMFFITensor) };
+    // SAFETY: repr(C) with the header first; Drop releases the owner; the extra bytes hold the
+    // shape and strides as plain integers.
+    let ptr = unsafe { alloc_object(storage, 2 * ndim * size_of::<i64>(), kTVMFFITensor) };
+    // SAFETY: the object is new; the dims live right after the struct (8-byte aligned, since the
+    // struct's size is a multiple of its 8-byte alignment).
+    unsafe {
+        let dims = ptr.as_ptr().add(1).cast::<i64>();
+        std::ptr::copy_nonoverlapping(shape.as_ptr(), dims, ndim);
+        match strides {
+            Some(strides) => std::ptr::copy_nonoverlapping(strides.as_ptr(), dims.add(ndim), ndim),
+            None => {
+                let compact = compact_strides(shape);
+                std::ptr::copy_nonoverlapping(compact.as_ptr(), dims.add(ndim), ndim);
+            }
+        }
+        let tensor = &mut (*ptr.as_ptr()).view.tensor;
+        tensor.ndim = ndim as i32;
+        tensor.shape = if ndim == 0 {
+            std::ptr::null_mut()
+        } else {
+            dims
+        };
+        tensor.strides = if ndim == 0 {
+            std::ptr::null_mut()
+        } else {
+            dims.add(ndim)
+        };
+    }
     if read_only {
         read_only_set().insert(ptr.as_ptr() as usize);
-    }
-    // SAFETY: the object is new; point the descriptor at its own shape and strides.
-    unsafe {
-        let storage = &mut *ptr.as_ptr();
-        let ndim = storage.shape.len();
-        storage.view.tensor.ndim = ndim as i32;
-        storage.view.tensor.shape = if ndim == 0 {
-            std::ptr::null_mut()
-        } else {
-            storage.shape.as_mut_ptr()
-        };
-        storage.view.tensor.strides = if ndim == 0 {
-            std::ptr::null_mut()
-        } else {
-            storage.strides.as_mut_ptr()
-        };
     }
     // SAFETY: the new object's reference moves into the tensor.
     let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
@@ -316,7 +336,7 @@ impl Tensor {
         let prototype = DLTensor { data, ..prototype };
         Ok(make_tensor(
             &prototype,
-            shape.to_vec(),
+            shape,
             None,
             TensorOwner::Buffer(data),
             false,
@@ -339,6 +359,34 @@ impl Tensor {
             std::ptr::copy_nonoverlapping(data.as_ptr(), tensor.data_ptr().cast::<T>(), data.len())
         };
         Ok(tensor)
+    }
+
+    /// Wraps memory owned by a foreign object (a Python buffer, say) described by `prototype`:
+    /// `release(ctx)` runs exactly once when the tensor dies, or right away if this fails.
+    ///
+    /// # Safety
+    /// `prototype` is a valid descriptor of memory that stays valid until `release(ctx)`.
+    pub unsafe fn from_foreign(
+        prototype: &DLTensor,
+        read_only: bool,
+        ctx: *mut c_void,
+        release: unsafe extern "C" fn(*mut c_void),
+    ) -> Result<Tensor> {
+        // SAFETY: guaranteed by the caller.
+        match unsafe { read_dims(prototype) } {
+            Ok((shape, strides)) => Ok(make_tensor(
+                prototype,
+                shape,
+                strides,
+                TensorOwner::Foreign { ctx, release },
+                read_only,
+            )),
+            Err(err) => {
+                // SAFETY: the owner is released exactly once.
+                unsafe { release(ctx) };
+                Err(err)
+            }
+        }
     }
 
     /// Takes over a legacy DLPack tensor (ownership moves in on success only).

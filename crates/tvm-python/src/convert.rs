@@ -4,12 +4,15 @@
 //! (ints, floats, `str` through its cached UTF-8 buffer, wrapped objects), so a call allocates
 //! nothing for them; other arguments become temporaries owned for the duration of the call.
 
+use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
+use std::sync::Mutex;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 use tvm_ffi::abi::{self, TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray};
 use tvm_ffi::{Any, AnyView, Array, Function};
 
@@ -141,73 +144,145 @@ fn str_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIA
     ))
 }
 
+/// How values of one Python type convert, decided once per type (types are few and long-lived).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Dtype,
+    Str,
+    Bytes,
+    ByteArray,
+    Sequence,
+    Dict,
+    Int,
+    Float,
+    Index,
+    DLPack,
+    ObjectAttr,
+    Callable,
+    Opaque,
+}
+
+fn classify(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
+    let ty = obj.get_type();
+    let has = |name: &Bound<'_, PyString>| ty.hasattr(name);
+    Ok(if crate::dtype::dtype_of(obj)?.is_some() {
+        Kind::Dtype
+    } else if obj.is_instance_of::<PyString>() {
+        Kind::Str
+    } else if obj.is_instance_of::<PyBytes>() {
+        Kind::Bytes
+    } else if obj.is_instance_of::<pyo3::types::PyByteArray>() {
+        Kind::ByteArray
+    } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        Kind::Sequence
+    } else if obj.is_instance_of::<PyDict>() {
+        Kind::Dict
+    } else if obj.is_instance_of::<pyo3::types::PyInt>() {
+        Kind::Int
+    } else if obj.is_instance_of::<pyo3::types::PyFloat>() {
+        Kind::Float
+    } else if has(pyo3::intern!(py, "__dlpack__"))? {
+        Kind::DLPack
+    } else if has(pyo3::intern!(py, "__tvm_ffi_object__"))? {
+        Kind::ObjectAttr
+    } else if has(pyo3::intern!(py, "__index__"))? && !obj.is_callable() {
+        Kind::Index
+    } else if obj.is_callable() {
+        Kind::Callable
+    } else {
+        Kind::Opaque
+    })
+}
+
+/// Conversion kinds by type address; the entry keeps its type alive, so addresses stay unique.
+type KindCache = Mutex<HashMap<usize, (Py<PyType>, Kind)>>;
+
+/// The conversion kind of `obj`'s type, from the per-type cache.
+fn kind_of(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
+    static CACHE: PyOnceLock<KindCache> = PyOnceLock::new();
+    let cache = CACHE.get_or_init(py, Default::default);
+    let key = obj.get_type_ptr() as usize;
+    if let Some((_, kind)) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(*kind);
+    }
+    let kind = classify(py, obj)?;
+    // A program that makes types without end gets no more entries than the bound.
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() < 4096 {
+        cache.insert(key, (obj.get_type().unbind(), kind));
+    }
+    Ok(kind)
+}
+
 fn slow_path(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     temps: &mut Temporaries,
 ) -> PyResult<TVMFFIAny> {
-    if let Some(dl) = crate::dtype::dtype_of(obj)? {
-        let mut payload = TVMFFIAnyPayload { v_uint64: 0 };
-        payload.v_dtype = dl;
-        return Ok(pod(abi::kTVMFFIDataType, payload));
-    }
-    if obj.is_instance_of::<PyString>() {
-        return str_view(obj, temps);
-    }
-    if let Ok(bytes) = obj.cast::<PyBytes>() {
-        let data = bytes.as_bytes();
-        let array = Box::new(TVMFFIByteArray {
-            data: data.as_ptr().cast(),
-            size: data.len(),
-        });
-        let raw = pod(
-            abi::kTVMFFIByteArrayPtr,
-            TVMFFIAnyPayload {
-                v_ptr: (&*array as *const TVMFFIByteArray).cast_mut().cast(),
-            },
-        );
-        temps.byte_arrays.push(array);
-        return Ok(raw);
-    }
-    if obj.is_instance_of::<pyo3::types::PyByteArray>() {
-        let copy: Vec<u8> = obj.extract()?;
-        return Ok(keep(temps, tvm_ffi::Bytes::from(copy).into()));
-    }
-    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-        return Ok(keep(temps, sequence_to_array(obj)?.into()));
-    }
-    if let Ok(dict) = obj.cast::<PyDict>() {
-        return Ok(keep(temps, crate::containers::dict_to_map(dict)?));
-    }
-    if obj.is_instance_of::<pyo3::types::PyInt>() {
-        return Ok(pod(
+    match kind_of(py, obj)? {
+        Kind::Dtype => {
+            let dl = crate::dtype::dtype_of(obj)?.expect("classified as dtype");
+            let mut payload = TVMFFIAnyPayload { v_uint64: 0 };
+            payload.v_dtype = dl;
+            Ok(pod(abi::kTVMFFIDataType, payload))
+        }
+        Kind::Str => str_view(obj, temps),
+        Kind::Bytes => {
+            let data = obj.cast::<PyBytes>()?.as_bytes();
+            let array = Box::new(TVMFFIByteArray {
+                data: data.as_ptr().cast(),
+                size: data.len(),
+            });
+            let raw = pod(
+                abi::kTVMFFIByteArrayPtr,
+                TVMFFIAnyPayload {
+                    v_ptr: (&*array as *const TVMFFIByteArray).cast_mut().cast(),
+                },
+            );
+            temps.byte_arrays.push(array);
+            Ok(raw)
+        }
+        Kind::ByteArray => {
+            let copy: Vec<u8> = obj.extract()?;
+            Ok(keep(temps, tvm_ffi::Bytes::from(copy).into()))
+        }
+        Kind::Sequence => Ok(keep(temps, sequence_to_array(obj)?.into())),
+        Kind::Dict => Ok(keep(
+            temps,
+            crate::containers::dict_to_map(obj.cast::<PyDict>()?)?,
+        )),
+        Kind::Int => Ok(pod(
             abi::kTVMFFIInt,
             TVMFFIAnyPayload {
                 v_int64: int_value(obj)?,
             },
-        ));
-    }
-    if obj.is_instance_of::<pyo3::types::PyFloat>() {
-        return Ok(pod(
+        )),
+        Kind::Float => Ok(pod(
             abi::kTVMFFIFloat,
             TVMFFIAnyPayload {
                 v_float64: obj.extract()?,
             },
-        ));
-    }
-    if obj.hasattr(pyo3::intern!(py, "__dlpack__"))? {
-        return Ok(keep(temps, crate::dlpack::from_dlpack_object(obj)?.into()));
-    }
-    if let Ok(value) = obj.getattr(pyo3::intern!(py, "__tvm_ffi_object__")) {
-        return py_to_view(&value, temps);
-    }
-    if obj.is_callable() {
-        return Ok(keep(
+        )),
+        Kind::Index => {
+            let index = obj.call_method0(pyo3::intern!(py, "__index__"))?;
+            Ok(pod(
+                abi::kTVMFFIInt,
+                TVMFFIAnyPayload {
+                    v_int64: int_value(&index)?,
+                },
+            ))
+        }
+        Kind::DLPack => Ok(keep(temps, crate::dlpack::from_dlpack_object(obj)?.into())),
+        Kind::ObjectAttr => {
+            let value = obj.getattr(pyo3::intern!(py, "__tvm_ffi_object__"))?;
+            py_to_view(&value, temps)
+        }
+        Kind::Callable => Ok(keep(
             temps,
             crate::callback::callable_to_function(obj)?.into(),
-        ));
+        )),
+        Kind::Opaque => Ok(keep(temps, opaque(obj)?)),
     }
-    Ok(keep(temps, opaque(obj)?))
 }
 
 unsafe extern "C" fn release_py_object(handle: *mut c_void) {
@@ -340,11 +415,13 @@ struct SendViews<'a>(&'a [AnyView<'a>]);
 // SAFETY: the views borrow values that stay alive (and untouched) until the call returns.
 unsafe impl Send for SendViews<'_> {}
 
-/// Calls `function` with Python arguments, releasing the interpreter lock during the call.
+/// Calls `function` with Python arguments, releasing the interpreter lock during the call if
+/// `release_gil`.
 pub(crate) fn call_function(
     py: Python<'_>,
     function: &Function,
     args: &Bound<'_, PyTuple>,
+    release_gil: bool,
 ) -> PyResult<Any> {
     const STACK: usize = 8;
     let n = args.len();
@@ -363,11 +440,15 @@ pub(crate) fn call_function(
     // SAFETY: `AnyView` is a transparent `TVMFFIAny`; the views borrow `args` and `temps`.
     let views: &[AnyView<'_>] =
         unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<AnyView<'_>>(), n) };
-    let views = SendViews(views);
-    let result = py.detach(move || {
-        let views = views;
-        function.call_packed(views.0)
-    });
+    let result = if release_gil {
+        let views = SendViews(views);
+        py.detach(move || {
+            let views = views;
+            function.call_packed(views.0)
+        })
+    } else {
+        function.call_packed(views)
+    };
     drop(temps);
     result.map_err(|e| raise_error(py, e))
 }

@@ -5,8 +5,9 @@ use std::ffi::{CStr, c_void};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
-use tvm_ffi::abi::{self, DLManagedTensor, DLManagedTensorVersioned};
+use tvm_ffi::abi::{self, DLDataType, DLManagedTensor, DLManagedTensorVersioned};
 use tvm_ffi::{Any, Tensor};
 
 use crate::device::PyDevice;
@@ -46,22 +47,145 @@ fn from_capsule(capsule: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     )))
 }
 
+/// The DLPack data type of a buffer format string (native byte order only).
+fn buffer_dtype(format: &[u8], itemsize: isize) -> Option<DLDataType> {
+    let format = match format {
+        [b'@' | b'=' | b'<', rest @ ..] if cfg!(target_endian = "little") => rest,
+        [b'@' | b'=', rest @ ..] => rest,
+        other => other,
+    };
+    let (code, bits) = match format {
+        b"?" => (abi::kDLBool, 8),
+        b"b" | b"h" | b"i" | b"l" | b"q" | b"n" => (abi::kDLInt, itemsize * 8),
+        b"B" | b"H" | b"I" | b"L" | b"Q" | b"N" => (abi::kDLUInt, itemsize * 8),
+        b"e" | b"f" | b"d" => (abi::kDLFloat, itemsize * 8),
+        b"Zf" | b"Zd" => (abi::kDLComplex, itemsize * 8),
+        _ => return None,
+    };
+    Some(DLDataType {
+        code,
+        bits: u8::try_from(bits).ok()?,
+        lanes: 1,
+    })
+}
+
+unsafe extern "C" fn release_buffer(ctx: *mut c_void) {
+    Python::attach(|_py| {
+        // SAFETY: `ctx` is the boxed buffer view filled by `PyObject_GetBuffer`, released once.
+        unsafe {
+            let mut view = Box::from_raw(ctx.cast::<ffi::Py_buffer>());
+            ffi::PyBuffer_Release(&mut *view);
+        }
+    });
+}
+
+/// Imports a numpy array through the buffer protocol: the same zero-copy view as DLPack (CPU
+/// memory, shape, strides, read-only flag), without the producer's DLPack machinery. `None`
+/// when the buffer does not describe a DLPack tensor (the caller then uses `__dlpack__`).
+fn from_buffer(obj: &Bound<'_, PyAny>) -> Option<Tensor> {
+    // SAFETY: a zeroed Py_buffer is what PyObject_GetBuffer expects to fill.
+    let mut view: Box<ffi::Py_buffer> = Box::new(unsafe { std::mem::zeroed() });
+    // SAFETY: a live object and a writable view; on failure the error is cleared below.
+    if unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, ffi::PyBUF_RECORDS_RO) } != 0 {
+        drop(PyErr::take(obj.py()));
+        return None;
+    }
+    let release = |mut view: Box<ffi::Py_buffer>| {
+        // SAFETY: the view was filled above and is released once.
+        unsafe { ffi::PyBuffer_Release(&mut *view) };
+        None
+    };
+    let ndim = usize::try_from(view.ndim).unwrap_or(0);
+    // SAFETY: a filled view with RECORDS_RO has a format string and ndim shape/stride entries.
+    let (format, shape, strides) = unsafe {
+        if view.format.is_null() || (ndim > 0 && (view.shape.is_null() || view.strides.is_null())) {
+            return release(view);
+        }
+        (
+            CStr::from_ptr(view.format).to_bytes(),
+            std::slice::from_raw_parts(view.shape.cast::<i64>(), ndim),
+            std::slice::from_raw_parts(view.strides.cast::<i64>(), ndim),
+        )
+    };
+    let Some(dtype) = buffer_dtype(format, view.itemsize) else {
+        return release(view);
+    };
+    let itemsize = view.itemsize as i64;
+    if itemsize <= 0 || strides.iter().any(|s| s % itemsize != 0) {
+        return release(view);
+    }
+    let strides: Vec<i64> = strides.iter().map(|s| s / itemsize).collect();
+    let prototype = abi::DLTensor {
+        data: view.buf,
+        device: abi::DLDevice {
+            device_type: abi::kDLCPU,
+            device_id: 0,
+        },
+        ndim: ndim as i32,
+        dtype,
+        shape: shape.as_ptr().cast_mut(),
+        strides: if ndim == 0 {
+            std::ptr::null_mut()
+        } else {
+            strides.as_ptr().cast_mut()
+        },
+        byte_offset: 0,
+    };
+    let read_only = view.readonly != 0;
+    // SAFETY: the descriptor borrows the view, which stays alive (boxed) until the tensor
+    // releases it; on failure `from_foreign` releases it right away.
+    unsafe {
+        Tensor::from_foreign(
+            &prototype,
+            read_only,
+            Box::into_raw(view).cast(),
+            release_buffer,
+        )
+    }
+    .ok()
+}
+
+/// Whether `obj` is exactly a numpy array (whose buffer export matches its DLPack export).
+fn is_numpy_array(obj: &Bound<'_, PyAny>) -> bool {
+    static NDARRAY: PyOnceLock<usize> = PyOnceLock::new();
+    let py = obj.py();
+    let ty = obj.get_type_ptr() as usize;
+    if let Some(ndarray) = NDARRAY.get(py) {
+        return ty == *ndarray;
+    }
+    let ty_obj = obj.get_type();
+    let is_ndarray =
+        ty_obj.name().is_ok_and(|n| n == "ndarray") && ty_obj.module().is_ok_and(|m| m == "numpy");
+    if is_ndarray {
+        // The type object lives as long as numpy is loaded, which is the process.
+        let _ = NDARRAY.set(py, ty);
+    }
+    is_ndarray
+}
+
 /// Imports any DLPack producer (an object with `__dlpack__`, or a capsule) without a copy.
 pub(crate) fn from_dlpack_object(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let py = obj.py();
     if let Ok(wrapped) = obj.cast::<PyTensor>() {
         return Ok(wrapped.get().0.clone());
     }
-    if !obj.hasattr(pyo3::intern!(py, "__dlpack__"))? {
-        return from_capsule(obj);
+    if is_numpy_array(obj) {
+        if let Some(tensor) = from_buffer(obj) {
+            return Ok(tensor);
+        }
     }
-    let kwargs = PyDict::new(py);
-    kwargs.set_item(
-        "max_version",
-        (abi::DLPACK_MAJOR_VERSION, abi::DLPACK_MINOR_VERSION),
-    )?;
-    let method = obj.getattr(pyo3::intern!(py, "__dlpack__"))?;
-    let capsule = match method.call((), Some(&kwargs)) {
+    let Ok(method) = obj.getattr(pyo3::intern!(py, "__dlpack__")) else {
+        return from_capsule(obj);
+    };
+    // One shared `max_version=(1, 3)` keyword dict: producers only read their keywords.
+    static KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    let kwargs = KWARGS.get_or_try_init(py, || -> PyResult<Py<PyDict>> {
+        let kwargs = PyDict::new(py);
+        let version = (abi::DLPACK_MAJOR_VERSION, abi::DLPACK_MINOR_VERSION);
+        kwargs.set_item("max_version", version)?;
+        Ok(kwargs.unbind())
+    })?;
+    let capsule = match method.call((), Some(kwargs.bind(py))) {
         Ok(capsule) => capsule,
         Err(err) if err.is_instance_of::<PyTypeError>(py) => method.call0()?,
         Err(err) => return Err(err),

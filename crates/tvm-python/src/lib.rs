@@ -92,6 +92,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(type_key_to_index, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(objects::_register_object_class, m)?)?;
+    m.add_function(wrap_pyfunction!(objects::_object_get_field, m)?)?;
+    m.add_function(wrap_pyfunction!(objects::_type_field_names, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_set_error_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_register_dtype_class, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_parse_dtype, m)?)?;

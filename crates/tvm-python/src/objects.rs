@@ -2,11 +2,12 @@
 //! Python classes bound to type keys with `register_object`.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{OnceLock, RwLock};
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple, PyType};
+use pyo3::types::{PyTuple, PyType};
 use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::{Any, Function, types};
 
@@ -57,7 +58,7 @@ impl PyObjectRef {
         args: &Bound<'_, PyTuple>,
     ) -> PyResult<()> {
         let function = crate::convert::function_of(constructor)?;
-        let value = call_function(py, &function, args)?;
+        let value = call_function(py, &function, args, false)?;
         if !value.is_object() {
             return Err(PyTypeError::new_err(format!(
                 "constructor returned {}, not an object",
@@ -121,31 +122,6 @@ impl PyObjectRef {
         Ok(format!("{}({})", this.any().type_key(), parts.join(", ")))
     }
 
-    /// Reads a reflected field of the object's type (or of its ancestors).
-    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        match read_field(self.any(), name) {
-            Some(value) => any_to_py(py, value.map_err(|e| raise_error(py, e))?),
-            None => Err(PyAttributeError::new_err(format!(
-                "'{}' object has no attribute '{name}'",
-                self.any().type_key()
-            ))),
-        }
-    }
-
-    /// Reflected fields are read-only; other attributes are set as usual (on subclasses that
-    /// have a `__dict__`).
-    fn __setattr__(
-        slf: &Bound<'_, Self>,
-        name: &Bound<'_, PyString>,
-        value: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        generic_setattr(slf, name, value.as_ptr())
-    }
-
-    fn __delattr__(slf: &Bound<'_, Self>, name: &Bound<'_, PyString>) -> PyResult<()> {
-        generic_setattr(slf, name, std::ptr::null_mut())
-    }
-
     fn __getstate__(&self) -> PyResult<()> {
         Err(PyTypeError::new_err(format!(
             "cannot pickle {}",
@@ -154,30 +130,28 @@ impl PyObjectRef {
     }
 }
 
-/// Sets (or, with a NULL `value`, deletes) a plain attribute; a reflected field is an
-/// `AttributeError` naming it.
-fn generic_setattr(
-    slf: &Bound<'_, PyObjectRef>,
-    name: &Bound<'_, PyString>,
-    value: *mut pyo3::ffi::PyObject,
-) -> PyResult<()> {
-    let this = slf.get();
-    let field = name.to_str()?;
-    if reflected_fields(this.any().type_index())
-        .iter()
-        .any(|f| f == field)
-    {
-        return Err(PyAttributeError::new_err(format!(
-            "field '{field}' of {} is read-only",
+/// The value of reflected field `name` of an object; an `AttributeError` naming the field and
+/// the type if there is none.
+#[pyfunction]
+pub(crate) fn _object_get_field(
+    py: Python<'_>,
+    obj: &Bound<'_, PyObjectRef>,
+    name: &str,
+) -> PyResult<Py<PyAny>> {
+    let this = obj.get();
+    match read_field(this.any(), name) {
+        Some(value) => any_to_py(py, value.map_err(|e| raise_error(py, e))?),
+        None => Err(PyAttributeError::new_err(format!(
+            "'{}' object has no attribute '{name}'",
             this.any().type_key()
-        )));
+        ))),
     }
-    // SAFETY: live objects; the generic setter sets a Python error when it fails.
-    let rc = unsafe { pyo3::ffi::PyObject_GenericSetAttr(slf.as_ptr(), name.as_ptr(), value) };
-    if rc != 0 {
-        return Err(PyErr::fetch(slf.py()));
-    }
-    Ok(())
+}
+
+/// The names of the reflected fields of a type (with its ancestors'), root first.
+#[pyfunction]
+pub(crate) fn _type_field_names(type_index: i32) -> Vec<String> {
+    reflected_fields(type_index)
 }
 
 /// The reflected field records of a type and its ancestors, root first.
@@ -244,9 +218,14 @@ fn read_field(value: &Any, name: &str) -> Option<tvm_ffi::Result<Any>> {
 }
 
 /// A packed function callable from Python.
+///
+/// Calls keep the interpreter lock by default, as pybind11 and nanobind bindings do: most calls
+/// are short, and releasing and re-acquiring the lock would double their cost. A function that
+/// may run long (a CPU kernel) sets `release_gil = True` so other Python threads run meanwhile.
 #[pyclass(extends = PyObjectRef, frozen, dict, module = "tvm.ffi", name = "Function")]
 pub struct PyFunction {
     function: Function,
+    release_gil: AtomicBool,
 }
 
 impl PyFunction {
@@ -255,7 +234,10 @@ impl PyFunction {
         let base = PyObjectRef::from_any(Any::from(function.clone()));
         Py::new(
             py,
-            PyClassInitializer::from(base).add_subclass(PyFunction { function }),
+            PyClassInitializer::from(base).add_subclass(PyFunction {
+                function,
+                release_gil: AtomicBool::new(false),
+            }),
         )
     }
 
@@ -269,8 +251,20 @@ impl PyFunction {
 impl PyFunction {
     #[pyo3(signature = (*args))]
     fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        let value = call_function(py, &self.function, args)?;
+        let release = self.release_gil.load(Ordering::Relaxed);
+        let value = call_function(py, &self.function, args, release)?;
         any_to_py(py, value)
+    }
+
+    /// Whether calls release the interpreter lock while native code runs (default False).
+    #[getter]
+    fn get_release_gil(&self) -> bool {
+        self.release_gil.load(Ordering::Relaxed)
+    }
+
+    #[setter]
+    fn set_release_gil(&self, value: bool) {
+        self.release_gil.store(value, Ordering::Relaxed);
     }
 
     fn __repr__(&self) -> String {

@@ -71,6 +71,40 @@ def remove_global_func(name: str) -> bool:
     return _native.remove_global_func(name)
 
 
+class _Field:
+    """A read-only attribute that reads a reflected field through its native getter."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Object | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return _native._object_get_field(obj, self.name)
+
+    def __set__(self, obj: Object, value: Any) -> None:
+        raise AttributeError(f"field '{self.name}' of {obj.type_key} is read-only")
+
+    def __delete__(self, obj: Object) -> None:
+        raise AttributeError(f"field '{self.name}' of {obj.type_key} is read-only")
+
+
+class _ReflectedObject(Object):
+    """Objects of types with no registered class: fields are read through reflection."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _native._object_get_field(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _native._type_field_names(self._type_index):
+            raise AttributeError(f"field '{name}' of {self.type_key} is read-only")
+        super().__setattr__(name, value)
+
+
 def register_object(type_key: str | type | None = None) -> Any:
     """Bind a Python class (a subclass of :class:`Object`) to an object type registered in
     native code, so values of that type come back as instances of the class.
@@ -82,10 +116,17 @@ def register_object(type_key: str | type | None = None) -> Any:
         if not (isinstance(cls, type) and issubclass(cls, Object)):
             raise TypeError(f"register_object needs a subclass of tvm.ffi.Object, got {cls!r}")
         key = type_key if isinstance(type_key, str) else cls.__name__
-        cls._tvm_type_index = _native._register_object_class(key, cls)
+        index = _native._register_object_class(key, cls)
+        cls._tvm_type_index = index
         cls._tvm_type_key = key
+        for name in _native._type_field_names(index):
+            if not hasattr(cls, name):
+                setattr(cls, name, _Field(name))
         return cls
 
     if isinstance(type_key, type):
         return register(type_key)
     return register
+
+
+register_object("ffi.Object")(_ReflectedObject)

@@ -29,8 +29,8 @@ unsafe fn import(
     let (shape, strides) = unsafe { read_dims(t)? };
     check_import(
         t,
-        &shape,
-        strides.as_deref(),
+        shape,
+        strides,
         require_alignment,
         require_contiguous != 0,
     )?;
