@@ -112,6 +112,11 @@ pub(crate) fn py_to_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyR
         }
         return Ok(*value.as_raw());
     }
+    if crate::dlpack::is_numpy_array(obj) {
+        if let Some(tensor) = crate::dlpack::from_buffer(obj) {
+            return Ok(keep(temps, tensor.into()));
+        }
+    }
     if let Ok(device) = obj.cast::<PyDevice>() {
         return Ok(pod(
             abi::kTVMFFIDevice,

@@ -82,7 +82,7 @@ unsafe extern "C" fn release_buffer(ctx: *mut c_void) {
 /// Imports a numpy array through the buffer protocol: the same zero-copy view as DLPack (CPU
 /// memory, shape, strides, read-only flag), without the producer's DLPack machinery. `None`
 /// when the buffer does not describe a DLPack tensor (the caller then uses `__dlpack__`).
-fn from_buffer(obj: &Bound<'_, PyAny>) -> Option<Tensor> {
+pub(crate) fn from_buffer(obj: &Bound<'_, PyAny>) -> Option<Tensor> {
     // SAFETY: a zeroed Py_buffer is what PyObject_GetBuffer expects to fill.
     let mut view: Box<ffi::Py_buffer> = Box::new(unsafe { std::mem::zeroed() });
     // SAFETY: a live object and a writable view; on failure the error is cleared below.
@@ -146,7 +146,7 @@ fn from_buffer(obj: &Bound<'_, PyAny>) -> Option<Tensor> {
 }
 
 /// Whether `obj` is exactly a numpy array (whose buffer export matches its DLPack export).
-fn is_numpy_array(obj: &Bound<'_, PyAny>) -> bool {
+pub(crate) fn is_numpy_array(obj: &Bound<'_, PyAny>) -> bool {
     static NDARRAY: PyOnceLock<usize> = PyOnceLock::new();
     let py = obj.py();
     let ty = obj.get_type_ptr() as usize;
