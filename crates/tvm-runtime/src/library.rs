@@ -19,7 +19,7 @@ pub const SYMBOL_PREFIX: &str = "__tvm_ffi_";
 pub(crate) type SafeCall =
     unsafe extern "C" fn(*mut c_void, *const TVMFFIAny, i32, *mut TVMFFIAny) -> c_int;
 
-/// A `dlopen`ed library, closed when the last user is gone.
+/// A `dlopen`ed library (kept loaded for the life of the process).
 pub(crate) struct Library {
     handle: *mut c_void,
     path: PathBuf,
@@ -76,6 +76,25 @@ impl Library {
         })
     }
 
+    /// Whether `ptr` lies in this library itself (`dlsym` also searches its dependencies).
+    fn defines(&self, ptr: *mut c_void) -> bool {
+        // SAFETY: an all-zero Dl_info is a valid out-parameter.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: dladdr only inspects the address.
+        if unsafe { libc::dladdr(ptr, &mut info) } == 0 || info.dli_fname.is_null() {
+            return false;
+        }
+        // SAFETY: dladdr returned a NUL-terminated file name.
+        let file = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+        let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+        canonical(Path::new(file.as_ref())) == canonical(&self.path)
+    }
+
+    /// The address of symbol `name`, if the library itself defines it.
+    pub(crate) fn own_symbol(&self, name: &str) -> Option<*mut c_void> {
+        self.symbol(name).filter(|ptr| self.defines(*ptr))
+    }
+
     /// The address of symbol `name`, if the library defines it.
     pub(crate) fn symbol(&self, name: &str) -> Option<*mut c_void> {
         let name = CString::new(name).ok()?;
@@ -92,13 +111,9 @@ impl Library {
     }
 }
 
-impl Drop for Library {
-    fn drop(&mut self) {
-        // SAFETY: the handle is live and closed once; nothing from the library outlives it,
-        // because every function taken from it keeps the module (and so this library) alive.
-        unsafe { libc::dlclose(self.handle) };
-    }
-}
+// A library is never closed: functions, objects and global registrations it creates (through
+// `TVMFFIFunctionCreate`, static initializers, deleters in object headers) may outlive its
+// module, so its code must stay mapped for the life of the process.
 
 /// Calls an exported safe-call function with a NULL handle (the convention for exports).
 pub(crate) fn call_symbol(call: SafeCall, args: &[AnyView<'_>]) -> Result<Any> {
@@ -172,7 +187,7 @@ impl ModuleImpl for LibraryModule {
 
 /// Checks the ABI version a library recorded (if it did) against this runtime's.
 fn check_abi_version(library: &Library) -> Result<()> {
-    let Some(ptr) = library.symbol("__tvm_ffi__abi_version") else {
+    let Some(ptr) = library.own_symbol("__tvm_ffi__abi_version") else {
         return Ok(());
     };
     // SAFETY: the record is a `uint32_t` data symbol.

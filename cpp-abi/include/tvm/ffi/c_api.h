@@ -1157,4 +1157,31 @@ static inline DLDevice TVMFFIDLDeviceFromIntPair(int32_t device_type, int32_t de
 }  // extern "C"
 #endif
 
+// [TVMFFIAbiVersionRecord.begin]
+/*!
+ * \brief The ABI version a library was built for: `(TVM_FFI_VERSION_MAJOR << 16) |
+ *  TVM_FFI_VERSION_MINOR` of the header it included.
+ *
+ * Every translation unit that includes this header (C or C++) defines this exported, weak,
+ * read-only `uint32_t`; the linker keeps one copy per shared library. A module loader looks it up
+ * with dlsym in the library it loaded and refuses a library built for another major version.
+ * Libraries without the record (built with other headers) load as before. Define
+ * TVM_FFI_NO_ABI_VERSION_RECORD before including the header to leave the symbol out.
+ *
+ * In C++ the definition is `extern "C"` (a namespace-scope `const` would otherwise have internal
+ * linkage and one copy per translation unit); in C a file-scope `const` is external already.
+ */
+#ifndef TVM_FFI_NO_ABI_VERSION_RECORD
+#ifdef __cplusplus
+#define TVM_FFI_ABI_VERSION_RECORD_LINKAGE extern "C"
+#else
+#define TVM_FFI_ABI_VERSION_RECORD_LINKAGE
+#endif
+TVM_FFI_ABI_VERSION_RECORD_LINKAGE TVM_FFI_WEAK TVM_FFI_DLL_EXPORT const uint32_t
+    __tvm_ffi__abi_version =
+        ((uint32_t)TVM_FFI_VERSION_MAJOR << 16) | (uint32_t)TVM_FFI_VERSION_MINOR;
+#undef TVM_FFI_ABI_VERSION_RECORD_LINKAGE
+#endif
+// [TVMFFIAbiVersionRecord.end]
+
 #endif  // TVM_FFI_C_API_H_
