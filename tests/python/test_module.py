@@ -103,7 +103,7 @@ def test_module_queries(c_module: ffi.Module) -> None:
     assert not c_module.implements_function("no_such_function")
     assert c_module.imports == []
     with pytest.raises(AttributeError, match="no_such_function") as info:
-        c_module.no_such_function  # noqa: B018
+        c_module.no_such_function
     assert "library" in str(info.value)
 
 
@@ -124,11 +124,11 @@ def test_functions_outlive_their_module(tmp_path: Path) -> None:
 
 def test_missing_file_and_non_library(tmp_path: Path) -> None:
     missing = tmp_path / "missing.so"
-    with pytest.raises(FileNotFoundError, match="missing.so"):
+    with pytest.raises(FileNotFoundError, match=r"missing\.so"):
         tvm.runtime.load_module(missing)
     text = tmp_path / "notes.so"
     text.write_text("not a shared library")
-    with pytest.raises(OSError, match="notes.so"):
+    with pytest.raises(OSError, match=r"notes\.so"):
         tvm.runtime.load_module(text)
     with pytest.raises(RuntimeError, match="extension"):
         tvm.runtime.load_module(tmp_path / "no_extension")
@@ -137,7 +137,8 @@ def test_missing_file_and_non_library(tmp_path: Path) -> None:
 def test_libraries_for_another_abi_major_are_refused(compile_c) -> None:
     library = compile_c(
         "#include <stdint.h>\n"
-        '__attribute__((visibility("default"))) const uint32_t __tvm_ffi__abi_version = 9u << 16;\n',
+        '__attribute__((visibility("default")))\n'
+        "const uint32_t __tvm_ffi__abi_version = 9u << 16;\n",
         name="libfuture.so",
     )
     with pytest.raises(ImportError, match=r"9\.0") as info:
@@ -176,7 +177,7 @@ def test_system_library_finds_statically_registered_functions(compile_c) -> None
     assert lib.triple(14) == 42
     assert tvm.runtime.system_lib("pytest_syslib.").same_as(lib)
     with pytest.raises(AttributeError, match="nothing"):
-        lib.nothing  # noqa: B018
+        lib.nothing
 
 
 def test_load_module_accepts_path_like(tmp_path: Path) -> None:
