@@ -11,7 +11,7 @@ cargo test --workspace --locked
 
 # shellcheck source=scripts/python-env.sh
 source scripts/python-env.sh
-install_python_package numpy pytest hypothesis ruff abi3audit
+install_python_package numpy pytest hypothesis ruff abi3audit setuptools wheel
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 
