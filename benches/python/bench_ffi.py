@@ -1,0 +1,583 @@
+#!/usr/bin/env python3
+"""Call overheads of ``tvm`` (this repository) side by side with the reference implementation,
+``tvm_ffi`` (PyPI ``apache-tvm-ffi==0.1.15.post2``), measured in the same run.
+
+Every row times one statement on equivalent objects in both implementations: calls of the
+``testing.*`` global functions both ship (``testing.nop``, ``testing.echo``, ``testing.apply``),
+conversions, container access, DLPack, devices and dtypes, and the import itself.
+
+Driver (the default): runs the implementations interleaved, A B A B ... for ``--rounds`` rounds,
+each round a fresh worker process per implementation (so neither warms the other), takes the
+median over rounds of each round's best-of-``--repeat`` timeit of ``--number`` calls, and prints
+one table: ns per call for each implementation, the ratio ours/reference, the target and a
+pass/MISS mark. ``--impl tvm`` (or ``tvm_ffi``) measures one implementation alone; a missing
+reference shows ``n/a`` instead of failing. ``--json PATH`` also writes the results as JSON.
+
+Worker (``--worker --impl NAME``): one measurement of the given rows in this process, written
+as JSON to ``--result-file``. The import row starts fresh interpreters (``python -P -c``) that
+time ``import NAME`` with ``time.perf_counter`` inside the child.
+
+Exit status: 0 when every row was measured (missed targets included), 1 on errors, 2 on usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import timeit
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Implementations by name: the module to import and the column they fill.
+OURS = "tvm"
+REFERENCE = "tvm_ffi"
+IMPLS = (OURS, REFERENCE)
+
+#: Targets for the ratio ours/reference.
+CALL_TARGET = 0.6
+IMPORT_TARGET = 0.2
+
+DEFAULTS = {"rounds": 9, "number": 100_000, "repeat": 5, "import_runs": 5}
+QUICK = {"rounds": 1, "number": 200, "repeat": 1, "import_runs": 1}
+
+Check = Callable[[Any, dict[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: a statement timed with the same names bound in both workers."""
+
+    id: str
+    label: str
+    stmt: str
+    #: Whether the result of one execution is the expected one (result, namespace).
+    check: Check
+    kind: str = "call"
+
+    @property
+    def target(self) -> float:
+        return IMPORT_TARGET if self.kind == "import" else CALL_TARGET
+
+
+def _is_none(result: Any, ns: dict[str, Any]) -> bool:
+    return result is None
+
+
+def _equals(value: Any) -> Check:
+    return lambda result, ns: result == value and type(result) is not bool
+
+
+ROWS: tuple[Row, ...] = (
+    Row("nop0", "nop() - native no-op, 0 args", "nop()", _is_none),
+    Row("nop3", "nop(1, 2, 3) - native no-op, 3 int args", "nop(1, 2, 3)", _is_none),
+    Row("echo_int", "echo(1) - int", "echo(1)", _equals(1)),
+    Row("echo_float", "echo(1.5) - float", "echo(1.5)", _equals(1.5)),
+    Row("echo_str", 'echo("hello") - short str', 'echo("hello")', _equals("hello")),
+    Row("echo_str1k", "echo(s) - 1 KiB str", "echo(s1k)", lambda r, ns: r == ns["s1k"]),
+    Row("echo_bytes", 'echo(b"hello") - bytes', 'echo(b"hello")', _equals(b"hello")),
+    Row("echo_none", "echo(None)", "echo(None)", _is_none),
+    Row("nop_numpy", "nop(x) - numpy float32 array", "nop(x_np)", _is_none),
+    Row("nop_tensor", "nop(t) - tensor from from_dlpack", "nop(x_tensor)", _is_none),
+    Row("callback", "cb() - converted Python callback, from Python", "cb()", _is_none),
+    Row("apply", "apply(cb) - the callback called from native", "apply(cb)", _is_none),
+    Row(
+        "convert_list",
+        "convert([1, 2, 3])",
+        "convert(list3)",
+        lambda r, ns: isinstance(r, ns["Array"]) and list(r) == [1, 2, 3],
+    ),
+    Row(
+        "convert_dict",
+        'convert({"a": 1, "b": 2, "c": 3})',
+        "convert(dict3)",
+        lambda r, ns: isinstance(r, ns["Map"]) and len(r) == 3 and r["c"] == 3,
+    ),
+    Row("array_index", "arr[0] - Array indexing", "arr[0]", _equals(1)),
+    Row("map_lookup", 'm["a"] - Map lookup', 'm["a"]', _equals(1)),
+    Row(
+        "from_dlpack",
+        "from_dlpack(x) - numpy array to tensor",
+        "from_dlpack(x_np)",
+        lambda r, ns: isinstance(r, ns["Tensor"]) and tuple(r.shape) == (16,),
+    ),
+    Row(
+        "numpy_from_dlpack",
+        "numpy.from_dlpack(t) - tensor to numpy",
+        "np_from_dlpack(x_tensor)",
+        lambda r, ns: r.shape == (16,) and str(r.dtype) == "float32",
+    ),
+    Row(
+        "device",
+        'device("cuda", 0)',
+        'device("cuda", 0)',
+        lambda r, ns: str(r) == "cuda:0",
+    ),
+    Row(
+        "dtype",
+        'dtype("float32")',
+        'dtype("float32")',
+        lambda r, ns: str(r) == "float32" and isinstance(r, ns["dtype"]),
+    ),
+    Row(
+        "import",
+        "import tvm / import tvm_ffi - fresh interpreter",
+        "",
+        lambda r, ns: True,
+        kind="import",
+    ),
+)
+ROWS_BY_ID = {row.id: row for row in ROWS}
+
+
+# ---- worker ---------------------------------------------------------------------------------
+
+
+def _api(impl: str) -> dict[str, Any]:
+    """The public entry points of one implementation, under the names the statements use."""
+    if impl == OURS:
+        import tvm
+
+        return {
+            "version": tvm.__version__,
+            "get_global_func": tvm.get_global_func,
+            "convert": tvm.ffi.convert,
+            "from_dlpack": tvm.ffi.from_dlpack,
+            "device": tvm.device,
+            "dtype": tvm.ffi.dtype,
+            "Array": tvm.ffi.Array,
+            "Map": tvm.ffi.Map,
+            "Tensor": tvm.ffi.Tensor,
+            "Function": tvm.ffi.Function,
+        }
+    import tvm_ffi
+
+    return {
+        "version": tvm_ffi.__version__,
+        "get_global_func": tvm_ffi.get_global_func,
+        "convert": tvm_ffi.convert,
+        "from_dlpack": tvm_ffi.from_dlpack,
+        "device": tvm_ffi.device,
+        "dtype": tvm_ffi.dtype,
+        "Array": tvm_ffi.Array,
+        "Map": tvm_ffi.Map,
+        "Tensor": tvm_ffi.Tensor,
+        "Function": tvm_ffi.Function,
+    }
+
+
+def _namespace(impl: str) -> tuple[dict[str, Any], list[str]]:
+    """The globals of the timed statements. A step that fails is reported, and the rows that
+    need its name fail on their own (NameError) while the others still run."""
+    ns: dict[str, Any] = {}
+    problems: list[str] = []
+
+    def step(name: str, make: Callable[[], Any]) -> None:
+        try:
+            ns[name] = make()
+        except Exception as exc:  # reported with the rows that need it
+            problems.append(f"setup of {name!r}: {type(exc).__name__}: {exc}")
+
+    ns.update(_api(impl))
+    import numpy as np
+
+    ns["np_from_dlpack"] = np.from_dlpack
+    step("nop", lambda: ns["get_global_func"]("testing.nop"))
+    step("echo", lambda: ns["get_global_func"]("testing.echo"))
+    step("apply", lambda: ns["get_global_func"]("testing.apply"))
+    step("s1k", lambda: "x" * 1024)
+    step("x_np", lambda: np.arange(16, dtype="float32"))
+    step("x_tensor", lambda: ns["from_dlpack"](ns["x_np"]))
+
+    def callback() -> None:
+        return None
+
+    def make_cb() -> Any:
+        cb = ns["convert"](callback)
+        if not isinstance(cb, ns["Function"]):
+            raise TypeError(f"convert(callback) gave {type(cb).__name__}, not a Function")
+        return cb
+
+    step("cb", make_cb)
+    step("list3", lambda: [1, 2, 3])
+    step("dict3", lambda: {"a": 1, "b": 2, "c": 3})
+    step("arr", lambda: ns["convert"](ns["list3"]))
+    step("m", lambda: ns["convert"](ns["dict3"]))
+    return ns, problems
+
+
+def _time_row(row: Row, ns: dict[str, Any], number: int, repeat: int) -> float:
+    """Best of ``repeat`` runs of ``number`` executions, in ns per execution."""
+    result = eval(row.stmt, ns)  # one call first: the statement works and gives the right value
+    if not row.check(result, ns):
+        raise AssertionError(f"{row.stmt} gave an unexpected value: {result!r}")
+    timer = timeit.Timer(row.stmt, globals=ns)
+    timer.timeit(number=max(1, number // 10))  # warm-up: caches, branch predictors, lazy setup
+    return min(timer.repeat(repeat=repeat, number=number)) / number * 1e9
+
+
+def _import_times(module: str, runs: int, warm_up: bool) -> list[float]:
+    """Seconds that ``import module`` takes in fresh interpreters, timed inside the child.
+    ``-P`` keeps the working directory off ``sys.path``: the installed package is imported."""
+    code = (
+        "import time\n"
+        "t0 = time.perf_counter()\n"
+        f"import {module}\n"
+        "t1 = time.perf_counter()\n"
+        "print(repr(t1 - t0))\n"
+    )
+    times = []
+    for index in range(runs + (1 if warm_up else 0)):
+        proc = subprocess.run(
+            [sys.executable, "-P", "-c", code], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"import {module} failed in a fresh interpreter:\n{proc.stderr}")
+        if warm_up and index == 0:
+            continue  # bytecode caches and the page cache, not the import, on a first run
+        times.append(float(proc.stdout.strip().splitlines()[-1]))
+    return times
+
+
+def worker(args: argparse.Namespace) -> int:
+    rows = [ROWS_BY_ID[r] for r in args.rows]
+    out: dict[str, Any] = {"impl": args.impl, "results": {}, "errors": {}}
+    try:
+        ns, problems = _namespace(args.impl)
+    except Exception as exc:
+        out["fatal"] = f"{type(exc).__name__}: {exc}"
+        Path(args.result_file).write_text(json.dumps(out))
+        return 0
+    import numpy as np
+
+    out["version"] = ns["version"]
+    out["numpy"] = np.__version__
+    # The cost of timeit's own loop, part of every row on both sides alike.
+    empty = timeit.Timer("pass").repeat(repeat=args.repeat, number=args.number)
+    out["loop_ns"] = min(empty) / args.number * 1e9
+    for row in rows:
+        try:
+            if row.kind == "import":
+                times = _import_times(args.impl, args.import_runs, warm_up=args.import_warm_up)
+                out["results"][row.id] = statistics.median(times) * 1e9
+                out.setdefault("import_runs_ns", {})[row.id] = [t * 1e9 for t in times]
+            else:
+                out["results"][row.id] = _time_row(row, ns, args.number, args.repeat)
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, NameError) and problems:
+                message += " (" + "; ".join(problems) + ")"
+            out["errors"][row.id] = message
+    Path(args.result_file).write_text(json.dumps(out))
+    return 0
+
+
+# ---- driver ---------------------------------------------------------------------------------
+
+
+def _run_worker(impl: str, args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench_ffi.") as tmp:
+        result_file = Path(tmp) / "result.json"
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            "--impl",
+            impl,
+            "--rows",
+            ",".join(args.rows),
+            "--number",
+            str(args.number),
+            "--repeat",
+            str(args.repeat),
+            "--import-runs",
+            str(args.import_runs),
+            "--result-file",
+            str(result_file),
+        ]
+        if not args.quick:
+            command.append("--import-warm-up")
+        # A fixed hash seed: the same dict layouts in every round.
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        if proc.returncode != 0 or not result_file.exists():
+            tail = (proc.stdout + proc.stderr).strip()[-2000:]
+            return {"impl": impl, "fatal": f"worker exited with {proc.returncode}:\n{tail}"}
+        return json.loads(result_file.read_text())
+
+
+def _fmt_ns(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.1f}" if value < 10 else f"{value:,.0f}"
+
+
+def _table(rows: list[Row], summary: dict[str, dict[str, Any]]) -> str:
+    header = ("operation", "ns/call ours", "ns/call reference", "ours/ref", "target", "")
+    lines = []
+    for row in rows:
+        s = summary[row.id]
+        ratio = s["ratio"]
+        lines.append(
+            (
+                row.label,
+                "error" if s["ours_error"] else _fmt_ns(s["ours_ns"]),
+                "error" if s["ref_error"] else _fmt_ns(s["ref_ns"]),
+                "n/a" if ratio is None else f"{ratio:.2f}",
+                f"<= {row.target:.2f}",
+                s["mark"],
+            )
+        )
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
+    right = (False, True, True, True, True, False)
+
+    def fmt(cells: tuple[str, ...]) -> str:
+        padded = [
+            c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)
+        ]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = (
+        "|"
+        + "|".join(
+            ("-" * (w + 1) + ":") if r else ("-" * (w + 2))
+            for w, r in zip(widths, right, strict=True)
+        )
+        + "|"
+    )
+    return "\n".join([fmt(header), rule, *(fmt(line) for line in lines)])
+
+
+def driver(args: argparse.Namespace) -> int:
+    wanted = IMPLS if args.impl == "both" else (args.impl,)
+    present = {impl: importlib.util.find_spec(impl) is not None for impl in IMPLS}
+    impls = [impl for impl in wanted if present[impl]]
+    notes = []
+    for impl in wanted:
+        if not present[impl]:
+            notes.append(f"{impl} is not installed for {sys.executable}: its column shows n/a")
+    if OURS in wanted and not present[OURS]:
+        print(f"bench_ffi: {notes[0]}", file=sys.stderr)
+        return 1
+    rows = [ROWS_BY_ID[r] for r in args.rows]
+
+    per_impl: dict[str, list[dict[str, Any]]] = {impl: [] for impl in impls}
+    for round_index in range(args.rounds):
+        for impl in impls:  # A B, A B, ...: each round a fresh process per implementation
+            result = _run_worker(impl, args)
+            per_impl[impl].append(result)
+            if args.verbose:
+                print(f"round {round_index + 1}/{args.rounds} {impl}: done", file=sys.stderr)
+
+    fatal = {
+        impl: r["fatal"] for impl, results in per_impl.items() for r in results if "fatal" in r
+    }
+    errors: list[str] = [f"{impl}: {message}" for impl, message in fatal.items()]
+
+    def column(impl: str, row_id: str) -> tuple[float | None, list[float], str | None]:
+        results = [r for r in per_impl.get(impl, []) if "fatal" not in r]
+        values = [r["results"][row_id] for r in results if row_id in r["results"]]
+        error = next((r["errors"][row_id] for r in results if row_id in r["errors"]), None)
+        if impl in fatal:
+            error = error or fatal[impl]
+        median = statistics.median(values) if values and error is None else None
+        return median, values, error
+
+    summary: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        ours, ours_rounds, ours_error = column(OURS, row.id)
+        ref, ref_rounds, ref_error = column(REFERENCE, row.id)
+        for impl, error in ((OURS, ours_error), (REFERENCE, ref_error)):
+            if error is not None and impl in impls and impl not in fatal:
+                errors.append(f"{row.id} ({impl}): {error}")
+        ratio = ours / ref if ours is not None and ref else None
+        if ours_error or ref_error:
+            mark = "error"
+        elif ratio is None:
+            mark = "n/a"
+        else:
+            mark = "pass" if ratio <= row.target else "MISS"
+        summary[row.id] = {
+            "ours_ns": ours,
+            "ref_ns": ref,
+            "ratio": ratio,
+            "mark": mark,
+            "ours_error": ours_error,
+            "ref_error": ref_error,
+            "ours_rounds_ns": ours_rounds,
+            "ref_rounds_ns": ref_rounds,
+        }
+
+    def version(impl: str) -> str:
+        found = [r.get("version") for r in per_impl.get(impl, []) if r.get("version")]
+        return found[0] if found else "n/a"
+
+    numpy_versions = [r.get("numpy") for rs in per_impl.values() for r in rs if r.get("numpy")]
+    loops = [r["loop_ns"] for rs in per_impl.values() for r in rs if "loop_ns" in r]
+    meta = {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "machine": platform.machine(),
+        "ours": f"{OURS} {version(OURS)}",
+        "reference": f"{REFERENCE} {version(REFERENCE)}",
+        "numpy": numpy_versions[0] if numpy_versions else "n/a",
+        "rounds": args.rounds,
+        "number": args.number,
+        "repeat": args.repeat,
+        "import_runs": args.import_runs,
+        "order": " ".join(impls) + (" (interleaved)" if len(impls) > 1 else ""),
+        "quick": args.quick,
+        "loop_ns": statistics.median(loops) if loops else None,
+    }
+
+    print(
+        f"ours: {meta['ours']}   reference: {meta['reference']}   "
+        f"CPython {meta['python']} ({meta['machine']})   numpy {meta['numpy']}   {meta['date']}"
+    )
+    print(
+        f"{args.rounds} round(s), each a fresh process per implementation in the order "
+        f"{meta['order']}; a row is the median over rounds of the best of {args.repeat} x "
+        f"{args.number:,} calls (timeit). import: median of {args.import_runs} fresh "
+        "interpreter(s) per round, median over rounds."
+    )
+    if meta["loop_ns"] is not None:
+        print(
+            f"Every call row includes timeit's loop, {meta['loop_ns']:.1f} ns per iteration here, "
+            "on both sides alike."
+        )
+    for note in notes:
+        print(f"note: {note}")
+    print()
+    print(_table(rows, summary))
+    print()
+    missed = [row for row in rows if summary[row.id]["mark"] == "MISS"]
+    compared = [row for row in rows if summary[row.id]["ratio"] is not None]
+    if compared:
+        print(
+            f"{len(compared) - len(missed)} of {len(compared)} rows meet their target "
+            f"(ours/ref <= {CALL_TARGET} for calls, <= {IMPORT_TARGET} for the import)."
+        )
+        for row in missed:
+            s = summary[row.id]
+            print(
+                f"  MISS {row.id}: ours {_fmt_ns(s['ours_ns'])} ns, reference "
+                f"{_fmt_ns(s['ref_ns'])} ns, ratio {s['ratio']:.2f} > {row.target:.2f}"
+            )
+    else:
+        print("no ratios: only one implementation was measured.")
+
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        document = {
+            "meta": meta,
+            "notes": notes,
+            "errors": errors,
+            "rows": [
+                {"id": row.id, "operation": row.label, "kind": row.kind, "target": row.target}
+                | summary[row.id]
+                for row in rows
+            ],
+        }
+        path.write_text(json.dumps(document, indent=2) + "\n")
+        print(f"JSON: {path}")
+
+    if errors:
+        print("\nerrors:", file=sys.stderr)
+        for error in errors:
+            print(f"  {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ---- command line -------------------------------------------------------------------------
+
+
+def _parse_rows(text: str) -> list[str]:
+    if text == "all":
+        return [row.id for row in ROWS]
+    ids = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [i for i in ids if i not in ROWS_BY_ID]
+    if unknown or not ids:
+        raise argparse.ArgumentTypeError(
+            f"unknown row(s) {', '.join(unknown) or '(none)'}; rows: {', '.join(ROWS_BY_ID)}"
+        )
+    return ids
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="rows: " + ", ".join(ROWS_BY_ID),
+    )
+    parser.add_argument(
+        "--impl",
+        choices=(*IMPLS, "both"),
+        default="both",
+        help="both (default: interleaved, side by side) or one implementation alone",
+    )
+    parser.add_argument(
+        "--rows",
+        type=_parse_rows,
+        default=_parse_rows("all"),
+        help="comma-separated row ids (default: all)",
+    )
+    parser.add_argument(
+        "--number", type=_positive, help=f"calls per timing (default {DEFAULTS['number']:,})"
+    )
+    parser.add_argument(
+        "--repeat",
+        type=_positive,
+        help=f"timings per round, the best counts (default {DEFAULTS['repeat']})",
+    )
+    parser.add_argument(
+        "--rounds", type=_positive, help=f"rounds, the median counts (default {DEFAULTS['rounds']})"
+    )
+    parser.add_argument(
+        "--import-runs",
+        type=_positive,
+        help=f"fresh interpreters per round for the import row (default {DEFAULTS['import_runs']})",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="one round of tiny iteration counts (checks that it runs)",
+    )
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--result-file", help=argparse.SUPPRESS)
+    parser.add_argument("--import-warm-up", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    for key, default in DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, QUICK[key] if args.quick else default)
+
+    if args.worker:
+        if args.impl == "both" or not args.result_file:
+            parser.error("--worker needs --impl tvm|tvm_ffi and --result-file")
+        return worker(args)
+    return driver(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Benchmarks: the Rust criterion benchmarks of the core, then the Python side-by-side table of
+# `tvm` (this repository, release build) against the reference `apache-tvm-ffi==0.1.15.post2`.
+#
+# Usage: bash scripts/bench.sh [--quick] [-- BENCH_FFI_ARGS...]
+#   --quick   short runs: criterion's --quick, and one round of tiny iteration counts in Python
+#   -- ...    anything after `--` goes to benches/python/bench_ffi.py (e.g. `-- --rounds 11`)
+#
+# Prepares its own virtual environment, .venv-bench, so the reference package never lands in the
+# test environment (.venv). Exits non-zero on errors only: rows that miss their target are marked
+# in the table, not failures. docs/benchmarks.md says how to read the table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+bench_args=()
+while (($#)); do
+    case "$1" in
+        --quick) quick=1 ;;
+        --) shift; bench_args+=("$@"); break ;;
+        -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+start=$SECONDS
+phase() { printf '\n==== %s (%ds elapsed)\n' "$1" $((SECONDS - start)); }
+
+# What is measured: the working tree as it is now, committed or not.
+echo "source: $(git describe --always --dirty 2>/dev/null || echo 'not a git checkout'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+
+# ---- the benchmark environment -----------------------------------------------------------------
+phase "virtual environment .venv-bench"
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "bench.sh: python3 is $(python3 --version 2>&1); the tvm package needs 3.11 or later" >&2
+    exit 1
+fi
+venv=.venv-bench
+if ! "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; then
+    python3 -m venv --clear "$venv"
+fi
+py="$venv/bin/python"
+"$py" -m pip install --quiet --disable-pip-version-check --upgrade pip
+"$py" -m pip install --quiet --disable-pip-version-check \
+    "maturin>=1.9,<2" numpy "apache-tvm-ffi==0.1.15.post2"
+
+# The current tree as a release wheel. Its own target directory: the dev wheel (target/maturin)
+# and the cargo commands (target/) keep their builds, so switching between them rebuilds nothing.
+phase "release wheel of tvm (maturin build --release)"
+rm -f target/wheels-bench/tvm-*.whl
+"$venv/bin/maturin" build --release --locked --out target/wheels-bench \
+    --target-dir target/maturin-release --interpreter "$py"
+wheels=(target/wheels-bench/tvm-*.whl)
+if ((${#wheels[@]} != 1)) || [[ ! -f ${wheels[0]} ]]; then
+    echo "bench.sh: expected one tvm wheel in target/wheels-bench, found: ${wheels[*]}" >&2
+    exit 1
+fi
+"$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "${wheels[0]}"
+
+# ---- Rust: criterion ---------------------------------------------------------------------------
+phase "Rust criterion benchmarks (cargo bench -p tvm-ffi --bench call --bench map)"
+criterion_args=()
+((quick)) && criterion_args+=(--quick)
+cargo bench --locked -p tvm-ffi --bench call --bench map -- "${criterion_args[@]}"
+
+# ---- Python: side by side ----------------------------------------------------------------------
+phase "Python: tvm vs tvm_ffi, interleaved (benches/python/bench_ffi.py)"
+python_args=(--json target/bench/bench_ffi.json)
+((quick)) && python_args+=(--quick)
+mkdir -p target/bench
+"$py" benches/python/bench_ffi.py "${python_args[@]}" "${bench_args[@]}"
+
+phase "done"
+echo "JSON results: target/bench/bench_ffi.json; criterion reports: target/criterion/"
