@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::abi::{
     self, DLDataType, DLManagedTensor, DLManagedTensorVersioned, DLTensor, TVMFFIObjectHandle,
@@ -76,6 +77,8 @@ pub(crate) struct TensorStorage {
 /// Addresses of live tensors made here whose producer marked the data read-only (rare, so a
 /// side table keeps the object layout free of a flag).
 static READ_ONLY: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
+/// How many entries `READ_ONLY` holds, so that most tensors never take its lock.
+static READ_ONLY_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 fn read_only_set() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
     READ_ONLY.lock().unwrap_or_else(|e| e.into_inner())
@@ -85,6 +88,7 @@ impl Drop for TensorStorage {
     fn drop(&mut self) {
         if self.read_only {
             read_only_set().remove(&(self as *const TensorStorage as usize));
+            READ_ONLY_COUNT.fetch_sub(1, Ordering::Release);
         }
         // SAFETY: each owner is released exactly once, as its producer prescribes.
         unsafe {
@@ -248,6 +252,7 @@ pub(crate) fn make_tensor(
     }
     if read_only {
         read_only_set().insert(ptr.as_ptr() as usize);
+        READ_ONLY_COUNT.fetch_add(1, Ordering::Release);
     }
     // SAFETY: the new object's reference moves into the tensor.
     let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
@@ -537,7 +542,8 @@ impl Tensor {
 
     /// Whether the producer marked the data read-only (only known for tensors made here).
     pub fn is_read_only(&self) -> bool {
-        read_only_set().contains(&(self.obj.as_raw() as usize))
+        READ_ONLY_COUNT.load(Ordering::Acquire) > 0
+            && read_only_set().contains(&(self.obj.as_raw() as usize))
     }
 
     /// The elements of a contiguous CPU tensor of element type `T`, or a `TypeError`/`ValueError`.

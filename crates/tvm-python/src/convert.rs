@@ -4,9 +4,9 @@
 //! (ints, floats, `str` through its cached UTF-8 buffer, wrapped objects), so a call allocates
 //! nothing for them; other arguments become temporaries owned for the duration of the call.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
-use std::sync::Mutex;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::ffi;
@@ -94,6 +94,14 @@ pub(crate) fn py_to_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyR
         if ty == &raw mut ffi::PyUnicode_Type {
             return str_view(obj, temps);
         }
+        if ty == &raw mut ffi::PyBytes_Type {
+            let mut data = std::ptr::null_mut();
+            let mut size: ffi::Py_ssize_t = 0;
+            // A bytes object always yields its buffer.
+            ffi::PyBytes_AsStringAndSize(ptr, &mut data, &mut size);
+            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
+            return Ok(bytes_view(bytes, temps));
+        }
         if ptr == ffi::Py_None() {
             return Ok(TVMFFIAny::NONE);
         }
@@ -128,6 +136,36 @@ pub(crate) fn py_to_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyR
     slow_path(py, obj, temps)
 }
 
+/// An inline small value (at most 7 bytes; the tail stays zero).
+fn small(type_index: i32, bytes: &[u8]) -> TVMFFIAny {
+    let mut payload = [0u8; 8];
+    payload[..bytes.len()].copy_from_slice(bytes);
+    TVMFFIAny {
+        type_index,
+        small_str_len: bytes.len() as u32,
+        payload: TVMFFIAnyPayload { v_bytes: payload },
+    }
+}
+
+/// Bytes as an inline small value, or as a view of the Python object's buffer.
+fn bytes_view(data: &[u8], temps: &mut Temporaries) -> TVMFFIAny {
+    if data.len() <= tvm_ffi::string::MAX_SMALL_LEN {
+        return small(abi::kTVMFFISmallBytes, data);
+    }
+    let array = Box::new(TVMFFIByteArray {
+        data: data.as_ptr().cast(),
+        size: data.len(),
+    });
+    let raw = pod(
+        abi::kTVMFFIByteArrayPtr,
+        TVMFFIAnyPayload {
+            v_ptr: (&*array as *const TVMFFIByteArray).cast_mut().cast(),
+        },
+    );
+    temps.byte_arrays.push(array);
+    raw
+}
+
 fn str_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
     let mut size: ffi::Py_ssize_t = 0;
     // SAFETY: `obj` is a str; the UTF-8 buffer is cached in it and NUL-terminated.
@@ -137,6 +175,9 @@ fn str_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIA
     }
     // SAFETY: `data` holds `size` bytes.
     let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
+    if bytes.len() <= tvm_ffi::string::MAX_SMALL_LEN {
+        return Ok(small(abi::kTVMFFISmallStr, bytes));
+    }
     if bytes.contains(&0) {
         // Embedded NULs cannot travel as a C string: copy into a string value.
         return Ok(keep(temps, tvm_ffi::String::from_bytes(bytes).into_any()));
@@ -199,22 +240,34 @@ fn classify(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
     })
 }
 
-/// Conversion kinds by type address; the entry keeps its type alive, so addresses stay unique.
-type KindCache = Mutex<HashMap<usize, (Py<PyType>, Kind)>>;
+/// Conversion kinds by type address; each entry keeps its type alive, so addresses stay unique.
+/// Only touched with the interpreter lock held, which serializes every access.
+struct KindCache(RefCell<HashMap<usize, (Py<PyType>, Kind)>>);
+
+// SAFETY: every access happens with the interpreter lock held (a `Python` token is required),
+// so no two threads use the cell at once.
+unsafe impl Sync for KindCache {}
 
 /// The conversion kind of `obj`'s type, from the per-type cache.
 fn kind_of(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
     static CACHE: PyOnceLock<KindCache> = PyOnceLock::new();
-    let cache = CACHE.get_or_init(py, Default::default);
+    let cache = CACHE.get_or_init(py, || KindCache(RefCell::new(HashMap::new())));
     let key = obj.get_type_ptr() as usize;
-    if let Some((_, kind)) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return Ok(*kind);
+    let cached = cache
+        .0
+        .try_borrow()
+        .ok()
+        .and_then(|c| c.get(&key).map(|(_, kind)| *kind));
+    if let Some(kind) = cached {
+        return Ok(kind);
     }
+    // Classifying runs Python code (attribute lookups), which may convert values itself.
     let kind = classify(py, obj)?;
-    // A program that makes types without end gets no more entries than the bound.
-    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-    if cache.len() < 4096 {
-        cache.insert(key, (obj.get_type().unbind(), kind));
+    if let Ok(mut cache) = cache.0.try_borrow_mut() {
+        // A program that makes types without end gets no more entries than the bound.
+        if cache.len() < 4096 {
+            cache.insert(key, (obj.get_type().unbind(), kind));
+        }
     }
     Ok(kind)
 }
@@ -232,21 +285,7 @@ fn slow_path(
             Ok(pod(abi::kTVMFFIDataType, payload))
         }
         Kind::Str => str_view(obj, temps),
-        Kind::Bytes => {
-            let data = obj.cast::<PyBytes>()?.as_bytes();
-            let array = Box::new(TVMFFIByteArray {
-                data: data.as_ptr().cast(),
-                size: data.len(),
-            });
-            let raw = pod(
-                abi::kTVMFFIByteArrayPtr,
-                TVMFFIAnyPayload {
-                    v_ptr: (&*array as *const TVMFFIByteArray).cast_mut().cast(),
-                },
-            );
-            temps.byte_arrays.push(array);
-            Ok(raw)
-        }
+        Kind::Bytes => Ok(bytes_view(obj.cast::<PyBytes>()?.as_bytes(), temps)),
         Kind::ByteArray => {
             let copy: Vec<u8> = obj.extract()?;
             Ok(keep(temps, tvm_ffi::Bytes::from(copy).into()))
