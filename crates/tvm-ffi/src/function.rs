@@ -111,6 +111,43 @@ where
     }
 }
 
+/// A non-NULL safe-call function pointer.
+pub type SafeCall =
+    unsafe extern "C" fn(*mut c_void, *const TVMFFIAny, i32, *mut TVMFFIAny) -> c_int;
+
+/// Calls a safe-call function with `handle` and packed arguments: the owning result, or the
+/// error the callee raised.
+///
+/// # Safety
+/// `safe_call` follows the safe-call convention and `handle` is what it expects (the function
+/// object for a cell's safe-call, NULL for a library export).
+#[inline]
+pub unsafe fn call_safe_call(
+    safe_call: SafeCall,
+    handle: *mut c_void,
+    args: &[AnyView<'_>],
+) -> Result<Any> {
+    let mut result = TVMFFIAny::NONE;
+    let num_args = i32::try_from(args.len()).map_err(|_| {
+        Error::new(
+            ErrorKind::ValueError,
+            format!("too many arguments: {}", args.len()),
+        )
+    })?;
+    // SAFETY: per the contract; `AnyView` is a transparent `TVMFFIAny`; the callee writes an
+    // owning value or nothing.
+    let rc = unsafe { safe_call(handle, args.as_ptr().cast(), num_args, &mut result) };
+    if rc == 0 {
+        // SAFETY: on success the result is an owning value.
+        Ok(unsafe { Any::from_raw(result) })
+    } else {
+        Err(Error::take_raised_or(
+            ErrorKind::RuntimeError,
+            "packed function call",
+        ))
+    }
+}
+
 /// A reference to a packed function.
 #[derive(Clone)]
 pub struct Function {
@@ -180,38 +217,14 @@ impl Function {
     /// Calls the function with packed arguments.
     #[inline]
     pub fn call_packed(&self, args: &[AnyView<'_>]) -> Result<Any> {
-        let mut result = TVMFFIAny::NONE;
         let Some(safe_call) = self.obj.cell.safe_call else {
             return Err(Error::new(
                 ErrorKind::InternalError,
                 "function object without safe_call",
             ));
         };
-        let num_args = i32::try_from(args.len()).map_err(|_| {
-            Error::new(
-                ErrorKind::ValueError,
-                format!("too many arguments: {}", args.len()),
-            )
-        })?;
-        // SAFETY: the handle is the function object itself; `AnyView` is a transparent
-        // `TVMFFIAny`; the callee writes an owning value or nothing.
-        let rc = unsafe {
-            safe_call(
-                self.obj.as_raw().cast(),
-                args.as_ptr().cast(),
-                num_args,
-                &mut result,
-            )
-        };
-        if rc == 0 {
-            // SAFETY: on success the result is an owning value.
-            Ok(unsafe { Any::from_raw(result) })
-        } else {
-            Err(Error::take_raised_or(
-                ErrorKind::RuntimeError,
-                "packed function call",
-            ))
-        }
+        // SAFETY: the handle of a function object's own safe-call is the object itself.
+        unsafe { call_safe_call(safe_call, self.obj.as_raw().cast(), args) }
     }
 
     /// Calls the function with a tuple of arguments convertible into `Any`.

@@ -2,11 +2,12 @@
 //! (`__tvm_ffi_<name>`, `__tvm_ffi__metadata_<name>`, `__tvm_ffi__doc_<name>`), context symbols,
 //! `__tvm_ffi__library_ctx`, the ABI version record, and embedded module blobs.
 
-use std::ffi::{CStr, CString, c_int, c_void};
+use std::ffi::{CStr, CString, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tvm_ffi::abi::{self, TVMFFIAny, TVMFFISafeCallType};
+use tvm_ffi::abi::{self, TVMFFISafeCallType};
+use tvm_ffi::function::SafeCall;
 use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, Result};
 
 use crate::blob;
@@ -14,10 +15,6 @@ use crate::module::{Module, ModuleImpl};
 
 /// Prefix of exported functions.
 pub const SYMBOL_PREFIX: &str = "__tvm_ffi_";
-
-/// The signature of exported functions (a non-NULL safe-call).
-pub(crate) type SafeCall =
-    unsafe extern "C" fn(*mut c_void, *const TVMFFIAny, i32, *mut TVMFFIAny) -> c_int;
 
 /// A `dlopen`ed library (kept loaded for the life of the process).
 pub(crate) struct Library {
@@ -117,32 +114,8 @@ impl Library {
 
 /// Calls an exported safe-call function with a NULL handle (the convention for exports).
 pub(crate) fn call_symbol(call: SafeCall, args: &[AnyView<'_>]) -> Result<Any> {
-    let mut result = TVMFFIAny::NONE;
-    let num_args = i32::try_from(args.len()).map_err(|_| {
-        Error::new(
-            ErrorKind::ValueError,
-            format!("too many arguments: {}", args.len()),
-        )
-    })?;
-    // SAFETY: the library's function follows the safe-call convention; library exports are
-    // called with a NULL handle.
-    let rc = unsafe {
-        call(
-            std::ptr::null_mut(),
-            args.as_ptr().cast(),
-            num_args,
-            &mut result,
-        )
-    };
-    if rc == 0 {
-        // SAFETY: on success the result is an owning value.
-        Ok(unsafe { Any::from_raw(result) })
-    } else {
-        Err(Error::take_raised_or(
-            ErrorKind::RuntimeError,
-            "library function",
-        ))
-    }
+    // SAFETY: symbols with the export prefix follow the safe-call convention, with NULL handles.
+    unsafe { tvm_ffi::function::call_safe_call(call, std::ptr::null_mut(), args) }
 }
 
 /// The module of a loaded shared library.
