@@ -10,7 +10,7 @@ from __future__ import annotations
 from . import base  # noqa: F401
 
 # isort: split
-from . import _native, backends, error, ffi, runtime
+from . import _native, backends, error, ffi, runtime, support
 from .ffi import get_global_func, register_func, register_object
 from .runtime import cpu, cuda, device, metal, opencl, rocm, vulkan, webgpu
 
@@ -31,6 +31,7 @@ __all__ = [
     "register_object",
     "rocm",
     "runtime",
+    "support",
     "vulkan",
     "webgpu",
 ]

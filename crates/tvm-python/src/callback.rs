@@ -12,7 +12,7 @@ use crate::errors::error_from_py;
 pub(crate) fn callable_to_function(callable: &Bound<'_, PyAny>) -> PyResult<Function> {
     let callable = callable.clone().unbind();
     Ok(Function::from_packed(move |args: &[AnyView<'_>]| {
-        Python::attach(|py| {
+        let outcome = Python::try_attach(|py| {
             let call = || -> PyResult<Any> {
                 let mut items = Vec::with_capacity(args.len());
                 for arg in args {
@@ -26,6 +26,15 @@ pub(crate) fn callable_to_function(callable: &Bound<'_, PyAny>) -> PyResult<Func
                 py_to_any(&result)
             };
             call().map_err(|err| error_from_py(py, err))
+        });
+        // A callback reached while the interpreter shuts down (from a native finalizer, say)
+        // cannot run; it fails quietly instead of aborting the process.
+        outcome.unwrap_or_else(|| {
+            Err(tvm_ffi::Error::with_backtrace(
+                tvm_ffi::ErrorKind::RuntimeError,
+                "a Python callback was called while the interpreter is shutting down",
+                "",
+            ))
         })
     }))
 }

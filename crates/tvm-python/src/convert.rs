@@ -330,7 +330,8 @@ fn slow_path(
 }
 
 unsafe extern "C" fn release_py_object(handle: *mut c_void) {
-    Python::attach(|_py| {
+    // After the interpreter has shut down the object is gone with it: nothing to release.
+    let _ = Python::try_attach(|_py| {
         // SAFETY: the handle holds the strong reference taken in `opaque`.
         unsafe { ffi::Py_DecRef(handle.cast()) };
     });

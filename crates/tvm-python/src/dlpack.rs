@@ -70,7 +70,8 @@ fn buffer_dtype(format: &[u8], itemsize: isize) -> Option<DLDataType> {
 }
 
 unsafe extern "C" fn release_buffer(ctx: *mut c_void) {
-    Python::attach(|_py| {
+    // After the interpreter has shut down the exporter is gone with it: nothing to release.
+    let _ = Python::try_attach(|_py| {
         // SAFETY: `ctx` is the boxed buffer view filled by `PyObject_GetBuffer`, released once.
         unsafe {
             let mut view = Box::from_raw(ctx.cast::<ffi::Py_buffer>());

@@ -1,0 +1,116 @@
+"""What a native build against this ``tvm`` needs: the C header directories, the runtime
+library, the version, and the build options.
+
+* :func:`find_include_path` lists the directories to pass as ``-I``: they hold
+  ``tvm/ffi/c_api.h`` (the stable C ABI), the C++ helpers and ``dlpack/dlpack.h``.
+* :func:`find_lib_path` gives the native runtime library (``tvm/_native*.so``, SONAME
+  ``libtvm_ffi.so``), the one file that defines the ``TVMFFI*`` C functions.
+* ``__version__`` is the version of ``tvm``.
+* Calling the module itself, ``tvm.support.libinfo()``, returns the build-option dictionary of
+  :func:`libinfo`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from pathlib import Path
+
+from .. import _native, base
+
+__all__ = ["__version__", "find_include_path", "find_lib_path", "libinfo"]
+
+__version__: str = _native.__version__
+
+#: Environment variable: extra include directories (``os.pathsep``-separated), searched first.
+INCLUDE_PATH_ENV = "TVM_INCLUDE_PATH"
+
+_PACKAGE_DIR = Path(base.__file__).resolve().parent
+_MARKER = Path("tvm") / "ffi" / "c_api.h"
+
+
+def _include_candidates() -> list[tuple[Path, bool]]:
+    """Candidate directories, each with whether it must contain the C header to count."""
+    candidates: list[tuple[Path, bool]] = []
+    for entry in os.environ.get(INCLUDE_PATH_ENV, "").split(os.pathsep):
+        if entry.strip():
+            candidates.append((Path(entry).expanduser(), False))
+    # Installed wheel: the headers ship inside the package as tvm/include.
+    candidates.append((_PACKAGE_DIR / "include", True))
+    # Source checkout: python/tvm -> ../../cpp-abi/include.
+    candidates.append((_PACKAGE_DIR.parent.parent / "cpp-abi" / "include", True))
+    return candidates
+
+
+def find_include_path() -> list[str]:
+    """The include directories for code compiled against the C ABI (``-I`` each).
+
+    Directories named by ``$TVM_INCLUDE_PATH`` come first, then ``include`` inside the
+    installed package, then ``cpp-abi/include`` of a source checkout; those last two count
+    only if they hold ``tvm/ffi/c_api.h``. ``RuntimeError`` if nothing is found.
+    """
+    found: list[str] = []
+    tried: list[str] = []
+    for directory, needs_header in _include_candidates():
+        tried.append(str(directory))
+        if not directory.is_dir() or (needs_header and not (directory / _MARKER).is_file()):
+            continue
+        text = str(directory.resolve())
+        if text not in found:
+            found.append(text)
+    if not found:
+        raise RuntimeError(
+            f"cannot find the TVM C headers ({_MARKER.as_posix()}); looked in: "
+            f"{', '.join(tried)}. Set {INCLUDE_PATH_ENV} to the directory that holds them"
+        )
+    return found
+
+
+def find_lib_path() -> list[str]:
+    """The native runtime library, as a one-element list: the file that ``import tvm`` loaded
+    (link against it, or let the dynamic loader resolve ``libtvm_ffi.so`` to it)."""
+    handle = base._LOADED_LIBS.get(base._NATIVE_LIB_NAME)
+    if handle is not None and handle._name:
+        return [os.path.abspath(handle._name)]
+    return [str(base._native_library_path())]
+
+
+_OPTION_DEFAULTS = {
+    "USE_CUDA": "ON",
+    "USE_LLVM": "ON",
+    "USE_NCCL": "ON",
+    "USE_NVTX": "ON",
+    "USE_NVSHMEM": "OFF",
+}
+_ALWAYS_OFF = (
+    "USE_HEXAGON",
+    "USE_CUDNN",
+    "USE_CUTLASS",
+    "USE_VULKAN",
+    "USE_OPENCL",
+    "USE_METAL",
+    "USE_ROCM",
+    "USE_CLML",
+    "USE_NNAPI_RUNTIME",
+    "USE_NNAPI_CODEGEN",
+)
+
+
+def libinfo() -> dict[str, str]:
+    """Build options as ``"ON"``/``"OFF"`` strings. ``USE_CUDA``, ``USE_LLVM``, ``USE_NCCL``,
+    ``USE_NVTX`` (default ON) and ``USE_NVSHMEM`` (default OFF) can be overridden with
+    ``TVM_USE_CUDA=OFF`` and so on; the others are OFF. A missing key means OFF."""
+    info = {key: os.environ.get(f"TVM_{key}", default) for key, default in _OPTION_DEFAULTS.items()}
+    info.update({key: "OFF" for key in _ALWAYS_OFF})
+    return info
+
+
+class _CallableModule(types.ModuleType):
+    """Lets ``tvm.support.libinfo()`` keep working as the build-option query."""
+
+    def __call__(self) -> dict[str, str]:
+        return libinfo()
+
+
+sys.modules[__name__].__class__ = _CallableModule
