@@ -102,10 +102,17 @@ pub(crate) fn from_buffer(obj: &Bound<'_, PyAny>) -> Option<Tensor> {
         if view.format.is_null() || (ndim > 0 && (view.shape.is_null() || view.strides.is_null())) {
             return release(view);
         }
+        let dims = |ptr: *mut ffi::Py_ssize_t| -> &[i64] {
+            if ndim == 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts(ptr.cast::<i64>(), ndim)
+            }
+        };
         (
             CStr::from_ptr(view.format).to_bytes(),
-            std::slice::from_raw_parts(view.shape.cast::<i64>(), ndim),
-            std::slice::from_raw_parts(view.strides.cast::<i64>(), ndim),
+            dims(view.shape),
+            dims(view.strides),
         )
     };
     let Some(dtype) = buffer_dtype(format, view.itemsize) else {
