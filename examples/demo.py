@@ -1,9 +1,40 @@
 """A short tour of the tvm package: native functions, Python callbacks, containers, zero-copy
-tensors through DLPack, and errors that keep their class and native frames."""
+tensors through DLPack, C and C++ kernels compiled against the stable header and loaded as
+modules, and errors that keep their class and native frames."""
+
+from pathlib import Path
 
 import numpy as np
 
 import tvm
+from tvm.support import cc, libinfo, utils
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "cpp-abi" / "examples"
+
+
+def kernels() -> None:
+    """Build the C and C++ example kernels with the host compiler and call them on numpy data."""
+    include = [f"-I{path}" for path in libinfo.find_include_path()]
+    temp = utils.tempdir()
+    for source, compiler, std in [
+        ("add_one_c.c", "gcc", "c11"),
+        ("add_one_cpp.cc", "g++", "c++17"),
+    ]:
+        library = temp.relpath(source.replace(".", "_") + ".so")
+        cc.create_shared(
+            library, [str(EXAMPLES / source)], [f"-std={std}", "-O2", *include], cc=compiler
+        )
+        module = tvm.runtime.load_module(library)
+        x = np.arange(5, dtype="float32")
+        y = np.empty_like(x)
+        module.add_one(x, y)
+        print(f"{source}: add_one({x.tolist()}) -> {y.tolist()};", end=" ")
+        joined = module.concat("zero-", "copy")
+        print(f"concat -> {joined!r}; sum_array -> {module.sum_array([1, 2, 3])}")
+    print(
+        "loaded at import by the C++ kernel:",
+        tvm.get_global_func("cpp_example.registered_at_load")(21),
+    )
 
 
 def main() -> None:
@@ -45,6 +76,7 @@ def main() -> None:
     except KeyError as err:
         print("the callback's own KeyError came back:", err)
 
+    kernels()
     print(len(tvm.ffi.list_global_func_names()), "global functions registered")
 
 
