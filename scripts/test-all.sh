@@ -15,7 +15,7 @@ install_python_package numpy pytest hypothesis ruff abi3audit setuptools wheel
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 
-"$venv/bin/ruff" check python tests
+"$venv/bin/ruff" check python tests examples benches
 
 # pytest exits 5 when it collects no tests; with `set -e` that fails the script like any error.
 "$py" -m pytest tests/python
