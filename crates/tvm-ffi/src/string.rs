@@ -124,6 +124,18 @@ pub(crate) fn bytes_of_view<'a>(view: &'a AnyView<'_>) -> Option<&'a [u8]> {
     unsafe { bytes_of_raw(view.as_raw()) }
 }
 
+/// The bytes of a string or bytes value (small or heap), borrowed from it; `None` for other
+/// types.
+pub fn bytes_of_any(value: &Any) -> Option<&[u8]> {
+    match value.type_index() {
+        // SAFETY: the value owns its object (if any) while borrowed.
+        kTVMFFISmallStr | kTVMFFIStr | kTVMFFISmallBytes | kTVMFFIBytes => unsafe {
+            bytes_of_raw(value.as_raw())
+        },
+        _ => None,
+    }
+}
+
 /// As [`bytes_of_view`], for a raw value.
 ///
 /// # Safety

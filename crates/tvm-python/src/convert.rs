@@ -479,7 +479,9 @@ pub(crate) fn call_function(
         heap.resize(n, TVMFFIAny::NONE);
         &mut heap[..]
     };
-    for (slot, item) in slots.iter_mut().zip(args.iter()) {
+    for (i, slot) in slots.iter_mut().enumerate() {
+        // SAFETY: `i < n`, the tuple's length; the item is borrowed from the live tuple.
+        let item = unsafe { args.get_borrowed_item_unchecked(i) };
         *slot = py_to_view(&item, &mut temps)?;
     }
     // SAFETY: `AnyView` is a transparent `TVMFFIAny`; the views borrow `args` and `temps`.
@@ -512,10 +514,14 @@ pub(crate) fn any_to_py(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
                 .unbind()),
             abi::kTVMFFIFloat => Ok(raw.payload.v_float64.into_pyobject(py)?.into_any().unbind()),
             abi::kTVMFFISmallStr | abi::kTVMFFIStr => {
-                let s = value
-                    .cast::<tvm_ffi::String>()
-                    .map_err(|e| raise_error(py, e))?;
-                Ok(PyString::new(py, &s.to_string_lossy()).into_any().unbind())
+                let bytes = tvm_ffi::string::bytes_of_any(&value).unwrap_or_default();
+                // One decoding pass; bytes that are not UTF-8 survive as surrogate escapes.
+                let text = ffi::PyUnicode_DecodeUTF8(
+                    bytes.as_ptr().cast(),
+                    bytes.len() as ffi::Py_ssize_t,
+                    c"surrogateescape".as_ptr(),
+                );
+                Ok(Bound::from_owned_ptr_or_err(py, text)?.unbind())
             }
             abi::kTVMFFISmallBytes | abi::kTVMFFIBytes => {
                 let b = value

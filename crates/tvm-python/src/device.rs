@@ -17,7 +17,8 @@ impl PyDevice {
     #[new]
     #[pyo3(signature = (device_type, device_id = None))]
     fn py_new(device_type: &Bound<'_, PyAny>, device_id: Option<i32>) -> PyResult<PyDevice> {
-        if let Ok(code) = device_type.extract::<i32>() {
+        if device_type.is_instance_of::<pyo3::types::PyInt>() {
+            let code: i32 = device_type.extract()?;
             return Ok(PyDevice(Device::new(code, device_id.unwrap_or(0)).0));
         }
         let text: String = device_type.extract().map_err(|_| {

@@ -242,6 +242,11 @@ unsafe extern "C" fn release_legacy_capsule(capsule: *mut ffi::PyObject) {
     }
 }
 
+/// A keyword argument that was given and is not None.
+fn present<'a, 'py>(value: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
+    value.filter(|v| !v.is_none())
+}
+
 /// A tensor: shape, dtype, device and data shared with other frameworks through DLPack.
 #[pyclass(extends = PyObjectRef, frozen, module = "tvm.ffi", name = "Tensor")]
 pub struct PyTensor(pub(crate) Tensor);
@@ -296,11 +301,16 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         stream: Option<&Bound<'_, PyAny>>,
-        max_version: Option<(u32, u32)>,
-        dl_device: Option<(i32, i32)>,
-        copy: Option<bool>,
+        max_version: Option<&Bound<'_, PyAny>>,
+        dl_device: Option<&Bound<'_, PyAny>>,
+        copy: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let _ = stream;
+        // Keywords are read by hand: consumers pass several on every export, often None.
+        let max_version: Option<(u32, u32)> =
+            present(max_version).map(|v| v.extract()).transpose()?;
+        let dl_device: Option<(i32, i32)> = present(dl_device).map(|v| v.extract()).transpose()?;
+        let copy: Option<bool> = present(copy).map(|v| v.is_truthy()).transpose()?;
         if copy == Some(true) {
             return Err(PyBufferError::new_err(
                 "this tensor can only be shared, not copied (copy=True)",
