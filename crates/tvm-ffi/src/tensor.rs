@@ -111,6 +111,11 @@ impl Drop for TensorStorage {
     }
 }
 
+/// Whether the tensor object at `obj` was made here from a producer that marked it read-only.
+pub(crate) fn is_read_only(obj: *const crate::abi::TVMFFIObject) -> bool {
+    READ_ONLY_COUNT.load(Ordering::Acquire) > 0 && read_only_set().contains(&(obj as usize))
+}
+
 /// Compact row-major strides of `shape`.
 pub fn compact_strides(shape: &[i64]) -> Vec<i64> {
     let mut strides = vec![1i64; shape.len()];
@@ -542,8 +547,7 @@ impl Tensor {
 
     /// Whether the producer marked the data read-only (only known for tensors made here).
     pub fn is_read_only(&self) -> bool {
-        READ_ONLY_COUNT.load(Ordering::Acquire) > 0
-            && read_only_set().contains(&(self.obj.as_raw() as usize))
+        is_read_only(self.obj.as_raw())
     }
 
     /// The elements of a contiguous CPU tensor of element type `T`, or a `TypeError`/`ValueError`.

@@ -9,7 +9,7 @@ use crate::abi::{
 };
 use crate::any::Any;
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{ObjectRef, dec_ref};
+use crate::object::{ObjectCore, ObjectRef, dec_ref};
 use crate::tensor::{Tensor, TensorObj, TensorOwner, check_import, make_tensor, read_dims};
 
 use super::{guard, out_arg};
@@ -109,15 +109,22 @@ pub unsafe extern "C" fn TVMFFITensorFromDLPackVersioned(
     })
 }
 
-/// Borrows a tensor argument, or a `TypeError` naming its type.
-fn tensor_arg(handle: TVMFFIObjectHandle) -> Result<Tensor> {
+/// A new reference to a tensor argument, or a `TypeError` naming its type.
+fn tensor_arg(handle: TVMFFIObjectHandle) -> Result<ObjectRef<TensorObj>> {
     if handle.is_null() {
         crate::bail!(ErrorKind::ValueError, "tensor handle must not be NULL");
     }
     // SAFETY: a non-NULL handle is a live object lent for the call.
-    let obj = unsafe { ObjectRef::<crate::object::Object>::from_borrowed(handle.cast()) };
-    let any = Any::from_object(obj);
-    any.cast::<Tensor>()
+    let type_index = unsafe { (*handle.cast::<crate::abi::TVMFFIObject>()).type_index };
+    if !TensorObj::is_instance(type_index) {
+        crate::bail!(
+            ErrorKind::TypeError,
+            "expected ffi.Tensor, got {}",
+            crate::types::type_key_of(type_index)
+        );
+    }
+    // SAFETY: a live tensor lent for the call; the new reference is ours.
+    Ok(unsafe { ObjectRef::from_borrowed(handle.cast()) })
 }
 
 unsafe extern "C" fn release_legacy(managed: *mut DLManagedTensor) {
@@ -151,7 +158,7 @@ pub unsafe extern "C" fn TVMFFITensorToDLPack(
         let tensor = tensor_arg(from)?;
         let managed = Box::new(DLManagedTensor {
             dl_tensor: *tensor.dltensor(),
-            manager_ctx: tensor.as_object().clone().into_raw().cast::<c_void>(),
+            manager_ctx: tensor.into_raw().cast::<c_void>(),
             deleter: Some(release_legacy),
         });
         *out = Box::into_raw(managed);
@@ -172,7 +179,7 @@ pub unsafe extern "C" fn TVMFFITensorToDLPackVersioned(
         // SAFETY: per the contract.
         let out = unsafe { out_arg(out, "out")? };
         let tensor = tensor_arg(from)?;
-        let flags = if tensor.is_read_only() {
+        let flags = if crate::tensor::is_read_only(tensor.as_raw()) {
             DLPACK_FLAG_BITMASK_READ_ONLY
         } else {
             0
@@ -182,10 +189,10 @@ pub unsafe extern "C" fn TVMFFITensorToDLPackVersioned(
                 major: DLPACK_MAJOR_VERSION,
                 minor: DLPACK_MINOR_VERSION,
             },
-            manager_ctx: tensor.as_object().clone().into_raw().cast::<c_void>(),
+            dl_tensor: *tensor.dltensor(),
+            manager_ctx: tensor.into_raw().cast::<c_void>(),
             deleter: Some(release_versioned),
             flags,
-            dl_tensor: *tensor.dltensor(),
         });
         *out = Box::into_raw(managed);
         Ok(())
