@@ -18,7 +18,7 @@ use tvm_ffi::{Any, AnyView, Array, Function};
 
 use crate::device::PyDevice;
 use crate::errors::raise_error;
-use crate::objects::{PyFunction, PyObjectRef, wrap_object};
+use crate::objects::{PyObjectRef, wrap_object};
 
 /// Values that must live until a call returns.
 #[derive(Default)]
@@ -442,8 +442,8 @@ pub(crate) fn py_to_any(obj: &Bound<'_, PyAny>) -> PyResult<Any> {
 
 /// The function behind a Python value: a wrapped function or any callable.
 pub(crate) fn function_of(obj: &Bound<'_, PyAny>) -> PyResult<Function> {
-    if let Ok(f) = obj.cast::<PyFunction>() {
-        return Ok(f.get().function().clone());
+    if let Some(function) = crate::function_type::function_of(obj) {
+        return Ok(function);
     }
     if !obj.is_callable() {
         return Err(PyTypeError::new_err(format!(
@@ -460,12 +460,12 @@ struct SendViews<'a>(&'a [AnyView<'a>]);
 // SAFETY: the views borrow values that stay alive (and untouched) until the call returns.
 unsafe impl Send for SendViews<'_> {}
 
-/// Calls `function` with Python arguments, releasing the interpreter lock during the call if
+/// Calls `function` with (borrowed, live) Python arguments, releasing the interpreter lock during the call if
 /// `release_gil`.
 pub(crate) fn call_function(
     py: Python<'_>,
     function: &Function,
-    args: &Bound<'_, PyTuple>,
+    args: &[*mut ffi::PyObject],
     release_gil: bool,
 ) -> PyResult<Any> {
     const STACK: usize = 8;
@@ -479,9 +479,9 @@ pub(crate) fn call_function(
         heap.resize(n, TVMFFIAny::NONE);
         &mut heap[..]
     };
-    for (i, slot) in slots.iter_mut().enumerate() {
-        // SAFETY: `i < n`, the tuple's length; the item is borrowed from the live tuple.
-        let item = unsafe { args.get_borrowed_item_unchecked(i) };
+    for (slot, item) in slots.iter_mut().zip(args) {
+        // SAFETY: the caller lends live argument objects for the call.
+        let item = unsafe { Bound::from_borrowed_ptr(py, *item) };
         *slot = py_to_view(&item, &mut temps)?;
     }
     // SAFETY: `AnyView` is a transparent `TVMFFIAny`; the views borrow `args` and `temps`.
@@ -549,7 +549,7 @@ pub(crate) fn any_to_py(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
             }
             abi::kTVMFFIFunction => {
                 let f = value.cast::<Function>().map_err(|e| raise_error(py, e))?;
-                Ok(PyFunction::wrap(py, f)?.into_any())
+                crate::function_type::wrap(py, f)
             }
             abi::kTVMFFIError => {
                 let err = value

@@ -16,16 +16,16 @@ mod device;
 mod dlpack;
 mod dtype;
 mod errors;
+mod function_type;
 mod objects;
 
 use convert::{any_to_py, function_of, py_to_any};
-use objects::PyFunction;
 
 /// The global function `name`, or None.
 #[pyfunction]
-fn get_global_func(py: Python<'_>, name: &str) -> PyResult<Option<Py<PyFunction>>> {
+fn get_global_func(py: Python<'_>, name: &str) -> PyResult<Option<Py<PyAny>>> {
     Function::get_global(name)
-        .map(|f| PyFunction::wrap(py, f))
+        .map(|f| function_type::wrap(py, f))
         .transpose()
 }
 
@@ -76,7 +76,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;
     m.add_class::<objects::PyObjectRef>()?;
-    m.add_class::<PyFunction>()?;
+    let object_type = m.getattr("Object")?.cast_into::<pyo3::types::PyType>()?;
+    m.add("Function", function_type::create(m.py(), &object_type)?)?;
     m.add_class::<containers::PyArray>()?;
     m.add_class::<containers::PyListObj>()?;
     m.add_class::<containers::PyMap>()?;

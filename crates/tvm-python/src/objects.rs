@@ -2,14 +2,13 @@
 //! Python classes bound to type keys with `register_object`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{OnceLock, RwLock};
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyType};
 use tvm_ffi::abi::{self, TVMFFIAny};
-use tvm_ffi::{Any, Function, types};
+use tvm_ffi::{Any, types};
 
 use crate::convert::{any_to_py, call_function};
 use crate::errors::raise_error;
@@ -26,6 +25,13 @@ impl PyObjectRef {
         let handle = OnceLock::new();
         let _ = handle.set(value);
         PyObjectRef { handle }
+    }
+
+    /// Binds an instance created through `__new__` to its object (once).
+    pub(crate) fn bind(&self, value: Any) -> PyResult<()> {
+        self.handle
+            .set(value)
+            .map_err(|_| PyTypeError::new_err("object is already initialized"))
     }
 
     /// The held value (None for an instance not yet bound to an object).
@@ -58,16 +64,15 @@ impl PyObjectRef {
         args: &Bound<'_, PyTuple>,
     ) -> PyResult<()> {
         let function = crate::convert::function_of(constructor)?;
-        let value = call_function(py, &function, args, false)?;
+        let items: Vec<*mut pyo3::ffi::PyObject> = args.iter().map(|a| a.as_ptr()).collect();
+        let value = call_function(py, &function, &items, false)?;
         if !value.is_object() {
             return Err(PyTypeError::new_err(format!(
                 "constructor returned {}, not an object",
                 value.type_key()
             )));
         }
-        self.handle
-            .set(value)
-            .map_err(|_| PyTypeError::new_err("object is already initialized"))
+        self.bind(value)
     }
 
     /// The type key of the object's runtime type.
@@ -217,64 +222,6 @@ fn read_field(value: &Any, name: &str) -> Option<tvm_ffi::Result<Any>> {
     })
 }
 
-/// A packed function callable from Python.
-///
-/// Calls keep the interpreter lock by default, as pybind11 and nanobind bindings do: most calls
-/// are short, and releasing and re-acquiring the lock would double their cost. A function that
-/// may run long (a CPU kernel) sets `release_gil = True` so other Python threads run meanwhile.
-#[pyclass(extends = PyObjectRef, frozen, dict, module = "tvm.ffi", name = "Function")]
-pub struct PyFunction {
-    function: Function,
-    release_gil: AtomicBool,
-}
-
-impl PyFunction {
-    /// Wraps a function.
-    pub(crate) fn wrap(py: Python<'_>, function: Function) -> PyResult<Py<PyFunction>> {
-        let base = PyObjectRef::from_any(Any::from(function.clone()));
-        Py::new(
-            py,
-            PyClassInitializer::from(base).add_subclass(PyFunction {
-                function,
-                release_gil: AtomicBool::new(false),
-            }),
-        )
-    }
-
-    /// The function.
-    pub(crate) fn function(&self) -> &Function {
-        &self.function
-    }
-}
-
-#[pymethods]
-impl PyFunction {
-    #[pyo3(signature = (*args))]
-    fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        let release = self.release_gil.load(Ordering::Relaxed);
-        let value = call_function(py, &self.function, args, release)?;
-        any_to_py(py, value)
-    }
-
-    /// Whether calls release the interpreter lock while native code runs (default False).
-    #[getter]
-    fn get_release_gil(&self) -> bool {
-        self.release_gil.load(Ordering::Relaxed)
-    }
-
-    #[setter]
-    fn set_release_gil(&self, value: bool) {
-        self.release_gil.store(value, Ordering::Relaxed);
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "<tvm.ffi.Function {:p}>",
-            self.function.as_object().as_raw()
-        )
-    }
-}
-
 /// Python classes bound to runtime type indices by `register_object`.
 static CLASSES: RwLock<Option<HashMap<i32, Py<PyType>>>> = RwLock::new(None);
 
@@ -322,10 +269,7 @@ pub(crate) fn wrap_object(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
                 "registered class {cls} does not derive from tvm.ffi.Object"
             ))
         })?;
-        base.get()
-            .handle
-            .set(value)
-            .map_err(|_| PyTypeError::new_err("__new__ returned an initialized object"))?;
+        base.get().bind(value)?;
         return Ok(instance.unbind());
     }
     Ok(Py::new(py, PyObjectRef::from_any(value))?.into_any())
