@@ -218,20 +218,36 @@ pub(crate) fn make_tensor(
     owner: TensorOwner,
     read_only: bool,
 ) -> Tensor {
+    build_tensor(prototype, shape, strides, &[], |_| owner, read_only)
+}
+
+/// As [`make_tensor`], also copying an owner `record` into the object's allocation (after the
+/// dims, 8-byte aligned); `owner` receives the copy's address.
+fn build_tensor(
+    prototype: &DLTensor,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    record: &[u8],
+    owner: impl FnOnce(*mut c_void) -> TensorOwner,
+    read_only: bool,
+) -> Tensor {
     let ndim = shape.len();
+    // The owner is set once the record's address is known; nothing owns anything until then.
+    let placeholder = TensorOwner::Buffer(std::ptr::null_mut());
     let storage = TensorStorage {
         view: TensorObj {
             base: Object::header(),
             tensor: *prototype,
         },
-        owner,
+        owner: placeholder,
         read_only,
     };
+    let dims_bytes = 2 * ndim * size_of::<i64>();
     // SAFETY: repr(C) with the header first; Drop releases the owner; the extra bytes hold the
-    // shape and strides as plain integers.
-    let ptr = unsafe { alloc_object(storage, 2 * ndim * size_of::<i64>(), kTVMFFITensor) };
-    // SAFETY: the object is new; the dims live right after the struct (8-byte aligned, since the
-    // struct's size is a multiple of its 8-byte alignment).
+    // shape, the strides and the owner record as plain bytes.
+    let ptr = unsafe { alloc_object(storage, dims_bytes + record.len(), kTVMFFITensor) };
+    // SAFETY: the object is new; the dims and the record live right after the struct (8-byte
+    // aligned, since the struct's size and the dims' are multiples of 8).
     unsafe {
         let dims = ptr.as_ptr().add(1).cast::<i64>();
         std::ptr::copy_nonoverlapping(shape.as_ptr(), dims, ndim);
@@ -242,6 +258,10 @@ pub(crate) fn make_tensor(
                 std::ptr::copy_nonoverlapping(compact.as_ptr(), dims.add(ndim), ndim);
             }
         }
+        let record_ptr = dims.add(2 * ndim).cast::<u8>();
+        std::ptr::copy_nonoverlapping(record.as_ptr(), record_ptr, record.len());
+        // The placeholder owns nothing; overwrite it without running its drop.
+        std::ptr::write(&mut (*ptr.as_ptr()).owner, owner(record_ptr.cast()));
         let tensor = &mut (*ptr.as_ptr()).view.tensor;
         tensor.ndim = ndim as i32;
         tensor.shape = if ndim == 0 {
@@ -371,29 +391,33 @@ impl Tensor {
         Ok(tensor)
     }
 
-    /// Wraps memory owned by a foreign object (a Python buffer, say) described by `prototype`:
-    /// `release(ctx)` runs exactly once when the tensor dies, or right away if this fails.
+    /// Wraps memory owned by a foreign object (a Python buffer, say) described by `prototype`.
+    /// The owner is described by `record` (plain bytes, such as a `Py_buffer`), which is copied
+    /// into the tensor's own allocation: `release(copy)` runs exactly once when the tensor dies,
+    /// or with `record` itself right away if this fails.
     ///
     /// # Safety
-    /// `prototype` is a valid descriptor of memory that stays valid until `release(ctx)`.
+    /// `prototype` is a valid descriptor of memory that stays valid until `release` runs;
+    /// `record` stays meaningful when moved to another address.
     pub unsafe fn from_foreign(
         prototype: &DLTensor,
         read_only: bool,
-        ctx: *mut c_void,
+        record: &mut [u8],
         release: unsafe extern "C" fn(*mut c_void),
     ) -> Result<Tensor> {
         // SAFETY: guaranteed by the caller.
         match unsafe { read_dims(prototype) } {
-            Ok((shape, strides)) => Ok(make_tensor(
+            Ok((shape, strides)) => Ok(build_tensor(
                 prototype,
                 shape,
                 strides,
-                TensorOwner::Foreign { ctx, release },
+                record,
+                |ctx| TensorOwner::Foreign { ctx, release },
                 read_only,
             )),
             Err(err) => {
                 // SAFETY: the owner is released exactly once.
-                unsafe { release(ctx) };
+                unsafe { release(record.as_mut_ptr().cast()) };
                 Err(err)
             }
         }

@@ -524,10 +524,8 @@ pub(crate) fn any_to_py(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
                 Ok(Bound::from_owned_ptr_or_err(py, text)?.unbind())
             }
             abi::kTVMFFISmallBytes | abi::kTVMFFIBytes => {
-                let b = value
-                    .cast::<tvm_ffi::Bytes>()
-                    .map_err(|e| raise_error(py, e))?;
-                Ok(PyBytes::new(py, b.as_bytes()).into_any().unbind())
+                let bytes = tvm_ffi::string::bytes_of_any(&value).unwrap_or_default();
+                Ok(PyBytes::new(py, bytes).into_any().unbind())
             }
             abi::kTVMFFIDataType => crate::dtype::make_dtype(py, raw.payload.v_dtype),
             abi::kTVMFFIDevice => Ok(Py::new(py, PyDevice(raw.payload.v_device))?.into_any()),

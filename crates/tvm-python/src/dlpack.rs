@@ -72,11 +72,9 @@ fn buffer_dtype(format: &[u8], itemsize: isize) -> Option<DLDataType> {
 unsafe extern "C" fn release_buffer(ctx: *mut c_void) {
     // After the interpreter has shut down the exporter is gone with it: nothing to release.
     let _ = Python::try_attach(|_py| {
-        // SAFETY: `ctx` is the boxed buffer view filled by `PyObject_GetBuffer`, released once.
-        unsafe {
-            let mut view = Box::from_raw(ctx.cast::<ffi::Py_buffer>());
-            ffi::PyBuffer_Release(&mut *view);
-        }
+        // SAFETY: `ctx` is the tensor's copy of the view filled by `PyObject_GetBuffer`,
+        // released once.
+        unsafe { ffi::PyBuffer_Release(ctx.cast::<ffi::Py_buffer>()) };
     });
 }
 
@@ -85,22 +83,25 @@ unsafe extern "C" fn release_buffer(ctx: *mut c_void) {
 /// when the buffer does not describe a DLPack tensor (the caller then uses `__dlpack__`).
 pub(crate) fn from_buffer(obj: &Bound<'_, PyAny>) -> Option<Tensor> {
     // SAFETY: a zeroed Py_buffer is what PyObject_GetBuffer expects to fill.
-    let mut view: Box<ffi::Py_buffer> = Box::new(unsafe { std::mem::zeroed() });
+    let mut view: ffi::Py_buffer = unsafe { std::mem::zeroed() };
     // SAFETY: a live object and a writable view; on failure the error is cleared below.
-    if unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, ffi::PyBUF_RECORDS_RO) } != 0 {
+    if unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut view, ffi::PyBUF_RECORDS_RO) } != 0 {
         drop(PyErr::take(obj.py()));
         return None;
     }
-    let release = |mut view: Box<ffi::Py_buffer>| {
+    let release = |view: &mut ffi::Py_buffer| {
         // SAFETY: the view was filled above and is released once.
-        unsafe { ffi::PyBuffer_Release(&mut *view) };
+        unsafe { ffi::PyBuffer_Release(view) };
         None
     };
     let ndim = usize::try_from(view.ndim).unwrap_or(0);
+    if ndim > MAX_BUFFER_DIMS {
+        return release(&mut view);
+    }
     // SAFETY: a filled view with RECORDS_RO has a format string and ndim shape/stride entries.
-    let (format, shape, strides) = unsafe {
+    let (format, shape, byte_strides) = unsafe {
         if view.format.is_null() || (ndim > 0 && (view.shape.is_null() || view.strides.is_null())) {
-            return release(view);
+            return release(&mut view);
         }
         let dims = |ptr: *mut ffi::Py_ssize_t| -> &[i64] {
             if ndim == 0 {
@@ -116,13 +117,16 @@ pub(crate) fn from_buffer(obj: &Bound<'_, PyAny>) -> Option<Tensor> {
         )
     };
     let Some(dtype) = buffer_dtype(format, view.itemsize) else {
-        return release(view);
+        return release(&mut view);
     };
     let itemsize = view.itemsize as i64;
-    if itemsize <= 0 || strides.iter().any(|s| s % itemsize != 0) {
-        return release(view);
+    if itemsize <= 0 || byte_strides.iter().any(|s| s % itemsize != 0) {
+        return release(&mut view);
     }
-    let strides: Vec<i64> = strides.iter().map(|s| s / itemsize).collect();
+    let mut strides = [0i64; MAX_BUFFER_DIMS];
+    for (element, bytes) in strides.iter_mut().zip(byte_strides) {
+        *element = bytes / itemsize;
+    }
     let prototype = abi::DLTensor {
         data: view.buf,
         device: abi::DLDevice {
@@ -135,23 +139,24 @@ pub(crate) fn from_buffer(obj: &Bound<'_, PyAny>) -> Option<Tensor> {
         strides: if ndim == 0 {
             std::ptr::null_mut()
         } else {
-            strides.as_ptr().cast_mut()
+            strides.as_mut_ptr()
         },
         byte_offset: 0,
     };
     let read_only = view.readonly != 0;
-    // SAFETY: the descriptor borrows the view, which stays alive (boxed) until the tensor
-    // releases it; on failure `from_foreign` releases it right away.
+    // SAFETY: the view is plain data that may move (its exporter keeps its own state); the
+    // tensor copies it and releases the copy once; on failure `from_foreign` releases it.
     unsafe {
-        Tensor::from_foreign(
-            &prototype,
-            read_only,
-            Box::into_raw(view).cast(),
-            release_buffer,
-        )
+        let record = std::slice::from_raw_parts_mut(
+            (&raw mut view).cast::<u8>(),
+            std::mem::size_of::<ffi::Py_buffer>(),
+        );
+        Tensor::from_foreign(&prototype, read_only, record, release_buffer).ok()
     }
-    .ok()
 }
+
+/// Buffers with more dimensions go through `__dlpack__`.
+const MAX_BUFFER_DIMS: usize = 16;
 
 /// Whether `obj` is exactly a numpy array (whose buffer export matches its DLPack export).
 pub(crate) fn is_numpy_array(obj: &Bound<'_, PyAny>) -> bool {
