@@ -20,9 +20,12 @@ use crate::device::PyDevice;
 use crate::errors::raise_error;
 use crate::objects::{PyObjectRef, wrap_object};
 
-/// Values that must live until a call returns.
+/// Values that must live until a call returns. The first few live inline, so that a call with
+/// a tensor or a list argument does not allocate for its bookkeeping.
 #[derive(Default)]
 pub(crate) struct Temporaries {
+    inline: [Any; INLINE_TEMPORARIES],
+    inline_len: usize,
     owned: Vec<Any>,
     // Views point into the boxes, which must not move as the vector grows.
     #[allow(clippy::vec_box)]
@@ -38,9 +41,16 @@ fn pod(type_index: i32, payload: TVMFFIAnyPayload) -> TVMFFIAny {
 }
 
 /// Keeps `value` alive in `temps` and returns a view of it.
+const INLINE_TEMPORARIES: usize = 4;
+
 fn keep(temps: &mut Temporaries, value: Any) -> TVMFFIAny {
     let raw = *value.as_raw();
-    temps.owned.push(value);
+    if temps.inline_len < INLINE_TEMPORARIES {
+        temps.inline[temps.inline_len] = value;
+        temps.inline_len += 1;
+    } else {
+        temps.owned.push(value);
+    }
     raw
 }
 
