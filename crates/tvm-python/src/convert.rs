@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
+use std::mem::MaybeUninit;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::ffi;
@@ -22,9 +23,8 @@ use crate::objects::{PyObjectRef, wrap_object};
 
 /// Values that must live until a call returns. The first few live inline, so that a call with
 /// a tensor or a list argument does not allocate for its bookkeeping.
-#[derive(Default)]
 pub(crate) struct Temporaries {
-    inline: [Any; INLINE_TEMPORARIES],
+    inline: [MaybeUninit<Any>; INLINE_TEMPORARIES],
     inline_len: usize,
     owned: Vec<Any>,
     // Views point into the boxes, which must not move as the vector grows.
@@ -43,10 +43,30 @@ fn pod(type_index: i32, payload: TVMFFIAnyPayload) -> TVMFFIAny {
 /// Keeps `value` alive in `temps` and returns a view of it.
 const INLINE_TEMPORARIES: usize = 4;
 
+impl Default for Temporaries {
+    fn default() -> Temporaries {
+        Temporaries {
+            inline: [const { MaybeUninit::uninit() }; INLINE_TEMPORARIES],
+            inline_len: 0,
+            owned: Vec::new(),
+            byte_arrays: Vec::new(),
+        }
+    }
+}
+
+impl Drop for Temporaries {
+    fn drop(&mut self) {
+        for value in &mut self.inline[..self.inline_len] {
+            // SAFETY: the first `inline_len` slots were written by `keep` and drop once here.
+            unsafe { value.assume_init_drop() };
+        }
+    }
+}
+
 fn keep(temps: &mut Temporaries, value: Any) -> TVMFFIAny {
     let raw = *value.as_raw();
     if temps.inline_len < INLINE_TEMPORARIES {
-        temps.inline[temps.inline_len] = value;
+        temps.inline[temps.inline_len].write(value);
         temps.inline_len += 1;
     } else {
         temps.owned.push(value);
