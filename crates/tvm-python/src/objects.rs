@@ -2,7 +2,8 @@
 //! Python classes bound to type keys with `register_object`.
 
 use std::collections::HashMap;
-use std::sync::{OnceLock, RwLock};
+use std::cell::UnsafeCell;
+use std::sync::RwLock;
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::prelude::*;
@@ -16,28 +17,38 @@ use crate::errors::raise_error;
 /// Base class of every object from the runtime; holds one strong reference.
 #[pyclass(subclass, frozen, module = "tvm.ffi", name = "Object", weakref)]
 pub struct PyObjectRef {
-    handle: OnceLock<Any>,
+    handle: Handle,
 }
+
+/// The value of an `Object`: set when the instance is made, or once later by `bind` for
+/// instances made through `__new__` (Python subclasses). Every access holds the interpreter
+/// lock, which serializes the one write with the reads.
+struct Handle(UnsafeCell<Any>);
+
+// SAFETY: see `Handle`: all access is serialized by the interpreter lock, and the only write
+// (`bind`) happens while no reference from `any` is outstanding.
+unsafe impl Sync for Handle {}
 
 impl PyObjectRef {
     /// Wraps an object value.
     pub(crate) fn from_any(value: Any) -> PyObjectRef {
-        let handle = OnceLock::new();
-        let _ = handle.set(value);
-        PyObjectRef { handle }
+        PyObjectRef { handle: Handle(UnsafeCell::new(value)) }
     }
 
     /// Binds an instance created through `__new__` to its object (once).
     pub(crate) fn bind(&self, value: Any) -> PyResult<()> {
-        self.handle
-            .set(value)
-            .map_err(|_| PyTypeError::new_err("object is already initialized"))
+        if !self.any().is_none() {
+            return Err(PyTypeError::new_err("object is already initialized"));
+        }
+        // SAFETY: see `Handle`; the previous value is None, so nothing is leaked.
+        unsafe { *self.handle.0.get() = value };
+        Ok(())
     }
 
     /// The held value (None for an instance not yet bound to an object).
     pub(crate) fn any(&self) -> &Any {
-        static NONE: Any = Any::none();
-        self.handle.get().unwrap_or(&NONE)
+        // SAFETY: see `Handle`.
+        unsafe { &*self.handle.0.get() }
     }
 
     fn object_ptr(&self) -> usize {
@@ -50,9 +61,7 @@ impl PyObjectRef {
     #[new]
     #[pyo3(signature = (*_args, **_kwargs))]
     fn py_new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyAny>>) -> PyObjectRef {
-        PyObjectRef {
-            handle: OnceLock::new(),
-        }
+        PyObjectRef::from_any(Any::none())
     }
 
     /// Binds an instance created from Python to the object returned by `constructor(*args)`.
