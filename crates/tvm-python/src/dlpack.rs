@@ -6,7 +6,7 @@ use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple};
 use tvm_ffi::abi::{self, DLDataType, DLManagedTensor, DLManagedTensorVersioned};
 use tvm_ffi::{Any, Tensor};
 
@@ -247,6 +247,183 @@ unsafe extern "C" fn release_legacy_capsule(capsule: *mut ffi::PyObject) {
     }
 }
 
+/// The DLPack capsule of `tensor` for a consumer's `__dlpack__` keywords.
+fn export_capsule(
+    py: Python<'_>,
+    tensor: &Tensor,
+    max_version: Option<&Bound<'_, PyAny>>,
+    dl_device: Option<&Bound<'_, PyAny>>,
+    copy: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let max_version = present(max_version).map(major_version).transpose()?;
+    let dl_device: Option<(i32, i32)> = present(dl_device).map(|v| v.extract()).transpose()?;
+    let copy: Option<bool> = present(copy).map(|v| v.is_truthy()).transpose()?;
+    if copy == Some(true) {
+        return Err(PyBufferError::new_err(
+            "this tensor can only be shared, not copied (copy=True)",
+        ));
+    }
+    if let Some(target) = dl_device {
+        let device = tensor.device();
+        let own = (device.device_type(), device.device_id());
+        if target != own {
+            return Err(PyBufferError::new_err(format!(
+                "tensor lives on device {own:?}, cannot export to {target:?}"
+            )));
+        }
+    }
+    let versioned = max_version.is_some_and(|major| major >= 1);
+    // SAFETY: a fresh export owned by the capsule until a consumer renames it.
+    let capsule = unsafe {
+        if versioned {
+            let managed = tensor
+                .to_dlpack_versioned()
+                .map_err(|e| raise_error(py, e))?;
+            ffi::PyCapsule_New(
+                managed.cast::<c_void>(),
+                VERSIONED.as_ptr(),
+                Some(release_versioned_capsule),
+            )
+        } else {
+            if tensor.is_read_only() {
+                return Err(PyBufferError::new_err(
+                    "a read-only tensor needs a consumer that speaks DLPack 1.0 or later",
+                ));
+            }
+            let managed = tensor.to_dlpack().map_err(|e| raise_error(py, e))?;
+            ffi::PyCapsule_New(
+                managed.cast::<c_void>(),
+                LEGACY.as_ptr(),
+                Some(release_legacy_capsule),
+            )
+        }
+    };
+    // SAFETY: a new reference, or NULL with the error set.
+    Ok(unsafe { Bound::from_owned_ptr_or_err(py, capsule)? }.unbind())
+}
+
+/// The major version of a `max_version=(major, minor)` keyword, or a `TypeError`.
+fn major_version(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    let pair = value
+        .cast::<PyTuple>()
+        .ok()
+        .filter(|t| t.len() == 2)
+        .ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "max_version must be a (major, minor) tuple, got {value}"
+            ))
+        })?;
+    pair.get_item(0)?.extract()
+}
+
+/// Whether keyword `name` (from a call's keyword names) is `expected`: interned names compare
+/// by address, others by content.
+fn keyword_is(name: *mut ffi::PyObject, expected: &Bound<'_, PyString>) -> bool {
+    // SAFETY: `name` is a live str; the comparison sets no error.
+    name == expected.as_ptr() || unsafe { ffi::PyUnicode_Compare(name, expected.as_ptr()) } == 0
+}
+
+/// `Tensor.__dlpack__` as a vectorcall method: consumers pass three or four keywords on every
+/// export, and PyO3's keyword matching costs more than the export itself.
+unsafe extern "C" fn dlpack_vectorcall(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the interpreter calls methods with the GIL held.
+        let py = unsafe { Python::assume_attached() };
+        let result = (|| -> PyResult<Py<PyAny>> {
+            if nargs > 0 {
+                return Err(PyTypeError::new_err(
+                    "__dlpack__() takes keyword arguments only",
+                ));
+            }
+            // SAFETY: `slf` is the live instance the method was called on.
+            let slf = unsafe { Bound::from_borrowed_ptr(py, slf) };
+            let this = slf.cast::<PyTensor>()?;
+            let (mut max_version, mut dl_device, mut copy) = (None, None, None);
+            let count = if kwnames.is_null() {
+                0
+            } else {
+                // SAFETY: `kwnames` is a tuple of str; the values follow the positional ones.
+                unsafe { ffi::PyTuple_Size(kwnames) }
+            };
+            for i in 0..count.max(0) {
+                // SAFETY: in range of both the names and the values.
+                let (name, value) = unsafe {
+                    (
+                        ffi::PyTuple_GetItem(kwnames, i),
+                        Bound::from_borrowed_ptr(py, *args.offset(nargs + i)),
+                    )
+                };
+                let names = [
+                    pyo3::intern!(py, "max_version"),
+                    pyo3::intern!(py, "dl_device"),
+                    pyo3::intern!(py, "copy"),
+                    pyo3::intern!(py, "stream"),
+                ];
+                // Interned names (the usual case) match by address; others by content.
+                let which = names
+                    .iter()
+                    .position(|n| n.as_ptr() == name)
+                    .or_else(|| names.iter().position(|n| keyword_is(name, n)));
+                let slot = match which {
+                    Some(0) => &mut max_version,
+                    Some(1) => &mut dl_device,
+                    Some(2) => &mut copy,
+                    Some(_) => continue,
+                    None => {
+                        // SAFETY: a live str.
+                        let name = unsafe { Bound::from_borrowed_ptr(py, name) };
+                        return Err(PyTypeError::new_err(format!(
+                            "__dlpack__() got an unexpected keyword argument {}",
+                            name.repr()?
+                        )));
+                    }
+                };
+                *slot = Some(value);
+            }
+            export_capsule(
+                py,
+                &this.get().0,
+                max_version.as_ref(),
+                dl_device.as_ref(),
+                copy.as_ref(),
+            )
+        })();
+        match result {
+            Ok(value) => value.into_ptr(),
+            Err(err) => {
+                err.restore(py);
+                std::ptr::null_mut()
+            }
+        }
+    }));
+    outcome.unwrap_or_else(|_| {
+        // SAFETY: the GIL is held.
+        let py = unsafe { Python::assume_attached() };
+        pyo3::exceptions::PySystemError::new_err("panic in Tensor.__dlpack__").restore(py);
+        std::ptr::null_mut()
+    })
+}
+
+/// Replaces `Tensor.__dlpack__` with [`dlpack_vectorcall`] (same behaviour, faster keywords).
+pub(crate) fn install_fast_dlpack(tensor_type: &Bound<'_, pyo3::types::PyType>) -> PyResult<()> {
+    let def = Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: c"__dlpack__".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer { PyCFunctionFastWithKeywords: dlpack_vectorcall },
+        ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+        ml_doc: c"__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\nExports a DLPack capsule: versioned when the consumer asks for version 1 or later, legacy otherwise.".as_ptr(),
+    }));
+    // SAFETY: a live type and a method definition that lives for the process.
+    let descr = unsafe { ffi::PyDescr_NewMethod(tensor_type.as_type_ptr(), def) };
+    // SAFETY: a new reference or NULL with the error set.
+    let descr = unsafe { Bound::from_owned_ptr_or_err(tensor_type.py(), descr)? };
+    tensor_type.setattr("__dlpack__", descr)
+}
+
 /// A keyword argument that was given and is not None.
 fn present<'a, 'py>(value: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
     value.filter(|v| !v.is_none())
@@ -300,7 +477,8 @@ impl PyTensor {
     }
 
     /// Exports a DLPack capsule: versioned when the consumer asks for version 1 or later,
-    /// legacy otherwise.
+    /// legacy otherwise. (At module load a vectorcall method with the same behaviour replaces
+    /// this one; see `install_fast_dlpack`.)
     #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
     fn __dlpack__(
         &self,
@@ -311,56 +489,7 @@ impl PyTensor {
         copy: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let _ = stream;
-        // Keywords are read by hand: consumers pass several on every export, often None.
-        let max_version: Option<(u32, u32)> =
-            present(max_version).map(|v| v.extract()).transpose()?;
-        let dl_device: Option<(i32, i32)> = present(dl_device).map(|v| v.extract()).transpose()?;
-        let copy: Option<bool> = present(copy).map(|v| v.is_truthy()).transpose()?;
-        if copy == Some(true) {
-            return Err(PyBufferError::new_err(
-                "this tensor can only be shared, not copied (copy=True)",
-            ));
-        }
-        if let Some(target) = dl_device {
-            let own = self.__dlpack_device__();
-            if target != own {
-                return Err(PyBufferError::new_err(format!(
-                    "tensor lives on device {own:?}, cannot export to {target:?}"
-                )));
-            }
-        }
-        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
-        // SAFETY: a fresh export owned by the capsule until a consumer renames it.
-        let capsule = unsafe {
-            if versioned {
-                let managed = self
-                    .0
-                    .to_dlpack_versioned()
-                    .map_err(|e| raise_error(py, e))?;
-                ffi::PyCapsule_New(
-                    managed.cast::<c_void>(),
-                    VERSIONED.as_ptr(),
-                    Some(release_versioned_capsule),
-                )
-            } else {
-                if self.0.is_read_only() {
-                    return Err(PyBufferError::new_err(
-                        "a read-only tensor needs a consumer that speaks DLPack 1.0 or later",
-                    ));
-                }
-                let managed = self.0.to_dlpack().map_err(|e| raise_error(py, e))?;
-                ffi::PyCapsule_New(
-                    managed.cast::<c_void>(),
-                    LEGACY.as_ptr(),
-                    Some(release_legacy_capsule),
-                )
-            }
-        };
-        if capsule.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        // SAFETY: a new reference.
-        Ok(unsafe { Bound::from_owned_ptr(py, capsule) }.unbind())
+        export_capsule(py, &self.0, max_version, dl_device, copy)
     }
 
     /// A numpy array sharing this tensor's memory (CPU tensors).

@@ -84,6 +84,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<containers::PyDictObj>()?;
     m.add_class::<containers::PyShape>()?;
     m.add_class::<dlpack::PyTensor>()?;
+    dlpack::install_fast_dlpack(&m.getattr("Tensor")?.cast_into()?)?;
     m.add_class::<device::PyDevice>()?;
     m.add_function(wrap_pyfunction!(get_global_func, m)?)?;
     m.add_function(wrap_pyfunction!(register_global_func, m)?)?;

@@ -1,8 +1,8 @@
 //! Python classes wrapping runtime objects: the base `Object`, `Function`, and the registry of
 //! Python classes bound to type keys with `register_object`.
 
-use std::collections::HashMap;
 use std::cell::UnsafeCell;
+use std::collections::HashMap;
 use std::sync::RwLock;
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError};
@@ -32,7 +32,9 @@ unsafe impl Sync for Handle {}
 impl PyObjectRef {
     /// Wraps an object value.
     pub(crate) fn from_any(value: Any) -> PyObjectRef {
-        PyObjectRef { handle: Handle(UnsafeCell::new(value)) }
+        PyObjectRef {
+            handle: Handle(UnsafeCell::new(value)),
+        }
     }
 
     /// Binds an instance created through `__new__` to its object (once).
