@@ -441,3 +441,20 @@ def test_nested_values_survive_a_round_trip(value):
     assert_same(normalise(result), expected_form(value))
     # A second trip passes the runtime form itself.
     assert_same(normalise(echo(result)), expected_form(value))
+
+
+def test_self_referencing_containers_are_recursion_errors():
+    cyclic_list = []
+    cyclic_list.append(cyclic_list)
+    with pytest.raises(RecursionError, match="nested container"):
+        echo(cyclic_list)
+    cyclic_dict = {}
+    cyclic_dict["self"] = cyclic_dict
+    with pytest.raises(RecursionError, match="nested container"):
+        echo(cyclic_dict)
+    # Nesting within the interpreter's limit converts.
+    deep = current = []
+    for _ in range(100):
+        current.append([])
+        current = current[0]
+    assert len(echo(deep)) == 1

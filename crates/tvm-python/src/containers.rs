@@ -51,6 +51,7 @@ pub(crate) fn wrap_builtin(py: Python<'_>, value: Any) -> Result<PyResult<Py<PyA
 
 /// Converts a Python dict into a `Map`, keeping its order.
 pub(crate) fn dict_to_map(dict: &Bound<'_, PyDict>) -> PyResult<Any> {
+    let _nesting = crate::convert::NestingGuard::enter(dict.py())?;
     let mut map = Map::new();
     for (k, v) in dict.iter() {
         map.insert(py_to_any(&k)?, py_to_any(&v)?);

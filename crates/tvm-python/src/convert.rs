@@ -453,7 +453,31 @@ pub(crate) fn register_opaque_hooks(py: Python<'_>) -> PyResult<()> {
 }
 
 /// Converts every item of a list or tuple into an array element.
+/// One level of container nesting, counted against the interpreter's recursion limit: a list
+/// that contains itself (or nesting deeper than the limit) is a `RecursionError`, not a crash.
+pub(crate) struct NestingGuard(());
+
+impl NestingGuard {
+    pub(crate) fn enter(py: Python<'_>) -> PyResult<NestingGuard> {
+        // SAFETY: the GIL is held; a non-zero result comes with a RecursionError set.
+        if unsafe { ffi::Py_EnterRecursiveCall(c" while converting a nested container".as_ptr()) }
+            != 0
+        {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(NestingGuard(()))
+    }
+}
+
+impl Drop for NestingGuard {
+    fn drop(&mut self) {
+        // SAFETY: pairs with the successful `Py_EnterRecursiveCall` of `enter`.
+        unsafe { ffi::Py_LeaveRecursiveCall() };
+    }
+}
+
 fn sequence_to_array(obj: &Bound<'_, PyAny>) -> PyResult<Array> {
+    let _nesting = NestingGuard::enter(obj.py())?;
     let mut values = Vec::with_capacity(obj.len()?);
     for item in obj.try_iter()? {
         values.push(py_to_any(&item?)?);
