@@ -210,3 +210,8 @@ def test_bad_dtype_is_value_error_naming_the_text(text):
 def test_dtype_of_a_non_str_is_an_error():
     with pytest.raises((TypeError, ValueError)):
         ffi.dtype(32)
+
+
+def test_negative_device_index_is_a_value_error():
+    with pytest.raises(ValueError, match="-1"):
+        tvm.device("cuda", -1)

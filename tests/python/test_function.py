@@ -330,3 +330,8 @@ def test_use_counts_stay_balanced_after_typed_argument_errors():
     gc.collect()
     assert use_count(pair) == 1
     assert int_pair_sum(pair) == 3
+
+
+def test_functions_cannot_be_constructed_directly():
+    with pytest.raises(TypeError, match="convert"):
+        tvm.ffi.Function()

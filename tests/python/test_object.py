@@ -179,3 +179,7 @@ def test_functions_and_containers_are_objects():
     assert isinstance(ffi.Map({}), ffi.Object)
     assert ffi.Array([1]).type_key == "ffi.Array"
     assert tvm.get_global_func("testing.echo").type_key == "ffi.Function"
+
+
+def test_unbound_object_repr_says_so():
+    assert repr(ffi.Object()) == "<unbound Object>"

@@ -17,6 +17,11 @@ impl PyDevice {
     #[new]
     #[pyo3(signature = (device_type, device_id = None))]
     fn py_new(device_type: &Bound<'_, PyAny>, device_id: Option<i32>) -> PyResult<PyDevice> {
+        if let Some(id) = device_id.filter(|id| *id < 0) {
+            return Err(PyValueError::new_err(format!(
+                "device index must be non-negative, got {id}"
+            )));
+        }
         if device_type.is_instance_of::<pyo3::types::PyInt>() {
             let code: i32 = device_type.extract()?;
             return Ok(PyDevice(Device::new(code, device_id.unwrap_or(0)).0));

@@ -53,6 +53,7 @@ struct FunctionType {
     ty: Py<PyType>,
     fields_offset: usize,
     base_dealloc: ffi::destructor,
+    base_new: ffi::newfunc,
 }
 
 static TYPE: PyOnceLock<FunctionType> = PyOnceLock::new();
@@ -210,6 +211,22 @@ unsafe extern "C" fn set_release_gil(
     }
 }
 
+/// `Function(...)` from Python: functions come from the registry, modules or `convert`.
+unsafe extern "C" fn refuse_new(
+    _ty: *mut ffi::PyTypeObject,
+    _args: *mut ffi::PyObject,
+    _kwargs: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: the interpreter calls constructors with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    PyTypeError::new_err(
+        "cannot create 'tvm.ffi.Function' instances directly; use tvm.ffi.convert(callable), \
+         tvm.get_global_func(name) or a module's functions",
+    )
+    .restore(py);
+    std::ptr::null_mut()
+}
+
 unsafe extern "C" fn repr(obj: *mut ffi::PyObject) -> *mut ffi::PyObject {
     // SAFETY: a live instance; the GIL is held.
     unsafe {
@@ -278,6 +295,10 @@ pub(crate) fn create<'py>(
             pfunc: repr as *mut c_void,
         },
         ffi::PyType_Slot {
+            slot: ffi::Py_tp_new,
+            pfunc: refuse_new as *mut c_void,
+        },
+        ffi::PyType_Slot {
             slot: ffi::Py_tp_members,
             pfunc: members.as_mut_ptr().cast(),
         },
@@ -313,10 +334,19 @@ pub(crate) fn create<'py>(
     }
     // SAFETY: the slot holds a destructor.
     let base_dealloc: ffi::destructor = unsafe { std::mem::transmute(base_dealloc) };
+    // SAFETY: as above; the base's constructor allocates (at the subtype's size) and initializes
+    // the base part of our instances.
+    let base_new = unsafe { ffi::PyType_GetSlot(object_type.as_type_ptr(), ffi::Py_tp_new) };
+    if base_new.is_null() {
+        return Err(PySystemError::new_err("tvm.ffi.Object has no constructor"));
+    }
+    // SAFETY: the slot holds a constructor.
+    let base_new: ffi::newfunc = unsafe { std::mem::transmute(base_new) };
     let created = FunctionType {
         ty: ty.clone().unbind(),
         fields_offset,
         base_dealloc,
+        base_new,
     };
     TYPE.set(py, created)
         .map_err(|_| PySystemError::new_err("tvm.ffi.Function created twice"))?;
@@ -325,9 +355,18 @@ pub(crate) fn create<'py>(
 
 /// A new Python `Function` for `function`.
 pub(crate) fn wrap(py: Python<'_>, function: Function) -> PyResult<Py<PyAny>> {
-    let ty = function_type(py).ty.bind(py);
+    let created = function_type(py);
+    let empty = PyTuple::empty(py);
     // The base class allocates the instance (at our size) and initializes its own part.
-    let instance = ty.call_method1(pyo3::intern!(py, "__new__"), (ty,))?;
+    // SAFETY: the base constructor with our (sub)type and empty arguments.
+    let instance = unsafe {
+        let raw = (created.base_new)(
+            created.ty.as_ptr().cast(),
+            empty.as_ptr(),
+            std::ptr::null_mut(),
+        );
+        Bound::from_owned_ptr_or_err(py, raw)?
+    };
     let base = instance.cast::<PyObjectRef>()?;
     let raw = function.as_object().clone().into_raw();
     base.get().bind(Any::from(function))?;

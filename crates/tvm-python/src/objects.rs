@@ -129,6 +129,9 @@ impl PyObjectRef {
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
         let this = slf.get();
+        if this.any().is_none() {
+            return Ok(format!("<unbound {}>", slf.get_type().name()?));
+        }
         let fields = reflected_fields(this.any().type_index());
         let mut parts = Vec::new();
         for name in fields {
