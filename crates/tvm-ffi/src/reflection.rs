@@ -1,4 +1,4 @@
-//! Object types defined in Rust: [`define_object!`] declares the struct, registers its type key
+//! Object types defined in Rust: [`define_object!`](crate::define_object) declares the struct, registers its type key
 //! under its parent and its fields (readable from every language through reflection);
 //! [`register_method`] adds methods.
 

@@ -1374,6 +1374,72 @@ fn map_ptr_of(view: &AnyView<'_>) -> Option<*mut MapBaseObj> {
     matches!(view.type_index(), kTVMFFIMap | kTVMFFIDict).then_some(obj.cast())
 }
 
+/// The methods `Map` and `Dict` share: construction, size, lookups and iteration.
+macro_rules! shared_map_methods {
+    ($name:ident, $obj:ident, $index:ident, $what:literal) => {
+        impl $name {
+            /// Takes over the only reference of a fresh object of this type made here.
+            fn from_new(obj: NonNull<MapBaseObj>) -> $name {
+                // SAFETY: a fresh object of this type (made by `alloc_empty`/`copy_object`); its
+                // only reference moves into the wrapper.
+                let obj = unsafe { ObjectRef::<$obj>::from_raw(obj.as_ptr().cast()) };
+                $name { obj }
+            }
+
+            #[doc = concat!("An empty ", $what, ".")]
+            pub fn new() -> $name {
+                $name::from_new(alloc_empty($index))
+            }
+
+            fn raw(&self) -> *mut MapBaseObj {
+                self.obj.as_raw().cast()
+            }
+
+            /// Number of entries.
+            pub fn len(&self) -> usize {
+                // SAFETY: the reference keeps the object alive.
+                unsafe { raw_len(self.raw()) }
+            }
+
+            #[doc = concat!("Whether the ", $what, " is empty.")]
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+
+            /// The value stored for `key`.
+            pub fn get<K: MapKey + ?Sized>(&self, key: &K) -> Option<Any> {
+                let key = key.to_key();
+                // SAFETY: the reference keeps the object alive; the value gains its own reference.
+                unsafe {
+                    find_kv(self.raw(), key.raw()).map(|kv| Any::from_raw(clone_raw(&(*kv).value)))
+                }
+            }
+
+            /// Whether `key` is present.
+            pub fn contains_key<K: MapKey + ?Sized>(&self, key: &K) -> bool {
+                let key = key.to_key();
+                // SAFETY: the reference keeps the object alive.
+                unsafe { find_kv(self.raw(), key.raw()).is_some() }
+            }
+
+            /// Iterates over `(key, value)` in insertion order.
+            pub fn iter(&self) -> Iter<'_> {
+                Iter::new(self.raw())
+            }
+
+            /// Iterates over the keys in insertion order.
+            pub fn keys(&self) -> impl Iterator<Item = Any> + '_ {
+                self.iter().map(|(k, _)| k)
+            }
+
+            /// Iterates over the values in insertion order.
+            pub fn values(&self) -> impl Iterator<Item = Any> + '_ {
+                self.iter().map(|(_, v)| v)
+            }
+        }
+    };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Map
 // ---------------------------------------------------------------------------------------------
@@ -1386,48 +1452,6 @@ pub struct Map {
 }
 
 impl Map {
-    /// Takes over the only reference of a fresh `ffi.Map` object made here.
-    fn from_new(obj: NonNull<MapBaseObj>) -> Map {
-        // SAFETY: a fresh object of type `ffi.Map` (made by `alloc_empty`/`copy_object`); its
-        // only reference moves into the map.
-        let obj = unsafe { ObjectRef::from_raw(obj.as_ptr().cast()) };
-        Map { obj }
-    }
-
-    /// An empty map.
-    pub fn new() -> Map {
-        Map::from_new(alloc_empty(kTVMFFIMap))
-    }
-
-    fn raw(&self) -> *mut MapBaseObj {
-        self.obj.as_raw().cast()
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        // SAFETY: the reference keeps the object alive.
-        unsafe { raw_len(self.raw()) }
-    }
-
-    /// Whether the map is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The value stored for `key`.
-    pub fn get<K: MapKey + ?Sized>(&self, key: &K) -> Option<Any> {
-        let key = key.to_key();
-        // SAFETY: the reference keeps the object alive; the value gains its own reference.
-        unsafe { find_kv(self.raw(), key.raw()).map(|kv| Any::from_raw(clone_raw(&(*kv).value))) }
-    }
-
-    /// Whether `key` is present.
-    pub fn contains_key<K: MapKey + ?Sized>(&self, key: &K) -> bool {
-        let key = key.to_key();
-        // SAFETY: the reference keeps the object alive.
-        unsafe { find_kv(self.raw(), key.raw()).is_some() }
-    }
-
     /// The object, copied first unless this is its only reference.
     fn make_mut(&mut self) -> *mut MapBaseObj {
         if self.obj.use_count() == 1 {
@@ -1475,26 +1499,13 @@ impl Map {
         }
     }
 
-    /// Iterates over `(key, value)` in insertion order.
-    pub fn iter(&self) -> Iter<'_> {
-        Iter::new(self.raw())
-    }
-
-    /// Iterates over the keys in insertion order.
-    pub fn keys(&self) -> impl Iterator<Item = Any> + '_ {
-        self.iter().map(|(k, _)| k)
-    }
-
-    /// Iterates over the values in insertion order.
-    pub fn values(&self) -> impl Iterator<Item = Any> + '_ {
-        self.iter().map(|(_, v)| v)
-    }
-
     /// The underlying object reference.
     pub fn as_object(&self) -> &ObjectRef<MapObj> {
         &self.obj
     }
 }
+
+shared_map_methods!(Map, MapObj, kTVMFFIMap, "map");
 
 impl Default for Map {
     fn default() -> Map {
@@ -1574,48 +1585,6 @@ pub struct Dict {
 }
 
 impl Dict {
-    /// Takes over the only reference of a fresh `ffi.Dict` object made here.
-    fn from_new(obj: NonNull<MapBaseObj>) -> Dict {
-        // SAFETY: a fresh object of type `ffi.Dict` (made by `alloc_empty`/`copy_object`); its
-        // only reference moves into the dict.
-        let obj = unsafe { ObjectRef::from_raw(obj.as_ptr().cast()) };
-        Dict { obj }
-    }
-
-    /// An empty dict.
-    pub fn new() -> Dict {
-        Dict::from_new(alloc_empty(kTVMFFIDict))
-    }
-
-    fn raw(&self) -> *mut MapBaseObj {
-        self.obj.as_raw().cast()
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        // SAFETY: the reference keeps the object alive.
-        unsafe { raw_len(self.raw()) }
-    }
-
-    /// Whether the dict is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The value stored for `key`.
-    pub fn get<K: MapKey + ?Sized>(&self, key: &K) -> Option<Any> {
-        let key = key.to_key();
-        // SAFETY: the reference keeps the object alive; the value gains its own reference.
-        unsafe { find_kv(self.raw(), key.raw()).map(|kv| Any::from_raw(clone_raw(&(*kv).value))) }
-    }
-
-    /// Whether `key` is present.
-    pub fn contains_key<K: MapKey + ?Sized>(&self, key: &K) -> bool {
-        let key = key.to_key();
-        // SAFETY: the reference keeps the object alive.
-        unsafe { find_kv(self.raw(), key.raw()).is_some() }
-    }
-
     /// Sets `key` to `value` (seen by every reference); returns the previous value. An existing
     /// key keeps its position.
     pub fn insert(&self, key: impl Into<Any>, value: impl Into<Any>) -> Option<Any> {
@@ -1650,26 +1619,13 @@ impl Dict {
         }
     }
 
-    /// Iterates over `(key, value)` in insertion order.
-    pub fn iter(&self) -> Iter<'_> {
-        Iter::new(self.raw())
-    }
-
-    /// Iterates over the keys in insertion order.
-    pub fn keys(&self) -> impl Iterator<Item = Any> + '_ {
-        self.iter().map(|(k, _)| k)
-    }
-
-    /// Iterates over the values in insertion order.
-    pub fn values(&self) -> impl Iterator<Item = Any> + '_ {
-        self.iter().map(|(_, v)| v)
-    }
-
     /// The underlying object reference.
     pub fn as_object(&self) -> &ObjectRef<DictObj> {
         &self.obj
     }
 }
+
+shared_map_methods!(Dict, DictObj, kTVMFFIDict, "dict");
 
 impl Default for Dict {
     fn default() -> Dict {
