@@ -96,14 +96,24 @@ unsafe fn call(
         // SAFETY: the interpreter calls us with the GIL held.
         let py = unsafe { Python::assume_attached() };
         // SAFETY: per the contract.
+        if unsafe { fields(py, callable).function.is_null() } {
+            // Only reachable by allocating through the base class's `__new__` by hand.
+            PyTypeError::new_err("this tvm.ffi.Function is not bound to a function").restore(py);
+            return std::ptr::null_mut();
+        }
+        // SAFETY: per the contract.
         let (function, release) = unsafe {
             (
                 borrowed_function(py, callable),
                 fields(py, callable).release_gil != 0,
             )
         };
-        // SAFETY: per the contract.
-        let args = unsafe { std::slice::from_raw_parts(args, nargs) };
+        let args = if nargs == 0 {
+            &[][..]
+        } else {
+            // SAFETY: per the contract.
+            unsafe { std::slice::from_raw_parts(args, nargs) }
+        };
         let result = call_function(py, &function, args, release).and_then(|v| any_to_py(py, v));
         match result {
             Ok(value) => value.into_ptr(),
