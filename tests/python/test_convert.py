@@ -458,3 +458,12 @@ def test_self_referencing_containers_are_recursion_errors():
         current.append([])
         current = current[0]
     assert len(echo(deep)) == 1
+
+
+def test_numpy_scalars_convert_like_python_numbers():
+    np = pytest.importorskip("numpy")
+    assert echo(np.int64(-7)) == -7 and type(echo(np.int64(-7))) is int
+    assert echo(np.uint8(200)) == 200
+    assert echo(np.float32(1.5)) == 1.5 and type(echo(np.float32(1.5))) is float
+    assert echo(np.float16(0.25)) == 0.25
+    assert echo(np.bool_(True)) is True and echo(np.bool_(False)) is False

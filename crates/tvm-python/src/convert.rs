@@ -232,6 +232,8 @@ enum Kind {
     Int,
     Float,
     Index,
+    NumpyBool,
+    NumpyFloat,
     DLPack,
     ObjectAttr,
     Callable,
@@ -261,12 +263,35 @@ fn classify(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
         Kind::DLPack
     } else if has(pyo3::intern!(py, "__tvm_ffi_object__"))? {
         Kind::ObjectAttr
+    } else if let Some(kind) = numpy_scalar_kind(obj)? {
+        kind
     } else if has(pyo3::intern!(py, "__index__"))? && !obj.is_callable() {
         Kind::Index
     } else if obj.is_callable() {
         Kind::Callable
     } else {
         Kind::Opaque
+    })
+}
+
+/// numpy's bool and floating-point scalars convert like Python's `bool` and `float` (its integer
+/// scalars already do, through `__index__`).
+fn numpy_scalar_kind(obj: &Bound<'_, PyAny>) -> PyResult<Option<Kind>> {
+    let ty = obj.get_type();
+    if ty.module()?.to_str()? != "numpy" {
+        return Ok(None);
+    }
+    let name = ty.name()?;
+    let name = name.to_str()?;
+    Ok(if name == "bool" || name == "bool_" {
+        Some(Kind::NumpyBool)
+    } else if matches!(
+        name,
+        "float16" | "float32" | "float64" | "longdouble" | "half" | "single" | "double"
+    ) {
+        Some(Kind::NumpyFloat)
+    } else {
+        None
     })
 }
 
@@ -343,6 +368,21 @@ fn slow_path(
                 abi::kTVMFFIInt,
                 TVMFFIAnyPayload {
                     v_int64: int_value(&index)?,
+                },
+            ))
+        }
+        Kind::NumpyBool => Ok(pod(
+            abi::kTVMFFIBool,
+            TVMFFIAnyPayload {
+                v_int64: i64::from(obj.is_truthy()?),
+            },
+        )),
+        Kind::NumpyFloat => {
+            let value = obj.call_method0(pyo3::intern!(py, "__float__"))?;
+            Ok(pod(
+                abi::kTVMFFIFloat,
+                TVMFFIAnyPayload {
+                    v_float64: value.extract()?,
                 },
             ))
         }
