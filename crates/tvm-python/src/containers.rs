@@ -266,10 +266,6 @@ unsafe impl Sync for PyListObj {}
 // SAFETY: as above; the list's reference count is atomic.
 unsafe impl Send for PyListObj {}
 
-fn list_err(py: Python<'_>, e: tvm_ffi::Error) -> PyErr {
-    raise_error(py, e)
-}
-
 #[pymethods]
 impl PyListObj {
     #[new]
@@ -287,17 +283,26 @@ impl PyListObj {
     }
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        if key.is_instance_of::<pyo3::types::PyInt>() {
+            // One element without copying the list.
+            let index: isize = key.extract()?;
+            let i = resolve_index(index, self.0.len())?;
+            return any_to_py(py, self.0.get(i as i64).map_err(|e| raise_error(py, e))?);
+        }
         sequence_getitem(py, &self.0.to_vec(), key)
     }
 
     fn __setitem__(&self, py: Python<'_>, index: i64, value: &Bound<'_, PyAny>) -> PyResult<()> {
         self.0
             .set(index, py_to_any(value)?)
-            .map_err(|e| list_err(py, e))
+            .map_err(|e| raise_error(py, e))
     }
 
     fn __delitem__(&self, py: Python<'_>, index: i64) -> PyResult<()> {
-        self.0.remove(index).map(drop).map_err(|e| list_err(py, e))
+        self.0
+            .remove(index)
+            .map(drop)
+            .map_err(|e| raise_error(py, e))
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -341,13 +346,15 @@ impl PyListObj {
         self.0
             .remove(index as i64)
             .map(drop)
-            .map_err(|e| list_err(py, e))
+            .map_err(|e| raise_error(py, e))
     }
 
     /// Reverses the list in place.
     fn reverse(&self, py: Python<'_>) -> PyResult<()> {
         for (i, value) in self.0.to_vec().into_iter().rev().enumerate() {
-            self.0.set(i as i64, value).map_err(|e| list_err(py, e))?;
+            self.0
+                .set(i as i64, value)
+                .map_err(|e| raise_error(py, e))?;
         }
         Ok(())
     }
@@ -384,13 +391,13 @@ impl PyListObj {
         };
         self.0
             .insert(index, py_to_any(value)?)
-            .map_err(|e| list_err(py, e))
+            .map_err(|e| raise_error(py, e))
     }
 
     /// Removes and returns the value at `index` (the last by default).
     #[pyo3(signature = (index = -1))]
     fn pop(&self, py: Python<'_>, index: i64) -> PyResult<Py<PyAny>> {
-        any_to_py(py, self.0.remove(index).map_err(|e| list_err(py, e))?)
+        any_to_py(py, self.0.remove(index).map_err(|e| raise_error(py, e))?)
     }
 
     /// Removes every value.
