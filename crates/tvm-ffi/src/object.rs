@@ -129,8 +129,11 @@ pub unsafe fn dec_ref(obj: *mut TVMFFIObject) {
     }
 }
 
-/// The deleter of objects allocated by [`alloc_object`]: drops the value and frees the block.
-unsafe extern "C" fn rust_object_deleter<S>(obj: *mut c_void, flags: c_int) {
+/// Destroys (strong flag) and frees (weak flag) an object allocated by [`alloc_object`].
+///
+/// # Safety
+/// `obj` was allocated for `S`; the flags follow the header protocol.
+pub(crate) unsafe fn destroy<S>(obj: *mut c_void, flags: c_int) {
     if flags & kTVMFFIObjectDeleterFlagBitMaskStrong != 0 {
         // SAFETY: the strong count reached zero, so nobody reads the value any more.
         unsafe { std::ptr::drop_in_place(obj.cast::<S>()) };
@@ -139,6 +142,60 @@ unsafe extern "C" fn rust_object_deleter<S>(obj: *mut c_void, flags: c_int) {
         // SAFETY: the block came from `libc::calloc` in `alloc_object` and no reference remains.
         unsafe { libc::free(obj) };
     }
+}
+
+/// How deep destructors may nest (a container releasing a container releasing ...) before
+/// further releases are queued, so that dropping a deeply nested structure cannot overflow the
+/// stack.
+const MAX_NESTED_DROPS: u32 = 256;
+
+/// A release queued by a deeply nested destructor.
+type PendingDrop = (*mut c_void, c_int, unsafe fn(*mut c_void, c_int));
+
+thread_local! {
+    static DROP_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// First in, first out: an object's destruction (strong flag) is queued before its memory
+    /// release (weak flag) and must run first.
+    static PENDING_DROPS: std::cell::RefCell<std::collections::VecDeque<PendingDrop>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
+}
+
+/// The deleter of objects allocated by [`alloc_object`]: drops the value and frees the block.
+unsafe extern "C" fn rust_object_deleter<S>(obj: *mut c_void, flags: c_int) {
+    // SAFETY: forwarded from the header protocol.
+    unsafe { release_nested(obj, flags, destroy::<S>) }
+}
+
+/// Runs `destroy(obj, flags)` for a deleter; nested releases beyond [`MAX_NESTED_DROPS`] are
+/// queued and run by the outermost one, so deep structures cannot overflow the stack.
+///
+/// # Safety
+/// `destroy` may be run with `obj` and `flags` (the deleter's arguments), once.
+pub(crate) unsafe fn release_nested(
+    obj: *mut c_void,
+    flags: c_int,
+    destroy: unsafe fn(*mut c_void, c_int),
+) {
+    let Ok(depth) = DROP_DEPTH.try_with(std::cell::Cell::get) else {
+        // Thread teardown: no bookkeeping left, release right away.
+        // SAFETY: forwarded from the header protocol.
+        return unsafe { destroy(obj, flags) };
+    };
+    if depth >= MAX_NESTED_DROPS {
+        PENDING_DROPS.with(|pending| pending.borrow_mut().push_back((obj, flags, destroy)));
+        return;
+    }
+    DROP_DEPTH.with(|d| d.set(depth + 1));
+    // SAFETY: forwarded from the header protocol.
+    unsafe { destroy(obj, flags) };
+    if depth == 0 {
+        // The outermost release runs what deeper ones queued (which may queue more).
+        while let Some((obj, flags, run)) = PENDING_DROPS.with(|p| p.borrow_mut().pop_front()) {
+            // SAFETY: each queued release was handed over exactly once by the header protocol.
+            unsafe { run(obj, flags) };
+        }
+    }
+    DROP_DEPTH.with(|d| d.set(depth));
 }
 
 /// Allocates an object holding `value` followed by `extra` zeroed bytes, with a fresh header

@@ -34,10 +34,7 @@ use std::mem::ManuallyDrop;
 use std::ptr::{self, NonNull, addr_of_mut};
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
-use crate::abi::{
-    TVMFFIAny, TVMFFIObject, kTVMFFIDict, kTVMFFIMap, kTVMFFIObjectBothOne,
-    kTVMFFIObjectDeleterFlagBitMaskStrong, kTVMFFIObjectDeleterFlagBitMaskWeak,
-};
+use crate::abi::{TVMFFIAny, TVMFFIObject, kTVMFFIDict, kTVMFFIMap, kTVMFFIObjectBothOne};
 use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::object::{Object, ObjectCore, ObjectRef};
 
@@ -277,14 +274,9 @@ unsafe fn clone_raw(v: &TVMFFIAny) -> TVMFFIAny {
 /// Deleter of objects made here (by [`alloc_empty`]): lets them be recognised (and so known to have room for
 /// [`INLINE_KVS`] inline pairs).
 unsafe extern "C" fn map_object_deleter(obj: *mut c_void, flags: c_int) {
-    if flags & kTVMFFIObjectDeleterFlagBitMaskStrong != 0 {
-        // SAFETY: the strong count reached zero; the object is a `MapBaseObj` made here.
-        unsafe { ptr::drop_in_place(obj.cast::<MapBaseObj>()) };
-    }
-    if flags & kTVMFFIObjectDeleterFlagBitMaskWeak != 0 {
-        // SAFETY: the block came from `calloc` in `alloc_empty`.
-        unsafe { libc::free(obj) };
-    }
+    // SAFETY: the object is a `MapBaseObj` in a `calloc` block made here; nested releases are
+    // queued like those of every object made by this crate.
+    unsafe { crate::object::release_nested(obj, flags, crate::object::destroy::<MapBaseObj>) }
 }
 
 /// The deleter installed in (and compared against for) objects made here, reified once so that

@@ -102,3 +102,33 @@ fn shapes_store_values_inline() {
         .unwrap_err();
     assert_eq!(err.kind(), "ValueError");
 }
+
+#[test]
+fn dropping_deeply_nested_containers_does_not_overflow_the_stack() {
+    let mut nested = Any::from(List::new());
+    for _ in 0..200_000 {
+        let outer = List::new();
+        outer.push(nested);
+        nested = Any::from(outer);
+    }
+    let mut array = Any::from(Array::new());
+    for _ in 0..200_000 {
+        array = Any::from(Array::from_vec(vec![array]));
+    }
+    drop(nested);
+    drop(array);
+}
+
+#[test]
+fn weak_references_survive_deferred_drops() {
+    // Objects released deep in a nested drop (queued) with weak references outstanding: the
+    // value is destroyed before the memory is freed, and the weak reference sees it gone.
+    let inner = tvm_ffi::Error::new("RuntimeError", "inner");
+    let weak = inner.as_object().downgrade();
+    let mut nested = Any::from(inner);
+    for _ in 0..1_000 {
+        nested = Any::from(Array::from_vec(vec![nested]));
+    }
+    drop(nested);
+    assert!(weak.upgrade().is_none());
+}

@@ -1088,3 +1088,14 @@ proptest! {
         prop_assert_eq!((strong_count(&value), strong_count(&key)), start);
     }
 }
+
+#[test]
+fn dropping_deeply_nested_maps_does_not_overflow_the_stack() {
+    let mut nested = Any::from(Map::new());
+    for i in 0..100_000i64 {
+        let mut outer = Map::new();
+        outer.insert(i, nested);
+        nested = Any::from(outer);
+    }
+    drop(nested);
+}
