@@ -154,6 +154,8 @@ type PendingDrop = (*mut c_void, c_int, unsafe fn(*mut c_void, c_int));
 
 thread_local! {
     static DROP_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Whether `PENDING_DROPS` may hold entries (a plain flag, cheap to read on every release).
+    static HAS_PENDING_DROPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// First in, first out: an object's destruction (strong flag) is queued before its memory
     /// release (weak flag) and must run first.
     static PENDING_DROPS: std::cell::RefCell<std::collections::VecDeque<PendingDrop>> =
@@ -183,17 +185,19 @@ pub(crate) unsafe fn release_nested(
     };
     if depth >= MAX_NESTED_DROPS {
         PENDING_DROPS.with(|pending| pending.borrow_mut().push_back((obj, flags, destroy)));
+        HAS_PENDING_DROPS.with(|flag| flag.set(true));
         return;
     }
     DROP_DEPTH.with(|d| d.set(depth + 1));
     // SAFETY: forwarded from the header protocol.
     unsafe { destroy(obj, flags) };
-    if depth == 0 {
+    if depth == 0 && HAS_PENDING_DROPS.with(std::cell::Cell::get) {
         // The outermost release runs what deeper ones queued (which may queue more).
         while let Some((obj, flags, run)) = PENDING_DROPS.with(|p| p.borrow_mut().pop_front()) {
             // SAFETY: each queued release was handed over exactly once by the header protocol.
             unsafe { run(obj, flags) };
         }
+        HAS_PENDING_DROPS.with(|flag| flag.set(false));
     }
     DROP_DEPTH.with(|d| d.set(depth));
 }
