@@ -139,7 +139,7 @@ pub(crate) unsafe fn destroy<S>(obj: *mut c_void, flags: c_int) {
         unsafe { std::ptr::drop_in_place(obj.cast::<S>()) };
     }
     if flags & kTVMFFIObjectDeleterFlagBitMaskWeak != 0 {
-        // SAFETY: the block came from `libc::calloc` in `alloc_object` and no reference remains.
+        // SAFETY: the block came from `libc::malloc` in `alloc_object` and no reference remains.
         unsafe { libc::free(obj) };
     }
 }
@@ -231,14 +231,16 @@ pub unsafe fn alloc_object_with_deleter<S>(
     let size = std::mem::size_of::<S>()
         .checked_add(extra)
         .expect("object size overflows");
-    // SAFETY: calloc with a non-zero size; the result is checked for NULL below.
-    let block = unsafe { libc::calloc(1, size.max(1)) }.cast::<S>();
+    // SAFETY: malloc with a non-zero size; the result is checked for NULL below.
+    let block = unsafe { libc::malloc(size.max(1)) }.cast::<S>();
     let Some(ptr) = NonNull::new(block) else {
         std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(size, 16).unwrap());
     };
-    // SAFETY: the block is large enough and suitably aligned (malloc alignment is 16).
+    // SAFETY: the block is large enough and suitably aligned (malloc alignment is 16); the
+    // value fills the struct, the extra bytes are zeroed here.
     unsafe {
         ptr.as_ptr().write(value);
+        std::ptr::write_bytes(ptr.as_ptr().add(1).cast::<u8>(), 0, extra);
         let header = ptr.as_ptr().cast::<TVMFFIObject>();
         (*header).combined_ref_count = std::sync::atomic::AtomicU64::new(kTVMFFIObjectBothOne);
         (*header).type_index = type_index;

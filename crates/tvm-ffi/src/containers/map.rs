@@ -325,7 +325,7 @@ unsafe fn small_room(p: *mut MapBaseObj) -> u64 {
 }
 
 /// Allocates an empty small object (room for [`INLINE_KVS`] pairs, 2 slots announced) with
-/// [`map_object_deleter`], zero-filled by `calloc` like every object block.
+/// [`map_object_deleter`], zero-filled by `calloc`.
 fn alloc_empty(type_index: i32) -> NonNull<MapBaseObj> {
     let size = BASE_SIZE + INLINE_KVS * std::mem::size_of::<Kv>();
     // SAFETY: calloc with a non-zero size; the result is checked for NULL below.
