@@ -616,6 +616,11 @@ impl Tensor {
     pub fn as_object(&self) -> &ObjectRef<TensorObj> {
         &self.obj
     }
+
+    /// Wraps a tensor object reference.
+    pub fn from_object(obj: ObjectRef<TensorObj>) -> Tensor {
+        Tensor { obj }
+    }
 }
 
 impl std::fmt::Debug for Tensor {

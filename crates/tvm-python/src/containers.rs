@@ -43,7 +43,7 @@ pub(crate) fn wrap_builtin(py: Python<'_>, value: Any) -> Result<PyResult<Py<PyA
             .map(|s| new_wrapped!(py, value.clone(), PyShape(s))),
         abi::kTVMFFITensor => value
             .cast::<tvm_ffi::Tensor>()
-            .map(|t| crate::dlpack::wrap_tensor(py, value.clone(), t)),
+            .map(|t| crate::dlpack::wrap_tensor(py, t)),
         _ => return Err(value),
     };
     Ok(wrapped.unwrap_or_else(|e| Err(raise_error(py, e))))

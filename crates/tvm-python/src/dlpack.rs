@@ -1,6 +1,7 @@
 //! Tensors in Python and the DLPack protocol both ways, without copies.
 
 use std::ffi::{CStr, c_void};
+use std::mem::ManuallyDrop;
 
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -8,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use tvm_ffi::abi::{self, DLDataType, DLManagedTensor, DLManagedTensorVersioned};
-use tvm_ffi::{Any, Tensor};
+use tvm_ffi::{Any, ObjectRef, Tensor};
 
 use crate::device::PyDevice;
 use crate::errors::raise_error;
@@ -180,7 +181,7 @@ pub(crate) fn is_numpy_array(obj: &Bound<'_, PyAny>) -> bool {
 pub(crate) fn from_dlpack_object(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let py = obj.py();
     if let Ok(wrapped) = obj.cast::<PyTensor>() {
-        return Ok(wrapped.get().0.clone());
+        return Ok(Tensor::clone(&wrapped.get().0));
     }
     if is_numpy_array(obj) {
         if let Some(tensor) = from_buffer(obj) {
@@ -210,13 +211,18 @@ pub(crate) fn from_dlpack_object(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 #[pyfunction]
 pub(crate) fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let tensor = from_dlpack_object(obj)?;
-    wrap_tensor(py, Any::from(tensor.clone()), tensor)
+    wrap_tensor(py, tensor)
 }
 
 /// Wraps a tensor in the Python class.
-pub(crate) fn wrap_tensor(py: Python<'_>, value: Any, tensor: Tensor) -> PyResult<Py<PyAny>> {
-    let init =
-        PyClassInitializer::from(PyObjectRef::from_any(value)).add_subclass(PyTensor(tensor));
+pub(crate) fn wrap_tensor(py: Python<'_>, tensor: Tensor) -> PyResult<Py<PyAny>> {
+    // The base `Object` part holds the one reference; the subclass part borrows it.
+    // SAFETY: the base part keeps this reference (set at creation, never replaced) for the
+    // whole life of the Python object, which outlives the borrowed copy.
+    let borrowed = unsafe { ObjectRef::from_raw(tensor.as_object().as_raw()) };
+    let borrowed = ManuallyDrop::new(Tensor::from_object(borrowed));
+    let init = PyClassInitializer::from(PyObjectRef::from_any(Any::from(tensor)))
+        .add_subclass(PyTensor(borrowed));
     Ok(Py::new(py, init)?.into_any())
 }
 
@@ -431,7 +437,7 @@ fn present<'a, 'py>(value: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'p
 
 /// A tensor: shape, dtype, device and data shared with other frameworks through DLPack.
 #[pyclass(extends = PyObjectRef, frozen, module = "tvm.ffi", name = "Tensor")]
-pub struct PyTensor(pub(crate) Tensor);
+pub struct PyTensor(pub(crate) ManuallyDrop<Tensor>);
 
 #[pymethods]
 impl PyTensor {
