@@ -180,13 +180,13 @@ pub(crate) fn is_numpy_array(obj: &Bound<'_, PyAny>) -> bool {
 /// Imports any DLPack producer (an object with `__dlpack__`, or a capsule) without a copy.
 pub(crate) fn from_dlpack_object(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let py = obj.py();
-    if let Ok(wrapped) = obj.cast::<PyTensor>() {
-        return Ok(Tensor::clone(&wrapped.get().0));
-    }
     if is_numpy_array(obj) {
         if let Some(tensor) = from_buffer(obj) {
             return Ok(tensor);
         }
+    }
+    if let Ok(wrapped) = obj.cast::<PyTensor>() {
+        return Ok(Tensor::clone(&wrapped.get().0));
     }
     let Ok(method) = obj.getattr(pyo3::intern!(py, "__dlpack__")) else {
         return from_capsule(obj);
