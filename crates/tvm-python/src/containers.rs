@@ -1,6 +1,8 @@
 //! Python classes for the built-in containers: `Array`, `List` (sequences), `Map`, `Dict`
 //! (mappings that keep insertion order) and `Shape`.
 
+use std::borrow::Cow;
+
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
@@ -10,40 +12,19 @@ use tvm_ffi::{Any, Array, List, Shape};
 
 use crate::convert::{any_to_py, py_to_any};
 use crate::errors::raise_error;
-use crate::objects::PyObjectRef;
-
-/// A new Python instance of `$cls` around `$value`.
-macro_rules! new_wrapped {
-    ($py:expr, $value:expr, $this:expr) => {
-        Py::new(
-            $py,
-            PyClassInitializer::from(PyObjectRef::from_any($value)).add_subclass($this),
-        )
-        .map(Py::into_any)
-    };
-}
+use crate::objects::{Borrowed, PyObjectRef, initializer, new_wrapped};
 
 /// Wraps a built-in container or tensor in its Python class; other objects are given back.
 pub(crate) fn wrap_builtin(py: Python<'_>, value: Any) -> Result<PyResult<Py<PyAny>>, Any> {
     let wrapped = match value.type_index() {
-        abi::kTVMFFIArray => value
-            .cast::<Array>()
-            .map(|a| new_wrapped!(py, value.clone(), PyArray(a))),
-        abi::kTVMFFIList => value
-            .cast::<List>()
-            .map(|l| new_wrapped!(py, value.clone(), PyListObj(l))),
-        abi::kTVMFFIMap => value
-            .cast::<Map>()
-            .map(|m| new_wrapped!(py, value.clone(), PyMap(m))),
-        abi::kTVMFFIDict => value
-            .cast::<Dict>()
-            .map(|d| new_wrapped!(py, value.clone(), PyDictObj(d))),
-        abi::kTVMFFIShape => value
-            .cast::<Shape>()
-            .map(|s| new_wrapped!(py, value.clone(), PyShape(s))),
+        abi::kTVMFFIArray => value.cast::<Array>().map(|a| new_wrapped(py, a, PyArray)),
+        abi::kTVMFFIList => value.cast::<List>().map(|l| new_wrapped(py, l, PyListObj)),
+        abi::kTVMFFIMap => value.cast::<Map>().map(|m| new_wrapped(py, m, PyMap)),
+        abi::kTVMFFIDict => value.cast::<Dict>().map(|d| new_wrapped(py, d, PyDictObj)),
+        abi::kTVMFFIShape => value.cast::<Shape>().map(|s| new_wrapped(py, s, PyShape)),
         abi::kTVMFFITensor => value
             .cast::<tvm_ffi::Tensor>()
-            .map(|t| crate::dlpack::wrap_tensor(py, t)),
+            .map(|t| new_wrapped(py, t, crate::dlpack::PyTensor)),
         _ => return Err(value),
     };
     Ok(wrapped.unwrap_or_else(|e| Err(raise_error(py, e))))
@@ -197,89 +178,106 @@ fn sequence_count(py: Python<'_>, items: &[Any], value: &Bound<'_, PyAny>) -> Py
     Ok(count)
 }
 
+/// The items of a sequence as one slice: borrowed from an immutable `Array`, a snapshot of a
+/// `List` (whose items may change while Python code runs).
+trait SequenceItems {
+    fn items(&self) -> Cow<'_, [Any]>;
+}
+
+impl SequenceItems for Array {
+    fn items(&self) -> Cow<'_, [Any]> {
+        Cow::Borrowed(self.as_slice())
+    }
+}
+
+impl SequenceItems for List {
+    fn items(&self) -> Cow<'_, [Any]> {
+        Cow::Owned(self.to_vec())
+    }
+}
+
+/// The `#[pymethods]` of a sequence class (`Array`, `List`): the extra methods given, then the
+/// read-only protocol every sequence shares.
+macro_rules! sequence_methods {
+    ($cls:ident { $($extra:tt)* }) => {
+        #[pymethods]
+        impl $cls {
+            $($extra)*
+
+            fn __len__(&self) -> usize {
+                self.0.len()
+            }
+
+            fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+                let items: PyResult<Vec<Py<PyAny>>> =
+                    self.0.items().iter().map(|v| any_to_py(py, v.clone())).collect();
+                Ok(PyList::new(py, items?)?.try_iter()?.into_any().unbind())
+            }
+
+            fn __contains__(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+                sequence_contains(py, &self.0.items(), value)
+            }
+
+            fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+                sequence_eq(py, &self.0.items(), other)
+            }
+
+            /// The first position of an item equal to `value` (within `start..stop`).
+            #[pyo3(signature = (value, start = None, stop = None))]
+            fn index(
+                &self,
+                py: Python<'_>,
+                value: &Bound<'_, PyAny>,
+                start: Option<isize>,
+                stop: Option<isize>,
+            ) -> PyResult<usize> {
+                sequence_index(py, &self.0.items(), value, start, stop)
+            }
+
+            /// The number of items equal to `value`.
+            fn count(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<usize> {
+                sequence_count(py, &self.0.items(), value)
+            }
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                sequence_repr(py, &self.0.items())
+            }
+        }
+    };
+}
+
 /// An immutable sequence of values.
 #[pyclass(extends = PyObjectRef, frozen, sequence, module = "tvm.ffi", name = "Array")]
-pub struct PyArray(Array);
+pub struct PyArray(Borrowed<Array>);
 
-#[pymethods]
-impl PyArray {
+sequence_methods!(PyArray {
     #[new]
     #[pyo3(signature = (items = None))]
     fn py_new(items: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyArray>> {
         let array = Array::from_vec(items_of(items)?);
-        Ok(
-            PyClassInitializer::from(PyObjectRef::from_any(array.clone().into()))
-                .add_subclass(PyArray(array)),
-        )
-    }
-
-    fn __len__(&self) -> usize {
-        self.0.len()
+        Ok(initializer(array, PyArray))
     }
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         sequence_getitem(py, self.0.as_slice(), key)
     }
-
-    fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let items: PyResult<Vec<Py<PyAny>>> =
-            self.0.iter().map(|v| any_to_py(py, v.clone())).collect();
-        Ok(PyList::new(py, items?)?.try_iter()?.into_any().unbind())
-    }
-
-    fn __contains__(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
-        sequence_contains(py, self.0.as_slice(), value)
-    }
-
-    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-        sequence_eq(py, self.0.as_slice(), other)
-    }
-
-    /// The first position of an item equal to `value` (within `start..stop`).
-    #[pyo3(signature = (value, start = None, stop = None))]
-    fn index(
-        &self,
-        py: Python<'_>,
-        value: &Bound<'_, PyAny>,
-        start: Option<isize>,
-        stop: Option<isize>,
-    ) -> PyResult<usize> {
-        sequence_index(py, self.0.as_slice(), value, start, stop)
-    }
-
-    /// The number of items equal to `value`.
-    fn count(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<usize> {
-        sequence_count(py, self.0.as_slice(), value)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        sequence_repr(py, self.0.as_slice())
-    }
-}
+});
 
 /// A shared, mutable sequence of values.
 #[pyclass(extends = PyObjectRef, frozen, sequence, module = "tvm.ffi", name = "List")]
-pub struct PyListObj(List);
+pub struct PyListObj(Borrowed<List>);
 
 // SAFETY: `List` is not `Sync`, but every access happens with the interpreter lock held.
 unsafe impl Sync for PyListObj {}
 // SAFETY: as above; the list's reference count is atomic.
 unsafe impl Send for PyListObj {}
 
-#[pymethods]
-impl PyListObj {
+sequence_methods!(PyListObj {
     #[new]
     #[pyo3(signature = (items = None))]
     fn py_new(items: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyListObj>> {
         let list: List = items_of(items)?.into_iter().collect();
-        Ok(
-            PyClassInitializer::from(PyObjectRef::from_any(list.clone().into()))
-                .add_subclass(PyListObj(list)),
-        )
-    }
-
-    fn __len__(&self) -> usize {
-        self.0.len()
+        Ok(initializer(list, PyListObj))
     }
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -305,41 +303,6 @@ impl PyListObj {
             .map_err(|e| raise_error(py, e))
     }
 
-    fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let items: PyResult<Vec<Py<PyAny>>> = self
-            .0
-            .to_vec()
-            .into_iter()
-            .map(|v| any_to_py(py, v))
-            .collect();
-        Ok(PyList::new(py, items?)?.try_iter()?.into_any().unbind())
-    }
-
-    fn __contains__(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
-        sequence_contains(py, &self.0.to_vec(), value)
-    }
-
-    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-        sequence_eq(py, &self.0.to_vec(), other)
-    }
-
-    /// The first position of an item equal to `value` (within `start..stop`).
-    #[pyo3(signature = (value, start = None, stop = None))]
-    fn index(
-        &self,
-        py: Python<'_>,
-        value: &Bound<'_, PyAny>,
-        start: Option<isize>,
-        stop: Option<isize>,
-    ) -> PyResult<usize> {
-        sequence_index(py, &self.0.to_vec(), value, start, stop)
-    }
-
-    /// The number of items equal to `value`.
-    fn count(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<usize> {
-        sequence_count(py, &self.0.to_vec(), value)
-    }
-
     /// Removes the first item equal to `value`, or raises a `ValueError` naming it.
     fn remove(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let index = sequence_index(py, &self.0.to_vec(), value, None, None)?;
@@ -361,10 +324,6 @@ impl PyListObj {
 
     fn __iadd__(&self, values: &Bound<'_, PyAny>) -> PyResult<()> {
         self.extend(values)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        sequence_repr(py, &self.0.to_vec())
     }
 
     /// Appends a value.
@@ -404,7 +363,7 @@ impl PyListObj {
     fn clear(&self) {
         self.0.clear();
     }
-}
+});
 
 fn map_key_error(py: Python<'_>, key: &Bound<'_, PyAny>) -> PyErr {
     let _ = py;
@@ -540,20 +499,20 @@ fn entries_of(source: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(Any, Any)>> {
 
 /// An immutable mapping that keeps insertion order.
 #[pyclass(extends = PyObjectRef, frozen, mapping, module = "tvm.ffi", name = "Map")]
-pub struct PyMap(Map);
+pub struct PyMap(Borrowed<Map>);
 
 mapping_methods!(PyMap {
     #[new]
     #[pyo3(signature = (source = None))]
     fn py_new(source: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyMap>> {
         let map: Map = entries_of(source)?.into_iter().collect();
-        Ok(PyClassInitializer::from(PyObjectRef::from_any(map.clone().into())).add_subclass(PyMap(map)))
+        Ok(initializer(map, PyMap))
     }
 });
 
 /// A shared, mutable mapping that keeps insertion order.
 #[pyclass(extends = PyObjectRef, frozen, mapping, module = "tvm.ffi", name = "Dict")]
-pub struct PyDictObj(Dict);
+pub struct PyDictObj(Borrowed<Dict>);
 
 // SAFETY: `Dict` is shared-mutable without locks; every access holds the interpreter lock.
 unsafe impl Sync for PyDictObj {}
@@ -565,7 +524,7 @@ mapping_methods!(PyDictObj {
     #[pyo3(signature = (source = None))]
     fn py_new(source: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyDictObj>> {
         let dict: Dict = entries_of(source)?.into_iter().collect();
-        Ok(PyClassInitializer::from(PyObjectRef::from_any(dict.clone().into())).add_subclass(PyDictObj(dict)))
+        Ok(initializer(dict, PyDictObj))
     }
 
     fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -645,7 +604,7 @@ mapping_methods!(PyDictObj {
 
 /// An immutable tuple of dimensions.
 #[pyclass(extends = PyObjectRef, frozen, sequence, module = "tvm.ffi", name = "Shape")]
-pub struct PyShape(Shape);
+pub struct PyShape(Borrowed<Shape>);
 
 #[pymethods]
 impl PyShape {
@@ -653,8 +612,7 @@ impl PyShape {
     #[pyo3(signature = (dims = None))]
     fn py_new(dims: Option<Vec<i64>>) -> PyClassInitializer<PyShape> {
         let shape = Shape::new(&dims.unwrap_or_default());
-        PyClassInitializer::from(PyObjectRef::from_any(shape.clone().into()))
-            .add_subclass(PyShape(shape))
+        initializer(shape, PyShape)
     }
 
     fn __len__(&self) -> usize {

@@ -1,19 +1,18 @@
 //! Tensors in Python and the DLPack protocol both ways, without copies.
 
 use std::ffi::{CStr, c_void};
-use std::mem::ManuallyDrop;
 
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple};
+use tvm_ffi::Tensor;
 use tvm_ffi::abi::{self, DLDataType, DLManagedTensor, DLManagedTensorVersioned};
-use tvm_ffi::{Any, ObjectRef, Tensor};
 
 use crate::device::PyDevice;
 use crate::errors::raise_error;
-use crate::objects::PyObjectRef;
+use crate::objects::{Borrowed, PyObjectRef, new_wrapped};
 
 const VERSIONED: &CStr = c"dltensor_versioned";
 const LEGACY: &CStr = c"dltensor";
@@ -211,19 +210,7 @@ pub(crate) fn from_dlpack_object(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 #[pyfunction]
 pub(crate) fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let tensor = from_dlpack_object(obj)?;
-    wrap_tensor(py, tensor)
-}
-
-/// Wraps a tensor in the Python class.
-pub(crate) fn wrap_tensor(py: Python<'_>, tensor: Tensor) -> PyResult<Py<PyAny>> {
-    // The base `Object` part holds the one reference; the subclass part borrows it.
-    // SAFETY: the base part keeps this reference (set at creation, never replaced) for the
-    // whole life of the Python object, which outlives the borrowed copy.
-    let borrowed = unsafe { ObjectRef::from_raw(tensor.as_object().as_raw()) };
-    let borrowed = ManuallyDrop::new(Tensor::from_object(borrowed));
-    let init = PyClassInitializer::from(PyObjectRef::from_any(Any::from(tensor)))
-        .add_subclass(PyTensor(borrowed));
-    Ok(Py::new(py, init)?.into_any())
+    new_wrapped(py, tensor, PyTensor)
 }
 
 unsafe extern "C" fn release_versioned_capsule(capsule: *mut ffi::PyObject) {
@@ -437,7 +424,7 @@ fn present<'a, 'py>(value: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'p
 
 /// A tensor: shape, dtype, device and data shared with other frameworks through DLPack.
 #[pyclass(extends = PyObjectRef, frozen, module = "tvm.ffi", name = "Tensor")]
-pub struct PyTensor(pub(crate) ManuallyDrop<Tensor>);
+pub struct PyTensor(pub(crate) Borrowed<Tensor>);
 
 #[pymethods]
 impl PyTensor {

@@ -3,6 +3,7 @@
 
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 use std::sync::RwLock;
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError};
@@ -171,6 +172,50 @@ pub(crate) fn _object_get_field(
 #[pyfunction]
 pub(crate) fn _type_field_names(type_index: i32) -> Vec<String> {
     reflected_fields(type_index)
+}
+
+/// A wrapper value (`Array`, `Tensor`, ...) kept by a subclass of `Object` that borrows the
+/// reference held by the object's base part instead of holding a second one.
+pub struct Borrowed<W>(ManuallyDrop<W>);
+
+impl<W> std::ops::Deref for Borrowed<W> {
+    type Target = W;
+    fn deref(&self) -> &W {
+        &self.0
+    }
+}
+
+/// The initializer of a Python object of class `T` around `value`: the base `Object` part holds
+/// the one reference, `T` gets a borrowed copy.
+pub(crate) fn initializer<W, T>(
+    value: W,
+    make: impl FnOnce(Borrowed<W>) -> T,
+) -> PyClassInitializer<T>
+where
+    W: Clone + Into<Any>,
+    T: pyo3::PyClass<BaseType = PyObjectRef>,
+{
+    let copy = ManuallyDrop::new(value.clone());
+    let any: Any = value.into();
+    if let Some(obj) = any.as_object_ptr() {
+        // SAFETY: the clone took a second reference; giving it back leaves `copy` borrowing the
+        // one in `any`, which the base part keeps (never replaced) for the object's whole life.
+        unsafe { tvm_ffi::object::dec_ref(obj) };
+    }
+    PyClassInitializer::from(PyObjectRef::from_any(any)).add_subclass(make(Borrowed(copy)))
+}
+
+/// A new Python object of class `T` around `value` (see [`initializer`]).
+pub(crate) fn new_wrapped<W, T>(
+    py: Python<'_>,
+    value: W,
+    make: impl FnOnce(Borrowed<W>) -> T,
+) -> PyResult<Py<PyAny>>
+where
+    W: Clone + Into<Any>,
+    T: pyo3::PyClass<BaseType = PyObjectRef>,
+{
+    Ok(Py::new(py, initializer(value, make))?.into_any())
 }
 
 /// The reflected field records of a type and its ancestors, root first.
