@@ -212,6 +212,24 @@ def get_target_by_dump_machine(compiler: str | None) -> Callable[[], str | None]
     return get_target_triple
 
 
+def _compile(
+    output: PathLike,
+    objects: PathLike | Iterable[PathLike],
+    options: str | Iterable[str] | None,
+    cc: str | Sequence[str] | None,
+    cwd: PathLike | None,
+    ccache_env: dict[str, str] | None,
+    compile_shared: bool,
+) -> None:
+    """Builds a shared library or an executable with the platform's compiler driver."""
+    if _is_linux_like():
+        _linux_compile(output, objects, options, cc, cwd, ccache_env, compile_shared)
+    elif _is_windows_like():
+        _windows_compile(output, objects, options, cwd, ccache_env, compile_shared)
+    else:
+        raise ValueError(f"Unsupported platform {sys.platform!r}")
+
+
 def create_shared(
     output: PathLike,
     objects: PathLike | Iterable[PathLike],
@@ -239,12 +257,7 @@ def create_shared(
     ccache_env
         Run the compiler through ``ccache`` with these extra environment variables.
     """
-    if _is_linux_like():
-        _linux_compile(output, objects, options, cc, cwd, ccache_env, compile_shared=True)
-    elif _is_windows_like():
-        _windows_compile(output, objects, options, cwd, ccache_env, compile_shared=True)
-    else:
-        raise ValueError(f"Unsupported platform {sys.platform!r}")
+    _compile(output, objects, options, cc, cwd, ccache_env, compile_shared=True)
 
 
 create_shared.output_format = "dll" if _is_windows_like() else "so"  # type: ignore[attr-defined]
@@ -261,12 +274,7 @@ def create_executable(
 ) -> None:
     """Compiles and links ``objects`` into the executable ``output``; parameters as for
     :func:`create_shared`."""
-    if _is_linux_like():
-        _linux_compile(output, objects, options, cc, cwd, ccache_env, compile_shared=False)
-    elif _is_windows_like():
-        _windows_compile(output, objects, options, cwd, ccache_env, compile_shared=False)
-    else:
-        raise ValueError(f"Unsupported platform {sys.platform!r}")
+    _compile(output, objects, options, cc, cwd, ccache_env, compile_shared=False)
 
 
 create_executable.get_target_triple = get_target_by_dump_machine(None)  # type: ignore[attr-defined]

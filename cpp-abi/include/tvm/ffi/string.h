@@ -75,6 +75,16 @@ class ByteSeq {
   /*! \brief Takes ownership of a value already of the small or heap form. */
   explicit ByteSeq(const TVMFFIAny& owned) noexcept : data_(owned) {}
 
+  /*! \brief A new owning value holding a copy of `content`, made by the runtime's `make`. */
+  static TVMFFIAny Copy(std::string_view content,
+                        int (*make)(const TVMFFIByteArray*, TVMFFIAny*)) {
+    TVMFFIByteArray bytes = ToByteArray(content);
+    TVMFFIAny out;
+    std::memset(&out, 0, sizeof(out));
+    CheckCall(make(&bytes, &out));
+    return out;
+  }
+
   static TVMFFIAny Empty() noexcept {
     TVMFFIAny value;
     std::memset(&value, 0, sizeof(value));
@@ -113,7 +123,7 @@ class String : public details::ByteSeq<kTVMFFISmallStr, kTVMFFIStr> {
  public:
   String() noexcept = default;
   /*! \brief Copies `text` into a new runtime string. */
-  String(std::string_view text) : ByteSeq(Make(text)) {}               // NOLINT(runtime/explicit)
+  String(std::string_view text) : ByteSeq(Copy(text, TVMFFIStringFromByteArray)) {}               // NOLINT(runtime/explicit)
   String(const char* text) : String(std::string_view(text)) {}         // NOLINT(runtime/explicit)
   String(const std::string& text) : String(std::string_view(text)) {}  // NOLINT
 
@@ -122,13 +132,6 @@ class String : public details::ByteSeq<kTVMFFISmallStr, kTVMFFIStr> {
 
  private:
   String(const TVMFFIAny& owned, int) noexcept : ByteSeq(owned) {}
-  static TVMFFIAny Make(std::string_view text) {
-    TVMFFIByteArray bytes = details::ToByteArray(text);
-    TVMFFIAny out;
-    std::memset(&out, 0, sizeof(out));
-    details::CheckCall(TVMFFIStringFromByteArray(&bytes, &out));
-    return out;
-  }
 };
 
 /*! \brief A byte string: kTVMFFISmallBytes or an ffi.Bytes object. Default: empty. */
@@ -136,7 +139,7 @@ class Bytes : public details::ByteSeq<kTVMFFISmallBytes, kTVMFFIBytes> {
  public:
   Bytes() noexcept = default;
   /*! \brief Copies `data` into a new runtime byte string. */
-  explicit Bytes(std::string_view data) : ByteSeq(Make(data)) {}
+  explicit Bytes(std::string_view data) : ByteSeq(Copy(data, TVMFFIBytesFromByteArray)) {}
   Bytes(const void* data, size_t size)
       : Bytes(std::string_view(static_cast<const char*>(data), size)) {}
 
@@ -145,13 +148,6 @@ class Bytes : public details::ByteSeq<kTVMFFISmallBytes, kTVMFFIBytes> {
 
  private:
   Bytes(const TVMFFIAny& owned, int) noexcept : ByteSeq(owned) {}
-  static TVMFFIAny Make(std::string_view data) {
-    TVMFFIByteArray bytes = details::ToByteArray(data);
-    TVMFFIAny out;
-    std::memset(&out, 0, sizeof(out));
-    details::CheckCall(TVMFFIBytesFromByteArray(&bytes, &out));
-    return out;
-  }
 };
 
 }  // namespace tvm::ffi
