@@ -11,7 +11,7 @@ use tvm_ffi::Tensor;
 use tvm_ffi::abi::{self, DLDataType, DLManagedTensor, DLManagedTensorVersioned};
 
 use crate::device::PyDevice;
-use crate::errors::raise_error;
+use crate::errors::{python_entry, raise_error};
 use crate::objects::{Borrowed, PyObjectRef, new_wrapped};
 
 const VERSIONED: &CStr = c"dltensor_versioned";
@@ -324,81 +324,66 @@ unsafe extern "C" fn dlpack_vectorcall(
     nargs: ffi::Py_ssize_t,
     kwnames: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: the interpreter calls methods with the GIL held.
-        let py = unsafe { Python::assume_attached() };
-        let result = (|| -> PyResult<Py<PyAny>> {
-            if nargs > 0 {
-                return Err(PyTypeError::new_err(
-                    "__dlpack__() takes keyword arguments only",
-                ));
-            }
-            // SAFETY: `slf` is the live instance the method was called on.
-            let slf = unsafe { Bound::from_borrowed_ptr(py, slf) };
-            let this = slf.cast::<PyTensor>()?;
-            let (mut max_version, mut dl_device, mut copy) = (None, None, None);
-            let count = if kwnames.is_null() {
-                0
-            } else {
-                // SAFETY: `kwnames` is a tuple of str; the values follow the positional ones.
-                unsafe { ffi::PyTuple_Size(kwnames) }
-            };
-            for i in 0..count.max(0) {
-                // SAFETY: in range of both the names and the values.
-                let (name, value) = unsafe {
-                    (
-                        ffi::PyTuple_GetItem(kwnames, i),
-                        Bound::from_borrowed_ptr(py, *args.offset(nargs + i)),
-                    )
-                };
-                let names = [
-                    pyo3::intern!(py, "max_version"),
-                    pyo3::intern!(py, "dl_device"),
-                    pyo3::intern!(py, "copy"),
-                    pyo3::intern!(py, "stream"),
-                ];
-                // Interned names (the usual case) match by address; others by content.
-                let which = names
-                    .iter()
-                    .position(|n| n.as_ptr() == name)
-                    .or_else(|| names.iter().position(|n| keyword_is(name, n)));
-                let slot = match which {
-                    Some(0) => &mut max_version,
-                    Some(1) => &mut dl_device,
-                    Some(2) => &mut copy,
-                    Some(_) => continue,
-                    None => {
-                        // SAFETY: a live str.
-                        let name = unsafe { Bound::from_borrowed_ptr(py, name) };
-                        return Err(PyTypeError::new_err(format!(
-                            "__dlpack__() got an unexpected keyword argument {}",
-                            name.repr()?
-                        )));
-                    }
-                };
-                *slot = Some(value);
-            }
-            export_capsule(
-                py,
-                &this.get().0,
-                max_version.as_ref(),
-                dl_device.as_ref(),
-                copy.as_ref(),
-            )
-        })();
-        match result {
-            Ok(value) => value.into_ptr(),
-            Err(err) => {
-                err.restore(py);
-                std::ptr::null_mut()
-            }
+    // SAFETY: the interpreter calls methods with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "Tensor.__dlpack__", || {
+        if nargs > 0 {
+            return Err(PyTypeError::new_err(
+                "__dlpack__() takes keyword arguments only",
+            ));
         }
-    }));
-    outcome.unwrap_or_else(|_| {
-        // SAFETY: the GIL is held.
-        let py = unsafe { Python::assume_attached() };
-        pyo3::exceptions::PySystemError::new_err("panic in Tensor.__dlpack__").restore(py);
-        std::ptr::null_mut()
+        // SAFETY: `slf` is the live instance the method was called on.
+        let slf = unsafe { Bound::from_borrowed_ptr(py, slf) };
+        let this = slf.cast::<PyTensor>()?;
+        let (mut max_version, mut dl_device, mut copy) = (None, None, None);
+        let count = if kwnames.is_null() {
+            0
+        } else {
+            // SAFETY: `kwnames` is a tuple of str; the values follow the positional ones.
+            unsafe { ffi::PyTuple_Size(kwnames) }
+        };
+        for i in 0..count.max(0) {
+            // SAFETY: in range of both the names and the values.
+            let (name, value) = unsafe {
+                (
+                    ffi::PyTuple_GetItem(kwnames, i),
+                    Bound::from_borrowed_ptr(py, *args.offset(nargs + i)),
+                )
+            };
+            let names = [
+                pyo3::intern!(py, "max_version"),
+                pyo3::intern!(py, "dl_device"),
+                pyo3::intern!(py, "copy"),
+                pyo3::intern!(py, "stream"),
+            ];
+            // Interned names (the usual case) match by address; others by content.
+            let which = names
+                .iter()
+                .position(|n| n.as_ptr() == name)
+                .or_else(|| names.iter().position(|n| keyword_is(name, n)));
+            let slot = match which {
+                Some(0) => &mut max_version,
+                Some(1) => &mut dl_device,
+                Some(2) => &mut copy,
+                Some(_) => continue,
+                None => {
+                    // SAFETY: a live str.
+                    let name = unsafe { Bound::from_borrowed_ptr(py, name) };
+                    return Err(PyTypeError::new_err(format!(
+                        "__dlpack__() got an unexpected keyword argument {}",
+                        name.repr()?
+                    )));
+                }
+            };
+            *slot = Some(value);
+        }
+        export_capsule(
+            py,
+            &this.get().0,
+            max_version.as_ref(),
+            dl_device.as_ref(),
+            copy.as_ref(),
+        )
     })
 }
 

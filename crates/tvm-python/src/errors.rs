@@ -3,7 +3,10 @@
 //! callback becomes a runtime error that carries the original exception, so that it comes back
 //! out of native frames as the same object.
 
-use pyo3::exceptions::PyRuntimeError;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use pyo3::exceptions::{PyRuntimeError, PySystemError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
@@ -26,6 +29,24 @@ pub(crate) fn _set_error_hooks(
     HOOKS
         .set(py, (to_python, from_python))
         .map_err(|_| PyRuntimeError::new_err("error hooks are already installed"))
+}
+
+/// Runs the body of a raw CPython entry point (a vectorcall): its value as a new reference, or
+/// NULL with the error set; a panic becomes a `SystemError` naming `what` instead of unwinding
+/// into the interpreter.
+#[inline]
+pub(crate) fn python_entry(
+    py: Python<'_>,
+    what: &str,
+    body: impl FnOnce() -> PyResult<Py<PyAny>>,
+) -> *mut ffi::PyObject {
+    let error = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => return value.into_ptr(),
+        Ok(Err(err)) => err,
+        Err(_) => PySystemError::new_err(format!("panic in {what}")),
+    };
+    error.restore(py);
+    std::ptr::null_mut()
 }
 
 /// The Python exception carried in an error's extra context, if any.

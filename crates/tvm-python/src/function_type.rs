@@ -10,7 +10,6 @@
 
 use std::ffi::{c_char, c_int, c_void};
 use std::mem::ManuallyDrop;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use pyo3::exceptions::{PySystemError, PyTypeError};
 use pyo3::ffi;
@@ -21,6 +20,7 @@ use tvm_ffi::abi::TVMFFIObject;
 use tvm_ffi::{Any, Function, ObjectRef};
 
 use crate::convert::{any_to_py, call_function};
+use crate::errors::python_entry;
 use crate::objects::PyObjectRef;
 
 /// `Py_TPFLAGS_HAVE_VECTORCALL`: in the interpreter since 3.8, in the limited API's headers
@@ -92,14 +92,15 @@ unsafe fn call(
     args: *const *mut ffi::PyObject,
     nargs: usize,
 ) -> *mut ffi::PyObject {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: the interpreter calls us with the GIL held.
-        let py = unsafe { Python::assume_attached() };
+    // SAFETY: the interpreter calls us with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "a call of a tvm.ffi.Function", || {
         // SAFETY: per the contract.
         if unsafe { fields(py, callable).function.is_null() } {
             // Only reachable by allocating through the base class's `__new__` by hand.
-            PyTypeError::new_err("this tvm.ffi.Function is not bound to a function").restore(py);
-            return std::ptr::null_mut();
+            return Err(PyTypeError::new_err(
+                "this tvm.ffi.Function is not bound to a function",
+            ));
         }
         // SAFETY: per the contract.
         let (function, release) = unsafe {
@@ -114,20 +115,7 @@ unsafe fn call(
             // SAFETY: per the contract.
             unsafe { std::slice::from_raw_parts(args, nargs) }
         };
-        let result = call_function(py, &function, args, release).and_then(|v| any_to_py(py, v));
-        match result {
-            Ok(value) => value.into_ptr(),
-            Err(err) => {
-                err.restore(py);
-                std::ptr::null_mut()
-            }
-        }
-    }));
-    outcome.unwrap_or_else(|_| {
-        // SAFETY: the GIL is held (we were called with it).
-        let py = unsafe { Python::assume_attached() };
-        PySystemError::new_err("panic while calling a tvm.ffi.Function").restore(py);
-        std::ptr::null_mut()
+        call_function(py, &function, args, release).and_then(|v| any_to_py(py, v))
     })
 }
 
