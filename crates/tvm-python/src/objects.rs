@@ -185,23 +185,41 @@ impl<W> std::ops::Deref for Borrowed<W> {
     }
 }
 
+/// A value that is one counted reference to an object, which `Into<Any>` moves unchanged.
+///
+/// # Safety
+/// Implementors are a single object handle, and converting one into `Any` keeps that object
+/// and that reference (no copy, no new object).
+pub(crate) unsafe trait ObjectHandle: Into<Any> {}
+
+// SAFETY: each of these is one counted object pointer that `Into<Any>` moves as it is.
+unsafe impl ObjectHandle for tvm_ffi::Array {}
+// SAFETY: as above.
+unsafe impl ObjectHandle for tvm_ffi::List {}
+// SAFETY: as above.
+unsafe impl ObjectHandle for tvm_ffi::containers::map::Map {}
+// SAFETY: as above.
+unsafe impl ObjectHandle for tvm_ffi::containers::map::Dict {}
+// SAFETY: as above.
+unsafe impl ObjectHandle for tvm_ffi::Shape {}
+// SAFETY: as above.
+unsafe impl ObjectHandle for tvm_ffi::Tensor {}
+
 /// The initializer of a Python object of class `T` around `value`: the base `Object` part holds
-/// the one reference, `T` gets a borrowed copy.
+/// the one reference, `T` gets a borrowed copy (no reference-count traffic).
 pub(crate) fn initializer<W, T>(
     value: W,
     make: impl FnOnce(Borrowed<W>) -> T,
 ) -> PyClassInitializer<T>
 where
-    W: Clone + Into<Any>,
+    W: ObjectHandle,
     T: pyo3::PyClass<BaseType = PyObjectRef>,
 {
-    let copy = ManuallyDrop::new(value.clone());
+    // SAFETY: a bitwise copy of the handle that is never dropped; `ObjectHandle` guarantees the
+    // reference moves into `any` unchanged, and the base part keeps it (never replaced) for the
+    // whole life of the Python object, which outlives the copy.
+    let copy = ManuallyDrop::new(unsafe { std::ptr::read(&value) });
     let any: Any = value.into();
-    if let Some(obj) = any.as_object_ptr() {
-        // SAFETY: the clone took a second reference; giving it back leaves `copy` borrowing the
-        // one in `any`, which the base part keeps (never replaced) for the object's whole life.
-        unsafe { tvm_ffi::object::dec_ref(obj) };
-    }
     PyClassInitializer::from(PyObjectRef::from_any(any)).add_subclass(make(Borrowed(copy)))
 }
 
@@ -212,7 +230,7 @@ pub(crate) fn new_wrapped<W, T>(
     make: impl FnOnce(Borrowed<W>) -> T,
 ) -> PyResult<Py<PyAny>>
 where
-    W: Clone + Into<Any>,
+    W: ObjectHandle,
     T: pyo3::PyClass<BaseType = PyObjectRef>,
 {
     Ok(Py::new(py, initializer(value, make))?.into_any())

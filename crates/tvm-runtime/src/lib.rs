@@ -13,6 +13,7 @@ mod system_lib;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use tvm_ffi::function::TypedFunction;
 use tvm_ffi::{Any, AnyView, Array, Error, ErrorKind, Function, ObjectRef, Result};
 
 pub use library::load_library;
@@ -62,6 +63,11 @@ fn register(name: &str, f: Function) {
     let _ = f.register_global(name, false);
 }
 
+/// Registers a typed closure under `name`, which also names it in argument errors.
+fn register_typed<F: TypedFunction<Args>, Args>(name: &str, f: F) {
+    register(name, Function::from_typed(name, f));
+}
+
 fn lookup_from_imports(ctx: i64, name: &str) -> Result<Option<Function>> {
     if ctx == 0 {
         return Ok(None);
@@ -77,16 +83,10 @@ fn lookup_from_imports(ctx: i64, name: &str) -> Result<Option<Function>> {
 pub fn init() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
-        register(
-            "ffi.ModuleLoadFromFile",
-            Function::from_typed("ffi.ModuleLoadFromFile", |path: String| load_module(path)),
-        );
-        register(
+        register_typed("ffi.ModuleLoadFromFile", |path: String| load_module(path));
+        register_typed(
             "ffi.Module.load_from_file.so",
-            Function::from_typed(
-                "ffi.Module.load_from_file.so",
-                |path: String, _format: String| load_library(Path::new(&path)),
-            ),
+            |path: String, _format: String| load_library(Path::new(&path)),
         );
         register(
             "ffi.SystemLib",
@@ -103,60 +103,33 @@ pub fn init() {
                 Ok(system_lib(&prefix).into())
             }),
         );
-        register(
+        register_typed(
             "ffi.ModuleGetFunction",
-            Function::from_typed(
-                "ffi.ModuleGetFunction",
-                |m: Module, name: String, query_imports: bool| m.get_function(&name, query_imports),
-            ),
+            |m: Module, name: String, query_imports: bool| m.get_function(&name, query_imports),
         );
-        register(
+        register_typed(
             "ffi.ModuleImplementsFunction",
-            Function::from_typed(
-                "ffi.ModuleImplementsFunction",
-                |m: Module, name: String, query_imports: bool| {
-                    Ok::<bool, Error>(m.get_function(&name, query_imports)?.is_some())
-                },
-            ),
+            |m: Module, name: String, query_imports: bool| {
+                Ok::<bool, Error>(m.get_function(&name, query_imports)?.is_some())
+            },
         );
-        register(
+        register_typed(
             "ffi.ModuleGetFunctionMetadata",
-            Function::from_typed(
-                "ffi.ModuleGetFunctionMetadata",
-                |m: Module, name: String| m.function_metadata(&name),
-            ),
+            |m: Module, name: String| m.function_metadata(&name),
         );
-        register(
-            "ffi.ModuleGetFunctionDoc",
-            Function::from_typed("ffi.ModuleGetFunctionDoc", |m: Module, name: String| {
-                m.function_doc(&name)
-            }),
-        );
-        register(
-            "ffi.ModuleGetKind",
-            Function::from_typed("ffi.ModuleGetKind", |m: Module| m.kind()),
-        );
-        register(
-            "ffi.ModuleGetImports",
-            Function::from_typed("ffi.ModuleGetImports", |m: Module| {
-                m.imports().into_iter().collect::<Array>()
-            }),
-        );
-        register(
-            "ffi.ModuleImportModule",
-            Function::from_typed("ffi.ModuleImportModule", |m: Module, other: Module| {
-                m.import_module(&other)
-            }),
-        );
-        register(
-            "ffi.ModuleClearImports",
-            Function::from_typed("ffi.ModuleClearImports", |m: Module| m.clear_imports()),
-        );
-        register(
-            "ffi.ModuleLookupFromImports",
-            Function::from_typed("ffi.ModuleLookupFromImports", |ctx: i64, name: String| {
-                lookup_from_imports(ctx, &name)
-            }),
-        );
+        register_typed("ffi.ModuleGetFunctionDoc", |m: Module, name: String| {
+            m.function_doc(&name)
+        });
+        register_typed("ffi.ModuleGetKind", |m: Module| m.kind());
+        register_typed("ffi.ModuleGetImports", |m: Module| {
+            m.imports().into_iter().collect::<Array>()
+        });
+        register_typed("ffi.ModuleImportModule", |m: Module, other: Module| {
+            m.import_module(&other)
+        });
+        register_typed("ffi.ModuleClearImports", |m: Module| m.clear_imports());
+        register_typed("ffi.ModuleLookupFromImports", |ctx: i64, name: String| {
+            lookup_from_imports(ctx, &name)
+        });
     });
 }

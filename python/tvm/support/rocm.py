@@ -18,6 +18,7 @@ import subprocess
 import warnings
 
 from . import utils
+from .nvcc import parse_compute_version  # the same "major.minor" form
 
 __all__ = [
     "callback_rocm_bitcode_path",
@@ -147,15 +148,6 @@ def callback_rocm_bitcode_path(rocdl_dir: str | None = None) -> list[str]:
         paths.append(path)
     paths += sorted(glob.glob(os.path.join(rocdl_dir, "oclc_isa_version_*.bc")))
     return paths
-
-
-def parse_compute_version(compute_version: str) -> tuple[int, int]:
-    """``"9.0"`` -> ``(9, 0)``."""
-    fields = str(compute_version).split(".")
-    try:
-        return int(fields[0]), int(fields[1])
-    except (IndexError, ValueError):
-        raise RuntimeError(f"Compute version parsing error: {compute_version!r}") from None
 
 
 def _arch_to_version(arch: str) -> str:
