@@ -97,7 +97,7 @@ def _options_list(options: Any) -> list[str]:
         return [
             os.fspath(option) if isinstance(option, os.PathLike) else option for option in options
         ]
-    raise ValueError("options must be a str or a list of str")
+    raise ValueError(f"options must be a str or a list of str, got {options!r}")
 
 
 def _ptxas_options(extra: list[str] | None = None) -> str:
@@ -373,7 +373,7 @@ def _compile_cuda_nvrtc(
         _arch_digits(arch)  # validates
         digits = arch.split("_", 1)[-1]
     else:
-        raise ValueError("NVRTC takes arch as one string such as 'sm_80'")
+        raise ValueError(f"NVRTC takes arch as one string such as 'sm_80', got {arch!r}")
     # NVRTC wants a virtual architecture for PTX and a real one for cubin.
     gpu_arch = f"{'compute' if target_format == 'ptx' else 'sm'}_{digits}"
 
