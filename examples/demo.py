@@ -54,25 +54,25 @@ def main() -> None:
     print("after writing through the tensor, data[0, 0] =", data[0, 0])
 
     # Containers convert automatically and keep their order.
-    echo = tvm.get_global_func("testing.echo")
-    value = echo({"name": "resnet", "shape": [1, 3, 224, 224], "dtype": tvm.ffi.dtype("f16")})
-    print("echo(dict) ->", value, "| keys:", list(value.keys()))
+    make_map = tvm.get_global_func("ffi.Map")
+    value = make_map("name", "resnet", "shape", [1, 3, 224, 224], "dtype", tvm.ffi.dtype("f16"))
+    print("ffi.Map(...) ->", value, "| keys:", list(value.keys()))
 
-    # Native code calling back into Python.
-    apply = tvm.get_global_func("testing.apply")
-    print("testing.apply(lambda x: x * x, 12) ->", apply(lambda x: x * x, 12))
+    # Native code calling back into Python: a Python callable becomes a tvm.ffi.Function.
+    square = tvm.ffi.convert(lambda x: x * x)
+    print("a Python lambda called through the FFI: square(12) ->", square(12))
 
     # Errors keep their Python class, across native frames, in both directions.
     try:
-        tvm.get_global_func("testing.test_raise_error")("ValueError", "raised in Rust")
-    except ValueError as err:
-        print("caught ValueError:", err)
+        tvm.get_global_func("ffi.ArrayGetItem")(tvm.ffi.Array([1, 2]), 5)
+    except IndexError as err:
+        print("caught IndexError:", err)
 
     def failing(x: int) -> int:
         raise KeyError(f"no entry {x}")
 
     try:
-        apply(failing, 7)
+        tvm.ffi.convert(failing)(7)  # Python -> native Function -> Python, and the error back
     except KeyError as err:
         print("the callback's own KeyError came back:", err)
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks: the Rust criterion benchmarks of the core, then the Python side-by-side table of
-# `tvm` (this repository, release build) against the reference `apache-tvm-ffi==0.1.15.post2`.
+# `tvm` (this repository, `dist` profile build) against the reference `apache-tvm-ffi==0.1.15.post2`.
 #
 # Usage: bash scripts/bench.sh [--quick] [-- BENCH_FFI_ARGS...]
 #   --quick   short runs: criterion's --quick, and one round of tiny iteration counts in Python
@@ -45,11 +45,12 @@ py="$venv/bin/python"
 "$py" -m pip install --quiet --disable-pip-version-check \
     "maturin>=1.9,<2" numpy "apache-tvm-ffi==0.1.15.post2"
 
-# The current tree as a release wheel. Its own target directory: the dev wheel (target/maturin)
-# and the cargo commands (target/) keep their builds, so switching between them rebuilds nothing.
-phase "release wheel of tvm (maturin build --release)"
+# The current tree as the wheel `pip install .` builds (the `dist` profile: fat LTO, one codegen
+# unit). Its own target directory: the dev wheel (target/maturin) and the cargo commands (target/)
+# keep their builds, so switching between them rebuilds nothing.
+phase "dist wheel of tvm (maturin build --profile dist)"
 rm -f target/wheels-bench/tvm-*.whl
-"$venv/bin/maturin" build --release --locked --out target/wheels-bench \
+"$venv/bin/maturin" build --profile dist --locked --out target/wheels-bench \
     --target-dir target/maturin-release --interpreter "$py"
 wheels=(target/wheels-bench/tvm-*.whl)
 if ((${#wheels[@]} != 1)) || [[ ! -f ${wheels[0]} ]]; then
@@ -69,7 +70,10 @@ phase "Python: tvm vs tvm_ffi, interleaved (benches/python/bench_ffi.py)"
 python_args=(--json target/bench/bench_ffi.json)
 ((quick)) && python_args+=(--quick)
 mkdir -p target/bench
-"$py" benches/python/bench_ffi.py "${python_args[@]}" "${bench_args[@]}"
+# The testing.* functions the rows call, optimized like the runtime they call into.
+cargo build --locked --release --quiet -p tvm-ffi-testing --lib
+TVM_FFI_TESTING_LIB="$PWD/target/release/libtvm_ffi_testing.so" \
+    "$py" benches/python/bench_ffi.py "${python_args[@]}" "${bench_args[@]}"
 
 phase "done"
 echo "JSON results: target/bench/bench_ffi.json; criterion reports: target/criterion/"

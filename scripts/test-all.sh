@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+# libtvm_ffi_testing.so: the testing.* functions the Python suite loads (tests/python/conftest.py).
+cargo build --locked --quiet -p tvm-ffi-testing --lib
 
 # ---- Python: build the wheel, install it into .venv, lint, run the pytest suites ----------------
 

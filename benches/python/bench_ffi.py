@@ -3,7 +3,8 @@
 ``tvm_ffi`` (PyPI ``apache-tvm-ffi==0.1.15.post2``), measured in the same run.
 
 Every row times one statement on equivalent objects in both implementations: calls of the
-``testing.*`` global functions both ship (``testing.nop``, ``testing.echo``, ``testing.apply``),
+``testing.*`` global functions both testing libraries register (``testing.nop``, ``testing.echo``,
+``testing.apply``; ours is ``libtvm_ffi_testing.so``, named by ``TVM_FFI_TESTING_LIB``),
 conversions, container access, DLPack, devices and dtypes, and the import itself.
 
 Driver (the default): runs the implementations interleaved, A B A B ... for ``--rounds`` rounds,
@@ -147,6 +148,11 @@ def _api(impl: str) -> dict[str, Any]:
     if impl == OURS:
         import tvm
 
+        # The testing.* functions live in a library of their own (scripts/bench.sh builds it).
+        testing_lib = os.environ.get("TVM_FFI_TESTING_LIB")
+        if not testing_lib:
+            raise RuntimeError("set TVM_FFI_TESTING_LIB to libtvm_ffi_testing.so (bench.sh does)")
+        tvm.base.load_backend_libs(testing_lib)
         return {
             "version": tvm.__version__,
             "get_global_func": tvm.get_global_func,

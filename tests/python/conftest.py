@@ -8,9 +8,37 @@ from pathlib import Path
 
 import pytest
 
+import tvm.base
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The C header directory: kernels in the tests see the ABI exactly as a kernel author does.
 C_INCLUDE_DIR = REPO_ROOT / "cpp-abi" / "include"
+
+
+def _testing_library() -> Path:
+    """``libtvm_ffi_testing.so``: the ``testing.*`` functions, apart from the runtime.
+
+    ``TVM_FFI_TESTING_LIB`` names a prebuilt file; otherwise cargo builds the crate
+    ``tvm-ffi-testing`` (a no-op when it is up to date, as after ``scripts/test-all.sh``).
+    """
+    prebuilt = os.environ.get("TVM_FFI_TESTING_LIB")
+    if prebuilt:
+        return Path(prebuilt)
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        raise RuntimeError(
+            "cargo is needed to build libtvm_ffi_testing.so (or set TVM_FFI_TESTING_LIB)"
+        )
+    subprocess.run(
+        [cargo, "build", "--quiet", "-p", "tvm-ffi-testing", "--lib"], cwd=REPO_ROOT, check=True
+    )
+    return REPO_ROOT / "target" / "debug" / "libtvm_ffi_testing.so"
+
+
+# Loaded before any test module is imported (test modules bind classes to its types), and named
+# in the environment so that child processes (worker pools, subprocess tests) load the same file.
+os.environ["TVM_FFI_TESTING_LIB"] = str(_testing_library())
+tvm.base.load_backend_libs(os.environ["TVM_FFI_TESTING_LIB"])
 
 CompileC = Callable[..., Path]
 

@@ -204,9 +204,9 @@ static int answer(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny
   return 0;
 }
 
-/* 1 when the runtime's builtin "testing.echo" is visible from here, 0 when not, -1 on error. */
-TVM_FFI_DLL_EXPORT int @PREFIX@_has_echo(void) {
-  TVMFFIByteArray name = as_bytes("testing.echo");
+/* 1 when the runtime's builtin "ffi.Array" is visible from here, 0 when not, -1 on error. */
+TVM_FFI_DLL_EXPORT int @PREFIX@_has_builtin(void) {
+  TVMFFIByteArray name = as_bytes("ffi.Array");
   TVMFFIObjectHandle func = NULL;
   if (TVMFFIFunctionGetGlobal(&name, &func) != 0) return -1;
   if (func == NULL) return 0;
@@ -237,7 +237,7 @@ def _kernel_source(prefix: str, global_name: str, value: int) -> str:
 def test_library_loaded_after_import_shares_the_registry(compile_c):
     path = compile_c(_kernel_source("ctest", "ctest.answer", 42), name="libctest_registry.so")
     kernel = ctypes.CDLL(str(path))  # RTLD_LOCAL; TVMFFI* resolve through the global scope
-    assert kernel.ctest_has_echo() == 1
+    assert kernel.ctest_has_builtin() == 1
     assert kernel.ctest_init() == 0
     assert _call_global_int(_native(), "ctest.answer") == 42
 

@@ -100,8 +100,12 @@ def call_py_ffi(x):
 
 
 def call_cpp_ffi(x):
+    import os
+
     import tvm
 
+    # The worker is a fresh interpreter: it loads the testing library the suite's conftest named.
+    tvm.base.load_backend_libs(os.environ["TVM_FFI_TESTING_LIB"])
     return tvm.get_global_func("testing.echo")(x)
 
 

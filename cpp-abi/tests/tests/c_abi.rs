@@ -2,12 +2,17 @@
 //!
 //! * `layout_matches_on_both_sides`: every size, alignment, field offset, field size and constant
 //!   as the C compiler sees `cpp-abi/include` (the table of `c/layout.c`, whose values are also
-//!   `_Static_assert`ed against the reference) equals the Rust mirror in `tvm_ffi::abi`.
+//!   `_Static_assert`ed against the reference) equals the Rust mirror in `tvm_ffi_sys` (re-exported as `tvm_ffi::abi`).
 //! * one `#[test]` per C test function of `c/capi_tests.c`: the C API called from C through the
 //!   header alone.
 //! * `header_functions_are_exported`: every function `c_api.h` declares with `TVM_FFI_DLL`
 //!   resolves with `dlsym(RTLD_DEFAULT, ...)` in this executable, as it must for kernels loaded
-//!   at run time; `header_declares_exactly_the_abi_functions` keeps the header and `abi.rs` in step.
+//!   at run time; `header_declares_exactly_the_abi_functions` keeps the header and `tvm-ffi-sys` in step.
+
+// This binary is a final artifact: it links the process state (and the `testing.*` functions,
+// registered when the binary loads).
+use tvm_ffi_capi as _;
+use tvm_ffi_testing as _;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
@@ -491,9 +496,9 @@ fn header_function_names() -> Vec<String> {
     names
 }
 
-/// Names of the functions in the `extern "C"` block of `tvm_ffi::abi`.
+/// Names of the functions in the `extern "C"` block of `tvm_ffi_sys`.
 fn abi_rs_function_names() -> BTreeSet<String> {
-    let path = repo_file("../../crates/tvm-ffi/src/abi.rs");
+    let path = repo_file("../../crates/tvm-ffi-sys/src/lib.rs");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()

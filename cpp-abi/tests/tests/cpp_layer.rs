@@ -13,6 +13,11 @@
 //! * `abi_version_*`: every library records `__tvm_ffi__abi_version` once (also when several C
 //!   and C++ translation units include the header), and not when it opts out.
 
+// This binary is a final artifact: it links the process state (and the `testing.*` functions,
+// registered when the binary loads).
+use tvm_ffi_capi as _;
+use tvm_ffi_testing as _;
+
 use std::ffi::{CString, c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,6 +5,9 @@
 // criterion's macros define undocumented public functions.
 #![allow(missing_docs)]
 
+// This binary is a final artifact: it links the process state.
+use tvm_ffi_capi as _;
+
 use std::hint::black_box;
 use std::time::Duration;
 

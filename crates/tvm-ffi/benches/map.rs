@@ -6,6 +6,9 @@
 
 #![allow(missing_docs)] // `criterion_group!` generates undocumented functions.
 
+// This binary is a final artifact: it links the process state.
+use tvm_ffi_capi as _;
+
 use std::hint::black_box;
 use std::time::Duration;
 

@@ -72,8 +72,8 @@ impl fmt::Display for ErrorKind {
 /// The cell sits in an `UnsafeCell` because `update_backtrace` rewrites it in place.
 #[repr(C)]
 pub struct ErrorObj {
-    pub(crate) base: Object,
-    pub(crate) cell: UnsafeCell<TVMFFIErrorCell>,
+    base: Object,
+    cell: UnsafeCell<TVMFFIErrorCell>,
 }
 
 // SAFETY: the cell's pointers refer to memory owned by the object; the only mutation is the
@@ -91,6 +91,26 @@ unsafe impl ObjectCore for ErrorObj {
 }
 
 impl ErrorObj {
+    /// The view of a new error object (header and cell), for producers that lay their storage
+    /// out after it.
+    pub fn new(cell: TVMFFIErrorCell) -> ErrorObj {
+        ErrorObj {
+            base: Object::header(),
+            cell: UnsafeCell::new(cell),
+        }
+    }
+
+    /// The error cell, for a producer that owns the object exclusively.
+    pub fn cell_mut(&mut self) -> &mut TVMFFIErrorCell {
+        self.cell.get_mut()
+    }
+
+    /// The address of the cell, for the producer's `update_backtrace` hook, which rewrites it in
+    /// place under the ABI's rule that the error's owner serializes updates.
+    pub fn cell_ptr(&self) -> *mut TVMFFIErrorCell {
+        self.cell.get()
+    }
+
     /// The error cell.
     pub fn cell(&self) -> &TVMFFIErrorCell {
         // SAFETY: the cell is only rewritten by `update_backtrace`, never concurrently with a

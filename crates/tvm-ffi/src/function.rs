@@ -32,7 +32,7 @@ unsafe impl ObjectCore for FunctionObj {
 
 impl FunctionObj {
     /// A function cell calling `safe_call` (with `cpp_call` NULL, as every non-C++ producer must).
-    pub(crate) fn new(safe_call: TVMFFISafeCallType) -> FunctionObj {
+    pub fn new(safe_call: TVMFFISafeCallType) -> FunctionObj {
         FunctionObj {
             base: Object::header(),
             cell: TVMFFIFunctionCell {

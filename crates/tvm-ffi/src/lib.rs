@@ -4,15 +4,17 @@
 //! The safe API in this crate is a client of the C ABI: process-wide state (the type table, the
 //! global function registry, the per-thread error slot) is reached only through the exported
 //! `TVMFFI*` functions, and objects are laid out exactly as the header describes so that C and
-//! C++ code compiled against the header can read them inline. The `capi` feature compiles the
-//! definitions of those functions into this crate; exactly one library per process may do so.
+//! C++ code compiled against the header can read them inline. This crate defines none of those
+//! functions: the `tvm-ffi-capi` crate does, and only a final artifact (the Python extension, an
+//! embedding executable) links it, so exactly one library per process owns the state.
 //!
 //! Errors are reported as [`Error`] values (kind, message, backtrace, cause). No panic crosses an
-//! `extern "C"` function: every exported function catches panics and reports an `InternalError`.
+//! `extern "C"` function: every callback handed to C goes through one panic boundary.
 
 #![allow(non_upper_case_globals)]
 
-pub mod abi;
+/// The raw C ABI (the `tvm-ffi-sys` crate).
+pub use tvm_ffi_sys as abi;
 pub mod any;
 pub mod containers;
 pub mod device;
@@ -25,8 +27,9 @@ pub mod string;
 pub mod tensor;
 pub mod types;
 
-#[cfg(feature = "capi")]
-mod capi;
+// Unit tests run in a binary of their own, which links the process state.
+#[cfg(test)]
+use tvm_ffi_capi as _;
 
 pub use any::{Any, AnyView, TryFromAnyView};
 pub use containers::array::{Array, List};

@@ -98,6 +98,7 @@ pub fn register_metadata(type_index: i32, total_size: usize) -> Result<()> {
 /// registered under `type_key` on first use along with its fields.
 ///
 /// ```
+/// # use tvm_ffi_capi as _; // a program links the process state once
 /// use tvm_ffi::{define_object, Object, ObjectRef, ObjectCore};
 ///
 /// define_object! {

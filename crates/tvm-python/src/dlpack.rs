@@ -269,9 +269,7 @@ fn export_capsule(
     // SAFETY: a fresh export owned by the capsule until a consumer renames it.
     let capsule = unsafe {
         if versioned {
-            let managed = tensor
-                .to_dlpack_versioned()
-                .map_err(|e| raise_error(py, e))?;
+            let managed = tensor.to_dlpack_versioned();
             ffi::PyCapsule_New(
                 managed.cast::<c_void>(),
                 VERSIONED.as_ptr(),
@@ -283,7 +281,7 @@ fn export_capsule(
                     "a read-only tensor needs a consumer that speaks DLPack 1.0 or later",
                 ));
             }
-            let managed = tensor.to_dlpack().map_err(|e| raise_error(py, e))?;
+            let managed = tensor.to_dlpack();
             ffi::PyCapsule_New(
                 managed.cast::<c_void>(),
                 LEGACY.as_ptr(),

@@ -1,5 +1,5 @@
-//! `tvm._native`: the PyO3 glue of the `tvm` package. This library also carries the runtime
-//! (the `capi` feature of `tvm-ffi`) and exports every `TVMFFI*` C function, under the SONAME
+//! `tvm._native`: the PyO3 glue of the `tvm` package. This library also carries the process
+//! state (the `tvm-ffi-capi` crate) and exports every `TVMFFI*` C function, under the SONAME
 //! `libtvm_ffi.so`, so that kernels loaded later resolve the C API against it.
 //!
 //! Python-facing behaviour that is easier to read in Python (exception classes, traceback
@@ -69,9 +69,20 @@ fn type_key_to_index(key: &str) -> PyResult<i32> {
         .map_err(|e| PyValueError::new_err(e.message().into_owned()))
 }
 
+/// The frames of this glue, of PyO3 and of the interpreter, as backtraces should see them: the
+/// wrappers are hidden, and capture stops where the interpreter begins.
+const PYTHON_FRAMES: tvm_ffi_capi::FrameFilter = tvm_ffi_capi::FrameFilter {
+    symbol_prefixes: &["_native::", "pyo3::", "pyo3_ffi::"],
+    symbol_fragments: &["::__pymethod_"],
+    crates: &["pyo3"],
+    file_fragments: &["/tvm-python/src/"],
+    boundaries: &["_Py*", "PyObject_*", "slot_tp_call"],
+};
+
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    tvm_ffi_capi::register_frame_filter(PYTHON_FRAMES);
     tvm_runtime::init();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;

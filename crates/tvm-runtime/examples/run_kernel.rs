@@ -9,6 +9,9 @@
 //! The executable exports the `TVMFFI*` functions (see `build.rs`), so the kernel's references
 //! to the C API resolve to the runtime linked in here.
 
+// This binary is a final artifact: it links the process state.
+use tvm_ffi_capi as _;
+
 use tvm_ffi::{DataType, Device, Tensor};
 
 fn main() -> tvm_ffi::Result<()> {

@@ -16,6 +16,10 @@ use std::sync::OnceLock;
 use tvm_ffi::function::TypedFunction;
 use tvm_ffi::{Any, AnyView, Array, Error, ErrorKind, Function, ObjectRef, Result};
 
+// Unit tests run in a binary of their own, which links the process state.
+#[cfg(test)]
+use tvm_ffi_capi as _;
+
 pub use library::load_library;
 pub use module::{Module, ModuleImpl, ModuleObj};
 pub use system_lib::system_lib;

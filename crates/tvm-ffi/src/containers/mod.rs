@@ -5,4 +5,5 @@
 pub mod array;
 pub mod hash;
 pub mod map;
+pub mod map_globals;
 pub mod shape;

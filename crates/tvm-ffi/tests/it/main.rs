@@ -1,5 +1,10 @@
 //! Integration tests of the core, one module per area.
 
+// This binary is a final artifact: it links the process state (and the `testing.*` functions,
+// registered when the binary loads).
+use tvm_ffi_capi as _;
+use tvm_ffi_testing as _;
+
 mod any;
 mod containers;
 mod error;

@@ -33,7 +33,7 @@ fn shape_mismatch_is_reported() {
 #[test]
 fn dlpack_round_trip_shares_memory_and_releases_once() {
     let t = Tensor::from_slice(&[1i64, 2, 3], &[3]).unwrap();
-    let managed = t.to_dlpack_versioned().unwrap();
+    let managed = t.to_dlpack_versioned();
     // SAFETY: the export is a valid managed tensor owned by us.
     let back = unsafe { Tensor::from_dlpack_versioned(managed, 0, true) }.unwrap();
     assert_eq!(back.data_ptr(), t.data_ptr());
@@ -45,7 +45,7 @@ fn dlpack_round_trip_shares_memory_and_releases_once() {
     drop(back);
     assert_eq!(t.as_object().use_count(), 1);
 
-    let legacy = t.to_dlpack().unwrap();
+    let legacy = t.to_dlpack();
     // SAFETY: as above, legacy form.
     let back = unsafe { Tensor::from_dlpack(legacy, 64, false) }.unwrap();
     assert_eq!(back.as_slice::<i64>().unwrap(), &[1, 2, 3]);
@@ -122,7 +122,7 @@ fn imports_take_ownership_only_on_success() {
     let t = unsafe { Tensor::from_dlpack_versioned(managed, 0, true) }.unwrap();
     assert_eq!(&*t.strides(), &[3, 1], "missing strides are synthesized");
     assert!(t.is_read_only());
-    let exported = t.to_dlpack_versioned().unwrap();
+    let exported = t.to_dlpack_versioned();
     // SAFETY: a valid export; its flags carry the read-only bit; released once.
     unsafe {
         assert_eq!((*exported).flags & abi::DLPACK_FLAG_BITMASK_READ_ONLY, 1);
@@ -150,7 +150,7 @@ fn imports_take_ownership_only_on_success() {
 #[test]
 fn misaligned_or_strided_imports_are_rejected_when_required() {
     let t = Tensor::from_slice(&[0u8; 16], &[16]).unwrap();
-    let managed: *mut DLManagedTensor = t.to_dlpack().unwrap();
+    let managed: *mut DLManagedTensor = t.to_dlpack();
     // SAFETY: a valid export; shift the data by one byte.
     unsafe { (*managed).dl_tensor.byte_offset = 1 };
     // SAFETY: as above.

@@ -3,11 +3,11 @@
 
 use std::ffi::c_int;
 
-use crate::abi::{TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray, kTVMFFIBigInt, kTVMFFIInt};
-use crate::error::{Error, ErrorKind};
-use crate::object::{Object, alloc_object};
+use tvm_ffi::error::{Error, ErrorKind};
+use tvm_ffi::object::{Object, alloc_object};
+use tvm_ffi_sys::{TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray, kTVMFFIBigInt, kTVMFFIInt};
 
-use super::{bytes_arg, guard, out_arg};
+use crate::{bytes_arg, guard, out_arg};
 
 #[repr(C)]
 struct BigIntObj {
@@ -121,7 +121,7 @@ pub unsafe extern "C" fn TVMFFIBigIntGetContentByteArray(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::any::Any;
+    use tvm_ffi::any::Any;
 
     fn from_words(words: &[i64]) -> Any {
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();

@@ -1,25 +1,33 @@
-//! Definitions of the exported `TVMFFI*` C functions: the process-wide state (type table, global
-//! function registry, per-thread error slot, environment) lives here.
+//! The process state of the TVM FFI and the exported `TVMFFI*` C functions of
+//! `cpp-abi/include/tvm/ffi/c_api.h`: the type table, the global function registry, the
+//! per-thread error slot and the environment (streams, allocators, context symbols).
+//!
+//! Exactly one library per process may define these symbols, so only a final artifact links this
+//! crate: the Python extension, an embedding executable, a test binary. Library crates (the
+//! runtime, device backends, RPC) use the safe API of `tvm-ffi`, which reaches the state through
+//! the C functions declared in `tvm-ffi-sys`. A program embedding the runtime opts in with one
+//! line, `use tvm_ffi_capi as _;`.
 //!
 //! Every function catches panics (reported as `InternalError`) and never unwinds into C.
-#![allow(non_snake_case)]
+#![allow(non_snake_case, non_upper_case_globals)]
 
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::error::{Error, Result};
+use tvm_ffi::error::{Error, Result};
 
-pub(crate) mod backtrace;
+mod backtrace;
 mod bigint;
 mod env;
 mod error;
 mod function;
 mod globals;
-mod globals_map;
 mod object;
 mod string;
 mod tensor;
 mod types;
+
+pub use backtrace::{FrameFilter, register_frame_filter};
 
 /// Runs the body of an exported function: `0` on success, `-1` with the error raised on failure
 /// or panic.
@@ -51,7 +59,7 @@ pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
 
 fn null_error(what: &str) -> Error {
     Error::new(
-        crate::ErrorKind::ValueError,
+        tvm_ffi::ErrorKind::ValueError,
         format!("{what} must not be NULL"),
     )
 }
@@ -78,7 +86,10 @@ unsafe fn out_arg<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
 ///
 /// # Safety
 /// `array` is NULL or points at a byte array whose data is valid for the call.
-unsafe fn bytes_arg<'a>(array: *const crate::abi::TVMFFIByteArray, what: &str) -> Result<&'a [u8]> {
+unsafe fn bytes_arg<'a>(
+    array: *const tvm_ffi_sys::TVMFFIByteArray,
+    what: &str,
+) -> Result<&'a [u8]> {
     // SAFETY: guaranteed by the caller.
     let array = unsafe { non_null(array, what)? };
     if array.size == 0 {
@@ -86,7 +97,7 @@ unsafe fn bytes_arg<'a>(array: *const crate::abi::TVMFFIByteArray, what: &str) -
     }
     if array.data.is_null() {
         return Err(Error::new(
-            crate::ErrorKind::ValueError,
+            tvm_ffi::ErrorKind::ValueError,
             format!("{what} has NULL data with size {}", array.size),
         ));
     }
@@ -98,12 +109,12 @@ unsafe fn bytes_arg<'a>(array: *const crate::abi::TVMFFIByteArray, what: &str) -
 ///
 /// # Safety
 /// As for [`bytes_arg`].
-unsafe fn text_arg<'a>(array: *const crate::abi::TVMFFIByteArray, what: &str) -> Result<&'a str> {
+unsafe fn text_arg<'a>(array: *const tvm_ffi_sys::TVMFFIByteArray, what: &str) -> Result<&'a str> {
     // SAFETY: forwarded.
     let bytes = unsafe { bytes_arg(array, what)? };
     std::str::from_utf8(bytes).map_err(|_| {
         Error::new(
-            crate::ErrorKind::ValueError,
+            tvm_ffi::ErrorKind::ValueError,
             format!(
                 "{what} is not valid UTF-8: {:?}",
                 String::from_utf8_lossy(bytes)
@@ -124,7 +135,7 @@ unsafe fn cstr_arg<'a>(ptr: *const std::ffi::c_char, what: &str) -> Result<&'a s
     let cstr = unsafe { std::ffi::CStr::from_ptr(ptr) };
     cstr.to_str().map_err(|_| {
         Error::new(
-            crate::ErrorKind::ValueError,
+            tvm_ffi::ErrorKind::ValueError,
             format!("{what} is not valid UTF-8: {:?}", cstr.to_string_lossy()),
         )
     })

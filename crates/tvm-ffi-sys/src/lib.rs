@@ -1,8 +1,13 @@
-//! `#[repr(C)]` mirrors of `cpp-abi/include/tvm/ffi/c_api.h` and `dlpack/dlpack.h`.
+//! Raw bindings of the TVM FFI C ABI: `#[repr(C)]` mirrors of `cpp-abi/include/tvm/ffi/c_api.h`
+//! and `dlpack/dlpack.h`, their constants, and the `extern "C"` declarations of the `TVMFFI*`
+//! functions.
 //!
-//! Names follow the C header exactly. This module holds layout and declarations only, no logic.
-//! The layout is that of Apache TVM FFI 0.1; `tests/it/layout.rs` and the C layout test check
-//! both sides against each other.
+//! Names follow the C header exactly. The crate holds layout, declarations and the few helpers
+//! every user of raw values needs (byte arrays from and to Rust slices, the cell of an opaque
+//! object); it has no state and defines no C function. The functions are defined by whichever
+//! library owns the process state (in this project the `tvm-ffi-capi` crate, linked by final
+//! artifacts only). The layout is that of Apache TVM FFI 0.1; the layout tests of
+//! `cpp-abi/tests` check both sides against each other.
 #![allow(
     non_camel_case_types,
     non_snake_case,
@@ -242,6 +247,48 @@ pub struct TVMFFIByteArray {
     pub size: usize,
 }
 
+impl TVMFFIByteArray {
+    /// The empty array (NULL data, size 0).
+    pub const EMPTY: TVMFFIByteArray = TVMFFIByteArray {
+        data: std::ptr::null(),
+        size: 0,
+    };
+
+    /// A view of `bytes`, valid while they are.
+    pub const fn from_bytes(bytes: &[u8]) -> TVMFFIByteArray {
+        TVMFFIByteArray {
+            data: bytes.as_ptr().cast(),
+            size: bytes.len(),
+        }
+    }
+
+    /// A view of the UTF-8 bytes of `text`, valid while it is.
+    pub const fn from_text(text: &str) -> TVMFFIByteArray {
+        Self::from_bytes(text.as_bytes())
+    }
+
+    /// The bytes viewed (empty for size 0, whatever `data` is).
+    ///
+    /// # Safety
+    /// `data` points at `size` readable bytes that stay alive and unchanged for `'a`.
+    pub unsafe fn as_bytes<'a>(&self) -> &'a [u8] {
+        if self.size == 0 {
+            return &[];
+        }
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::slice::from_raw_parts(self.data.cast(), self.size) }
+    }
+
+    /// The text viewed, or the UTF-8 error.
+    ///
+    /// # Safety
+    /// As for [`TVMFFIByteArray::as_bytes`].
+    pub unsafe fn to_str<'a>(&self) -> Result<&'a str, std::str::Utf8Error> {
+        // SAFETY: forwarded.
+        std::str::from_utf8(unsafe { self.as_bytes() })
+    }
+}
+
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct TVMFFIShapeCell {
@@ -294,6 +341,16 @@ pub struct TVMFFIFunctionCell {
 #[repr(C)]
 pub struct TVMFFIOpaqueObjectCell {
     pub handle: *mut c_void,
+}
+
+/// The payload cell of an object whose cell follows the 24-byte header (`ffi.OpaquePyObject`,
+/// and the other cells of the header: string, shape, error, function, ...).
+///
+/// # Safety
+/// `obj` points at a live object whose type stores a `T` right after the header.
+pub unsafe fn object_cell<T>(obj: *const TVMFFIObject) -> *mut T {
+    // SAFETY: the header is 24 bytes and the cell follows it, per the caller's promise.
+    unsafe { obj.cast_mut().add(1).cast() }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -422,8 +479,8 @@ pub type DLPackManagedTensorAllocator = Option<
 >;
 
 // ---------------------------------------------------------------------------------------------
-// The C functions. Defined by the `capi` feature of this crate (or by whichever library owns
-// the process state); declared here once for every client.
+// The C functions. Defined by the library that owns the process state (`tvm-ffi-capi` here);
+// declared here once for every client.
 // ---------------------------------------------------------------------------------------------
 
 unsafe extern "C" {

@@ -2,12 +2,12 @@
 
 use std::ffi::c_int;
 
-use crate::abi::{DLDataType, TVMFFIAny, TVMFFIByteArray};
-use crate::dtype::{dtype_to_string, parse_dtype};
-use crate::error::{Error, ErrorKind};
-use crate::string::{Bytes, String};
+use tvm_ffi::dtype::{dtype_to_string, parse_dtype};
+use tvm_ffi::error::{Error, ErrorKind};
+use tvm_ffi::string::{Bytes, String};
+use tvm_ffi_sys::{DLDataType, TVMFFIAny, TVMFFIByteArray};
 
-use super::{bytes_arg, guard, non_null, out_arg};
+use crate::{bytes_arg, guard, non_null, out_arg};
 
 /// Copies bytes into an owned string value (small form up to 7 bytes).
 ///

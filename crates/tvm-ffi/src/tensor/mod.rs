@@ -4,7 +4,7 @@
 //! Tensors made here always carry non-NULL strides when `ndim > 0`, as C++ consumers require.
 
 use std::collections::BTreeSet;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -17,6 +17,8 @@ use crate::device::Device;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
+
+mod dlpack;
 
 /// The layout every producer shares: header, then the `DLTensor` at offset 24.
 #[repr(C)]
@@ -47,7 +49,7 @@ impl TensorObj {
 }
 
 /// What keeps a tensor's memory alive.
-pub(crate) enum TensorOwner {
+enum TensorOwner {
     /// A legacy DLPack producer, released through its deleter.
     Managed(*mut DLManagedTensor),
     /// A versioned DLPack producer, released through its deleter.
@@ -68,7 +70,7 @@ pub(crate) enum TensorOwner {
 /// Tensors made by this runtime: the shared view and the owner of the data; the shape and then
 /// the strides (`ndim` values each) follow the struct in the same allocation.
 #[repr(C)]
-pub(crate) struct TensorStorage {
+struct TensorStorage {
     view: TensorObj,
     owner: TensorOwner,
     read_only: bool,
@@ -112,7 +114,7 @@ impl Drop for TensorStorage {
 }
 
 /// Whether the tensor object at `obj` was made here from a producer that marked it read-only.
-pub(crate) fn is_read_only(obj: *const crate::abi::TVMFFIObject) -> bool {
+fn is_read_only(obj: *const crate::abi::TVMFFIObject) -> bool {
     READ_ONLY_COUNT.load(Ordering::Acquire) > 0 && read_only_set().contains(&(obj as usize))
 }
 
@@ -158,7 +160,7 @@ fn is_direct_address(device_type: i32) -> bool {
 ///
 /// # Safety
 /// `t` is a valid descriptor whose shape (and strides, if non-NULL) hold `ndim` values.
-pub(crate) unsafe fn read_dims(t: &DLTensor) -> Result<(&[i64], Option<&[i64]>)> {
+unsafe fn read_dims(t: &DLTensor) -> Result<(&[i64], Option<&[i64]>)> {
     let ndim = usize::try_from(t.ndim)
         .map_err(|_| Error::new(ErrorKind::ValueError, format!("negative ndim {}", t.ndim)))?;
     if ndim == 0 {
@@ -178,8 +180,8 @@ pub(crate) unsafe fn read_dims(t: &DLTensor) -> Result<(&[i64], Option<&[i64]>)>
     Ok((shape, strides))
 }
 
-/// Checks the import requirements of `TVMFFITensorFromDLPack`.
-pub(crate) fn check_import(
+/// Checks the import requirements of a DLPack import (alignment, contiguity).
+fn check_import(
     t: &DLTensor,
     shape: &[i64],
     strides: Option<&[i64]>,
@@ -211,7 +213,7 @@ pub(crate) fn check_import(
 
 /// Builds a tensor object over `prototype`'s data, owned by `owner`; shape and strides are
 /// copied (compact strides are filled in when `strides` is `None`).
-pub(crate) fn make_tensor(
+fn make_tensor(
     prototype: &DLTensor,
     shape: &[i64],
     strides: Option<&[i64]>,
@@ -423,90 +425,6 @@ impl Tensor {
         }
     }
 
-    /// Takes over a legacy DLPack tensor (ownership moves in on success only).
-    ///
-    /// # Safety
-    /// `managed` is a valid DLPack tensor that nobody else releases.
-    pub unsafe fn from_dlpack(
-        managed: *mut DLManagedTensor,
-        require_alignment: i32,
-        require_contiguous: bool,
-    ) -> Result<Tensor> {
-        let mut out = std::ptr::null_mut();
-        // SAFETY: forwarded.
-        let rc = unsafe {
-            abi::TVMFFITensorFromDLPack(
-                managed,
-                require_alignment,
-                c_int::from(require_contiguous),
-                &mut out,
-            )
-        };
-        Tensor::from_result(rc, out)
-    }
-
-    /// Takes over a versioned DLPack tensor (ownership moves in on success only).
-    ///
-    /// # Safety
-    /// As for [`Tensor::from_dlpack`].
-    pub unsafe fn from_dlpack_versioned(
-        managed: *mut DLManagedTensorVersioned,
-        require_alignment: i32,
-        require_contiguous: bool,
-    ) -> Result<Tensor> {
-        let mut out = std::ptr::null_mut();
-        // SAFETY: forwarded.
-        let rc = unsafe {
-            abi::TVMFFITensorFromDLPackVersioned(
-                managed,
-                require_alignment,
-                c_int::from(require_contiguous),
-                &mut out,
-            )
-        };
-        Tensor::from_result(rc, out)
-    }
-
-    fn from_result(rc: c_int, out: TVMFFIObjectHandle) -> Result<Tensor> {
-        if rc != 0 {
-            return Err(Error::take_raised_or(
-                ErrorKind::RuntimeError,
-                "DLPack import",
-            ));
-        }
-        // SAFETY: a successful import returns one owned tensor reference.
-        let obj = unsafe { ObjectRef::from_raw(out.cast()) };
-        Ok(Tensor { obj })
-    }
-
-    /// Exports as a legacy DLPack tensor; the caller must call its deleter once.
-    pub fn to_dlpack(&self) -> Result<*mut DLManagedTensor> {
-        let mut out = std::ptr::null_mut();
-        // SAFETY: the handle is a live tensor.
-        let rc = unsafe { abi::TVMFFITensorToDLPack(self.obj.as_raw().cast(), &mut out) };
-        if rc != 0 {
-            return Err(Error::take_raised_or(
-                ErrorKind::RuntimeError,
-                "DLPack export",
-            ));
-        }
-        Ok(out)
-    }
-
-    /// Exports as a versioned DLPack tensor; the caller must call its deleter once.
-    pub fn to_dlpack_versioned(&self) -> Result<*mut DLManagedTensorVersioned> {
-        let mut out = std::ptr::null_mut();
-        // SAFETY: the handle is a live tensor.
-        let rc = unsafe { abi::TVMFFITensorToDLPackVersioned(self.obj.as_raw().cast(), &mut out) };
-        if rc != 0 {
-            return Err(Error::take_raised_or(
-                ErrorKind::RuntimeError,
-                "DLPack export",
-            ));
-        }
-        Ok(out)
-    }
-
     /// The DLPack descriptor.
     pub fn dltensor(&self) -> &DLTensor {
         self.obj.dltensor()
@@ -603,13 +521,17 @@ impl Tensor {
     }
 
     /// A view sharing this tensor's data with a new descriptor (shape/strides copied).
-    pub fn view(&self, prototype: &DLTensor) -> Result<Tensor> {
-        let mut out = std::ptr::null_mut();
-        // SAFETY: the source is live; the prototype is valid for the call.
-        let rc = unsafe {
-            abi::TVMFFITensorCreateUnsafeView(self.obj.as_raw().cast(), prototype, &mut out)
-        };
-        Tensor::from_result(rc, out)
+    ///
+    /// # Safety
+    /// `prototype`'s data lies within this tensor's memory.
+    pub unsafe fn view(&self, prototype: &DLTensor) -> Result<Tensor> {
+        // SAFETY: forwarded; this tensor keeps its memory alive.
+        unsafe { Tensor::view_of(self.clone().into(), prototype) }
+    }
+
+    /// Moves this reference out as a raw object handle (for C callers, who release it).
+    pub fn into_raw_handle(self) -> TVMFFIObjectHandle {
+        self.obj.into_raw().cast()
     }
 
     /// The underlying object reference.

@@ -3,14 +3,14 @@
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_char, c_int};
 
-use crate::abi::{
+use tvm_ffi::error::ErrorObj;
+use tvm_ffi::object::{alloc_object, dec_ref, inc_ref};
+use tvm_ffi_sys::{
     TVMFFIByteArray, TVMFFIErrorCell, TVMFFIObject, TVMFFIObjectHandle,
     kTVMFFIBacktraceUpdateModeAppend, kTVMFFIError,
 };
-use crate::error::ErrorObj;
-use crate::object::{Object, alloc_object, dec_ref, inc_ref};
 
-use super::{backtrace::format_backtrace, bytes_arg, guard};
+use crate::{backtrace::format_backtrace, bytes_arg, guard};
 
 /// An error object made by this runtime: the shared view followed by the storage it points at.
 #[repr(C)]
@@ -38,7 +38,7 @@ fn array_of(buf: &[u8]) -> TVMFFIByteArray {
 
 impl Drop for ErrorStorage {
     fn drop(&mut self) {
-        let cell = self.view.cell.get_mut();
+        let cell = self.view.cell_mut();
         for handle in [cell.cause_chain, cell.extra_context] {
             if !handle.is_null() {
                 // SAFETY: the cell owns one reference to each non-NULL handle.
@@ -69,7 +69,7 @@ unsafe extern "C" fn update_backtrace(
             };
             next.extend_from_slice(bytes);
             *buf = nul_terminated(&next);
-            (*storage.view.cell.get()).backtrace = array_of(buf);
+            (*storage.view.cell_ptr()).backtrace = array_of(buf);
         }
     });
 }
@@ -89,26 +89,14 @@ fn create_error(
         }
     }
     let storage = ErrorStorage {
-        view: ErrorObj {
-            base: Object::header(),
-            cell: UnsafeCell::new(TVMFFIErrorCell {
-                kind: TVMFFIByteArray {
-                    data: std::ptr::null(),
-                    size: 0,
-                },
-                message: TVMFFIByteArray {
-                    data: std::ptr::null(),
-                    size: 0,
-                },
-                backtrace: TVMFFIByteArray {
-                    data: std::ptr::null(),
-                    size: 0,
-                },
-                update_backtrace: Some(update_backtrace),
-                cause_chain: cause,
-                extra_context: extra,
-            }),
-        },
+        view: ErrorObj::new(TVMFFIErrorCell {
+            kind: TVMFFIByteArray::EMPTY,
+            message: TVMFFIByteArray::EMPTY,
+            backtrace: TVMFFIByteArray::EMPTY,
+            update_backtrace: Some(update_backtrace),
+            cause_chain: cause,
+            extra_context: extra,
+        }),
         kind: nul_terminated(kind),
         message: nul_terminated(message),
         backtrace: UnsafeCell::new(nul_terminated(backtrace)),
@@ -118,7 +106,7 @@ fn create_error(
     // SAFETY: the object is new and not shared yet; the buffers live inside it.
     unsafe {
         let storage = &mut *ptr.as_ptr();
-        let cell = storage.view.cell.get_mut();
+        let cell = storage.view.cell_mut();
         cell.kind = array_of(&storage.kind);
         cell.message = array_of(&storage.message);
         cell.backtrace = array_of(&*storage.backtrace.get());
@@ -191,7 +179,7 @@ pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
     guard(|| {
         // SAFETY: per the function contract.
         unsafe {
-            let out = super::out_arg(out, "out")?;
+            let out = crate::out_arg(out, "out")?;
             let kind = bytes_arg(kind, "kind")?;
             let message = bytes_arg(message, "message")?;
             let backtrace = if backtrace.is_null() {

@@ -5,7 +5,7 @@
 //! and of the error-setting entry points are dropped, and capture stops at the FFI boundary.
 
 use std::fmt::Write as _;
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock};
 
 /// Depth limit used when `TVM_TRACEBACK_LIMIT` is unset or not a number.
 const DEFAULT_LIMIT: usize = 512;
@@ -14,38 +14,75 @@ const DEFAULT_LIMIT: usize = 512;
 const UNKNOWN: &str = "<unknown>";
 
 /// This module's path; its functions other than the tests are capture machinery.
-const THIS_MODULE: &str = "tvm_ffi::capi::backtrace::";
+const THIS_MODULE: &str = "tvm_ffi_capi::backtrace::";
 
-/// Symbol prefixes of frames that never appear in a backtrace (a leading `<` is ignored).
-const INTERNAL_PREFIXES: [&str; 10] = [
-    "std::",
-    "_native::",
-    "pyo3::",
-    "pyo3_ffi::",
-    "core::",
-    "alloc::",
-    "backtrace::",
-    "rust_begin_unwind",
-    "__rust_",
-    "__rustc::",
-];
+/// Frames that a layer hides from backtraces, and the frames where its foreign callers begin.
+///
+/// The core knows its own plumbing (the Rust runtime, the `backtrace` crate, the safe-call and
+/// error machinery of `tvm-ffi`); a layer above it (a language binding) registers its own with
+/// [`register_frame_filter`], so that its wrappers stay out of users' tracebacks and capture
+/// stops where its interpreter begins.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FrameFilter {
+    /// Symbol prefixes of hidden frames (a leading `<` of the symbol is ignored).
+    pub symbol_prefixes: &'static [&'static str],
+    /// Fragments anywhere in the symbol of hidden frames.
+    pub symbol_fragments: &'static [&'static str],
+    /// Crates whose sources (`<name>/src/` or `<name>-<version>/src/`) hold hidden frames.
+    pub crates: &'static [&'static str],
+    /// Fragments of the source paths of hidden frames (for inlined frames, known only by file).
+    pub file_fragments: &'static [&'static str],
+    /// Exact symbols or symbol prefixes (ending in `*`) of the frames where the foreign caller
+    /// begins: capture stops there.
+    pub boundaries: &'static [&'static str],
+}
+
+/// The core's own plumbing.
+const CORE_FILTER: FrameFilter = FrameFilter {
+    symbol_prefixes: &[
+        "std::",
+        "core::",
+        "alloc::",
+        "backtrace::",
+        "rust_begin_unwind",
+        "__rust_",
+        "__rustc::",
+    ],
+    symbol_fragments: &[
+        "TVMFFIBacktrace",
+        "TVMFFIErrorSetRaisedFromCStr",
+        "tvm_ffi::function::run_safe_call",
+        "tvm_ffi::function::rust_safe_call",
+        "run_safe_call<",
+    ],
+    crates: &["backtrace"],
+    file_fragments: &["/tvm-ffi/src/function.rs", "/tvm-ffi/src/error.rs"],
+    boundaries: &["TVMFFIFunctionCall"],
+};
+
+/// Filters registered by the layers above the core.
+static FILTERS: RwLock<Vec<FrameFilter>> = RwLock::new(Vec::new());
+
+/// Adds a layer's frame filter to every backtrace captured from now on.
+pub fn register_frame_filter(filter: FrameFilter) {
+    FILTERS
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(filter);
+}
+
+/// Whether any filter (the core's or a registered one) satisfies `test`.
+fn any_filter(test: impl Fn(&FrameFilter) -> bool) -> bool {
+    test(&CORE_FILTER)
+        || FILTERS
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(test)
+}
 
 /// Rust standard library crates whose source files mark internal (possibly inlined) frames.
 const RUNTIME_CRATES: [&str; 5] = ["std", "core", "alloc", "panic_unwind", "panic_abort"];
-
-/// Symbol fragments of the functions that capture a backtrace, set an error, or only carry a
-/// call between languages (the safe-call plumbing and the Python binding's wrappers).
-const INTERNAL_FRAGMENTS: [&str; 6] = [
-    "TVMFFIBacktrace",
-    "TVMFFIErrorSetRaisedFromCStr",
-    "tvm_ffi::function::run_safe_call",
-    "tvm_ffi::function::rust_safe_call",
-    "run_safe_call<",
-    "::__pymethod_",
-];
-
-/// Source files of the runtime whose frames only carry calls and errors between languages.
-const RUNTIME_PLUMBING_FILES: [&str; 2] = ["/tvm-ffi/src/function.rs", "/tvm-ffi/src/error.rs"];
 
 /// The maximum number of lines, from `TVM_TRACEBACK_LIMIT` (read once), default 512.
 fn traceback_limit() -> usize {
@@ -60,21 +97,21 @@ fn traceback_limit() -> usize {
 
 /// Whether a frame with this (demangled) symbol is the boundary where the foreign caller begins.
 fn is_ffi_boundary(symbol: &str) -> bool {
-    symbol == "TVMFFIFunctionCall"
-        || symbol == "slot_tp_call"
-        || symbol.starts_with("_Py")
-        || symbol.starts_with("PyObject_")
+    any_filter(|f| {
+        f.boundaries.iter().any(|b| match b.strip_suffix('*') {
+            Some(prefix) => symbol.starts_with(prefix),
+            None => symbol == *b,
+        })
+    })
 }
 
 /// Whether a frame with this (demangled) symbol belongs to the runtime or error machinery.
 fn is_internal(symbol: &str) -> bool {
     let path = symbol.strip_prefix('<').unwrap_or(symbol);
-    INTERNAL_PREFIXES
-        .iter()
-        .any(|prefix| path.starts_with(prefix))
-        || INTERNAL_FRAGMENTS
-            .iter()
-            .any(|fragment| symbol.contains(fragment))
+    any_filter(|f| {
+        f.symbol_prefixes.iter().any(|p| path.starts_with(p))
+            || f.symbol_fragments.iter().any(|p| symbol.contains(p))
+    })
 }
 
 /// Whether a frame is this module's capture code (other than its tests).
@@ -90,7 +127,7 @@ fn is_capture_frame(symbol: &str, file: Option<&str>) -> bool {
     }
 }
 
-/// Whether a frame's source file is in the Rust standard library or the `backtrace` crate.
+/// Whether a frame's source file is in the Rust standard library or in the plumbing of a filter.
 ///
 /// Inlined frames carry only a short function name, so their file is what identifies them.
 fn is_internal_file(file: &str) -> bool {
@@ -99,21 +136,20 @@ fn is_internal_file(file: &str) -> bool {
     let in_std = parts
         .windows(3)
         .any(|w| w[0] == "library" && RUNTIME_CRATES.contains(&w[1]) && w[2] == "src");
-    let in_plumbing_crate = parts.windows(2).any(|w| {
-        ["backtrace", "pyo3"].iter().any(|name| {
+    let in_crate = |name: &str| {
+        parts.windows(2).any(|w| {
             let versioned = w[0]
                 .strip_prefix(name)
                 .and_then(|rest| rest.strip_prefix('-'))
                 .is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()));
-            (w[0] == *name || versioned) && w[1] == "src"
+            (w[0] == name || versioned) && w[1] == "src"
         })
-    });
-    // The runtime's own call and error plumbing, and the Python binding's glue.
-    let in_runtime_plumbing = RUNTIME_PLUMBING_FILES
-        .iter()
-        .any(|f| normalized.ends_with(f))
-        || normalized.contains("/tvm-python/src/");
-    in_std || in_plumbing_crate || in_runtime_plumbing
+    };
+    in_std
+        || any_filter(|f| {
+            f.crates.iter().any(|name| in_crate(name))
+                || f.file_fragments.iter().any(|p| normalized.contains(p))
+        })
 }
 
 /// Appends one backtrace line.
@@ -124,8 +160,8 @@ fn push_line(out: &mut String, file: &str, line: impl std::fmt::Display, func: &
 /// Captures the current stack as backtrace text, most recent call first.
 ///
 /// When `file` or `func` is given, `  File "<file>", line <line>, in <func>` is the first line.
-/// Capture stops before the first FFI boundary frame (`TVMFFIFunctionCall`, CPython's `_Py*`,
-/// `PyObject_*`, `slot_tp_call`) unless `cross_ffi_boundary`. At most `TVM_TRACEBACK_LIMIT`
+/// Capture stops before the first FFI boundary frame (`TVMFFIFunctionCall`, or one a registered
+/// [`FrameFilter`] names) unless `cross_ffi_boundary`. At most `TVM_TRACEBACK_LIMIT`
 /// lines (default 512) are produced.
 pub(crate) fn format_backtrace(
     file: Option<&str>,
@@ -269,6 +305,18 @@ mod tests {
 
     #[test]
     fn frame_classification() {
+        assert!(!is_ffi_boundary("PyObject_Call"));
+        assert!(!is_internal("pyo3::impl_::trampoline"));
+        assert!(!is_internal_file("/src/pyo3-0.30.1/src/err/mod.rs"));
+        // A binding registers its own frames (as the Python glue does).
+        register_frame_filter(FrameFilter {
+            symbol_prefixes: &["pyo3::"],
+            crates: &["pyo3"],
+            boundaries: &["_Py*", "PyObject_*", "slot_tp_call"],
+            ..FrameFilter::default()
+        });
+        assert!(is_internal("pyo3::impl_::trampoline"));
+        assert!(is_internal_file("/src/pyo3-0.30.1/src/err/mod.rs"));
         for boundary in [
             "TVMFFIFunctionCall",
             "_PyEval_EvalFrameDefault",
@@ -302,8 +350,8 @@ mod tests {
             assert!(is_internal(internal), "{internal}");
         }
         for kept in [
-            "tvm_ffi::capi::backtrace::tests::capture_from_named_helper",
-            "tvm_ffi::capi::backtrace::format_backtrace",
+            "tvm_ffi_capi::backtrace::tests::capture_from_named_helper",
+            "tvm_ffi_capi::backtrace::format_backtrace",
             "tvm_ffi::function::Function::call",
             "<tvm_ffi::Foo as core::ops::drop::Drop>::drop",
             "my_kernel",
@@ -313,15 +361,15 @@ mod tests {
         }
         let this_file = Some("/work/src/capi/backtrace.rs");
         for capture in [
-            "tvm_ffi::capi::backtrace::format_backtrace",
-            "tvm_ffi::capi::backtrace::format_backtrace_limited::{{closure}}",
+            "tvm_ffi_capi::backtrace::format_backtrace",
+            "tvm_ffi_capi::backtrace::format_backtrace_limited::{{closure}}",
             "format_backtrace",
             "format_backtrace_limited",
         ] {
             assert!(is_capture_frame(capture, this_file), "{capture}");
         }
         for kept in [
-            "tvm_ffi::capi::backtrace::tests::capture_from_named_helper",
+            "tvm_ffi_capi::backtrace::tests::capture_from_named_helper",
             "capture_from_named_helper",
             "tvm_ffi::error::format_backtrace",
         ] {

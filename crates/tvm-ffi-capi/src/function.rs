@@ -4,16 +4,16 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::{OnceLock, RwLock};
 
-use crate::abi::{
+use tvm_ffi::any::AnyView;
+use tvm_ffi::error::{Error, ErrorKind, Result};
+use tvm_ffi::function::{Function, FunctionObj};
+use tvm_ffi::object::{ObjectRef, alloc_object};
+use tvm_ffi_sys::{
     TVMFFIAny, TVMFFIByteArray, TVMFFIMethodInfo, TVMFFIObjectHandle, TVMFFISafeCallType,
     kTVMFFIFunction,
 };
-use crate::any::AnyView;
-use crate::error::{Error, ErrorKind, Result};
-use crate::function::{Function, FunctionObj};
-use crate::object::{ObjectRef, alloc_object};
 
-use super::{bytes_arg, guard, non_null, out_arg, text_arg};
+use crate::{bytes_arg, guard, non_null, out_arg, text_arg};
 
 /// A function object that forwards to a C safe-call with a user `self` pointer.
 #[repr(C)]
@@ -66,7 +66,7 @@ pub unsafe extern "C" fn TVMFFIFunctionCreate(
         // SAFETY: per the contract.
         let out = unsafe { out_arg(out, "out")? };
         if safe_call.is_none() {
-            crate::bail!(
+            tvm_ffi::bail!(
                 ErrorKind::ValueError,
                 "TVMFFIFunctionCreate: safe_call must not be NULL"
             );
@@ -135,7 +135,7 @@ impl Registry {
             let registry = Registry {
                 entries: RwLock::new(HashMap::new()),
             };
-            for (name, function) in super::globals::builtin_functions() {
+            for (name, function) in crate::globals::builtin_functions() {
                 registry
                     .insert(name, function, String::new(), String::new(), false)
                     .expect("builtin names are unique");
@@ -155,7 +155,7 @@ impl Registry {
     ) -> Result<()> {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
         if !allow_override && entries.contains_key(name) {
-            crate::bail!(
+            tvm_ffi::bail!(
                 ErrorKind::RuntimeError,
                 "Global Function `{name}` is already registered"
             );
@@ -230,10 +230,10 @@ pub unsafe extern "C" fn TVMFFIFunctionGetGlobal(
 /// Borrows a function argument as a `Function`, or a `TypeError`.
 fn function_arg(handle: TVMFFIObjectHandle) -> Result<Function> {
     if handle.is_null() {
-        crate::bail!(ErrorKind::ValueError, "function handle must not be NULL");
+        tvm_ffi::bail!(ErrorKind::ValueError, "function handle must not be NULL");
     }
     // SAFETY: a non-NULL handle is a live object lent for the call.
-    let obj = unsafe { ObjectRef::<crate::object::Object>::from_borrowed(handle.cast()) };
+    let obj = unsafe { ObjectRef::<tvm_ffi::object::Object>::from_borrowed(handle.cast()) };
     let key = obj.header().type_key();
     obj.downcast::<FunctionObj>()
         .map(Function::from_object)

@@ -9,14 +9,14 @@ use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::{OnceLock, RwLock};
 
-use crate::abi::{
+use tvm_ffi::any::{Any, AnyView};
+use tvm_ffi::error::{Error, ErrorKind, Result};
+use tvm_ffi_sys::{
     self, TVMFFIAny, TVMFFIByteArray, TVMFFIFieldInfo, TVMFFIMethodInfo, TVMFFITypeAttrColumn,
     TVMFFITypeInfo, TVMFFITypeMetadata, kTVMFFIDynObjectBegin,
 };
-use crate::any::{Any, AnyView};
-use crate::error::{Error, ErrorKind, Result};
 
-use super::{guard, guard_value, non_null, out_arg, text_arg};
+use crate::{guard, guard_value, non_null, out_arg, text_arg};
 
 /// One registered type. `info` is first, so a pointer to the entry is a pointer to the info.
 #[repr(C)]
@@ -50,7 +50,7 @@ impl TypeEntry {
 
     fn key(&self) -> &str {
         // SAFETY: the key was copied from UTF-8 text at registration and is retained.
-        unsafe { crate::types::bytes_of(&self.info.type_key) }
+        unsafe { self.info.type_key.to_str() }.unwrap_or("<non-UTF-8 type key>")
     }
 }
 
@@ -174,10 +174,10 @@ impl TypeTable {
                 for (index, key) in POD_KEYS.iter().enumerate() {
                     t.insert(key, index as i32, None, 0, false);
                 }
-                t.insert("ffi.Object", abi::kTVMFFIObject, None, 0, true);
+                t.insert("ffi.Object", tvm_ffi_sys::kTVMFFIObject, None, 0, true);
                 for (offset, key) in STATIC_OBJECT_KEYS.iter().enumerate() {
-                    let index = abi::kTVMFFIStr + offset as i32;
-                    t.insert(key, index, Some(abi::kTVMFFIObject), 0, false);
+                    let index = tvm_ffi_sys::kTVMFFIStr + offset as i32;
+                    t.insert(key, index, Some(tvm_ffi_sys::kTVMFFIObject), 0, false);
                 }
                 for name in PRESET_COLUMNS {
                     t.column(name);
@@ -320,7 +320,7 @@ impl Tables {
             return Ok(-2);
         }
         if num_child_slots < 0 {
-            crate::bail!(
+            tvm_ffi::bail!(
                 ErrorKind::ValueError,
                 "type `{key}`: negative child slot count"
             );
@@ -332,7 +332,7 @@ impl Tables {
             )
         })?;
         if depth != parent.info.type_depth + 1 {
-            crate::bail!(
+            tvm_ffi::bail!(
                 ErrorKind::ValueError,
                 "type `{key}`: depth {depth} does not follow parent `{}` at depth {}",
                 parent.key(),
@@ -341,7 +341,7 @@ impl Tables {
         }
         let index = if static_index >= 0 {
             if self.entry(static_index).is_some() {
-                crate::bail!(
+                tvm_ffi::bail!(
                     ErrorKind::ValueError,
                     "type `{key}`: conflicting static index {static_index}"
                 );
@@ -360,7 +360,7 @@ impl Tables {
                 })?;
                 index
             } else {
-                crate::bail!(
+                tvm_ffi::bail!(
                     ErrorKind::RuntimeError,
                     "type `{key}`: parent `{}` reached its maximum number of subclasses",
                     parent.key()
@@ -396,7 +396,7 @@ pub unsafe extern "C" fn TVMFFITypeKeyToIndex(
         // SAFETY: per the contract.
         let (key, out) = unsafe { (text_arg(type_key, "type_key")?, out_arg(out, "out")?) };
         // The core's own types (such as the testing types) register with its functions.
-        super::function::Registry::global();
+        crate::function::Registry::global();
         *out = TypeTable::global()
             .index_of(key)
             .ok_or_else(|| Error::new(ErrorKind::KeyError, format!("Cannot find type `{key}`")))?;
@@ -476,10 +476,10 @@ pub unsafe extern "C" fn TVMFFITypeRegisterField(
         let name = unsafe { text_arg(&info.name, "field name")? };
         let duplicate = entry.fields.iter().any(|f| {
             // SAFETY: retained field names.
-            (unsafe { crate::types::bytes_of(&f.name) }) == name
+            (unsafe { f.name.as_bytes() }) == name.as_bytes()
         });
         if duplicate {
-            crate::bail!(
+            tvm_ffi::bail!(
                 ErrorKind::ValueError,
                 "type `{}` already has a field named `{name}`",
                 entry.key()
@@ -488,8 +488,8 @@ pub unsafe extern "C" fn TVMFFITypeRegisterField(
         // SAFETY: as above.
         let (doc, metadata) = unsafe {
             (
-                super::bytes_arg(&info.doc, "doc")?,
-                super::bytes_arg(&info.metadata, "metadata")?,
+                crate::bytes_arg(&info.doc, "doc")?,
+                crate::bytes_arg(&info.metadata, "metadata")?,
             )
         };
         // SAFETY: the default value is a valid value for the call.
@@ -501,7 +501,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterField(
             default_value_or_factory: *default.as_raw(),
             ..*info
         };
-        if info.flags & abi::kTVMFFIFieldFlagBitMaskSetterIsFunctionObj != 0
+        if info.flags & tvm_ffi_sys::kTVMFFIFieldFlagBitMaskSetterIsFunctionObj != 0
             && !info.setter.is_null()
         {
             // SAFETY: a function-object setter is a live object lent for the call.
@@ -519,9 +519,9 @@ pub unsafe extern "C" fn TVMFFITypeRegisterField(
 
 fn function_view(handle: *mut std::ffi::c_void) -> TVMFFIAny {
     TVMFFIAny {
-        type_index: abi::kTVMFFIFunction,
+        type_index: tvm_ffi_sys::kTVMFFIFunction,
         small_str_len: 0,
-        payload: abi::TVMFFIAnyPayload { v_ptr: handle },
+        payload: tvm_ffi_sys::TVMFFIAnyPayload { v_ptr: handle },
     }
 }
 
@@ -541,8 +541,8 @@ pub unsafe extern "C" fn TVMFFITypeRegisterMethod(
         let (name, doc, metadata, method) = unsafe {
             (
                 text_arg(&info.name, "method name")?,
-                super::bytes_arg(&info.doc, "doc")?,
-                super::bytes_arg(&info.metadata, "metadata")?,
+                crate::bytes_arg(&info.doc, "doc")?,
+                crate::bytes_arg(&info.metadata, "metadata")?,
                 AnyView::from_raw(info.method).try_to_owned()?,
             )
         };
@@ -574,14 +574,14 @@ pub unsafe extern "C" fn TVMFFITypeRegisterMetadata(
         // SAFETY: per the contract.
         let metadata = unsafe { non_null(metadata, "metadata")? };
         if entry.metadata.is_some() {
-            crate::bail!(
+            tvm_ffi::bail!(
                 ErrorKind::RuntimeError,
                 "Overriding the metadata of type `{}` is not allowed",
                 entry.key()
             );
         }
         // SAFETY: the doc array is valid for the call.
-        let doc = unsafe { super::bytes_arg(&metadata.doc, "doc")? };
+        let doc = unsafe { crate::bytes_arg(&metadata.doc, "doc")? };
         let record = Box::new(TVMFFITypeMetadata {
             doc: entry.retain_text(doc),
             creator: metadata.creator,
@@ -612,7 +612,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterAttr(
         let value = unsafe { AnyView::from_raw(*value) }.try_to_owned()?;
         let mut t = TypeTable::global().write();
         let column = t.column(name);
-        if type_index == abi::kTVMFFINone {
+        if type_index == tvm_ffi_sys::kTVMFFINone {
             return Ok(());
         }
         if t.entry(type_index).is_none() {
@@ -625,7 +625,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterAttr(
             column.values.resize_with(slot + 1, Any::none);
         }
         if !column.values[slot].is_none() && !value.is_none() {
-            crate::bail!(
+            tvm_ffi::bail!(
                 ErrorKind::RuntimeError,
                 "type attribute `{name}` of type index {type_index} is already registered"
             );

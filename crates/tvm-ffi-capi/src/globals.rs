@@ -1,19 +1,18 @@
-//! Global functions registered by the core itself (`ffi.*`) and the testing functions
-//! (`testing.*`) the test suites rely on.
+//! Global functions registered by the core itself (`ffi.*`).
 
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
-use crate::abi::{TVMFFISafeCallType, kTVMFFIObject};
-use crate::any::{Any, AnyView};
-use crate::containers::array::{Array, List};
-use crate::containers::shape::Shape;
-use crate::error::{Error, ErrorKind, Result};
-use crate::function::Function;
-use crate::object::{Object, ObjectRef, alloc_object};
+use tvm_ffi::any::{Any, AnyView};
+use tvm_ffi::containers::array::{Array, List};
+use tvm_ffi::containers::shape::Shape;
+use tvm_ffi::error::{Error, ErrorKind, Result};
+use tvm_ffi::function::Function;
+use tvm_ffi::object::{Object, ObjectRef, alloc_object};
+use tvm_ffi_sys::{TVMFFISafeCallType, kTVMFFIObject};
 
-use super::function::Registry;
-use super::types::TypeTable;
+use crate::function::Registry;
+use crate::types::TypeTable;
 
 /// A bare `ffi.Object` used as a process-wide sentinel.
 fn sentinel(cell: &'static OnceLock<Any>) -> Any {
@@ -120,11 +119,11 @@ fn core_functions() -> Vec<(&'static str, Function)> {
         ),
         (
             "ffi.String",
-            Function::from_typed("ffi.String", |s: crate::String| s),
+            Function::from_typed("ffi.String", |s: tvm_ffi::String| s),
         ),
         (
             "ffi.Bytes",
-            Function::from_typed("ffi.Bytes", |b: crate::Bytes| b),
+            Function::from_typed("ffi.Bytes", |b: tvm_ffi::Bytes| b),
         ),
         (
             "ffi.GetGlobalFuncMetadata",
@@ -201,7 +200,7 @@ fn core_functions() -> Vec<(&'static str, Function)> {
                 "ffi.FunctionFromExternC",
                 |self_: *mut c_void, safe_call: *mut c_void, deleter: *mut c_void| {
                     if safe_call.is_null() {
-                        crate::bail!(ErrorKind::ValueError, "safe_call must not be NULL");
+                        tvm_ffi::bail!(ErrorKind::ValueError, "safe_call must not be NULL");
                     }
                     // SAFETY: the caller passes function addresses with the C signatures.
                     unsafe {
@@ -221,107 +220,16 @@ fn environment_functions() -> Vec<(&'static str, Function)> {
         (
             "ffi.SystemLibGetSymbol",
             Function::from_typed("ffi.SystemLibGetSymbol", |name: std::string::String| {
-                super::env::system_lib_symbol(&name).map(|addr| addr as *mut c_void)
+                crate::env::system_lib_symbol(&name).map(|addr| addr as *mut c_void)
             }),
         ),
         (
             "ffi.GetContextSymbols",
             Function::from_typed("ffi.GetContextSymbols", || {
-                super::env::context_symbols()
+                crate::env::context_symbols()
                     .into_iter()
                     .flat_map(|(name, addr)| [Any::from(name), Any::from(addr as *mut c_void)])
                     .collect::<Array>()
-            }),
-        ),
-    ]
-}
-
-crate::define_object! {
-    /// An object type with reflected fields, for the test suites of every language.
-    pub(crate) struct TestIntPair : "testing.TestIntPair" extends Object {
-        /// First value.
-        pub(crate) a: i64,
-        /// Second value.
-        pub(crate) b: i64,
-        /// A label.
-        pub(crate) name: crate::String,
-    }
-}
-
-fn testing_functions() -> Vec<(&'static str, Function)> {
-    // Register the type now, so that frontends can bind classes to its key before first use.
-    let _ = <TestIntPair as crate::ObjectCore>::type_index();
-    vec![
-        (
-            "testing.make_int_pair",
-            Function::from_typed(
-                "testing.make_int_pair",
-                |a: i64, b: i64, name: crate::String| {
-                    ObjectRef::new(TestIntPair {
-                        base: Object::header(),
-                        a,
-                        b,
-                        name,
-                    })
-                },
-            ),
-        ),
-        (
-            "testing.int_pair_sum",
-            Function::from_typed("testing.int_pair_sum", |p: ObjectRef<TestIntPair>| {
-                p.a + p.b
-            }),
-        ),
-        (
-            "testing.echo",
-            Function::from_packed(|args| match args {
-                [value] => value.try_to_owned(),
-                _ => Err(Error::new(
-                    ErrorKind::TypeError,
-                    format!("testing.echo takes 1 argument, got {}", args.len()),
-                )),
-            }),
-        ),
-        ("testing.nop", Function::from_packed(|_| Ok(Any::none()))),
-        (
-            "testing.apply",
-            Function::from_packed(|args| {
-                let (first, rest) = args.split_first().ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::TypeError,
-                        "testing.apply needs a function argument",
-                    )
-                })?;
-                first.cast::<Function>()?.call_packed(rest)
-            }),
-        ),
-        (
-            "testing.test_raise_error",
-            Function::from_typed(
-                "testing.test_raise_error",
-                |kind: std::string::String, msg: std::string::String| {
-                    Err::<(), Error>(Error::new(kind, msg))
-                },
-            ),
-        ),
-        (
-            "testing.object_use_count",
-            Function::from_packed(|args| match args {
-                [value] => {
-                    let obj = value.as_object_ptr().ok_or_else(|| {
-                        Error::new(
-                            ErrorKind::TypeError,
-                            format!("expected an object, got {value:?}"),
-                        )
-                    })?;
-                    // SAFETY: the argument borrows a live object.
-                    let count = unsafe { (*obj.cast::<Object>()).strong_count() };
-                    Ok(i64::from(count).into())
-                }
-                _ => Err(Error::new(
-                    ErrorKind::TypeError,
-                    "testing.object_use_count takes 1 argument",
-                )),
             }),
         ),
     ]
@@ -332,7 +240,6 @@ pub(crate) fn builtin_functions() -> Vec<(&'static str, Function)> {
     let mut all = core_functions();
     all.extend(list_functions());
     all.extend(environment_functions());
-    all.extend(super::globals_map::functions());
-    all.extend(testing_functions());
+    all.extend(tvm_ffi::containers::map_globals::functions());
     all
 }

@@ -5,15 +5,15 @@ use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::abi::{
+use tvm_ffi::any::AnyView;
+use tvm_ffi::error::{Error, ErrorKind};
+use tvm_ffi::object::{Object, alloc_object, dec_ref, inc_ref};
+use tvm_ffi_sys::{
     TVMFFIAny, TVMFFICustomAllocator, TVMFFIObjectHandle, TVMFFIOpaqueObjectCell, TVMFFIVersion,
     kTVMFFIOpaquePyObject,
 };
-use crate::any::AnyView;
-use crate::error::{Error, ErrorKind};
-use crate::object::{Object, alloc_object, dec_ref, inc_ref};
 
-use super::{guard, out_arg};
+use crate::{guard, out_arg};
 
 /// Reports the ABI version this runtime implements.
 ///
@@ -26,9 +26,9 @@ pub unsafe extern "C" fn TVMFFIGetVersion(out: *mut TVMFFIVersion) {
         unsafe { out.as_mut() }
     } {
         *out = TVMFFIVersion {
-            major: crate::abi::TVM_FFI_VERSION_MAJOR,
-            minor: crate::abi::TVM_FFI_VERSION_MINOR,
-            patch: crate::abi::TVM_FFI_VERSION_PATCH,
+            major: tvm_ffi_sys::TVM_FFI_VERSION_MAJOR,
+            minor: tvm_ffi_sys::TVM_FFI_VERSION_MINOR,
+            patch: tvm_ffi_sys::TVM_FFI_VERSION_PATCH,
         };
     }
 }
@@ -96,7 +96,7 @@ pub unsafe extern "C" fn TVMFFIObjectCreateOpaque(
         // SAFETY: per the contract.
         let out = unsafe { out_arg(out, "out")? };
         if type_index != kTVMFFIOpaquePyObject {
-            crate::bail!(
+            tvm_ffi::bail!(
                 ErrorKind::ValueError,
                 "opaque objects must have type index {kTVMFFIOpaquePyObject}, got {type_index}"
             );
@@ -160,7 +160,7 @@ pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
 ) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
-        let (view, out) = unsafe { (super::non_null(view, "any_view")?, out_arg(out, "out")?) };
+        let (view, out) = unsafe { (crate::non_null(view, "any_view")?, out_arg(out, "out")?) };
         // SAFETY: the value is valid for the call.
         let view = unsafe { AnyView::from_raw(*view) };
         *out = view.try_to_owned()?.into_raw();
@@ -181,7 +181,7 @@ pub unsafe extern "C" fn TVMFFIHandleInitOnce(
 ) -> c_int {
     guard(|| {
         if handle_addr.is_null() {
-            crate::bail!(
+            tvm_ffi::bail!(
                 ErrorKind::ValueError,
                 "TVMFFIHandleInitOnce: handle_addr must not be NULL"
             );
@@ -196,7 +196,7 @@ pub unsafe extern "C" fn TVMFFIHandleInitOnce(
             return Ok(());
         }
         let Some(init) = init else {
-            crate::bail!(
+            tvm_ffi::bail!(
                 ErrorKind::ValueError,
                 "TVMFFIHandleInitOnce: init_func must not be NULL"
             );
@@ -210,7 +210,7 @@ pub unsafe extern "C" fn TVMFFIHandleInitOnce(
             ));
         }
         if result.is_null() {
-            crate::bail!(
+            tvm_ffi::bail!(
                 ErrorKind::RuntimeError,
                 "init_func must return a non-NULL handle"
             );

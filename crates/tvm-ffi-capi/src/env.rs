@@ -7,11 +7,11 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
 
-use crate::abi::{DLPackManagedTensorAllocator, TVMFFIObjectHandle, TVMFFIStreamHandle};
-use crate::error::{Error, ErrorKind};
-use crate::function::Function;
+use tvm_ffi::error::{Error, ErrorKind};
+use tvm_ffi::function::Function;
+use tvm_ffi_sys::{DLPackManagedTensorAllocator, TVMFFIObjectHandle, TVMFFIStreamHandle};
 
-use super::{cstr_arg, guard, out_arg};
+use crate::{cstr_arg, guard, out_arg};
 
 thread_local! {
     static STREAMS: RefCell<HashMap<(i32, i32), usize>> = RefCell::new(HashMap::new());
@@ -115,7 +115,7 @@ pub unsafe extern "C" fn TVMFFIEnvRegisterCAPI(name: *const c_char, symbol: *mut
             "PyErr_CheckSignals" => &CHECK_SIGNALS,
             "PyGILState_Ensure" => &GIL_ENSURE,
             "PyGILState_Release" => &GIL_RELEASE,
-            other => crate::bail!(ErrorKind::ValueError, "Unknown env API `{other}`"),
+            other => tvm_ffi::bail!(ErrorKind::ValueError, "Unknown env API `{other}`"),
         };
         slot.store(symbol as usize, Ordering::Release);
         Ok(())
@@ -235,7 +235,7 @@ pub unsafe extern "C" fn TVMFFIEnvModLookupFromImports(
             *out = f.as_object().as_raw().cast();
             return Ok(());
         }
-        let resolver = super::function::Registry::global().get("ffi.ModuleLookupFromImports");
+        let resolver = crate::function::Registry::global().get("ffi.ModuleLookupFromImports");
         let found = match resolver {
             Some(resolver) if !library_ctx.is_null() => resolver
                 .call((key as i64, name))?
@@ -243,7 +243,7 @@ pub unsafe extern "C" fn TVMFFIEnvModLookupFromImports(
             _ => None,
         };
         let function = found
-            .or_else(|| super::function::Registry::global().get(name))
+            .or_else(|| crate::function::Registry::global().get(name))
             .ok_or_else(|| {
                 Error::new(
                     ErrorKind::RuntimeError,

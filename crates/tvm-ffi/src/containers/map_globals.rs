@@ -1,4 +1,4 @@
-//! The core's `ffi.Map*` and `ffi.Dict*` global functions.
+//! The `ffi.Map*` and `ffi.Dict*` global functions, which the runtime's state registers at start-up.
 
 use std::sync::{Mutex, OnceLock};
 
@@ -102,7 +102,7 @@ fn forward_iter_functor(name: &'static str, container: Any) -> Result<Function> 
 }
 
 /// The map and dict global functions.
-pub(super) fn functions() -> Vec<(&'static str, Function)> {
+pub fn functions() -> Vec<(&'static str, Function)> {
     vec![
         (
             "ffi.Map",
