@@ -27,7 +27,8 @@ import threading
 import traceback
 from typing import Any
 
-from tvm.support import popen_pool as _pool
+from tvm.support.popen_pool.pickling import _describe, _dumps
+from tvm.support.popen_pool.wire import StatusKind, _read_frame, _write_frame
 
 
 def _kill_own_group_and_exit(flush: bool = False) -> None:
@@ -85,7 +86,7 @@ def _die_with_parent(parent_pid: int, lifeline: int) -> None:
 
 
 def _send(reply: int, message: tuple[Any, ...]) -> None:
-    _pool._write_frame(reply, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
+    _write_frame(reply, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
 
 def _exception_payload(err: BaseException, text: str) -> bytes:
@@ -93,20 +94,20 @@ def _exception_payload(err: BaseException, text: str) -> bytes:
     that, ``err`` itself with ``text`` as a note; failing that, a RuntimeError."""
     try:
         rebuilt = type(err)(text)
-        payload = _pool._dumps(rebuilt)
+        payload = _dumps(rebuilt)
         pickle.loads(payload)
         return payload
     except Exception:
         pass
     try:
         err.add_note(text)
-        payload = _pool._dumps(err)
+        payload = _dumps(err)
         pickle.loads(payload)
         return payload
     except Exception:
         pass
     kind = f"{type(err).__module__}.{type(err).__qualname__}"
-    return _pool._dumps(RuntimeError(f"{kind}: {text}"))
+    return _dumps(RuntimeError(f"{kind}: {text}"))
 
 
 def _send_exception(reply: int, err: BaseException, prefix: str = "") -> None:
@@ -116,7 +117,7 @@ def _send_exception(reply: int, err: BaseException, prefix: str = "") -> None:
         tb = tb.tb_next
     text = "".join(traceback.format_exception(type(err), err, tb))
     text = f"{prefix}raised in popen worker (pid {os.getpid()}):\n{text}".rstrip("\n")
-    _send(reply, ("result", _pool.StatusKind.EXCEPTION, _exception_payload(err, text), text))
+    _send(reply, ("result", StatusKind.EXCEPTION, _exception_payload(err, text), text))
 
 
 def _run(job: bytes, reply: int) -> None:
@@ -137,19 +138,19 @@ def _run(job: bytes, reply: int) -> None:
         _send_exception(reply, err)
         return
     try:
-        payload = _pool._dumps(value)
+        payload = _dumps(value)
     except Exception as err:
         problem = pickle.PicklingError(
-            f"the result of {_pool._describe(fn)} ({type(value).__name__}) cannot be pickled: {err}"
+            f"the result of {_describe(fn)} ({type(value).__name__}) cannot be pickled: {err}"
         )
         _send_exception(reply, problem)
         return
-    _send(reply, ("result", _pool.StatusKind.COMPLETE, payload, ""))
+    _send(reply, ("result", StatusKind.COMPLETE, payload, ""))
 
 
 def _serve(request: int, reply: int) -> None:
     while True:
-        frame = _pool._read_frame(request)
+        frame = _read_frame(request)
         if frame is None:
             return
         kind, body = pickle.loads(frame)
