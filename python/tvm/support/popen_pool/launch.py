@@ -153,10 +153,5 @@ def _forget_workers_after_fork() -> None:
     _SPAWNER = _Spawner()
 
 
-def _spawn(argv: list[str], kwargs: dict[str, Any]) -> subprocess.Popen[bytes]:
-    """``subprocess.Popen(argv, **kwargs)``, from the long-lived spawner thread if need be."""
-    return _SPAWNER.popen(argv, kwargs)
-
-
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_workers_after_fork)
