@@ -234,6 +234,15 @@ impl TVMFFIAny {
         small_str_len: 0,
         payload: TVMFFIAnyPayload { v_uint64: 0 },
     };
+
+    /// A borrowed view of a NUL-terminated C string (`kTVMFFIRawStr`), valid while it is.
+    pub const fn raw_c_str(text: *const c_char) -> TVMFFIAny {
+        TVMFFIAny {
+            type_index: kTVMFFIRawStr,
+            small_str_len: 0,
+            payload: TVMFFIAnyPayload { v_c_str: text },
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -644,6 +653,87 @@ unsafe extern "C" {
 }
 
 // ---------------------------------------------------------------------------------------------
+// tvm/ffi/extra/device_api.h: the C form of the device API
+// ---------------------------------------------------------------------------------------------
+
+/// The table layout version of `tvm/ffi/extra/device_api.h`.
+pub const TVM_FFI_DEVICE_API_TABLE_VERSION: u32 = 1;
+
+/// The functions of one kind of device, as a backend library registers them
+/// (`TVMFFIDeviceAPITable`). Every entry but `release` is required.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TVMFFIDeviceAPITable {
+    /// `sizeof(TVMFFIDeviceAPITable)` as the backend was compiled.
+    pub struct_size: u32,
+    /// `TVM_FFI_DEVICE_API_TABLE_VERSION` as the backend was compiled.
+    pub version: u32,
+    /// The backend's context, passed to every function.
+    pub self_: *mut c_void,
+    /// A short NUL-terminated name for messages.
+    pub name: *const c_char,
+    /// Writes an attribute (TVM's `DeviceAttrKind` numbering) of a device.
+    pub get_attr: Option<
+        unsafe extern "C" fn(
+            this: *mut c_void,
+            device: DLDevice,
+            kind: i32,
+            out: *mut TVMFFIAny,
+        ) -> c_int,
+    >,
+    /// Allocates `nbytes` aligned to `alignment`.
+    pub alloc: Option<
+        unsafe extern "C" fn(
+            this: *mut c_void,
+            device: DLDevice,
+            nbytes: usize,
+            alignment: usize,
+            dtype_hint: DLDataType,
+            out: *mut *mut c_void,
+        ) -> c_int,
+    >,
+    /// Frees memory from `alloc`.
+    pub free: Option<
+        unsafe extern "C" fn(this: *mut c_void, device: DLDevice, ptr: *mut c_void) -> c_int,
+    >,
+    /// Copies one tensor into another on a stream.
+    pub copy: Option<
+        unsafe extern "C" fn(
+            this: *mut c_void,
+            from: *const DLTensor,
+            to: *const DLTensor,
+            stream: TVMFFIStreamHandle,
+        ) -> c_int,
+    >,
+    /// Creates a stream.
+    pub stream_create: Option<
+        unsafe extern "C" fn(
+            this: *mut c_void,
+            device: DLDevice,
+            out: *mut TVMFFIStreamHandle,
+        ) -> c_int,
+    >,
+    /// Frees a stream.
+    pub stream_free: Option<
+        unsafe extern "C" fn(
+            this: *mut c_void,
+            device: DLDevice,
+            stream: TVMFFIStreamHandle,
+        ) -> c_int,
+    >,
+    /// Waits for the work queued on a stream.
+    pub stream_sync: Option<
+        unsafe extern "C" fn(
+            this: *mut c_void,
+            device: DLDevice,
+            stream: TVMFFIStreamHandle,
+        ) -> c_int,
+    >,
+    /// Optional: releases `self_`.
+    pub release: Option<unsafe extern "C" fn(this: *mut c_void)>,
+}
+
+// ---------------------------------------------------------------------------------------------
 // Layout guards for the hot types (the full check is in the layout tests)
 // ---------------------------------------------------------------------------------------------
 
@@ -659,4 +749,5 @@ const _: () = {
     assert!(size_of::<TVMFFITypeInfo>() == 72);
     assert!(size_of::<TVMFFIFieldInfo>() == 120);
     assert!(size_of::<TVMFFIMethodInfo>() == 72);
+    assert!(size_of::<TVMFFIDeviceAPITable>() == 88);
 };

@@ -2,10 +2,15 @@
 //! suites of every language rely on, kept out of the runtime's registry as the original keeps
 //! them in `libtvm_ffi_testing`.
 //!
+//! It also brings the simulated device `ext_dev` (the runtime's test backend, registered through
+//! the C device table) and `testing.device_stats`.
+//!
 //! Rust suites link this crate and call [`register`]; the Python suite loads the shared library
 //! `libtvm_ffi_testing.so`, which registers everything when it is loaded (on Linux through an
 //! `.init_array` entry). Either way the functions land in the registry of the process's runtime:
 //! this crate defines no C API of its own.
+
+mod device;
 
 use std::sync::Once;
 
@@ -106,7 +111,8 @@ fn testing_functions() -> Vec<(&'static str, Function)> {
     ]
 }
 
-/// Registers the testing functions and types in the process's registry (once; later calls do
+/// Registers the testing functions and types in the process's registry, and the simulated
+/// device `ext_dev` when the process's runtime has a device registry (once; later calls do
 /// nothing). A name already taken keeps its function.
 pub fn register() {
     static DONE: Once = Once::new();
@@ -114,6 +120,7 @@ pub fn register() {
         for (name, function) in testing_functions() {
             let _ = function.register_global(name, false);
         }
+        device::register();
     });
 }
 

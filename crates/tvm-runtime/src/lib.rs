@@ -1,11 +1,13 @@
-//! The TVM runtime on top of `tvm-ffi`: modules, shared-library loading (the export conventions
-//! of compiled kernels), and the system library.
+//! The TVM runtime on top of `tvm-ffi`: devices (the [`device::DeviceApi`] trait, its registry
+//! and tensors on any device), modules, shared-library loading (the export conventions of
+//! compiled kernels), and the system library.
 //!
 //! [`init`] registers the runtime's global functions (`ffi.ModuleLoadFromFile`,
 //! `ffi.SystemLib`, `ffi.ModuleGetFunction`, ...), through which every language reaches
 //! modules. Call it once at start-up; later calls do nothing.
 
 mod blob;
+pub mod device;
 mod library;
 mod module;
 mod system_lib;
@@ -83,7 +85,8 @@ fn lookup_from_imports(ctx: i64, name: &str) -> Result<Option<Function>> {
     module.find_in_imports(name)
 }
 
-/// Registers the runtime's global functions (once).
+/// Registers the runtime's global functions and installs the device registry as the
+/// environment's DLPack allocator (once).
 pub fn init() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
@@ -135,5 +138,7 @@ pub fn init() {
         register_typed("ffi.ModuleLookupFromImports", |ctx: i64, name: String| {
             lookup_from_imports(ctx, &name)
         });
+        device::register_globals();
+        device::install_dlpack_allocator();
     });
 }

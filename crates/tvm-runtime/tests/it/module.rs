@@ -8,7 +8,7 @@ use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::{Any, Function};
 use tvm_runtime::{load_module, system_lib};
 
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 

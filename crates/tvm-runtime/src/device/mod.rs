@@ -1,0 +1,249 @@
+//! Devices: one [`DeviceApi`] trait, a registry keyed by DLPack device type, and the backends
+//! that live in this crate (the host [`cpu`] and a strict [`test_backend`] that simulates a
+//! non-CPU device on host memory).
+//!
+//! Everything that depends on a device (tensor allocation, copies, streams, the DLPack allocator
+//! of the environment, the Python `Device` attributes) asks the registry; nothing else branches on
+//! a device type. Backends compiled into the final artifact register with
+//! [`register_device_api`]; a backend from another library registers the C table of
+//! `tvm/ffi/extra/device_api.h` through the global function `ffi.DeviceAPIRegister` ([`c_table`]).
+//!
+//! Memory handed out by a backend is opaque: only the backend that allocated a pointer may
+//! interpret it. Copies always go through a backend, which also handles strides and byte
+//! offsets.
+
+pub mod c_table;
+pub mod cpu;
+pub mod export;
+mod globals;
+mod host_copy;
+mod registry;
+mod tensor;
+pub mod test_backend;
+
+use std::ffi::c_void;
+use std::fmt;
+
+use tvm_ffi::abi::DLTensor;
+use tvm_ffi::{Any, DataType, Device, Result};
+
+pub use export::{export_table, register_external};
+pub use host_copy::{check_copy_shapes, copy_host_strided, tensor_nbytes};
+pub use registry::{
+    alloc_data, copy_tensor, create_stream, current_stream, device_api, device_attr, device_exists,
+    free_data, free_stream, register_device_api, registered_device_types, set_current_stream,
+    sync_stream,
+};
+pub use tensor::{TensorDeviceExt, empty_on};
+pub use test_backend::{
+    TestDeviceApi, TestDeviceConfig, TestDeviceStats, register_test_device, test_device_stats,
+};
+
+pub(crate) use globals::register_globals;
+pub(crate) use tensor::install_dlpack_allocator;
+
+/// A stream (a queue of work on a device), as the backend that created it defines it; NULL is
+/// the device's default stream. An opaque token: only its backend interprets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct StreamHandle(pub *mut c_void);
+
+// SAFETY: a token passed between threads and back to its backend, never dereferenced here.
+unsafe impl Send for StreamHandle {}
+// SAFETY: as above.
+unsafe impl Sync for StreamHandle {}
+
+impl StreamHandle {
+    /// The default stream of a device.
+    pub const NULL: StreamHandle = StreamHandle(std::ptr::null_mut());
+
+    /// Whether this is the default stream.
+    pub fn is_null(self) -> bool {
+        self.0.is_null()
+    }
+}
+
+impl fmt::Pointer for StreamHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Pointer::fmt(&self.0, f)
+    }
+}
+
+/// Default alignment of tensor data, in bytes (as DLPack producers and TVM use).
+pub const TENSOR_ALIGNMENT: usize = 64;
+
+/// What a device can be asked about ([`DeviceApi::attr`]); the numbering is TVM's
+/// `DeviceAttrKind`, so that a C backend and the original agree on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum DeviceAttr {
+    /// Whether the device exists (an int, 0 or 1). Every backend answers it for any index.
+    Exist = 0,
+    /// Most threads in one block (int).
+    MaxThreadsPerBlock = 1,
+    /// Threads that run in lockstep (int).
+    WarpSize = 2,
+    /// Shared memory one block may use, in bytes (int).
+    MaxSharedMemoryPerBlock = 3,
+    /// The compute capability or architecture version, such as "8.0" (str).
+    ComputeVersion = 4,
+    /// The device's name (str).
+    DeviceName = 5,
+    /// The highest clock rate, in kHz (int).
+    MaxClockRate = 6,
+    /// Streaming multiprocessors or compute units (int).
+    MultiProcessorCount = 7,
+    /// Largest block extent per dimension, as "[x, y, z]" (str).
+    MaxThreadDimensions = 8,
+    /// Registers available to one block (int).
+    MaxRegistersPerBlock = 9,
+    /// The GCN architecture of an AMD GPU (int).
+    GcnArch = 10,
+    /// The driver API's version (int).
+    ApiVersion = 11,
+    /// The driver's version (int or str).
+    DriverVersion = 12,
+    /// Size of the L2 cache, in bytes (int).
+    L2CacheSizeBytes = 13,
+    /// Total device memory, in bytes (int).
+    TotalGlobalMemory = 14,
+    /// Device memory not in use, in bytes (int).
+    AvailableGlobalMemory = 15,
+    /// Pitch alignment of images, in bytes (int).
+    ImagePitchAlignment = 16,
+}
+
+impl DeviceAttr {
+    /// Every attribute, in numbering order.
+    pub const ALL: [DeviceAttr; 17] = [
+        DeviceAttr::Exist,
+        DeviceAttr::MaxThreadsPerBlock,
+        DeviceAttr::WarpSize,
+        DeviceAttr::MaxSharedMemoryPerBlock,
+        DeviceAttr::ComputeVersion,
+        DeviceAttr::DeviceName,
+        DeviceAttr::MaxClockRate,
+        DeviceAttr::MultiProcessorCount,
+        DeviceAttr::MaxThreadDimensions,
+        DeviceAttr::MaxRegistersPerBlock,
+        DeviceAttr::GcnArch,
+        DeviceAttr::ApiVersion,
+        DeviceAttr::DriverVersion,
+        DeviceAttr::L2CacheSizeBytes,
+        DeviceAttr::TotalGlobalMemory,
+        DeviceAttr::AvailableGlobalMemory,
+        DeviceAttr::ImagePitchAlignment,
+    ];
+
+    /// The attribute with TVM's number `code`, if there is one.
+    pub fn from_code(code: i32) -> Option<DeviceAttr> {
+        DeviceAttr::ALL.into_iter().find(|a| *a as i32 == code)
+    }
+
+    /// The attribute's snake-case name, as Python spells it (`max_threads_per_block`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            DeviceAttr::Exist => "exist",
+            DeviceAttr::MaxThreadsPerBlock => "max_threads_per_block",
+            DeviceAttr::WarpSize => "warp_size",
+            DeviceAttr::MaxSharedMemoryPerBlock => "max_shared_memory_per_block",
+            DeviceAttr::ComputeVersion => "compute_version",
+            DeviceAttr::DeviceName => "device_name",
+            DeviceAttr::MaxClockRate => "max_clock_rate",
+            DeviceAttr::MultiProcessorCount => "multi_processor_count",
+            DeviceAttr::MaxThreadDimensions => "max_thread_dimensions",
+            DeviceAttr::MaxRegistersPerBlock => "max_registers_per_block",
+            DeviceAttr::GcnArch => "gcn_arch",
+            DeviceAttr::ApiVersion => "api_version",
+            DeviceAttr::DriverVersion => "driver_version",
+            DeviceAttr::L2CacheSizeBytes => "l2_cache_size_bytes",
+            DeviceAttr::TotalGlobalMemory => "total_global_memory",
+            DeviceAttr::AvailableGlobalMemory => "available_global_memory",
+            DeviceAttr::ImagePitchAlignment => "image_pitch_alignment",
+        }
+    }
+
+    /// The attribute named `name` (as [`DeviceAttr::name`] spells it).
+    pub fn from_name(name: &str) -> Option<DeviceAttr> {
+        DeviceAttr::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+impl fmt::Display for DeviceAttr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One kind of device: the operations the runtime needs from a backend (the shape of TVM's
+/// `DeviceAPI`). Implementations are shared between threads.
+///
+/// Pointers and streams are the backend's own: the registry hands a backend only what that
+/// backend produced (or a host address, for the host side of a copy). The registry checks
+/// shapes, dtypes and sizes before [`DeviceApi::copy`], and that the device exists before any
+/// other call.
+pub trait DeviceApi: Send + Sync + 'static {
+    /// A short name of the backend, for messages ("cpu", "test", "cuda").
+    fn name(&self) -> &str;
+
+    /// An attribute of `device`; `Ok(None)` when the backend does not know it. [`DeviceAttr::Exist`]
+    /// must be answered for every index, with an int.
+    fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>>;
+
+    /// Allocates `nbytes` (at least one byte is reserved for 0) aligned to `alignment`, a power
+    /// of two. `dtype_hint` is the element type the memory will hold.
+    fn alloc(
+        &self,
+        device: Device,
+        nbytes: usize,
+        alignment: usize,
+        dtype_hint: DataType,
+    ) -> Result<*mut c_void>;
+
+    /// Frees memory from [`DeviceApi::alloc`], after the work queued on it has finished.
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc` on `device` of this backend and is freed once.
+    unsafe fn free(&self, device: Device, ptr: *mut c_void) -> Result<()>;
+
+    /// Copies the elements of `from` into `to` (same shape and dtype, any strides and byte
+    /// offsets) on `stream`. One side may be a CPU tensor (host memory); the other is on a
+    /// device of this backend. The copy may still be in flight when this returns: it is done
+    /// once the stream is synchronized.
+    ///
+    /// # Safety
+    /// Both descriptors are valid, and their memory stays valid until the stream is synchronized.
+    unsafe fn copy(&self, from: &DLTensor, to: &DLTensor, stream: StreamHandle) -> Result<()>;
+
+    /// A new stream on `device`. Backends without streams return NULL.
+    fn create_stream(&self, device: Device) -> Result<StreamHandle>;
+
+    /// Frees a stream from [`DeviceApi::create_stream`] (its queued work completes first).
+    ///
+    /// # Safety
+    /// `stream` came from `create_stream` on `device` and is freed once.
+    unsafe fn free_stream(&self, device: Device, stream: StreamHandle) -> Result<()>;
+
+    /// Waits until the work queued on `stream` (NULL: the default stream) is done.
+    fn sync_stream(&self, device: Device, stream: StreamHandle) -> Result<()>;
+
+    /// Scratch memory for a kernel's temporaries; the default is [`DeviceApi::alloc`] with
+    /// [`TENSOR_ALIGNMENT`].
+    fn alloc_workspace(
+        &self,
+        device: Device,
+        nbytes: usize,
+        dtype_hint: DataType,
+    ) -> Result<*mut c_void> {
+        self.alloc(device, nbytes, TENSOR_ALIGNMENT, dtype_hint)
+    }
+
+    /// Frees memory from [`DeviceApi::alloc_workspace`].
+    ///
+    /// # Safety
+    /// As for [`DeviceApi::free`].
+    unsafe fn free_workspace(&self, device: Device, ptr: *mut c_void) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.free(device, ptr) }
+    }
+}
