@@ -33,7 +33,7 @@ use tvm_ffi_capi as _;
 
 pub use any::{Any, AnyView, TryFromAnyView};
 pub use containers::array::{Array, List};
-pub use containers::map::{Dict, Map};
+pub use containers::map::{Dict, Map, MapRead};
 pub use containers::shape::Shape;
 pub use device::Device;
 pub use dtype::DataType;
