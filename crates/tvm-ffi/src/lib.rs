@@ -40,5 +40,5 @@ pub use dtype::DataType;
 pub use error::{Error, ErrorKind, Result};
 pub use function::Function;
 pub use object::{Object, ObjectCore, ObjectRef, WeakRef};
-pub use string::{Bytes, String};
+pub use string::{ByteSeq, Bytes, String};
 pub use tensor::Tensor;
