@@ -15,7 +15,7 @@ use std::time::Duration;
 use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
-use tvm_ffi::containers::map::Map;
+use tvm_ffi::containers::map::{Map, MapRead};
 
 const SIZES: [u64; 7] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000];
 

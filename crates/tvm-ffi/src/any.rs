@@ -10,7 +10,7 @@ use crate::device::Device;
 use crate::dtype::{DataType, parse_dtype};
 use crate::error::{Error, ErrorKind};
 use crate::object::{ObjectCore, ObjectRef, dec_ref, inc_ref};
-use crate::string::{Bytes, String, new_bytes_any};
+use crate::string::{ByteKind, ByteSeq, Bytes, String, new_bytes_any};
 use crate::types;
 
 /// An owning value: holds one strong reference when it holds an object.
@@ -462,17 +462,10 @@ impl TryFromAnyView for f32 {
     }
 }
 
-impl TryFromAnyView for String {
-    const TYPE_NAME: &'static str = String::TYPE_NAME;
-    fn try_from_view(view: &AnyView<'_>) -> Option<String> {
-        String::try_from_view(view)
-    }
-}
-
-impl TryFromAnyView for Bytes {
-    const TYPE_NAME: &'static str = Bytes::TYPE_NAME;
-    fn try_from_view(view: &AnyView<'_>) -> Option<Bytes> {
-        Bytes::try_from_view(view)
+impl<K: ByteKind> TryFromAnyView for ByteSeq<K> {
+    const TYPE_NAME: &'static str = K::TYPE_NAME;
+    fn try_from_view(view: &AnyView<'_>) -> Option<ByteSeq<K>> {
+        ByteSeq::try_from_view(view)
     }
 }
 

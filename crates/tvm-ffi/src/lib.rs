@@ -33,12 +33,12 @@ use tvm_ffi_capi as _;
 
 pub use any::{Any, AnyView, TryFromAnyView};
 pub use containers::array::{Array, List};
-pub use containers::map::{Dict, Map};
+pub use containers::map::{Dict, Map, MapRead};
 pub use containers::shape::Shape;
 pub use device::Device;
 pub use dtype::DataType;
 pub use error::{Error, ErrorKind, Result};
 pub use function::Function;
 pub use object::{Object, ObjectCore, ObjectRef, WeakRef};
-pub use string::{Bytes, String};
+pub use string::{ByteSeq, Bytes, String};
 pub use tensor::Tensor;

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use crate::abi::{
     self, TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray, kTVMFFIBytes, kTVMFFISmallBytes,
@@ -174,107 +175,152 @@ pub(crate) unsafe fn bytes_of_raw(raw: &TVMFFIAny) -> Option<&[u8]> {
     }
 }
 
-macro_rules! byte_string_type {
-    ($(#[$doc:meta])* $name:ident, $small:path, $heap:path, $view_ok:path, $type_name:literal) => {
-        $(#[$doc])*
-        #[derive(Clone)]
-        pub struct $name {
-            value: Any,
-        }
-
-        impl $name {
-            /// Copies `bytes` into a new value.
-            pub fn from_bytes(bytes: &[u8]) -> Self {
-                $name { value: new_bytes_any(bytes, $small, $heap) }
-            }
-
-            /// The content bytes (without the terminating NUL).
-            pub fn as_bytes(&self) -> &[u8] {
-                // SAFETY: `value` owns its object, if any.
-                unsafe { bytes_of_raw(self.value.as_raw()) }.unwrap_or(&[])
-            }
-
-            /// Number of bytes.
-            pub fn len(&self) -> usize {
-                self.as_bytes().len()
-            }
-
-            /// Whether the value is empty.
-            pub fn is_empty(&self) -> bool {
-                self.len() == 0
-            }
-
-            /// Whether the value is stored inline (7 bytes or fewer).
-            pub fn is_small(&self) -> bool {
-                self.value.type_index() == $small
-            }
-
-            /// The owning `Any` holding this value.
-            pub fn into_any(self) -> Any {
-                self.value
-            }
-
-            /// Copies the content of a string-like view, if it has one of the accepted types.
-            pub fn try_from_view(view: &AnyView<'_>) -> Option<Self> {
-                match view.type_index() {
-                    $small | $heap => Some($name { value: view.to_owned() }),
-                    $view_ok => bytes_of_view(view).map($name::from_bytes),
-                    _ => None,
-                }
-            }
-
-            /// The schema name used in type errors.
-            pub const TYPE_NAME: &'static str = $type_name;
-        }
-
-        impl PartialEq for $name {
-            fn eq(&self, other: &Self) -> bool {
-                self.as_bytes() == other.as_bytes()
-            }
-        }
-
-        impl Eq for $name {}
-
-        impl std::hash::Hash for $name {
-            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-                self.as_bytes().hash(state)
-            }
-        }
-
-        impl Default for $name {
-            fn default() -> Self {
-                $name::from_bytes(b"")
-            }
-        }
-
-        impl From<$name> for Any {
-            fn from(value: $name) -> Any {
-                value.value
-            }
-        }
-    };
+/// What tells the two kinds of [`ByteSeq`] apart: their type indices and schema name.
+/// Implemented by [`Text`] and [`Binary`] only.
+pub trait ByteKind: sealed::Sealed {
+    /// Type index of the inline form (7 bytes or fewer).
+    const SMALL_INDEX: i32;
+    /// Type index of the heap object form.
+    const HEAP_INDEX: i32;
+    /// Type index of the borrowed form that a conversion from a view copies (a raw C string for
+    /// text, a byte-array pointer for bytes).
+    const BORROWED_INDEX: i32;
+    /// The schema name used in type errors.
+    const TYPE_NAME: &'static str;
 }
 
-byte_string_type!(
-    /// An immutable text value (`ffi.String`); Rust-made values are UTF-8, values made by C may
-    /// hold any bytes.
-    String,
-    kTVMFFISmallStr,
-    kTVMFFIStr,
-    abi::kTVMFFIRawStr,
-    "ffi.String"
-);
+mod sealed {
+    /// Keeps [`ByteKind`](super::ByteKind) implemented by this module's markers only.
+    pub trait Sealed {}
+}
 
-byte_string_type!(
-    /// An immutable byte value (`ffi.Bytes`).
-    Bytes,
-    kTVMFFISmallBytes,
-    kTVMFFIBytes,
-    abi::kTVMFFIByteArrayPtr,
-    "ffi.Bytes"
-);
+/// The kind of [`String`]: text (`ffi.String`, index 65; small form index 11).
+pub enum Text {}
 
-impl String {
+impl sealed::Sealed for Text {}
+
+impl ByteKind for Text {
+    const SMALL_INDEX: i32 = kTVMFFISmallStr;
+    const HEAP_INDEX: i32 = kTVMFFIStr;
+    const BORROWED_INDEX: i32 = abi::kTVMFFIRawStr;
+    const TYPE_NAME: &'static str = "ffi.String";
+}
+
+/// The kind of [`Bytes`]: binary data (`ffi.Bytes`, index 66; small form index 12).
+pub enum Binary {}
+
+impl sealed::Sealed for Binary {}
+
+impl ByteKind for Binary {
+    const SMALL_INDEX: i32 = kTVMFFISmallBytes;
+    const HEAP_INDEX: i32 = kTVMFFIBytes;
+    const BORROWED_INDEX: i32 = abi::kTVMFFIByteArrayPtr;
+    const TYPE_NAME: &'static str = "ffi.Bytes";
+}
+
+/// An immutable byte sequence of kind `K`, small (inline in the `Any`) or on the heap; used
+/// through its aliases [`String`] and [`Bytes`].
+pub struct ByteSeq<K: ByteKind> {
+    value: Any,
+    kind: PhantomData<K>,
+}
+
+/// An immutable text value (`ffi.String`); Rust-made values are UTF-8, values made by C may
+/// hold any bytes.
+pub type String = ByteSeq<Text>;
+
+/// An immutable byte value (`ffi.Bytes`).
+pub type Bytes = ByteSeq<Binary>;
+
+impl<K: ByteKind> ByteSeq<K> {
+    /// Wraps an owning value of this kind.
+    fn wrap(value: Any) -> Self {
+        ByteSeq {
+            value,
+            kind: PhantomData,
+        }
+    }
+
+    /// Copies `bytes` into a new value.
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        Self::wrap(new_bytes_any(bytes, K::SMALL_INDEX, K::HEAP_INDEX))
+    }
+
+    /// The content bytes (without the terminating NUL).
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `value` owns its object, if any.
+        unsafe { bytes_of_raw(self.value.as_raw()) }.unwrap_or(&[])
+    }
+
+    /// Number of bytes.
+    pub fn len(&self) -> usize {
+        self.as_bytes().len()
+    }
+
+    /// Whether the value is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the value is stored inline (7 bytes or fewer).
+    pub fn is_small(&self) -> bool {
+        self.value.type_index() == K::SMALL_INDEX
+    }
+
+    /// The owning `Any` holding this value.
+    pub fn into_any(self) -> Any {
+        self.value
+    }
+
+    /// Copies the content of a string-like view, if it has one of the accepted types.
+    pub fn try_from_view(view: &AnyView<'_>) -> Option<Self> {
+        let index = view.type_index();
+        if index == K::SMALL_INDEX || index == K::HEAP_INDEX {
+            Some(Self::wrap(view.to_owned()))
+        } else if index == K::BORROWED_INDEX {
+            bytes_of_view(view).map(Self::from_bytes)
+        } else {
+            None
+        }
+    }
+
+    /// The schema name used in type errors.
+    pub const TYPE_NAME: &'static str = K::TYPE_NAME;
+}
+
+impl<K: ByteKind> Clone for ByteSeq<K> {
+    fn clone(&self) -> Self {
+        Self::wrap(self.value.clone())
+    }
+}
+
+impl<K: ByteKind> PartialEq for ByteSeq<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl<K: ByteKind> Eq for ByteSeq<K> {}
+
+impl<K: ByteKind> std::hash::Hash for ByteSeq<K> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
+    }
+}
+
+impl<K: ByteKind> Default for ByteSeq<K> {
+    fn default() -> Self {
+        Self::from_bytes(b"")
+    }
+}
+
+impl<K: ByteKind> From<ByteSeq<K>> for Any {
+    fn from(value: ByteSeq<K>) -> Any {
+        value.value
+    }
+}
+
+impl ByteSeq<Text> {
     /// Creates a string holding a copy of `text`.
     pub fn new(text: &str) -> String {
         String::from_bytes(text.as_bytes())

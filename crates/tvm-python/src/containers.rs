@@ -7,7 +7,7 @@ use pyo3::exceptions::{PyIndexError, PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 use tvm_ffi::abi;
-use tvm_ffi::containers::map::{Dict, Map};
+use tvm_ffi::containers::map::{Dict, Map, MapRead};
 use tvm_ffi::{Any, Array, List, Shape};
 
 use crate::convert::{any_to_py, py_to_any};

@@ -3,7 +3,7 @@
 use std::sync::{Mutex, OnceLock};
 
 use crate::any::{Any, AnyView};
-use crate::containers::map::{Cursor, Dict, Map, MapBaseObj, cursor_of};
+use crate::containers::map::{Cursor, Dict, Map, MapBaseObj, MapRead, cursor_of};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 

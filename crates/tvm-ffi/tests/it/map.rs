@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use proptest::prelude::*;
 use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::containers::hash::{any_equal, any_hash, hash_bytes, hash_combine};
-use tvm_ffi::containers::map::{Dict, Map, PROBE};
+use tvm_ffi::containers::map::{Dict, Map, MapRead, PROBE};
 use tvm_ffi::object::alloc_object;
 use tvm_ffi::string::byte_array;
 use tvm_ffi::{Any, Bytes, Error, Function, Object, ObjectRef, String};

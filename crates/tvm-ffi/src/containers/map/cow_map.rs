@@ -1,0 +1,189 @@
+//! `Map` (`ffi.Map`, index 72): an immutable, copy-on-write map, and its object marker
+//! [`MapObj`].
+
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::atomic::{Ordering, fence};
+
+use crate::abi::kTVMFFIMap;
+use crate::any::{Any, AnyView, TryFromAnyView};
+use crate::object::{ObjectCore, ObjectRef};
+
+use super::iter::Iter;
+use super::keys::MapKey;
+use super::layout::MapBaseObj;
+use super::object::{alloc_empty, map_ptr_of};
+use super::read::MapRead;
+use super::read::sealed::Sealed;
+use super::table::{
+    Inserted, copy_object, find_kv, insert_in_place, remove_in_place, tables_equal,
+};
+
+/// Marker view of `ffi.Map` (index 72).
+#[repr(transparent)]
+pub struct MapObj(MapBaseObj);
+
+// SAFETY: a map is mutated only through a uniquely held reference (copy-on-write), so shared
+// references only read; its values are `Send + Sync`.
+unsafe impl Send for MapObj {}
+// SAFETY: as above.
+unsafe impl Sync for MapObj {}
+
+// SAFETY: transparent over a repr(C) layout starting with the header; index 72 is `ffi.Map`.
+unsafe impl ObjectCore for MapObj {
+    const TYPE_KEY: &'static str = "ffi.Map";
+    fn type_index() -> i32 {
+        kTVMFFIMap
+    }
+    fn is_instance(type_index: i32) -> bool {
+        type_index == kTVMFFIMap
+    }
+}
+
+/// An immutable hash map from values to values, in insertion order. Cloning shares the object;
+/// mutation copies it first unless this is the only reference (copy-on-write).
+#[derive(Clone)]
+pub struct Map {
+    obj: ObjectRef<MapObj>,
+}
+
+impl Map {
+    /// An empty map.
+    pub fn new() -> Map {
+        Map::from_new(alloc_empty(kTVMFFIMap))
+    }
+
+    /// Takes over the only reference of a fresh map object made here.
+    fn from_new(obj: NonNull<MapBaseObj>) -> Map {
+        // SAFETY: a fresh `ffi.Map` object (made by `alloc_empty`/`copy_object`); its only
+        // reference moves into the wrapper.
+        let obj = unsafe { ObjectRef::<MapObj>::from_raw(obj.as_ptr().cast()) };
+        Map { obj }
+    }
+
+    /// The object, copied first unless this is its only reference.
+    fn make_mut(&mut self) -> *mut MapBaseObj {
+        if self.obj.use_count() == 1 {
+            // Pairs with the release decrement of the last other reference.
+            fence(Ordering::Acquire);
+        } else {
+            // SAFETY: the reference keeps the object alive while it is copied.
+            *self = Map::from_new(unsafe { copy_object(self.raw(), kTVMFFIMap) });
+        }
+        self.raw()
+    }
+
+    /// Sets `key` to `value`; returns the previous value. An existing key keeps its position.
+    pub fn insert(&mut self, key: impl Into<Any>, value: impl Into<Any>) -> Option<Any> {
+        let p = self.make_mut();
+        // SAFETY: `p` is held only by `self`.
+        match unsafe { insert_in_place(p, key.into(), value.into()) } {
+            Inserted::New => None,
+            Inserted::Replaced { old, .. } => Some(old),
+            Inserted::NoRoom(key, value) => {
+                // A foreign small object too small to grow: continue on a copy made here.
+                // SAFETY: `self` keeps the object alive while it is copied.
+                *self = Map::from_new(unsafe { copy_object(p, kTVMFFIMap) });
+                // SAFETY: the copy is held only by `self` and has room.
+                match unsafe { insert_in_place(self.raw(), key, value) } {
+                    Inserted::Replaced { old, .. } => Some(old),
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    /// Removes `key`; returns its value.
+    pub fn remove<K: MapKey + ?Sized>(&mut self, key: &K) -> Option<Any> {
+        let key = key.to_key();
+        // SAFETY: the reference keeps the object alive.
+        unsafe { find_kv(self.raw(), key.raw()) }?;
+        let p = self.make_mut();
+        // SAFETY: `p` is held only by `self`; the removed pair's ownership moves here.
+        unsafe {
+            remove_in_place(p, key.raw()).map(|kv| {
+                drop(Any::from_raw(kv.key));
+                Any::from_raw(kv.value)
+            })
+        }
+    }
+
+    /// The underlying object reference.
+    pub fn as_object(&self) -> &ObjectRef<MapObj> {
+        &self.obj
+    }
+}
+
+impl Sealed for Map {
+    #[inline]
+    fn raw(&self) -> *mut MapBaseObj {
+        self.obj.as_raw().cast()
+    }
+}
+
+impl MapRead for Map {}
+
+impl Default for Map {
+    fn default() -> Map {
+        Map::new()
+    }
+}
+
+impl<K: Into<Any>, V: Into<Any>> FromIterator<(K, V)> for Map {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Map {
+        let mut map = Map::new();
+        for (k, v) in iter {
+            map.insert(k, v);
+        }
+        map
+    }
+}
+
+impl<K: Into<Any>, V: Into<Any>> Extend<(K, V)> for Map {
+    fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Map {
+    type Item = (Any, Any);
+    type IntoIter = Iter<'a>;
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+impl PartialEq for Map {
+    /// Same size and every key maps to an equal value (`any_equal`); order is ignored.
+    fn eq(&self, other: &Map) -> bool {
+        // SAFETY: both references keep their objects alive.
+        unsafe { tables_equal(self.raw(), other.raw()) }
+    }
+}
+
+impl fmt::Debug for Map {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl From<Map> for Any {
+    fn from(m: Map) -> Any {
+        Any::from_object(m.obj)
+    }
+}
+
+impl TryFromAnyView for Map {
+    const TYPE_NAME: &'static str = "ffi.Map";
+    /// Accepts a map, or a dict (copied).
+    fn try_from_view(view: &AnyView<'_>) -> Option<Map> {
+        if let Some(obj) = ObjectRef::<MapObj>::try_from_view(view) {
+            return Some(Map { obj });
+        }
+        let p = map_ptr_of(view)?;
+        // SAFETY: the view keeps the dict alive.
+        Some(Map::from_new(unsafe { copy_object(p, kTVMFFIMap) }))
+    }
+}

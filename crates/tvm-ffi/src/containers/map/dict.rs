@@ -1,0 +1,161 @@
+//! `Dict` (`ffi.Dict`, index 76): a shared-mutable map, and its object marker [`DictObj`].
+
+use std::fmt;
+use std::ptr::NonNull;
+
+use crate::abi::kTVMFFIDict;
+use crate::any::{Any, AnyView, TryFromAnyView};
+use crate::object::{ObjectCore, ObjectRef};
+
+use super::iter::Iter;
+use super::keys::MapKey;
+use super::layout::MapBaseObj;
+use super::object::{alloc_empty, drop_kv, map_ptr_of};
+use super::read::MapRead;
+use super::read::sealed::Sealed;
+use super::table::{
+    Inserted, clear_in_place, copy_object, insert_in_place, remove_in_place, tables_equal,
+};
+
+/// Marker view of `ffi.Dict` (index 76). Shared-mutable, so neither `Send` nor `Sync`.
+#[repr(transparent)]
+pub struct DictObj(MapBaseObj);
+
+// SAFETY: transparent over a repr(C) layout starting with the header; index 76 is `ffi.Dict`.
+unsafe impl ObjectCore for DictObj {
+    const TYPE_KEY: &'static str = "ffi.Dict";
+    fn type_index() -> i32 {
+        kTVMFFIDict
+    }
+    fn is_instance(type_index: i32) -> bool {
+        type_index == kTVMFFIDict
+    }
+}
+
+/// A shared-mutable hash map from values to values, in insertion order: every reference sees
+/// every change. Not `Send`/`Sync`. Mutating a dict while iterating over it is memory-safe but
+/// may end the iteration early or skip entries.
+#[derive(Clone)]
+pub struct Dict {
+    obj: ObjectRef<DictObj>,
+}
+
+impl Dict {
+    /// An empty dict.
+    pub fn new() -> Dict {
+        Dict::from_new(alloc_empty(kTVMFFIDict))
+    }
+
+    /// Takes over the only reference of a fresh dict object made here.
+    fn from_new(obj: NonNull<MapBaseObj>) -> Dict {
+        // SAFETY: a fresh `ffi.Dict` object (made by `alloc_empty`/`copy_object`); its only
+        // reference moves into the wrapper.
+        let obj = unsafe { ObjectRef::<DictObj>::from_raw(obj.as_ptr().cast()) };
+        Dict { obj }
+    }
+
+    /// Sets `key` to `value` (seen by every reference); returns the previous value. An existing
+    /// key keeps its position.
+    pub fn insert(&self, key: impl Into<Any>, value: impl Into<Any>) -> Option<Any> {
+        // SAFETY: dicts are shared-mutable and not `Sync`; the object is alive.
+        match unsafe { insert_in_place(self.raw(), key.into(), value.into()) } {
+            Inserted::New => None,
+            Inserted::Replaced { old, .. } => Some(old),
+            Inserted::NoRoom(..) => panic!("ffi.Dict object without room for its dense layout"),
+        }
+    }
+
+    /// Removes `key`; returns its value.
+    pub fn remove<K: MapKey + ?Sized>(&self, key: &K) -> Option<Any> {
+        let key = key.to_key();
+        // SAFETY: dicts are shared-mutable; the removed pair's ownership moves here.
+        unsafe {
+            remove_in_place(self.raw(), key.raw()).map(|kv| {
+                drop(Any::from_raw(kv.key));
+                Any::from_raw(kv.value)
+            })
+        }
+    }
+
+    /// Removes every entry.
+    pub fn clear(&self) {
+        // SAFETY: dicts are shared-mutable; the pairs moved out are dropped after the table
+        // is consistent again.
+        unsafe {
+            for kv in clear_in_place(self.raw()) {
+                drop_kv(kv);
+            }
+        }
+    }
+
+    /// The underlying object reference.
+    pub fn as_object(&self) -> &ObjectRef<DictObj> {
+        &self.obj
+    }
+}
+
+impl Sealed for Dict {
+    #[inline]
+    fn raw(&self) -> *mut MapBaseObj {
+        self.obj.as_raw().cast()
+    }
+}
+
+impl MapRead for Dict {}
+
+impl Default for Dict {
+    fn default() -> Dict {
+        Dict::new()
+    }
+}
+
+impl<K: Into<Any>, V: Into<Any>> FromIterator<(K, V)> for Dict {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Dict {
+        let dict = Dict::new();
+        for (k, v) in iter {
+            dict.insert(k, v);
+        }
+        dict
+    }
+}
+
+impl<'a> IntoIterator for &'a Dict {
+    type Item = (Any, Any);
+    type IntoIter = Iter<'a>;
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+impl PartialEq for Dict {
+    /// Same size and every key maps to an equal value (`any_equal`); order is ignored.
+    fn eq(&self, other: &Dict) -> bool {
+        // SAFETY: both references keep their objects alive.
+        unsafe { tables_equal(self.raw(), other.raw()) }
+    }
+}
+
+impl fmt::Debug for Dict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl From<Dict> for Any {
+    fn from(d: Dict) -> Any {
+        Any::from_object(d.obj)
+    }
+}
+
+impl TryFromAnyView for Dict {
+    const TYPE_NAME: &'static str = "ffi.Dict";
+    /// Accepts a dict, or a map (copied).
+    fn try_from_view(view: &AnyView<'_>) -> Option<Dict> {
+        if let Some(obj) = ObjectRef::<DictObj>::try_from_view(view) {
+            return Some(Dict { obj });
+        }
+        let p = map_ptr_of(view)?;
+        // SAFETY: the view keeps the map alive.
+        Some(Dict::from_new(unsafe { copy_object(p, kTVMFFIDict) }))
+    }
+}
