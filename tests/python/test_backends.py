@@ -16,6 +16,7 @@ import tvm
 
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parents[1] / "cpp-abi" / "include"
+DEVICE_SOURCE = HERE.parents[1] / "cpp-abi" / "examples" / "device_backend.c"
 
 PROBE = """
 import json, sys, warnings
@@ -63,7 +64,7 @@ def backend_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (broken / "entry_points.txt").write_text("[tvm.backends]\nmalformed = not a valid :: target\n")
     # Wheels built here, with this environment's setuptools; installed there without a build.
     wheels = root / "wheels"
-    for package in ("good_backend", "bad_backend"):
+    for package in ("good_backend", "bad_backend", "device_backend"):
         # Built from a copy, so that build artefacts stay out of the source tree.
         source = shutil.copytree(HERE / "backends" / package, root / "src" / package)
         subprocess.run(
@@ -100,16 +101,17 @@ def backend_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
-def probe(python: Path, tmp_path: Path, **env: str) -> dict:
+def probe(python: Path, tmp_path: Path, script: str = PROBE, **env: str) -> dict:
     environment = {
         **os.environ,
         "TVM_TEST_INCLUDE": str(INCLUDE),
         "TVM_TEST_BUILD_DIR": str(tmp_path),
+        "TVM_TEST_DEVICE_SOURCE": str(DEVICE_SOURCE),
         **env,
     }
     environment.pop("PYTHONPATH", None)
     result = subprocess.run(
-        [python, "-c", PROBE], capture_output=True, text=True, env=environment, check=False
+        [python, "-c", script], capture_output=True, text=True, env=environment, check=False
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -136,6 +138,7 @@ def test_autoload_can_be_disabled(backend_env: Path, tmp_path: Path) -> None:
     report = probe(backend_env, tmp_path, TVM_DEVICE_BACKEND_AUTOLOAD="0")
     assert {name: s[0] for name, s in report["status"].items()} == {
         "bad": "disabled",
+        "example_device": "disabled",
         "good": "disabled",
         "malformed": "disabled",
         "missing_target": "disabled",
@@ -143,6 +146,49 @@ def test_autoload_can_be_disabled(backend_env: Path, tmp_path: Path) -> None:
     assert report["hello"] is None and report["native"] is None
     assert report["warnings"] == []
     assert report["load_count"] == 0
+
+
+DEVICE_PROBE = """
+import json
+import numpy as np
+import tvm
+import device_backend
+
+dev = tvm.runtime.device("hexagon", 0)
+data = np.arange(12, dtype="float32").reshape(3, 4)
+report = {"status": [s.status for s in tvm.backends.loaded() if s.name == "example_device"]}
+report["exist"] = [dev.exist, tvm.runtime.device("hexagon", 1).exist]
+report["name"] = dev.device_name
+report["warp_size"] = dev.warp_size
+report["unknown_attr"] = dev.compute_version
+x = tvm.runtime.tensor(data.T, device=dev)  # a strided source, copied in by the C backend
+report["device"] = str(x.device)
+report["live_while_held"] = device_backend.LIBRARY.example_device_live_allocations()
+report["roundtrip"] = x.numpy().tolist() == data.T.tolist()
+y = x.copyto("ext_dev:0") if tvm.runtime.ext_dev(0).exist else x
+report["back"] = np.asarray(y.copyto(tvm.runtime.cpu())).tolist() == data.T.tolist()
+del x, y
+report["live_after"] = device_backend.LIBRARY.example_device_live_allocations()
+try:
+    tvm.runtime.empty((2,), "float32", tvm.runtime.device("hexagon", 1))
+except ValueError as err:
+    report["error"] = str(err)
+print(json.dumps(report))
+"""
+
+
+def test_a_c_device_backend_from_an_entry_point(backend_env: Path, tmp_path: Path) -> None:
+    report = probe(backend_env, tmp_path, script=DEVICE_PROBE)
+    assert report["status"] == ["loaded"]
+    assert report["exist"] == [True, False]
+    assert report["name"] == "example C device"
+    assert report["warp_size"] == 1
+    assert report["unknown_attr"] is None
+    assert report["device"] == "hexagon:0"
+    assert report["live_while_held"] == 1
+    assert report["roundtrip"] and report["back"]
+    assert report["live_after"] == 0, "tensors on the device free their memory"
+    assert "hexagon:1 does not exist" in report["error"]
 
 
 def test_backends_report_in_this_interpreter() -> None:

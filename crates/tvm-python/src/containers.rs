@@ -24,7 +24,7 @@ pub(crate) fn wrap_builtin(py: Python<'_>, value: Any) -> Result<PyResult<Py<PyA
         abi::kTVMFFIShape => value.cast::<Shape>().map(|s| new_wrapped(py, s, PyShape)),
         abi::kTVMFFITensor => value
             .cast::<tvm_ffi::Tensor>()
-            .map(|t| new_wrapped(py, t, crate::dlpack::PyTensor)),
+            .map(|t| new_wrapped(py, t, crate::tensor::PyTensor)),
         _ => return Err(value),
     };
     Ok(wrapped.unwrap_or_else(|e| Err(raise_error(py, e))))

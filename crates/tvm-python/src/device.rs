@@ -1,15 +1,43 @@
 //! `tvm.ffi.Device`: a device type and index.
 
+use std::ffi::c_void;
+
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use tvm_ffi::abi::DLDevice;
 use tvm_ffi::device::Device;
+use tvm_runtime::device::{self, DeviceAttr, StreamHandle};
+
+use crate::errors::raise_error;
 
 /// A device (DLPack device type and index).
 #[pyclass(frozen, eq, hash, module = "tvm.ffi", name = "Device")]
 #[derive(PartialEq, Eq, Hash, Clone, Copy)]
 pub struct PyDevice(pub DLDevice);
+
+impl PyDevice {
+    /// The device a Python value names: a `Device`, a string such as `"cuda:1"`, or a DLPack
+    /// device type code (index 0).
+    pub(crate) fn from_py(value: &Bound<'_, PyAny>) -> PyResult<PyDevice> {
+        match value.cast::<PyDevice>() {
+            Ok(device) => Ok(*device.get()),
+            Err(_) => PyDevice::py_new(value, None),
+        }
+    }
+
+    fn device(&self) -> Device {
+        Device(self.0)
+    }
+
+    /// An attribute from the device's backend (None when the backend does not know it).
+    fn attr(&self, py: Python<'_>, attr: DeviceAttr) -> PyResult<Option<Py<PyAny>>> {
+        let value = py
+            .detach(|| device::device_attr(self.device(), attr))
+            .map_err(|err| raise_error(py, err))?;
+        value.map(|v| crate::convert::any_to_py(py, v)).transpose()
+    }
+}
 
 #[pymethods]
 impl PyDevice {
@@ -64,6 +92,135 @@ impl PyDevice {
     fn type_name(&self) -> String {
         tvm_ffi::device::device_type_name(self.0.device_type)
             .map_or_else(|| format!("device({})", self.0.device_type), str::to_owned)
+    }
+
+    /// Whether the device is present (its backend is registered and reports it).
+    #[getter]
+    fn exist(&self, py: Python<'_>) -> bool {
+        py.detach(|| device::device_exists(self.device()))
+    }
+
+    /// Waits for the work queued on `stream` (an int handle from `create_raw_stream`; None:
+    /// the calling thread's current stream).
+    #[pyo3(signature = (stream = None))]
+    fn sync(&self, py: Python<'_>, stream: Option<usize>) -> PyResult<()> {
+        let stream = stream.map(|s| StreamHandle(s as *mut c_void));
+        py.detach(|| device::sync_stream(self.device(), stream))
+            .map_err(|err| raise_error(py, err))
+    }
+
+    /// A new stream on this device, as an int handle (0 for backends without streams).
+    fn create_raw_stream(&self, py: Python<'_>) -> PyResult<usize> {
+        py.detach(|| device::create_stream(self.device()))
+            .map(|s| s.0 as usize)
+            .map_err(|err| raise_error(py, err))
+    }
+
+    /// Frees a stream from `create_raw_stream`.
+    fn free_raw_stream(&self, py: Python<'_>, stream: usize) -> PyResult<()> {
+        let stream = StreamHandle(stream as *mut c_void);
+        // SAFETY: the registry and the backend refuse streams they did not create; a stream
+        // handed back here is not used by this runtime afterwards.
+        py.detach(|| unsafe { device::free_stream(self.device(), stream) })
+            .map_err(|err| raise_error(py, err))
+    }
+
+    /// Makes `stream` the calling thread's current stream on this device; returns the previous
+    /// one (0: the default stream).
+    fn set_raw_stream(&self, py: Python<'_>, stream: usize) -> PyResult<usize> {
+        device::set_current_stream(self.device(), StreamHandle(stream as *mut c_void))
+            .map(|s| s.0 as usize)
+            .map_err(|err| raise_error(py, err))
+    }
+
+    /// Most threads in one block (None when the backend does not say).
+    #[getter]
+    fn max_threads_per_block(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::MaxThreadsPerBlock)
+    }
+
+    /// Threads that run in lockstep.
+    #[getter]
+    fn warp_size(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::WarpSize)
+    }
+
+    /// Shared memory one block may use, in bytes.
+    #[getter]
+    fn max_shared_memory_per_block(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::MaxSharedMemoryPerBlock)
+    }
+
+    /// The compute capability or architecture version, such as "8.0".
+    #[getter]
+    fn compute_version(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::ComputeVersion)
+    }
+
+    /// The device's name.
+    #[getter]
+    fn device_name(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::DeviceName)
+    }
+
+    /// The highest clock rate, in kHz.
+    #[getter]
+    fn max_clock_rate(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::MaxClockRate)
+    }
+
+    /// Streaming multiprocessors or compute units.
+    #[getter]
+    fn multi_processor_count(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::MultiProcessorCount)
+    }
+
+    /// Largest block extent per dimension, as text.
+    #[getter]
+    fn max_thread_dimensions(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::MaxThreadDimensions)
+    }
+
+    /// Registers available to one block.
+    #[getter]
+    fn max_registers_per_block(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::MaxRegistersPerBlock)
+    }
+
+    /// The GCN architecture of an AMD GPU.
+    #[getter]
+    fn gcn_arch(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::GcnArch)
+    }
+
+    /// The driver API's version.
+    #[getter]
+    fn api_version(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::ApiVersion)
+    }
+
+    /// The driver's version.
+    #[getter]
+    fn driver_version(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::DriverVersion)
+    }
+
+    /// Size of the L2 cache, in bytes.
+    #[getter]
+    fn l2_cache_size_bytes(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::L2CacheSizeBytes)
+    }
+
+    /// Total device memory, in bytes.
+    #[getter]
+    fn total_global_memory(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::TotalGlobalMemory)
+    }
+
+    /// Device memory not in use, in bytes.
+    #[getter]
+    fn available_global_memory(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.attr(py, DeviceAttr::AvailableGlobalMemory)
     }
 
     fn __dlpack_device__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {

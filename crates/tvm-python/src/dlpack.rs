@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, c_void};
 
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -10,9 +10,9 @@ use pyo3::types::{PyDict, PyString, PyTuple};
 use tvm_ffi::Tensor;
 use tvm_ffi::abi::{self, DLDataType, DLManagedTensor, DLManagedTensorVersioned};
 
-use crate::device::PyDevice;
 use crate::errors::{python_entry, raise_error};
-use crate::objects::{Borrowed, PyObjectRef, new_wrapped};
+use crate::objects::new_wrapped;
+use crate::tensor::PyTensor;
 
 const VERSIONED: &CStr = c"dltensor_versioned";
 const LEGACY: &CStr = c"dltensor";
@@ -240,10 +240,37 @@ unsafe extern "C" fn release_legacy_capsule(capsule: *mut ffi::PyObject) {
     }
 }
 
-/// The DLPack capsule of `tensor` for a consumer's `__dlpack__` keywords.
-fn export_capsule(
+/// Makes a device tensor's data safe to use on the consumer's `stream` (the `__dlpack__`
+/// keyword): the work queued on the producer's current stream finishes first. `-1` asks for no
+/// ordering; CPU tensors have nothing to order.
+fn order_for_consumer(
     py: Python<'_>,
     tensor: &Tensor,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let device = tensor.device();
+    if device.device_type() == abi::kDLCPU {
+        return Ok(());
+    }
+    if let Some(stream) = present(stream) {
+        let stream: i64 = stream.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "__dlpack__ stream must be an int or None, got {}",
+                stream.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        })?;
+        if stream == -1 {
+            return Ok(());
+        }
+    }
+    tvm_runtime::device::sync_stream(device, None).map_err(|err| raise_error(py, err))
+}
+
+/// The DLPack capsule of `tensor` for a consumer's `__dlpack__` keywords.
+pub(crate) fn export_capsule(
+    py: Python<'_>,
+    tensor: &Tensor,
+    stream: Option<&Bound<'_, PyAny>>,
     max_version: Option<&Bound<'_, PyAny>>,
     dl_device: Option<&Bound<'_, PyAny>>,
     copy: Option<&Bound<'_, PyAny>>,
@@ -256,6 +283,7 @@ fn export_capsule(
             "this tensor can only be shared, not copied (copy=True)",
         ));
     }
+    order_for_consumer(py, tensor, stream)?;
     if let Some(target) = dl_device {
         let device = tensor.device();
         let own = (device.device_type(), device.device_id());
@@ -333,7 +361,7 @@ unsafe extern "C" fn dlpack_vectorcall(
         // SAFETY: `slf` is the live instance the method was called on.
         let slf = unsafe { Bound::from_borrowed_ptr(py, slf) };
         let this = slf.cast::<PyTensor>()?;
-        let (mut max_version, mut dl_device, mut copy) = (None, None, None);
+        let (mut max_version, mut dl_device, mut copy, mut stream) = (None, None, None, None);
         let count = if kwnames.is_null() {
             0
         } else {
@@ -363,7 +391,7 @@ unsafe extern "C" fn dlpack_vectorcall(
                 Some(0) => &mut max_version,
                 Some(1) => &mut dl_device,
                 Some(2) => &mut copy,
-                Some(_) => continue,
+                Some(_) => &mut stream,
                 None => {
                     // SAFETY: a live str.
                     let name = unsafe { Bound::from_borrowed_ptr(py, name) };
@@ -378,6 +406,7 @@ unsafe extern "C" fn dlpack_vectorcall(
         export_capsule(
             py,
             &this.get().0,
+            stream.as_ref(),
             max_version.as_ref(),
             dl_device.as_ref(),
             copy.as_ref(),
@@ -403,90 +432,4 @@ pub(crate) fn install_fast_dlpack(tensor_type: &Bound<'_, pyo3::types::PyType>) 
 /// A keyword argument that was given and is not None.
 fn present<'a, 'py>(value: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
     value.filter(|v| !v.is_none())
-}
-
-/// A tensor: shape, dtype, device and data shared with other frameworks through DLPack.
-#[pyclass(extends = PyObjectRef, frozen, module = "tvm.ffi", name = "Tensor")]
-pub struct PyTensor(pub(crate) Borrowed<Tensor>);
-
-#[pymethods]
-impl PyTensor {
-    /// The dimensions.
-    #[getter]
-    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.0.shape())
-    }
-
-    /// The strides, in elements.
-    #[getter]
-    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.0.strides().iter())
-    }
-
-    /// Number of dimensions.
-    #[getter]
-    fn ndim(&self) -> usize {
-        self.0.ndim()
-    }
-
-    /// The element data type.
-    #[getter]
-    fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        crate::dtype::make_dtype(py, self.0.dtype().0)
-    }
-
-    /// The device holding the data.
-    #[getter]
-    fn device(&self) -> PyDevice {
-        PyDevice(self.0.device().0)
-    }
-
-    /// Address of the first element.
-    #[getter]
-    fn data_ptr(&self) -> usize {
-        self.0.data_ptr() as usize
-    }
-
-    fn __dlpack_device__(&self) -> (i32, i32) {
-        let d = self.0.device();
-        (d.device_type(), d.device_id())
-    }
-
-    /// Exports a DLPack capsule: versioned when the consumer asks for version 1 or later,
-    /// legacy otherwise. (At module load a vectorcall method with the same behaviour replaces
-    /// this one; see `install_fast_dlpack`.)
-    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
-    fn __dlpack__(
-        &self,
-        py: Python<'_>,
-        stream: Option<&Bound<'_, PyAny>>,
-        max_version: Option<&Bound<'_, PyAny>>,
-        dl_device: Option<&Bound<'_, PyAny>>,
-        copy: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let _ = stream;
-        export_capsule(py, &self.0, max_version, dl_device, copy)
-    }
-
-    /// A numpy array sharing this tensor's memory (CPU tensors).
-    fn numpy(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        if slf.get().0.device().device_type() != abi::kDLCPU {
-            return Err(PyValueError::new_err(format!(
-                "numpy() needs a CPU tensor, this one is on {}",
-                slf.get().0.device()
-            )));
-        }
-        let numpy = py.import("numpy")?;
-        Ok(numpy.call_method1("from_dlpack", (slf,))?.unbind())
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "Tensor(shape={:?}, dtype={}, device={})",
-            self.0.shape(),
-            self.0.dtype(),
-            self.0.device()
-        )
-    }
 }

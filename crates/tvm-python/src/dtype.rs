@@ -62,3 +62,20 @@ pub(crate) fn make_dtype(py: Python<'_>, t: DLDataType) -> PyResult<Py<PyAny>> {
         None => Ok(text.into_pyobject(py)?.into_any().unbind()),
     }
 }
+
+/// The data type a Python argument names: a `dtype` instance or a dtype string; a `TypeError`
+/// or `ValueError` naming anything else.
+pub(crate) fn dtype_arg(obj: &Bound<'_, PyAny>) -> PyResult<tvm_ffi::DataType> {
+    if let Some(t) = dtype_of(obj)? {
+        return Ok(tvm_ffi::DataType(t));
+    }
+    let text: String = obj.extract().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "dtype must be a str or tvm.ffi.dtype, got {}",
+            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })?;
+    parse_dtype(&text)
+        .map(tvm_ffi::DataType)
+        .map_err(PyValueError::new_err)
+}

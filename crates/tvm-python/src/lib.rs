@@ -18,6 +18,7 @@ mod dtype;
 mod errors;
 mod function_type;
 mod objects;
+mod tensor;
 
 use convert::{any_to_py, function_of, py_to_any};
 
@@ -94,7 +95,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<containers::PyMap>()?;
     m.add_class::<containers::PyDictObj>()?;
     m.add_class::<containers::PyShape>()?;
-    m.add_class::<dlpack::PyTensor>()?;
+    m.add_class::<tensor::PyTensor>()?;
     dlpack::install_fast_dlpack(&m.getattr("Tensor")?.cast_into()?)?;
     m.add_class::<device::PyDevice>()?;
     m.add_function(wrap_pyfunction!(get_global_func, m)?)?;
@@ -104,6 +105,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert_value, m)?)?;
     m.add_function(wrap_pyfunction!(type_key_to_index, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::empty, m)?)?;
     m.add_function(wrap_pyfunction!(objects::_register_object_class, m)?)?;
     m.add_function(wrap_pyfunction!(objects::_object_get_field, m)?)?;
     m.add_function(wrap_pyfunction!(objects::_type_field_names, m)?)?;

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from .. import _native
 from ..ffi import Device, Module, Tensor, device, from_dlpack, load_module, system_lib
+from ..ffi import dtype as _make_dtype
 
 __all__ = [
     "Device",
@@ -11,12 +15,15 @@ __all__ = [
     "cpu",
     "cuda",
     "device",
+    "empty",
+    "ext_dev",
     "from_dlpack",
     "load_module",
     "metal",
     "opencl",
     "rocm",
     "system_lib",
+    "tensor",
     "vulkan",
     "webgpu",
 ]
@@ -55,3 +62,45 @@ def webgpu(index: int = 0) -> Device:
 def opencl(index: int = 0) -> Device:
     """An OpenCL device."""
     return Device("opencl", index)
+
+
+def ext_dev(index: int = 0) -> Device:
+    """An extension device (the test device of the runtime's test suites lives here)."""
+    return Device("ext_dev", index)
+
+
+def _dtype_text(value: Any) -> str:
+    """A dtype string for a ``tvm.ffi.dtype``, a string, or a numpy dtype or scalar type."""
+    if isinstance(value, str):
+        return value
+    import numpy as np
+
+    return np.dtype(value).name
+
+
+def empty(shape: Any, dtype: Any = "float32", device: Device | str | None = None) -> Tensor:
+    """An uninitialized compact tensor of ``shape`` and ``dtype`` on ``device`` (default: CPU),
+    allocated by the device's backend.
+
+    Raises ``ValueError`` for a negative dimension, an unknown device or one that does not
+    exist, and ``MemoryError`` when the device cannot hold it.
+    """
+    return _native.empty(tuple(shape), _make_dtype(_dtype_text(dtype)), device)
+
+
+def tensor(data: Any, device: Device | str | None = None) -> Tensor:
+    """A new tensor on ``device`` (default: CPU) holding a copy of ``data``: anything
+    ``numpy.asarray`` accepts, or a DLPack producer on any device."""
+    if hasattr(data, "__dlpack__") and not _is_numpy_array(data):
+        source = from_dlpack(data)
+        return source.copyto(device if device is not None else source.device)
+    import numpy as np
+
+    array = np.ascontiguousarray(np.asarray(data))
+    result = empty(array.shape, array.dtype, device)
+    result.copyfrom(array)
+    return result
+
+
+def _is_numpy_array(value: Any) -> bool:
+    return type(value).__module__ == "numpy" and type(value).__name__ == "ndarray"

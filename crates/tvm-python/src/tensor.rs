@@ -1,0 +1,193 @@
+//! `tvm.ffi.Tensor`: shape, dtype, device and data, shared with other frameworks through DLPack
+//! and copied between devices through the runtime's device registry.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use tvm_ffi::{DataType, Device, Tensor};
+use tvm_runtime::device::{TensorDeviceExt, empty_on};
+
+use crate::device::PyDevice;
+use crate::dlpack::{export_capsule, from_dlpack_object};
+use crate::errors::raise_error;
+use crate::objects::{Borrowed, PyObjectRef, new_wrapped};
+
+/// A tensor: shape, dtype, device and data shared with other frameworks through DLPack.
+#[pyclass(extends = PyObjectRef, frozen, module = "tvm.ffi", name = "Tensor")]
+pub struct PyTensor(pub(crate) Borrowed<Tensor>);
+
+/// Wraps a tensor as its Python class.
+fn wrap(py: Python<'_>, tensor: Tensor) -> PyResult<Py<PyAny>> {
+    new_wrapped(py, tensor, PyTensor)
+}
+
+/// The device a Python argument names: a `Device`, a string such as `"cuda:1"`, or None (CPU).
+fn device_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Device> {
+    match value {
+        None => Ok(Device::cpu(0)),
+        Some(v) if v.is_none() => Ok(Device::cpu(0)),
+        Some(v) => match v.cast::<PyDevice>() {
+            Ok(device) => Ok(Device(device.get().0)),
+            Err(_) => Ok(Device(PyDevice::from_py(v)?.0)),
+        },
+    }
+}
+
+/// `tvm.runtime.empty(shape, dtype="float32", device=None)`: an uninitialized compact tensor
+/// allocated by the device's backend.
+#[pyfunction]
+#[pyo3(signature = (shape, dtype = None, device = None))]
+pub(crate) fn empty(
+    py: Python<'_>,
+    shape: Vec<i64>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let dtype = match dtype.filter(|d| !d.is_none()) {
+        None => DataType::float(32),
+        Some(d) => crate::dtype::dtype_arg(d)?,
+    };
+    let device = device_arg(device)?;
+    let tensor = py
+        .detach(|| empty_on(&shape, dtype, device))
+        .map_err(|err| raise_error(py, err))?;
+    wrap(py, tensor)
+}
+
+#[pymethods]
+impl PyTensor {
+    /// The dimensions.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.0.shape())
+    }
+
+    /// The strides, in elements.
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.0.strides().iter())
+    }
+
+    /// Number of dimensions.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.0.ndim()
+    }
+
+    /// The element data type.
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        crate::dtype::make_dtype(py, self.0.dtype().0)
+    }
+
+    /// The device holding the data.
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice(self.0.device().0)
+    }
+
+    /// Address of the first element (an opaque handle on devices the host cannot address).
+    #[getter]
+    fn data_ptr(&self) -> usize {
+        self.0.data_ptr() as usize
+    }
+
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        let d = self.0.device();
+        (d.device_type(), d.device_id())
+    }
+
+    /// Exports a DLPack capsule: versioned when the consumer asks for version 1 or later,
+    /// legacy otherwise. A device tensor's pending work finishes first unless `stream` is -1.
+    /// (At module load a vectorcall method with the same behaviour replaces this one; see
+    /// `install_fast_dlpack`.)
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<&Bound<'_, PyAny>>,
+        max_version: Option<&Bound<'_, PyAny>>,
+        dl_device: Option<&Bound<'_, PyAny>>,
+        copy: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        export_capsule(py, &self.0, stream, max_version, dl_device, copy)
+    }
+
+    /// Copies this tensor to a device (a new tensor), or into another tensor of the same shape
+    /// and dtype (returned).
+    fn copyto(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        if let Ok(tensor) = target.cast::<PyTensor>() {
+            let destination = Tensor::clone(&tensor.get().0);
+            py.detach(|| destination.copy_from(&self.0))
+                .map_err(|err| raise_error(py, err))?;
+            return Ok(target.clone().unbind());
+        }
+        let device = device_arg(Some(target))?;
+        let copy = py
+            .detach(|| self.0.copy_to(device))
+            .map_err(|err| raise_error(py, err))?;
+        wrap(py, copy)
+    }
+
+    /// Copies the elements of `source` (a tensor or any DLPack producer or buffer, such as a
+    /// numpy array, of the same shape and dtype) into this tensor; returns this tensor.
+    fn copyfrom(slf: &Bound<'_, Self>, source: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let source = from_dlpack_object(source)?;
+        let this = Tensor::clone(&slf.get().0);
+        py.detach(|| this.copy_from(&source))
+            .map_err(|err| raise_error(py, err))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// A numpy array of the data: sharing this tensor's memory on the CPU, a host copy for a
+    /// tensor on any other device.
+    fn numpy(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let numpy = py.import("numpy")?;
+        let on_host = slf.get().0.device() == Device::cpu(0);
+        if on_host {
+            return Ok(numpy.call_method1("from_dlpack", (slf,))?.unbind());
+        }
+        let this = Tensor::clone(&slf.get().0);
+        let copy = py
+            .detach(|| this.copy_to(Device::cpu(0)))
+            .map_err(|err| raise_error(py, err))?;
+        let copy = wrap(py, copy)?;
+        Ok(numpy.call_method1("from_dlpack", (copy,))?.unbind())
+    }
+
+    /// The numpy array protocol (`np.asarray(tensor)`): the data as [`numpy`](Self::numpy) gives
+    /// it, converted to `dtype` if given; `copy=False` is refused when a copy is needed.
+    #[pyo3(signature = (dtype = None, copy = None))]
+    fn __array__(
+        slf: &Bound<'_, Self>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let on_host = slf.get().0.device() == Device::cpu(0);
+        if copy == Some(false) && !on_host {
+            return Err(PyValueError::new_err(format!(
+                "a tensor on {} cannot become a numpy array without a copy (copy=False)",
+                slf.get().0.device()
+            )));
+        }
+        let mut array = Self::numpy(slf)?.into_bound(py);
+        if let Some(dtype) = dtype.filter(|d| !d.is_none()) {
+            array = array.call_method1("astype", (dtype,))?;
+        } else if copy == Some(true) && on_host {
+            array = array.call_method0("copy")?;
+        }
+        Ok(array.unbind())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Tensor(shape={:?}, dtype={}, device={})",
+            self.0.shape(),
+            self.0.dtype(),
+            self.0.device()
+        )
+    }
+}
