@@ -362,3 +362,28 @@ def test_load_backend_libs_loads_each_basename_once(compile_c, tmp_path, restore
 def test_load_backend_libs_accepts_a_single_entry_and_skips_the_runtime(restore_loaded_libs):
     assert load_backend_libs(tvm.base._NATIVE_LIB_NAME) == [_native()]
     assert load_backend_libs([]) == []
+
+
+# -- one owner of the C API ---------------------------------------------------------------------
+
+
+def _dynamic_symbols(path: Path, *flags: str) -> set[str]:
+    nm = shutil.which("nm")
+    assert nm is not None, "nm (binutils, installed with gcc) is needed"
+    result = subprocess.run(
+        [nm, "-D", *flags, str(path)], capture_output=True, text=True, check=True
+    )
+    return {line.split()[-1] for line in result.stdout.splitlines() if line.strip()}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF symbol tables")
+def test_only_the_native_runtime_defines_the_c_api():
+    # libtvm_ffi_testing.so links the safe API and tvm-runtime (its device layer registers the
+    # test device); it must leave every TVMFFI* symbol to the runtime of the process.
+    testing = Path(os.environ["TVM_FFI_TESTING_LIB"])
+    defined = {s for s in _dynamic_symbols(testing, "--defined-only") if s.startswith("TVMFFI")}
+    assert defined == set(), f"{testing.name} defines {sorted(defined)}"
+    undefined = _dynamic_symbols(testing, "--undefined-only")
+    assert {"TVMFFIFunctionGetGlobal", "TVMFFIFunctionSetGlobal"} <= undefined
+    native = Path(tvm.base._LOADED_LIBS[tvm.base._NATIVE_LIB_NAME]._name)
+    assert "TVMFFIFunctionGetGlobal" in _dynamic_symbols(native, "--defined-only")
