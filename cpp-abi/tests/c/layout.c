@@ -15,6 +15,7 @@
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/extra/device_api.h>
 
 #include "abi_tests.h"
 
@@ -41,7 +42,8 @@
   X(DLDataType, 4, 2)                   \
   X(DLTensor, 48, 8)                    \
   X(DLManagedTensor, 64, 8)             \
-  X(DLManagedTensorVersioned, 80, 8)
+  X(DLManagedTensorVersioned, 80, 8)    \
+  X(TVMFFIDeviceAPITable, 88, 8)
 
 /* X(type, field, offset, size) */
 #define ABI_FIELDS(X)                                              \
@@ -139,7 +141,19 @@
   X(DLManagedTensorVersioned, manager_ctx, 8, 8)                   \
   X(DLManagedTensorVersioned, deleter, 16, 8)                      \
   X(DLManagedTensorVersioned, flags, 24, 8)                        \
-  X(DLManagedTensorVersioned, dl_tensor, 32, 48)
+  X(DLManagedTensorVersioned, dl_tensor, 32, 48)                   \
+  X(TVMFFIDeviceAPITable, struct_size, 0, 4)                       \
+  X(TVMFFIDeviceAPITable, version, 4, 4)                           \
+  X(TVMFFIDeviceAPITable, self, 8, 8)                              \
+  X(TVMFFIDeviceAPITable, name, 16, 8)                             \
+  X(TVMFFIDeviceAPITable, get_attr, 24, 8)                         \
+  X(TVMFFIDeviceAPITable, alloc, 32, 8)                            \
+  X(TVMFFIDeviceAPITable, free, 40, 8)                             \
+  X(TVMFFIDeviceAPITable, copy, 48, 8)                             \
+  X(TVMFFIDeviceAPITable, stream_create, 56, 8)                    \
+  X(TVMFFIDeviceAPITable, stream_free, 64, 8)                      \
+  X(TVMFFIDeviceAPITable, stream_sync, 72, 8)                      \
+  X(TVMFFIDeviceAPITable, release, 80, 8)
 
 /* X(name, value) */
 #define ABI_CONSTANTS(X)                                  \
@@ -148,6 +162,7 @@
   X(TVM_FFI_VERSION_PATCH, 16)                            \
   X(DLPACK_MAJOR_VERSION, 1)                              \
   X(DLPACK_MINOR_VERSION, 3)                              \
+  X(TVM_FFI_DEVICE_API_TABLE_VERSION, 1)                  \
   X(kTVMFFIAny, -1)                                       \
   X(kTVMFFINone, 0)                                       \
   X(kTVMFFIInt, 1)                                        \

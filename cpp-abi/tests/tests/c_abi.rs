@@ -189,6 +189,7 @@ fn rust_layout() -> Vec<(String, i64)> {
         DLTensor,
         DLManagedTensor,
         DLManagedTensorVersioned,
+        TVMFFIDeviceAPITable,
     );
 
     field!(rows, TVMFFIVersion, major);
@@ -286,6 +287,18 @@ fn rust_layout() -> Vec<(String, i64)> {
     field!(rows, DLManagedTensorVersioned, deleter);
     field!(rows, DLManagedTensorVersioned, flags);
     field!(rows, DLManagedTensorVersioned, dl_tensor);
+    field!(rows, TVMFFIDeviceAPITable, struct_size);
+    field!(rows, TVMFFIDeviceAPITable, version);
+    field!(rows, TVMFFIDeviceAPITable, self => self_);
+    field!(rows, TVMFFIDeviceAPITable, name);
+    field!(rows, TVMFFIDeviceAPITable, get_attr);
+    field!(rows, TVMFFIDeviceAPITable, alloc);
+    field!(rows, TVMFFIDeviceAPITable, free);
+    field!(rows, TVMFFIDeviceAPITable, copy);
+    field!(rows, TVMFFIDeviceAPITable, stream_create);
+    field!(rows, TVMFFIDeviceAPITable, stream_free);
+    field!(rows, TVMFFIDeviceAPITable, stream_sync);
+    field!(rows, TVMFFIDeviceAPITable, release);
 
     constants!(
         rows,
@@ -294,6 +307,7 @@ fn rust_layout() -> Vec<(String, i64)> {
         TVM_FFI_VERSION_PATCH,
         DLPACK_MAJOR_VERSION,
         DLPACK_MINOR_VERSION,
+        TVM_FFI_DEVICE_API_TABLE_VERSION,
         kTVMFFIAny,
         kTVMFFINone,
         kTVMFFIInt,
