@@ -76,6 +76,15 @@ def main() -> None:
     except KeyError as err:
         print("the callback's own KeyError came back:", err)
 
+    # Devices and tensors through the device registry (the CPU here; GPUs the same way).
+    host = tvm.runtime.cpu()
+    print(
+        f"{host}: exist={host.exist}, cores={host.multi_processor_count}, "
+        f"memory={host.total_global_memory >> 20} MiB"
+    )
+    x = tvm.runtime.tensor([[1, 2], [3, 4]], device=host)
+    print("tvm.runtime.tensor(...).copyto(cpu).numpy() ->", x.copyto(host).numpy().tolist())
+
     kernels()
     print(len(tvm.ffi.list_global_func_names()), "global functions registered")
 

@@ -13,6 +13,7 @@
  *    TVMFFIErrorSetRaisedFromCStr (or TVMFFIErrorSetRaised) and returns -1. The runtime turns that
  *    error into the caller's exception (a Python ValueError for kind "ValueError", and so on).
  *  - `self` is passed back unchanged to every function; the runtime never reads it.
+ *  - The functions may be called from any thread, concurrently; a backend locks what it shares.
  *  - Pointers and streams are the backend's own: the runtime only hands a backend what that
  *    backend produced, or host memory on the CPU side of a copy.
  *  - The runtime checks shapes, dtypes and that the device exists before calling `copy`, and
