@@ -41,12 +41,32 @@ fn dl_error() -> String {
 }
 
 impl Library {
-    /// Opens `path` with `RTLD_LAZY | RTLD_LOCAL`.
+    /// Opens `path` with `RTLD_NOW | RTLD_LOCAL`: every undefined symbol is resolved now, so a
+    /// missing one is an error here rather than the process dying on the first call. Only
+    /// regular files are opened (a FIFO or device named `*.so` would block or mislead the loader).
     pub(crate) fn open(path: &Path) -> Result<Library> {
-        if !path.exists() {
-            return Err(Error::new(
+        let metadata = std::fs::metadata(path).map_err(|err| match err.kind() {
+            std::io::ErrorKind::NotFound => Error::new(
                 "FileNotFoundError",
                 format!("No such file or directory: '{}'", path.display()),
+            ),
+            _ => Error::new(
+                "OSError",
+                format!("cannot read '{}': {err}", path.display()),
+            ),
+        })?;
+        if !metadata.is_file() {
+            let what = if metadata.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file"
+            };
+            return Err(Error::new(
+                "OSError",
+                format!(
+                    "cannot load '{}' as a shared library: it is {what}",
+                    path.display()
+                ),
             ));
         }
         let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
@@ -55,15 +75,21 @@ impl Library {
                 format!("path contains a NUL byte: {}", path.display()),
             )
         })?;
-        // SAFETY: a valid NUL-terminated path; the handle is checked below.
-        let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+        // SAFETY: a valid NUL-terminated path to a regular file; the handle is checked below.
+        let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if handle.is_null() {
+            let reason = dl_error();
+            let hint = if reason.contains("undefined symbol: TVMFFI") {
+                " (the process does not export the TVM FFI C API: load the library through the \
+                 `tvm` package, or link `tvm-ffi-capi` into the executable and export its symbols)"
+            } else {
+                ""
+            };
             return Err(Error::new(
                 "OSError",
                 format!(
-                    "cannot load '{}' as a shared library: {}",
-                    path.display(),
-                    dl_error()
+                    "cannot load '{}' as a shared library: {reason}{hint}",
+                    path.display()
                 ),
             ));
         }

@@ -152,6 +152,32 @@ fn bad_paths_and_files_are_named() {
 }
 
 #[test]
+fn special_files_are_refused_without_blocking() {
+    let dir = std::env::temp_dir().join(format!("tvm-special-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("folder.so")).unwrap();
+    let err = load_module(dir.join("folder.so")).unwrap_err();
+    assert_eq!(err.kind(), "OSError");
+    assert!(err.message().contains("a directory"), "{err}");
+    // A FIFO would block a reader forever; it is refused before anything opens it.
+    let fifo = dir.join("pipe.so");
+    let c_fifo = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0);
+    let err = load_module(&fifo).unwrap_err();
+    assert!(err.message().contains("not a regular file"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn unresolved_symbols_are_load_errors_not_exits() {
+    // The kernel calls a function nobody defines: with lazy binding the process would die on
+    // the first call (exit 127); the loader must refuse it now and name the symbol.
+    let err = load_module(kernel("unresolved")).unwrap_err();
+    assert_eq!(err.kind(), "OSError");
+    assert!(err.message().contains("tvm_test_no_such_function"), "{err}");
+}
+
+#[test]
 fn libraries_for_another_abi_major_are_refused() {
     let err = load_module(kernel("future_abi")).unwrap_err();
     assert_eq!(err.kind(), "ImportError");
