@@ -308,21 +308,6 @@ impl Error {
         // SAFETY: both strings are NUL-terminated and live for the call.
         unsafe { abi::TVMFFIErrorSetRaisedFromCStr(kind.as_ptr(), message.as_ptr()) }
     }
-
-    /// An `InternalError` describing a caught panic.
-    pub fn from_panic(payload: &(dyn std::any::Any + Send)) -> Error {
-        let text = if let Some(s) = payload.downcast_ref::<&str>() {
-            (*s).to_owned()
-        } else if let Some(s) = payload.downcast_ref::<String>() {
-            s.clone()
-        } else {
-            "panic with a non-string payload".to_owned()
-        };
-        Error::new(
-            ErrorKind::InternalError,
-            format!("panic in native code: {text}"),
-        )
-    }
 }
 
 impl fmt::Display for Error {
