@@ -151,17 +151,19 @@ pub unsafe extern "C" fn TVMFFIErrorCreate(
     backtrace: *const TVMFFIByteArray,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    // SAFETY: forwarded.
-    unsafe {
-        TVMFFIErrorCreateWithCauseAndExtraContext(
-            kind,
-            message,
-            backtrace,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            out,
-        )
-    }
+    ffi_boundary("TVMFFIErrorCreate", || {
+        // SAFETY: forwarded.
+        unsafe {
+            TVMFFIErrorCreateWithCauseAndExtraContext(
+                kind,
+                message,
+                backtrace,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                out,
+            )
+        }
+    })
 }
 
 /// Creates an error object with a cause and extra context (both borrowed, may be NULL).
