@@ -14,7 +14,6 @@ use tvm_ffi::boundary::ffi_boundary;
 use crate::device::PyDevice;
 use crate::errors::{python_entry, raise_error};
 use crate::objects::{Borrowed, PyObjectRef, new_wrapped};
-use tvm_ffi::boundary::ffi_boundary;
 
 const VERSIONED: &CStr = c"dltensor_versioned";
 const LEGACY: &CStr = c"dltensor";
