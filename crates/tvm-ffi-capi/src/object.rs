@@ -42,12 +42,19 @@ pub unsafe extern "C" fn TVMFFIGetVersion(out: *mut TVMFFIVersion) {
 pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: TVMFFIObjectHandle) -> c_int {
     ffi_status("TVMFFIObjectIncRef", || {
         if obj.is_null() {
-            tvm_ffi::bail!(ErrorKind::ValueError, "TVMFFIObjectIncRef: NULL object");
+            return Err(null_object());
         }
         // SAFETY: per the contract.
         unsafe { inc_ref(obj.cast()) };
         Ok(())
     })
+}
+
+/// The error of [`TVMFFIObjectIncRef`] for NULL, out of line.
+#[cold]
+#[inline(never)]
+fn null_object() -> Error {
+    Error::new(ErrorKind::ValueError, "TVMFFIObjectIncRef: NULL object")
 }
 
 /// Drops a strong reference; NULL is a no-op.

@@ -112,8 +112,16 @@ pub fn ffi_boundary_result<R: FailureValue>(
 ) -> R {
     ffi_boundary(name, || match body() {
         Ok(value) => value,
-        Err(error) => R::report(error),
+        Err(error) => report(error),
     })
+}
+
+/// The error path of [`ffi_boundary_result`], out of line so that the success path keeps no
+/// state for it.
+#[cold]
+#[inline(never)]
+fn report<R: FailureValue>(error: Error) -> R {
+    R::report(error)
 }
 
 /// [`ffi_boundary_result`] for the common C status convention: `0` on success, `-1` with the

@@ -139,6 +139,9 @@ fn cell_text(array: &TVMFFIByteArray) -> Cow<'_, str> {
 
 impl Error {
     /// Creates an error of `kind` with `message` and the backtrace of the caller.
+    ///
+    /// Cold: callers keep their error paths out of line.
+    #[cold]
     pub fn new(kind: impl AsRef<str>, message: impl AsRef<str>) -> Error {
         // SAFETY: NULL file/function ask for the captured stack only; the result stays valid
         // until the next call on this thread, and is copied by `with_backtrace` below.
