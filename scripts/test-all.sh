@@ -6,8 +6,6 @@ cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
-# Every exported C function after an injected panic (the feature stays out of every other build).
-cargo test --locked -p tvm-ffi-capi --features panic-injection --test panic_boundary
 # libtvm_ffi_testing.so: the testing.* functions the Python suite loads (tests/python/conftest.py).
 cargo build --locked --quiet -p tvm-ffi-testing --lib
 

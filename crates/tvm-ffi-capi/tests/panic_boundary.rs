@@ -1,11 +1,10 @@
 //! Every exported `TVMFFI*` function returns its failure value (`-1`, NULL, ...) with an
 //! `InternalError` naming it raised, and never aborts, when a panic happens inside it.
 //!
-//! The panics are injected at the entry of each function's panic boundary, which needs the
-//! `panic-injection` feature (`cargo test -p tvm-ffi-capi --features panic-injection`, as
-//! `scripts/test-all.sh` runs it). Without the feature only the list of cases is checked against
-//! the exports found in this crate's sources, so that a new export without a case fails either
-//! way.
+//! The panics are injected at the entry of each function's panic boundary, through the
+//! `panic-injection` feature of `tvm-ffi`, which this crate's dev-dependencies turn on. The list
+//! of cases is checked against the exports found in this crate's sources, so that a new export
+//! without a case fails the test.
 
 use std::collections::BTreeSet;
 use std::ffi::c_int;
@@ -13,6 +12,7 @@ use std::path::Path;
 use std::ptr::{null, null_mut};
 
 use tvm_ffi::abi::{self, TVMFFIAny, TVMFFIByteArray};
+use tvm_ffi::boundary::{inject_panic, take_injected_panic};
 use tvm_ffi_capi as _;
 
 /// What an export returned, judged against its failure value.
@@ -61,7 +61,6 @@ impl Returned for TVMFFIByteArray {
 /// One export and a call of it; the call reports whether it returned the failure value.
 struct Case {
     name: &'static str,
-    #[cfg_attr(not(feature = "panic-injection"), allow(dead_code))]
     call: fn() -> bool,
 }
 
@@ -204,11 +203,8 @@ fn every_export_has_a_case() {
     );
 }
 
-#[cfg(feature = "panic-injection")]
 #[test]
 fn every_export_returns_its_failure_value_after_a_panic() {
-    use tvm_ffi::boundary::{inject_panic, take_injected_panic};
-
     // Keep the expected panics out of the output; anything else is printed as usual.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
