@@ -51,12 +51,16 @@ const CORE_FILTER: FrameFilter = FrameFilter {
     symbol_fragments: &[
         "TVMFFIBacktrace",
         "TVMFFIErrorSetRaisedFromCStr",
-        "tvm_ffi::function::run_safe_call",
         "tvm_ffi::function::rust_safe_call",
-        "run_safe_call<",
+        "tvm_ffi::boundary::",
+        "TVMFFIFunctionCall::{{closure}}",
     ],
     crates: &["backtrace"],
-    file_fragments: &["/tvm-ffi/src/function.rs", "/tvm-ffi/src/error.rs"],
+    file_fragments: &[
+        "/tvm-ffi/src/function.rs",
+        "/tvm-ffi/src/error.rs",
+        "/tvm-ffi/src/boundary.rs",
+    ],
     boundaries: &["TVMFFIFunctionCall"],
 };
 

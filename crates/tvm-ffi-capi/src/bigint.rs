@@ -3,11 +3,12 @@
 
 use std::ffi::c_int;
 
+use tvm_ffi::boundary::{ffi_boundary, ffi_status};
 use tvm_ffi::error::{Error, ErrorKind};
 use tvm_ffi::object::{Object, alloc_object};
 use tvm_ffi_sys::{TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray, kTVMFFIBigInt, kTVMFFIInt};
 
-use crate::{bytes_arg, guard, out_arg};
+use crate::{bytes_arg, out_arg};
 
 #[repr(C)]
 struct BigIntObj {
@@ -37,7 +38,7 @@ pub unsafe extern "C" fn TVMFFIBigIntFromByteArray(
     words: *const TVMFFIByteArray,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIBigIntFromByteArray", || {
         // SAFETY: per the contract.
         let (bytes, out) = unsafe { (bytes_arg(words, "words")?, out_arg(out, "out")?) };
         if bytes.len() % 8 != 0 {
@@ -93,29 +94,31 @@ pub unsafe extern "C" fn TVMFFIBigIntFromByteArray(
 pub unsafe extern "C" fn TVMFFIBigIntGetContentByteArray(
     value: *const TVMFFIAny,
 ) -> TVMFFIByteArray {
-    let empty = TVMFFIByteArray {
-        data: std::ptr::null(),
-        size: 0,
-    };
-    // SAFETY: per the contract.
-    let Some(value) = (unsafe { value.as_ref() }) else {
-        return empty;
-    };
-    match value.type_index {
-        kTVMFFIInt => TVMFFIByteArray {
-            data: std::ptr::addr_of!(value.payload).cast(),
-            size: 8,
-        },
-        // SAFETY: a BigInt value holds a live `BigIntObj` followed by its words.
-        kTVMFFIBigInt => unsafe {
-            let obj = value.payload.v_obj.cast::<BigIntObj>();
-            TVMFFIByteArray {
-                data: obj.add(1).cast(),
-                size: (*obj).num_words * 8,
-            }
-        },
-        _ => empty,
-    }
+    ffi_boundary("TVMFFIBigIntGetContentByteArray", || {
+        let empty = TVMFFIByteArray {
+            data: std::ptr::null(),
+            size: 0,
+        };
+        // SAFETY: per the contract.
+        let Some(value) = (unsafe { value.as_ref() }) else {
+            return empty;
+        };
+        match value.type_index {
+            kTVMFFIInt => TVMFFIByteArray {
+                data: std::ptr::addr_of!(value.payload).cast(),
+                size: 8,
+            },
+            // SAFETY: a BigInt value holds a live `BigIntObj` followed by its words.
+            kTVMFFIBigInt => unsafe {
+                let obj = value.payload.v_obj.cast::<BigIntObj>();
+                TVMFFIByteArray {
+                    data: obj.add(1).cast(),
+                    size: (*obj).num_words * 8,
+                }
+            },
+            _ => empty,
+        }
+    })
 }
 
 #[cfg(test)]

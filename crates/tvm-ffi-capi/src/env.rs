@@ -7,11 +7,12 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
 
+use tvm_ffi::boundary::{ffi_boundary, ffi_status};
 use tvm_ffi::error::{Error, ErrorKind};
 use tvm_ffi::function::Function;
 use tvm_ffi_sys::{DLPackManagedTensorAllocator, TVMFFIObjectHandle, TVMFFIStreamHandle};
 
-use crate::{cstr_arg, guard, out_arg};
+use crate::{cstr_arg, out_arg};
 
 thread_local! {
     static STREAMS: RefCell<HashMap<(i32, i32), usize>> = RefCell::new(HashMap::new());
@@ -32,7 +33,7 @@ pub unsafe extern "C" fn TVMFFIEnvSetStream(
     stream: TVMFFIStreamHandle,
     opt_out_original: *mut TVMFFIStreamHandle,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIEnvSetStream", || {
         let previous = STREAMS.with(|s| {
             let mut s = s.borrow_mut();
             if stream.is_null() {
@@ -52,14 +53,16 @@ pub unsafe extern "C" fn TVMFFIEnvSetStream(
 /// The calling thread's current stream for a device, or NULL.
 #[unsafe(no_mangle)]
 pub extern "C" fn TVMFFIEnvGetStream(device_type: i32, device_id: i32) -> TVMFFIStreamHandle {
-    STREAMS
-        .try_with(|s| {
-            s.borrow()
-                .get(&(device_type, device_id))
-                .copied()
-                .unwrap_or(0)
-        })
-        .unwrap_or(0) as TVMFFIStreamHandle
+    ffi_boundary("TVMFFIEnvGetStream", || {
+        STREAMS
+            .try_with(|s| {
+                s.borrow()
+                    .get(&(device_type, device_id))
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0) as TVMFFIStreamHandle
+    })
 }
 
 /// Sets the calling thread's tensor allocator (and the process-wide one if
@@ -74,7 +77,7 @@ pub unsafe extern "C" fn TVMFFIEnvSetDLPackManagedTensorAllocator(
     write_to_global_context: c_int,
     opt_out_original: *mut DLPackManagedTensorAllocator,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIEnvSetDLPackManagedTensorAllocator", || {
         let previous = TLS_ALLOCATOR.with(|a| a.replace(allocator));
         if write_to_global_context != 0 {
             *GLOBAL_ALLOCATOR.lock().unwrap_or_else(|e| e.into_inner()) = allocator;
@@ -90,11 +93,13 @@ pub unsafe extern "C" fn TVMFFIEnvSetDLPackManagedTensorAllocator(
 /// The calling thread's tensor allocator if set, else the process-wide one.
 #[unsafe(no_mangle)]
 pub extern "C" fn TVMFFIEnvGetDLPackManagedTensorAllocator() -> DLPackManagedTensorAllocator {
-    TLS_ALLOCATOR
-        .try_with(Cell::get)
-        .ok()
-        .flatten()
-        .or_else(|| *GLOBAL_ALLOCATOR.lock().unwrap_or_else(|e| e.into_inner()))
+    ffi_boundary("TVMFFIEnvGetDLPackManagedTensorAllocator", || {
+        TLS_ALLOCATOR
+            .try_with(Cell::get)
+            .ok()
+            .flatten()
+            .or_else(|| *GLOBAL_ALLOCATOR.lock().unwrap_or_else(|e| e.into_inner()))
+    })
 }
 
 static CHECK_SIGNALS: AtomicUsize = AtomicUsize::new(0);
@@ -108,7 +113,7 @@ static GIL_RELEASE: AtomicUsize = AtomicUsize::new(0);
 /// `name` is NUL-terminated; `symbol` is the named function.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFIEnvRegisterCAPI(name: *const c_char, symbol: *mut c_void) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIEnvRegisterCAPI", || {
         // SAFETY: per the contract.
         let name = unsafe { cstr_arg(name, "name")? };
         let slot = match name {
@@ -126,29 +131,31 @@ pub unsafe extern "C" fn TVMFFIEnvRegisterCAPI(name: *const c_char, symbol: *mut
 /// exception is then pending; no error is raised here), else 0.
 #[unsafe(no_mangle)]
 pub extern "C" fn TVMFFIEnvCheckSignals() -> c_int {
-    let check = CHECK_SIGNALS.load(Ordering::Acquire);
-    if check == 0 {
-        return 0;
-    }
-    let ensure = GIL_ENSURE.load(Ordering::Acquire);
-    let release = GIL_RELEASE.load(Ordering::Acquire);
-    // SAFETY: the registered symbols have the CPython signatures; the GIL is taken around the
-    // check when the state functions were registered.
-    unsafe {
-        let check: extern "C" fn() -> c_int = std::mem::transmute(check);
-        if ensure != 0 && release != 0 {
-            let ensure: extern "C" fn() -> c_int = std::mem::transmute(ensure);
-            let release: extern "C" fn(c_int) = std::mem::transmute(release);
-            let state = ensure();
-            let rc = check();
-            release(state);
-            if rc != 0 { -1 } else { 0 }
-        } else if check() != 0 {
-            -1
-        } else {
-            0
+    ffi_boundary("TVMFFIEnvCheckSignals", || {
+        let check = CHECK_SIGNALS.load(Ordering::Acquire);
+        if check == 0 {
+            return 0;
         }
-    }
+        let ensure = GIL_ENSURE.load(Ordering::Acquire);
+        let release = GIL_RELEASE.load(Ordering::Acquire);
+        // SAFETY: the registered symbols have the CPython signatures; the GIL is taken around the
+        // check when the state functions were registered.
+        unsafe {
+            let check: extern "C" fn() -> c_int = std::mem::transmute(check);
+            if ensure != 0 && release != 0 {
+                let ensure: extern "C" fn() -> c_int = std::mem::transmute(ensure);
+                let release: extern "C" fn(c_int) = std::mem::transmute(release);
+                let state = ensure();
+                let rc = check();
+                release(state);
+                if rc != 0 { -1 } else { 0 }
+            } else if check() != 0 {
+                -1
+            } else {
+                0
+            }
+        }
+    })
 }
 
 static CONTEXT_SYMBOLS: Mutex<Vec<(String, usize)>> = Mutex::new(Vec::new());
@@ -164,7 +171,7 @@ pub unsafe extern "C" fn TVMFFIEnvModRegisterContextSymbol(
     name: *const c_char,
     symbol: *mut c_void,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIEnvModRegisterContextSymbol", || {
         // SAFETY: per the contract.
         let name = unsafe { cstr_arg(name, "name")? };
         let mut symbols = CONTEXT_SYMBOLS.lock().unwrap_or_else(|e| e.into_inner());
@@ -192,7 +199,7 @@ pub unsafe extern "C" fn TVMFFIEnvModRegisterSystemLibSymbol(
     name: *const c_char,
     symbol: *mut c_void,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIEnvModRegisterSystemLibSymbol", || {
         // SAFETY: per the contract.
         let name = unsafe { cstr_arg(name, "name")? };
         let mut table = SYSTEM_LIB_SYMBOLS
@@ -226,7 +233,7 @@ pub unsafe extern "C" fn TVMFFIEnvModLookupFromImports(
     func_name: *const c_char,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIEnvModLookupFromImports", || {
         // SAFETY: per the contract.
         let (name, out) = unsafe { (cstr_arg(func_name, "func_name")?, out_arg(out, "out")?) };
         let key = library_ctx as usize;

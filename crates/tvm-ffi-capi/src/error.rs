@@ -3,6 +3,7 @@
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_char, c_int};
 
+use tvm_ffi::boundary::{ffi_boundary, ffi_status};
 use tvm_ffi::error::ErrorObj;
 use tvm_ffi::object::{alloc_object, dec_ref, inc_ref};
 use tvm_ffi_sys::{
@@ -10,7 +11,7 @@ use tvm_ffi_sys::{
     kTVMFFIBacktraceUpdateModeAppend, kTVMFFIError,
 };
 
-use crate::{backtrace::format_backtrace, bytes_arg, guard};
+use crate::{backtrace::format_backtrace, bytes_arg};
 
 /// An error object made by this runtime: the shared view followed by the storage it points at.
 #[repr(C)]
@@ -53,8 +54,8 @@ unsafe extern "C" fn update_backtrace(
     text: *const TVMFFIByteArray,
     mode: i32,
 ) {
-    // A hook with no way to report errors: a bad argument is ignored, a panic cannot escape.
-    let _ = std::panic::catch_unwind(|| {
+    // A bad argument is ignored; a panic is raised as an `InternalError`.
+    ffi_boundary("the update_backtrace hook of an error", || {
         // SAFETY: the hook is installed only on `ErrorStorage` objects; `text` is valid.
         unsafe {
             let Ok(bytes) = bytes_arg(text, "backtrace") else {
@@ -150,17 +151,19 @@ pub unsafe extern "C" fn TVMFFIErrorCreate(
     backtrace: *const TVMFFIByteArray,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    // SAFETY: forwarded.
-    unsafe {
-        TVMFFIErrorCreateWithCauseAndExtraContext(
-            kind,
-            message,
-            backtrace,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            out,
-        )
-    }
+    ffi_boundary("TVMFFIErrorCreate", || {
+        // SAFETY: forwarded.
+        unsafe {
+            TVMFFIErrorCreateWithCauseAndExtraContext(
+                kind,
+                message,
+                backtrace,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                out,
+            )
+        }
+    })
 }
 
 /// Creates an error object with a cause and extra context (both borrowed, may be NULL).
@@ -176,7 +179,7 @@ pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
     extra_context: TVMFFIObjectHandle,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIErrorCreateWithCauseAndExtraContext", || {
         // SAFETY: per the function contract.
         unsafe {
             let out = crate::out_arg(out, "out")?;
@@ -200,18 +203,20 @@ pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
 /// `result` is valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFIErrorMoveFromRaised(result: *mut TVMFFIObjectHandle) {
-    let obj = RAISED
-        .try_with(|slot| slot.0.replace(std::ptr::null_mut()))
-        .unwrap_or_default();
-    if result.is_null() {
-        if !obj.is_null() {
-            // SAFETY: nobody takes the reference; release it.
-            unsafe { dec_ref(obj) };
+    ffi_boundary("TVMFFIErrorMoveFromRaised", || {
+        let obj = RAISED
+            .try_with(|slot| slot.0.replace(std::ptr::null_mut()))
+            .unwrap_or_default();
+        if result.is_null() {
+            if !obj.is_null() {
+                // SAFETY: nobody takes the reference; release it.
+                unsafe { dec_ref(obj) };
+            }
+            return;
         }
-        return;
-    }
-    // SAFETY: guaranteed by the caller.
-    unsafe { *result = obj.cast() };
+        // SAFETY: guaranteed by the caller.
+        unsafe { *result = obj.cast() };
+    })
 }
 
 /// Raises `error` in the calling thread (borrowed: the slot takes its own reference).
@@ -220,12 +225,14 @@ pub unsafe extern "C" fn TVMFFIErrorMoveFromRaised(result: *mut TVMFFIObjectHand
 /// `error` is NULL or a live error object.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFIErrorSetRaised(error: TVMFFIObjectHandle) {
-    if error.is_null() {
-        return;
-    }
-    // SAFETY: the caller lends a live object.
-    unsafe { inc_ref(error.cast()) };
-    store_raised(error.cast());
+    ffi_boundary("TVMFFIErrorSetRaised", || {
+        if error.is_null() {
+            return;
+        }
+        // SAFETY: the caller lends a live object.
+        unsafe { inc_ref(error.cast()) };
+        store_raised(error.cast());
+    })
 }
 
 /// Builds an error of `kind` from message parts and raises it, capturing the backtrace here.
@@ -258,7 +265,7 @@ unsafe fn cstr_bytes<'a>(ptr: *const c_char) -> &'a [u8] {
 /// Both are NULL or NUL-terminated strings.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFIErrorSetRaisedFromCStr(kind: *const c_char, message: *const c_char) {
-    let _ = std::panic::catch_unwind(|| {
+    ffi_boundary("TVMFFIErrorSetRaisedFromCStr", || {
         // SAFETY: per the contract.
         unsafe { raise_parts(cstr_bytes(kind), &[cstr_bytes(message)]) }
     });
@@ -274,7 +281,7 @@ pub unsafe extern "C" fn TVMFFIErrorSetRaisedFromCStrParts(
     parts: *const *const c_char,
     num_parts: i32,
 ) {
-    let _ = std::panic::catch_unwind(|| {
+    ffi_boundary("TVMFFIErrorSetRaisedFromCStrParts", || {
         // SAFETY: per the contract.
         unsafe {
             let parts: Vec<&[u8]> = if parts.is_null() || num_parts <= 0 {
@@ -306,27 +313,26 @@ pub unsafe extern "C" fn TVMFFIBacktrace(
     func: *const c_char,
     cross_ffi_boundary: c_int,
 ) -> *const TVMFFIByteArray {
-    let text = std::panic::catch_unwind(|| {
+    ffi_boundary("TVMFFIBacktrace", || {
         // SAFETY: per the contract.
         let (file, func) = unsafe { (cstr_bytes(file), cstr_bytes(func)) };
         let file = (!file.is_empty()).then(|| String::from_utf8_lossy(file));
         let func = (!func.is_empty()).then(|| String::from_utf8_lossy(func));
-        format_backtrace(
+        let text = format_backtrace(
             file.as_deref(),
             line,
             func.as_deref(),
             cross_ffi_boundary != 0,
-        )
+        );
+        BACKTRACE_BUF
+            .try_with(|cell| {
+                // SAFETY: the buffer is thread-local and only touched here; callers read the
+                // result before their next call on this thread.
+                let (buf, array) = unsafe { &mut *cell.get() };
+                *buf = nul_terminated(text.as_bytes());
+                *array = array_of(buf);
+                array as *const TVMFFIByteArray
+            })
+            .unwrap_or(std::ptr::null())
     })
-    .unwrap_or_default();
-    BACKTRACE_BUF
-        .try_with(|cell| {
-            // SAFETY: the buffer is thread-local and only touched here; callers read the
-            // result before their next call on this thread.
-            let (buf, array) = unsafe { &mut *cell.get() };
-            *buf = nul_terminated(text.as_bytes());
-            *array = array_of(buf);
-            array as *const TVMFFIByteArray
-        })
-        .unwrap_or(std::ptr::null())
 }

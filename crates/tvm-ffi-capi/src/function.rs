@@ -5,6 +5,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::{OnceLock, RwLock};
 
 use tvm_ffi::any::AnyView;
+use tvm_ffi::boundary::{ffi_boundary_result, ffi_status};
 use tvm_ffi::error::{Error, ErrorKind, Result};
 use tvm_ffi::function::{Function, FunctionObj};
 use tvm_ffi::object::{ObjectRef, alloc_object};
@@ -13,7 +14,7 @@ use tvm_ffi_sys::{
     kTVMFFIFunction,
 };
 
-use crate::{bytes_arg, guard, non_null, out_arg, text_arg};
+use crate::{bytes_arg, non_null, out_arg, text_arg};
 
 /// A function object that forwards to a C safe-call with a user `self` pointer.
 #[repr(C)]
@@ -39,15 +40,21 @@ unsafe extern "C" fn extern_trampoline(
     num_args: i32,
     result: *mut TVMFFIAny,
 ) -> c_int {
-    // SAFETY: the trampoline is installed only on `ExternFunctionObj`, and `handle` is that
-    // object; the wrapped safe-call is non-NULL by construction.
-    unsafe {
-        let obj = &*handle.cast::<ExternFunctionObj>();
+    ffi_boundary_result("the safe-call trampoline of a C function", || {
+        // SAFETY: the trampoline is installed only on `ExternFunctionObj`, and `handle` is that
+        // object.
+        let obj = unsafe { &*handle.cast::<ExternFunctionObj>() };
         match obj.safe_call {
-            Some(call) => call(obj.self_, args, num_args, result),
-            None => -1,
+            // SAFETY: forwarded per the safe-call convention.
+            Some(call) => Ok(unsafe { call(obj.self_, args, num_args, result) }),
+            None => Err(missing_safe_call()),
         }
-    }
+    })
+}
+
+/// The error of a function object without a safe-call.
+fn missing_safe_call() -> Error {
+    Error::new(ErrorKind::InternalError, "function without safe_call")
 }
 
 /// Creates a function object from a C safe-call. With NULL `self_` and `deleter` the callee
@@ -62,7 +69,7 @@ pub unsafe extern "C" fn TVMFFIFunctionCreate(
     deleter: Option<unsafe extern "C" fn(*mut c_void)>,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIFunctionCreate", || {
         // SAFETY: per the contract.
         let out = unsafe { out_arg(out, "out")? };
         if safe_call.is_none() {
@@ -101,18 +108,15 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
     num_args: i32,
     result: *mut TVMFFIAny,
 ) -> c_int {
-    // SAFETY: per the contract, `func` is a function object.
-    let cell = unsafe { (*func.cast::<FunctionObj>()).cell() };
-    match cell.safe_call {
-        // SAFETY: forwarded per the safe-call convention.
-        Some(call) => unsafe { call(func, args, num_args, result) },
-        None => guard(|| {
-            Err(Error::new(
-                ErrorKind::InternalError,
-                "function without safe_call",
-            ))
-        }),
-    }
+    ffi_boundary_result("TVMFFIFunctionCall", || {
+        // SAFETY: per the contract, `func` is a function object.
+        let cell = unsafe { (*func.cast::<FunctionObj>()).cell() };
+        match cell.safe_call {
+            // SAFETY: forwarded per the safe-call convention.
+            Some(call) => Ok(unsafe { call(func, args, num_args, result) }),
+            None => Err(missing_safe_call()),
+        }
+    })
 }
 
 /// One registered global function with its documentation.
@@ -215,7 +219,7 @@ pub unsafe extern "C" fn TVMFFIFunctionGetGlobal(
     name: *const TVMFFIByteArray,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIFunctionGetGlobal", || {
         // SAFETY: per the contract.
         let (name, out) = unsafe { (text_arg(name, "name")?, out_arg(out, "out")?) };
         *out = Registry::global()
@@ -255,7 +259,7 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobal(
     f: TVMFFIObjectHandle,
     allow_override: c_int,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIFunctionSetGlobal", || {
         // SAFETY: per the contract.
         let name = unsafe { text_arg(name, "name")? };
         let function = function_arg(f)?;
@@ -278,7 +282,7 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobalFromMethodInfo(
     info: *const TVMFFIMethodInfo,
     allow_override: c_int,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIFunctionSetGlobalFromMethodInfo", || {
         // SAFETY: per the contract.
         let info = unsafe { non_null(info, "method info")? };
         // SAFETY: the record's arrays and value are valid for the call.

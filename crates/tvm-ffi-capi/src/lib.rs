@@ -8,11 +8,11 @@
 //! the C functions declared in `tvm-ffi-sys`. A program embedding the runtime opts in with one
 //! line, `use tvm_ffi_capi as _;`.
 //!
-//! Every function catches panics (reported as `InternalError`) and never unwinds into C.
+//! Every function runs its whole body through the one panic boundary of the runtime,
+//! [`tvm_ffi::boundary::ffi_boundary`]: a panic is reported as an `InternalError` naming the
+//! function, with the failure value of its return type (`-1`, NULL, ...), and never unwinds
+//! into C.
 #![allow(non_snake_case, non_upper_case_globals)]
-
-use std::ffi::c_int;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use tvm_ffi::error::{Error, Result};
 
@@ -28,34 +28,6 @@ mod tensor;
 mod types;
 
 pub use backtrace::{FrameFilter, register_frame_filter};
-
-/// Runs the body of an exported function: `0` on success, `-1` with the error raised on failure
-/// or panic.
-pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> c_int {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => 0,
-        Ok(Err(err)) => {
-            err.set_raised();
-            -1
-        }
-        Err(payload) => {
-            Error::from_panic(payload.as_ref()).set_raised();
-            -1
-        }
-    }
-}
-
-/// Runs the body of an exported function that cannot report errors through a status code; a
-/// panic yields `fallback` after raising an `InternalError`.
-pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(value) => value,
-        Err(payload) => {
-            Error::from_panic(payload.as_ref()).set_raised();
-            fallback
-        }
-    }
-}
 
 fn null_error(what: &str) -> Error {
     Error::new(

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use tvm_ffi::any::AnyView;
+use tvm_ffi::boundary::{ffi_boundary, ffi_boundary_result, ffi_status};
 use tvm_ffi::error::{Error, ErrorKind};
 use tvm_ffi::object::{Object, alloc_object, dec_ref, inc_ref};
 use tvm_ffi_sys::{
@@ -13,7 +14,7 @@ use tvm_ffi_sys::{
     kTVMFFIOpaquePyObject,
 };
 
-use crate::{guard, out_arg};
+use crate::out_arg;
 
 /// Reports the ABI version this runtime implements.
 ///
@@ -21,16 +22,16 @@ use crate::{guard, out_arg};
 /// `out` is NULL or valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFIGetVersion(out: *mut TVMFFIVersion) {
-    if let Some(out) = {
+    ffi_boundary("TVMFFIGetVersion", || {
         // SAFETY: per the contract.
-        unsafe { out.as_mut() }
-    } {
-        *out = TVMFFIVersion {
-            major: tvm_ffi_sys::TVM_FFI_VERSION_MAJOR,
-            minor: tvm_ffi_sys::TVM_FFI_VERSION_MINOR,
-            patch: tvm_ffi_sys::TVM_FFI_VERSION_PATCH,
-        };
-    }
+        if let Some(out) = unsafe { out.as_mut() } {
+            *out = TVMFFIVersion {
+                major: tvm_ffi_sys::TVM_FFI_VERSION_MAJOR,
+                minor: tvm_ffi_sys::TVM_FFI_VERSION_MINOR,
+                patch: tvm_ffi_sys::TVM_FFI_VERSION_PATCH,
+            };
+        }
+    })
 }
 
 /// Adds a strong reference.
@@ -39,17 +40,21 @@ pub unsafe extern "C" fn TVMFFIGetVersion(out: *mut TVMFFIVersion) {
 /// `obj` is a live object (NULL is rejected with a `ValueError`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: TVMFFIObjectHandle) -> c_int {
-    if obj.is_null() {
-        return guard(|| {
-            Err(Error::new(
-                ErrorKind::ValueError,
-                "TVMFFIObjectIncRef: NULL object",
-            ))
-        });
-    }
-    // SAFETY: per the contract.
-    unsafe { inc_ref(obj.cast()) };
-    0
+    ffi_status("TVMFFIObjectIncRef", || {
+        if obj.is_null() {
+            return Err(null_object());
+        }
+        // SAFETY: per the contract.
+        unsafe { inc_ref(obj.cast()) };
+        Ok(())
+    })
+}
+
+/// The error of [`TVMFFIObjectIncRef`] for NULL, out of line.
+#[cold]
+#[inline(never)]
+fn null_object() -> Error {
+    Error::new(ErrorKind::ValueError, "TVMFFIObjectIncRef: NULL object")
 }
 
 /// Drops a strong reference; NULL is a no-op.
@@ -58,11 +63,13 @@ pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: TVMFFIObjectHandle) -> c_int {
 /// `obj` is NULL or a live object whose reference the caller gives up.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFIObjectDecRef(obj: TVMFFIObjectHandle) -> c_int {
-    if !obj.is_null() {
-        // SAFETY: per the contract.
-        unsafe { dec_ref(obj.cast()) };
-    }
-    0
+    ffi_status("TVMFFIObjectDecRef", || {
+        if !obj.is_null() {
+            // SAFETY: per the contract.
+            unsafe { dec_ref(obj.cast()) };
+        }
+        Ok(())
+    })
 }
 
 #[repr(C)]
@@ -92,7 +99,7 @@ pub unsafe extern "C" fn TVMFFIObjectCreateOpaque(
     deleter: Option<unsafe extern "C" fn(*mut c_void)>,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIObjectCreateOpaque", || {
         // SAFETY: per the contract.
         let out = unsafe { out_arg(out, "out")? };
         if type_index != kTVMFFIOpaquePyObject {
@@ -131,12 +138,14 @@ static CUSTOM_ALLOCATOR: AtomicPtr<TVMFFICustomAllocator> = AtomicPtr::new(std::
 /// producers.
 #[unsafe(no_mangle)]
 pub extern "C" fn TVMFFIGetCustomAllocator() -> *mut TVMFFICustomAllocator {
-    let custom = CUSTOM_ALLOCATOR.load(Ordering::Acquire);
-    if custom.is_null() {
-        DEFAULT_ALLOCATOR.0.get()
-    } else {
-        custom
-    }
+    ffi_boundary("TVMFFIGetCustomAllocator", || {
+        let custom = CUSTOM_ALLOCATOR.load(Ordering::Acquire);
+        if custom.is_null() {
+            DEFAULT_ALLOCATOR.0.get()
+        } else {
+            custom
+        }
+    })
 }
 
 /// Records a custom allocator (NULL restores the default).
@@ -145,8 +154,10 @@ pub extern "C" fn TVMFFIGetCustomAllocator() -> *mut TVMFFICustomAllocator {
 /// `allocator` is NULL or outlives the process's use of it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFISetCustomAllocator(allocator: *mut TVMFFICustomAllocator) -> c_int {
-    CUSTOM_ALLOCATOR.store(allocator, Ordering::Release);
-    0
+    ffi_status("TVMFFISetCustomAllocator", || {
+        CUSTOM_ALLOCATOR.store(allocator, Ordering::Release);
+        Ok(())
+    })
 }
 
 /// Converts a borrowed value into an owned one.
@@ -158,7 +169,7 @@ pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
     view: *const TVMFFIAny,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIAnyViewToOwnedAny", || {
         // SAFETY: per the contract.
         let (view, out) = unsafe { (crate::non_null(view, "any_view")?, out_arg(out, "out")?) };
         // SAFETY: the value is valid for the call.
@@ -179,7 +190,7 @@ pub unsafe extern "C" fn TVMFFIHandleInitOnce(
     handle_addr: *mut *mut c_void,
     init: Option<unsafe extern "C" fn(result: *mut *mut c_void) -> c_int>,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIHandleInitOnce", || {
         if handle_addr.is_null() {
             tvm_ffi::bail!(
                 ErrorKind::ValueError,
@@ -229,20 +240,21 @@ pub unsafe extern "C" fn TVMFFIHandleDeinitOnce(
     handle_addr: *mut *mut c_void,
     deinit: Option<unsafe extern "C" fn(handle: *mut c_void) -> c_int>,
 ) -> c_int {
-    if handle_addr.is_null() {
-        return guard(|| {
-            Err(Error::new(
+    ffi_boundary_result("TVMFFIHandleDeinitOnce", || {
+        if handle_addr.is_null() {
+            tvm_ffi::bail!(
                 ErrorKind::ValueError,
-                "TVMFFIHandleDeinitOnce: NULL handle_addr",
-            ))
-        });
-    }
-    // SAFETY: as for init.
-    let slot = unsafe { AtomicPtr::from_ptr(handle_addr) };
-    let old = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    match deinit {
-        // SAFETY: the deinit function follows its contract.
-        Some(deinit) if !old.is_null() => unsafe { deinit(old) },
-        _ => 0,
-    }
+                "TVMFFIHandleDeinitOnce: NULL handle_addr"
+            );
+        }
+        // SAFETY: as for init.
+        let slot = unsafe { AtomicPtr::from_ptr(handle_addr) };
+        let old = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        Ok(match deinit {
+            // SAFETY: the deinit function follows its contract; its status (and raised error)
+            // is the caller's.
+            Some(deinit) if !old.is_null() => unsafe { deinit(old) },
+            _ => 0,
+        })
+    })
 }

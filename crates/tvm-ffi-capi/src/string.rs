@@ -2,12 +2,13 @@
 
 use std::ffi::c_int;
 
+use tvm_ffi::boundary::ffi_status;
 use tvm_ffi::dtype::{dtype_to_string, parse_dtype};
 use tvm_ffi::error::{Error, ErrorKind};
 use tvm_ffi::string::{Bytes, String};
 use tvm_ffi_sys::{DLDataType, TVMFFIAny, TVMFFIByteArray};
 
-use crate::{bytes_arg, guard, non_null, out_arg};
+use crate::{bytes_arg, non_null, out_arg};
 
 /// Copies bytes into an owned string value (small form up to 7 bytes).
 ///
@@ -18,7 +19,7 @@ pub unsafe extern "C" fn TVMFFIStringFromByteArray(
     input: *const TVMFFIByteArray,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIStringFromByteArray", || {
         // SAFETY: per the contract.
         let (bytes, out) = unsafe { (bytes_arg(input, "input")?, out_arg(out, "out")?) };
         *out = String::from_bytes(bytes).into_any().into_raw();
@@ -35,7 +36,7 @@ pub unsafe extern "C" fn TVMFFIBytesFromByteArray(
     input: *const TVMFFIByteArray,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIBytesFromByteArray", || {
         // SAFETY: per the contract.
         let (bytes, out) = unsafe { (bytes_arg(input, "input")?, out_arg(out, "out")?) };
         *out = Bytes::from_bytes(bytes).into_any().into_raw();
@@ -52,7 +53,7 @@ pub unsafe extern "C" fn TVMFFIDataTypeFromString(
     text: *const TVMFFIByteArray,
     out: *mut DLDataType,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIDataTypeFromString", || {
         // SAFETY: per the contract.
         let (bytes, out) = unsafe { (bytes_arg(text, "dtype string")?, out_arg(out, "out")?) };
         let text = std::str::from_utf8(bytes).map_err(|_| {
@@ -78,7 +79,7 @@ pub unsafe extern "C" fn TVMFFIDataTypeToString(
     dtype: *const DLDataType,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFIDataTypeToString", || {
         // SAFETY: per the contract.
         let (dtype, out) = unsafe { (non_null(dtype, "dtype")?, out_arg(out, "out")?) };
         *out = String::new(&dtype_to_string(*dtype)).into_any().into_raw();

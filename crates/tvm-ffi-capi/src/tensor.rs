@@ -3,12 +3,13 @@
 use std::ffi::{c_char, c_int, c_void};
 
 use tvm_ffi::any::Any;
-use tvm_ffi::error::{Error, ErrorKind, Result};
+use tvm_ffi::boundary::{ffi_boundary_result, ffi_status};
+use tvm_ffi::error::{ErrorKind, Result};
 use tvm_ffi::object::{ObjectCore, ObjectRef};
 use tvm_ffi::tensor::{Tensor, TensorObj};
 use tvm_ffi_sys::{DLManagedTensor, DLManagedTensorVersioned, DLTensor, TVMFFIObjectHandle};
 
-use crate::{guard, out_arg};
+use crate::out_arg;
 
 /// Imports a legacy DLPack tensor; on success the tensor owns `from`.
 ///
@@ -21,7 +22,7 @@ pub unsafe extern "C" fn TVMFFITensorFromDLPack(
     require_contiguous: i32,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFITensorFromDLPack", || {
         // SAFETY: per the contract.
         let out = unsafe { crate::non_null(from, "from").and(out_arg(out, "out"))? };
         // SAFETY: per the contract; ownership moves only on success.
@@ -43,7 +44,7 @@ pub unsafe extern "C" fn TVMFFITensorFromDLPackVersioned(
     require_contiguous: i32,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFITensorFromDLPackVersioned", || {
         // SAFETY: per the contract.
         let out = unsafe { crate::non_null(from, "from").and(out_arg(out, "out"))? };
         // SAFETY: per the contract; ownership moves only on success.
@@ -83,7 +84,7 @@ pub unsafe extern "C" fn TVMFFITensorToDLPack(
     from: TVMFFIObjectHandle,
     out: *mut *mut DLManagedTensor,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFITensorToDLPack", || {
         // SAFETY: per the contract.
         let out = unsafe { out_arg(out, "out")? };
         let tensor = tensor_arg(from)?;
@@ -101,7 +102,7 @@ pub unsafe extern "C" fn TVMFFITensorToDLPackVersioned(
     from: TVMFFIObjectHandle,
     out: *mut *mut DLManagedTensorVersioned,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFITensorToDLPackVersioned", || {
         // SAFETY: per the contract.
         let out = unsafe { out_arg(out, "out")? };
         let tensor = tensor_arg(from)?;
@@ -121,7 +122,7 @@ pub unsafe extern "C" fn TVMFFITensorCreateUnsafeView(
     prototype: *const DLTensor,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFITensorCreateUnsafeView", || {
         // SAFETY: per the contract.
         let (prototype, out) = unsafe {
             (
@@ -144,7 +145,7 @@ pub unsafe extern "C" fn TVMFFITensorCreateUnsafeView(
 }
 
 unsafe extern "C" fn forward_error(_ctx: *mut c_void, kind: *const c_char, message: *const c_char) {
-    // SAFETY: the allocator passes NUL-terminated strings.
+    // SAFETY: the allocator passes NUL-terminated strings (the callee has its own boundary).
     unsafe { crate::error::TVMFFIErrorSetRaisedFromCStr(kind, message) };
 }
 
@@ -157,47 +158,46 @@ pub unsafe extern "C" fn TVMFFIEnvTensorAlloc(
     prototype: *mut DLTensor,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    let Some(allocator) = crate::env::TVMFFIEnvGetDLPackManagedTensorAllocator() else {
-        return guard(|| {
-            Err(Error::new(
+    ffi_boundary_result("TVMFFIEnvTensorAlloc", || {
+        let Some(allocator) = crate::env::TVMFFIEnvGetDLPackManagedTensorAllocator() else {
+            tvm_ffi::bail!(
                 ErrorKind::RuntimeError,
                 "TVMFFIEnvTensorAlloc: allocator is nullptr, install one with \
-                 TVMFFIEnvSetDLPackManagedTensorAllocator",
-            ))
-        });
-    };
-    let mut managed = std::ptr::null_mut();
-    // SAFETY: the allocator follows its contract; errors are forwarded to the error slot.
-    let rc = unsafe {
-        allocator(
-            prototype,
-            &mut managed,
-            std::ptr::null_mut(),
-            Some(forward_error),
-        )
-    };
-    if rc != 0 {
-        return rc;
-    }
-    if managed.is_null() {
-        return guard(|| {
-            Err(Error::new(
+                 TVMFFIEnvSetDLPackManagedTensorAllocator"
+            );
+        };
+        let mut managed = std::ptr::null_mut();
+        // SAFETY: the allocator follows its contract; errors are forwarded to the error slot.
+        let rc = unsafe {
+            allocator(
+                prototype,
+                &mut managed,
+                std::ptr::null_mut(),
+                Some(forward_error),
+            )
+        };
+        if rc != 0 {
+            // The allocator raised its error through `forward_error`.
+            return Ok(rc);
+        }
+        if managed.is_null() {
+            tvm_ffi::bail!(
                 ErrorKind::RuntimeError,
-                "TVMFFIEnvTensorAlloc: allocator returned NULL",
-            ))
-        });
-    }
-    // SAFETY: the allocator handed us an owned managed tensor.
-    let rc = unsafe { TVMFFITensorFromDLPackVersioned(managed, 0, 0, out) };
-    if rc != 0 {
-        // SAFETY: on failure ownership stayed with us; release it.
-        unsafe {
-            if let Some(deleter) = (*managed).deleter {
-                deleter(managed);
+                "TVMFFIEnvTensorAlloc: allocator returned NULL"
+            );
+        }
+        // SAFETY: the allocator handed us an owned managed tensor.
+        let rc = unsafe { TVMFFITensorFromDLPackVersioned(managed, 0, 0, out) };
+        if rc != 0 {
+            // SAFETY: on failure ownership stayed with us; release it.
+            unsafe {
+                if let Some(deleter) = (*managed).deleter {
+                    deleter(managed);
+                }
             }
         }
-    }
-    rc
+        Ok(rc)
+    })
 }
 
 const _: () = assert!(std::mem::size_of::<TensorObj>() == 72);

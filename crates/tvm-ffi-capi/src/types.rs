@@ -10,13 +10,14 @@ use std::ffi::c_int;
 use std::sync::{OnceLock, RwLock};
 
 use tvm_ffi::any::{Any, AnyView};
+use tvm_ffi::boundary::{ffi_boundary, ffi_boundary_result, ffi_status};
 use tvm_ffi::error::{Error, ErrorKind, Result};
 use tvm_ffi_sys::{
     self, TVMFFIAny, TVMFFIByteArray, TVMFFIFieldInfo, TVMFFIMethodInfo, TVMFFITypeAttrColumn,
     TVMFFITypeInfo, TVMFFITypeMetadata, kTVMFFIDynObjectBegin,
 };
 
-use crate::{guard, guard_value, non_null, out_arg, text_arg};
+use crate::{non_null, out_arg, text_arg};
 
 /// One registered type. `info` is first, so a pointer to the entry is a pointer to the info.
 #[repr(C)]
@@ -392,7 +393,7 @@ pub unsafe extern "C" fn TVMFFITypeKeyToIndex(
     type_key: *const TVMFFIByteArray,
     out: *mut i32,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFITypeKeyToIndex", || {
         // SAFETY: per the contract.
         let (key, out) = unsafe { (text_arg(type_key, "type_key")?, out_arg(out, "out")?) };
         // The core's own types (such as the testing types) register with its functions.
@@ -418,40 +419,37 @@ pub unsafe extern "C" fn TVMFFITypeGetOrAllocIndex(
     child_slots_can_overflow: i32,
     parent_type_index: i32,
 ) -> i32 {
-    let mut index = -1;
-    guard(|| {
+    ffi_boundary_result("TVMFFITypeGetOrAllocIndex", || {
         // SAFETY: per the contract.
         let key = unsafe { text_arg(type_key, "type_key")? };
-        index = TypeTable::global().write().get_or_alloc(
+        TypeTable::global().write().get_or_alloc(
             key,
             static_type_index,
             type_depth,
             num_child_slots,
             child_slots_can_overflow != 0,
             parent_type_index,
-        )?;
-        Ok(())
-    });
-    index
+        )
+    })
 }
 
 /// The info of a type index; NULL with a `KeyError` raised for an unknown index.
 #[unsafe(no_mangle)]
 pub extern "C" fn TVMFFIGetTypeInfo(type_index: i32) -> *const TVMFFITypeInfo {
-    guard_value(std::ptr::null(), || {
-        match TypeTable::global().info(type_index) {
-            Some(info) => info,
-            None => {
-                unknown_index(type_index).set_raised();
-                std::ptr::null()
-            }
-        }
+    ffi_boundary_result("TVMFFIGetTypeInfo", || {
+        TypeTable::global()
+            .info(type_index)
+            .ok_or_else(|| unknown_index(type_index))
     })
 }
 
-/// Runs `body` on the entry of `type_index` under the write lock.
-fn with_entry(type_index: i32, body: impl FnOnce(&mut TypeEntry) -> Result<()>) -> c_int {
-    guard(|| {
+/// Runs `body` on the entry of `type_index` under the write lock, as the export `name`.
+fn with_entry(
+    name: &'static str,
+    type_index: i32,
+    body: impl FnOnce(&mut TypeEntry) -> Result<()>,
+) -> c_int {
+    ffi_status(name, || {
         let t = TypeTable::global().write();
         let entry = t
             .entry(type_index)
@@ -469,7 +467,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterField(
     type_index: i32,
     info: *const TVMFFIFieldInfo,
 ) -> c_int {
-    with_entry(type_index, |entry| {
+    with_entry("TVMFFITypeRegisterField", type_index, |entry| {
         // SAFETY: per the contract.
         let info = unsafe { non_null(info, "field info")? };
         // SAFETY: the record's arrays are valid for the call.
@@ -534,7 +532,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterMethod(
     type_index: i32,
     info: *const TVMFFIMethodInfo,
 ) -> c_int {
-    with_entry(type_index, |entry| {
+    with_entry("TVMFFITypeRegisterMethod", type_index, |entry| {
         // SAFETY: per the contract.
         let info = unsafe { non_null(info, "method info")? };
         // SAFETY: the record's arrays and value are valid for the call.
@@ -570,7 +568,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterMetadata(
     type_index: i32,
     metadata: *const TVMFFITypeMetadata,
 ) -> c_int {
-    with_entry(type_index, |entry| {
+    with_entry("TVMFFITypeRegisterMetadata", type_index, |entry| {
         // SAFETY: per the contract.
         let metadata = unsafe { non_null(metadata, "metadata")? };
         if entry.metadata.is_some() {
@@ -604,7 +602,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterAttr(
     name: *const TVMFFIByteArray,
     value: *const TVMFFIAny,
 ) -> c_int {
-    guard(|| {
+    ffi_status("TVMFFITypeRegisterAttr", || {
         // SAFETY: per the contract.
         let (name, value) =
             unsafe { (text_arg(name, "attr_name")?, non_null(value, "attr_value")?) };
@@ -645,7 +643,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterAttr(
 pub unsafe extern "C" fn TVMFFIGetTypeAttrColumn(
     name: *const TVMFFIByteArray,
 ) -> *const TVMFFITypeAttrColumn {
-    guard_value(std::ptr::null(), || {
+    ffi_boundary("TVMFFIGetTypeAttrColumn", || {
         // SAFETY: per the contract.
         let Ok(name) = (unsafe { text_arg(name, "attr_name") }) else {
             return std::ptr::null();

@@ -131,7 +131,7 @@ pub fn register() {
 static REGISTER_AT_LOAD: extern "C" fn() = {
     extern "C" fn register_at_load() {
         // Nothing may unwind out of a loader callback.
-        let _ = std::panic::catch_unwind(register);
+        tvm_ffi::boundary::ffi_boundary("the load-time registration of tvm-ffi-testing", register);
     }
     register_at_load
 };

@@ -139,6 +139,9 @@ fn cell_text(array: &TVMFFIByteArray) -> Cow<'_, str> {
 
 impl Error {
     /// Creates an error of `kind` with `message` and the backtrace of the caller.
+    ///
+    /// Cold: callers keep their error paths out of line.
+    #[cold]
     pub fn new(kind: impl AsRef<str>, message: impl AsRef<str>) -> Error {
         // SAFETY: NULL file/function ask for the captured stack only; the result stays valid
         // until the next call on this thread, and is copied by `with_backtrace` below.
@@ -307,21 +310,6 @@ impl Error {
         let message = CString::new(message.replace('\0', "\\0")).expect("NUL removed");
         // SAFETY: both strings are NUL-terminated and live for the call.
         unsafe { abi::TVMFFIErrorSetRaisedFromCStr(kind.as_ptr(), message.as_ptr()) }
-    }
-
-    /// An `InternalError` describing a caught panic.
-    pub fn from_panic(payload: &(dyn std::any::Any + Send)) -> Error {
-        let text = if let Some(s) = payload.downcast_ref::<&str>() {
-            (*s).to_owned()
-        } else if let Some(s) = payload.downcast_ref::<String>() {
-            s.clone()
-        } else {
-            "panic with a non-string payload".to_owned()
-        };
-        Error::new(
-            ErrorKind::InternalError,
-            format!("panic in native code: {text}"),
-        )
     }
 }
 

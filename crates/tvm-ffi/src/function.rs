@@ -2,10 +2,10 @@
 //! arguments and write an owning `Any` result, callable from any language through the C ABI.
 
 use std::ffi::{c_int, c_void};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::abi::{self, TVMFFIAny, TVMFFIFunctionCell, TVMFFISafeCallType, kTVMFFIFunction};
 use crate::any::{Any, AnyView, TryFromAnyView};
+use crate::boundary::ffi_status;
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
 use crate::string::byte_array;
@@ -55,32 +55,6 @@ struct RustFunctionObj<F> {
     callable: F,
 }
 
-/// Runs `body` for a safe-call entry point: writes the result or raises the error (a panic
-/// becomes an `InternalError`), and returns the C status code.
-///
-/// # Safety
-/// `result` is valid for writes.
-pub(crate) unsafe fn run_safe_call(
-    result: *mut TVMFFIAny,
-    body: impl FnOnce() -> Result<Any>,
-) -> c_int {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(value)) => {
-            // SAFETY: guaranteed by the caller; the callee owns nothing in `result` yet.
-            unsafe { result.write(value.into_raw()) };
-            0
-        }
-        Ok(Err(err)) => {
-            err.set_raised();
-            -1
-        }
-        Err(payload) => {
-            Error::from_panic(payload.as_ref()).set_raised();
-            -1
-        }
-    }
-}
-
 /// Views the packed arguments of a safe call as a slice.
 ///
 /// # Safety
@@ -107,7 +81,10 @@ where
     unsafe {
         let obj = &*handle.cast::<RustFunctionObj<F>>();
         let args = args_slice(args, num_args);
-        run_safe_call(result, || (obj.callable)(args))
+        ffi_status("a Rust packed function", || {
+            result.write((obj.callable)(args)?.into_raw());
+            Ok(())
+        })
     }
 }
 

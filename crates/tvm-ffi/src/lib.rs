@@ -9,13 +9,15 @@
 //! embedding executable) links it, so exactly one library per process owns the state.
 //!
 //! Errors are reported as [`Error`] values (kind, message, backtrace, cause). No panic crosses an
-//! `extern "C"` function: every callback handed to C goes through one panic boundary.
+//! `extern "C"` function: every callback handed to C goes through one panic boundary,
+//! [`boundary::ffi_boundary`].
 
 #![allow(non_upper_case_globals)]
 
 /// The raw C ABI (the `tvm-ffi-sys` crate).
 pub use tvm_ffi_sys as abi;
 pub mod any;
+pub mod boundary;
 pub mod containers;
 pub mod device;
 pub mod dtype;

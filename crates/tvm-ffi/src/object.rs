@@ -13,6 +13,7 @@ use crate::abi::{
     self, TVMFFIObject, kTVMFFIObjectBothOne, kTVMFFIObjectDeleterFlagBitMaskStrong,
     kTVMFFIObjectDeleterFlagBitMaskWeak, kTVMFFIObjectWeakOne,
 };
+use crate::boundary::ffi_boundary;
 use crate::types;
 
 /// The root of every object type (`ffi.Object`): just the header.
@@ -169,7 +170,9 @@ unsafe extern "C" fn rust_object_deleter<S>(obj: *mut c_void, flags: c_int) {
 }
 
 /// Runs `destroy(obj, flags)` for a deleter; nested releases beyond [`MAX_NESTED_DROPS`] are
-/// queued and run by the outermost one, so deep structures cannot overflow the stack.
+/// queued and run by the outermost one, so deep structures cannot overflow the stack. A panic
+/// in a destructor stops at the panic boundary of that one release (raised as an
+/// `InternalError`), and the bookkeeping stays intact.
 ///
 /// # Safety
 /// `destroy` may be run with `obj` and `flags` (the deleter's arguments), once.
@@ -178,28 +181,41 @@ pub(crate) unsafe fn release_nested(
     flags: c_int,
     destroy: unsafe fn(*mut c_void, c_int),
 ) {
-    let Ok(depth) = DROP_DEPTH.try_with(std::cell::Cell::get) else {
-        // Thread teardown: no bookkeeping left, release right away.
+    /// One release behind its own boundary.
+    ///
+    /// # Safety
+    /// As for `release_nested`.
+    unsafe fn run(obj: *mut c_void, flags: c_int, destroy: unsafe fn(*mut c_void, c_int)) {
         // SAFETY: forwarded from the header protocol.
-        return unsafe { destroy(obj, flags) };
-    };
-    if depth >= MAX_NESTED_DROPS {
-        PENDING_DROPS.with(|pending| pending.borrow_mut().push_back((obj, flags, destroy)));
-        HAS_PENDING_DROPS.with(|flag| flag.set(true));
-        return;
+        ffi_boundary("an object destructor", || unsafe { destroy(obj, flags) });
     }
-    DROP_DEPTH.with(|d| d.set(depth + 1));
-    // SAFETY: forwarded from the header protocol.
-    unsafe { destroy(obj, flags) };
-    if depth == 0 && HAS_PENDING_DROPS.with(std::cell::Cell::get) {
-        // The outermost release runs what deeper ones queued (which may queue more).
-        while let Some((obj, flags, run)) = PENDING_DROPS.with(|p| p.borrow_mut().pop_front()) {
-            // SAFETY: each queued release was handed over exactly once by the header protocol.
-            unsafe { run(obj, flags) };
+    ffi_boundary("an object deleter", || {
+        let Ok(depth) = DROP_DEPTH.try_with(std::cell::Cell::get) else {
+            // Thread teardown: no bookkeeping left, release right away.
+            // SAFETY: forwarded from the header protocol.
+            return unsafe { run(obj, flags, destroy) };
+        };
+        if depth >= MAX_NESTED_DROPS {
+            PENDING_DROPS.with(|pending| pending.borrow_mut().push_back((obj, flags, destroy)));
+            HAS_PENDING_DROPS.with(|flag| flag.set(true));
+            return;
         }
-        HAS_PENDING_DROPS.with(|flag| flag.set(false));
-    }
-    DROP_DEPTH.with(|d| d.set(depth));
+        DROP_DEPTH.with(|d| d.set(depth + 1));
+        // SAFETY: forwarded from the header protocol.
+        unsafe { run(obj, flags, destroy) };
+        if depth == 0 && HAS_PENDING_DROPS.with(std::cell::Cell::get) {
+            // The outermost release runs what deeper ones queued (which may queue more).
+            while let Some((obj, flags, destroy)) =
+                PENDING_DROPS.with(|p| p.borrow_mut().pop_front())
+            {
+                // SAFETY: each queued release was handed over exactly once by the header
+                // protocol.
+                unsafe { run(obj, flags, destroy) };
+            }
+            HAS_PENDING_DROPS.with(|flag| flag.set(false));
+        }
+        DROP_DEPTH.with(|d| d.set(depth));
+    })
 }
 
 /// Allocates an object holding `value` followed by `extra` zeroed bytes, with a fresh header

@@ -15,8 +15,12 @@ unsafe extern "C" fn field_getter<F: Clone + Into<Any>>(
     field: *mut c_void,
     result: *mut TVMFFIAny,
 ) -> c_int {
-    // SAFETY: the runtime passes the address of a live field of type `F` and a writable result.
-    unsafe { crate::function::run_safe_call(result, || Ok((*field.cast::<F>()).clone().into())) }
+    crate::boundary::ffi_status("a reflected field getter", || {
+        // SAFETY: the runtime passes the address of a live field of type `F` and a writable
+        // result, which owns nothing yet.
+        unsafe { result.write((*field.cast::<F>()).clone().into().into_raw()) };
+        Ok(())
+    })
 }
 
 fn check(rc: c_int, what: &str) -> Result<()> {

@@ -400,11 +400,13 @@ fn slow_path(
 }
 
 unsafe extern "C" fn release_py_object(handle: *mut c_void) {
-    // After the interpreter has shut down the object is gone with it: nothing to release.
-    let _ = Python::try_attach(|_py| {
-        // SAFETY: the handle holds the strong reference taken in `opaque`.
-        unsafe { ffi::Py_DecRef(handle.cast()) };
-    });
+    tvm_ffi::boundary::ffi_boundary("the deleter of an opaque Python object", || {
+        // After the interpreter has shut down the object is gone with it: nothing to release.
+        let _ = Python::try_attach(|_py| {
+            // SAFETY: the handle holds the strong reference taken in `opaque`.
+            unsafe { ffi::Py_DecRef(handle.cast()) };
+        });
+    })
 }
 
 /// Wraps any Python object as an `ffi.OpaquePyObject` that gives the same object back.

@@ -9,6 +9,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use tvm_ffi::Tensor;
 use tvm_ffi::abi::{self, DLDataType, DLManagedTensor, DLManagedTensorVersioned};
+use tvm_ffi::boundary::ffi_boundary;
 
 use crate::errors::{python_entry, raise_error};
 use crate::objects::new_wrapped;
@@ -70,12 +71,17 @@ fn buffer_dtype(format: &[u8], itemsize: isize) -> Option<DLDataType> {
 }
 
 unsafe extern "C" fn release_buffer(ctx: *mut c_void) {
-    // After the interpreter has shut down the exporter is gone with it: nothing to release.
-    let _ = Python::try_attach(|_py| {
-        // SAFETY: `ctx` is the tensor's copy of the view filled by `PyObject_GetBuffer`,
-        // released once.
-        unsafe { ffi::PyBuffer_Release(ctx.cast::<ffi::Py_buffer>()) };
-    });
+    ffi_boundary(
+        "the buffer release of a tensor imported from Python",
+        || {
+            // After the interpreter has shut down the exporter is gone with it: nothing to release.
+            let _ = Python::try_attach(|_py| {
+                // SAFETY: `ctx` is the tensor's copy of the view filled by `PyObject_GetBuffer`,
+                // released once.
+                unsafe { ffi::PyBuffer_Release(ctx.cast::<ffi::Py_buffer>()) };
+            });
+        },
+    )
 }
 
 /// Imports a numpy array through the buffer protocol: the same zero-copy view as DLPack (CPU
@@ -214,30 +220,39 @@ pub(crate) fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py
 }
 
 unsafe extern "C" fn release_versioned_capsule(capsule: *mut ffi::PyObject) {
-    // SAFETY: called by the interpreter on a capsule we made; only an unconsumed capsule still
-    // owns its managed tensor.
-    unsafe {
-        if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
-            let managed = ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr())
-                .cast::<DLManagedTensorVersioned>();
-            if let Some(deleter) = (*managed).deleter {
-                deleter(managed);
+    // SAFETY: the interpreter destroys capsules with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "the destructor of a dltensor_versioned capsule", || {
+        // SAFETY: a capsule we made; only an unconsumed capsule still owns its managed tensor.
+        unsafe {
+            if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
+                let managed = ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr())
+                    .cast::<DLManagedTensorVersioned>();
+                if let Some(deleter) = (*managed).deleter {
+                    deleter(managed);
+                }
             }
         }
-    }
+        Ok(())
+    })
 }
 
 unsafe extern "C" fn release_legacy_capsule(capsule: *mut ffi::PyObject) {
-    // SAFETY: as above, legacy form.
-    unsafe {
-        if ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
-            let managed =
-                ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr()).cast::<DLManagedTensor>();
-            if let Some(deleter) = (*managed).deleter {
-                deleter(managed);
+    // SAFETY: the interpreter destroys capsules with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "the destructor of a dltensor capsule", || {
+        // SAFETY: as above, legacy form.
+        unsafe {
+            if ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
+                let managed =
+                    ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr()).cast::<DLManagedTensor>();
+                if let Some(deleter) = (*managed).deleter {
+                    deleter(managed);
+                }
             }
         }
-    }
+        Ok(())
+    })
 }
 
 /// Makes a device tensor's data safe to use on the consumer's `stream` (the `__dlpack__`
@@ -411,6 +426,7 @@ unsafe extern "C" fn dlpack_vectorcall(
             dl_device.as_ref(),
             copy.as_ref(),
         )
+        .map(Py::into_ptr)
     })
 }
 

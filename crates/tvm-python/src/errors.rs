@@ -3,14 +3,15 @@
 //! callback becomes a runtime error that carries the original exception, so that it comes back
 //! out of native frames as the same object.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ffi::c_int;
 
-use pyo3::exceptions::{PyRuntimeError, PySystemError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 use tvm_ffi::abi::{self, TVMFFIByteArray};
+use tvm_ffi::boundary::{FailureValue, ffi_boundary};
 use tvm_ffi::{Error, ErrorKind};
 
 /// Python helpers installed by `tvm.error`: `(to_python, from_python)`.
@@ -31,22 +32,74 @@ pub(crate) fn _set_error_hooks(
         .map_err(|_| PyRuntimeError::new_err("error hooks are already installed"))
 }
 
-/// Runs the body of a raw CPython entry point (a vectorcall): its value as a new reference, or
-/// NULL with the error set; a panic becomes a `SystemError` naming `what` instead of unwinding
-/// into the interpreter.
+/// The return value of a raw CPython entry point (a slot, a vectorcall, a capsule destructor:
+/// functions the interpreter calls with the GIL held), as a [`FailureValue`] of the one panic
+/// boundary: after a failure the error is handed to the interpreter the way `T` reports it.
+pub(crate) struct PyReturn<T>(pub(crate) T);
+
+/// The raw return kinds of CPython entry points.
+pub(crate) trait PyFailure: Sized {
+    /// The value that signals failure.
+    const FAILED: Self;
+    /// Hands `err` to the interpreter: the error indicator for a function that returns a
+    /// failure value, `sys.unraisablehook` for one that cannot (a destructor).
+    fn hand_over(py: Python<'_>, err: PyErr);
+}
+
+/// An object: NULL with the error set.
+impl PyFailure for *mut ffi::PyObject {
+    const FAILED: Self = std::ptr::null_mut();
+    fn hand_over(py: Python<'_>, err: PyErr) {
+        err.restore(py);
+    }
+}
+
+/// A status: `-1` with the error set.
+impl PyFailure for c_int {
+    const FAILED: Self = -1;
+    fn hand_over(py: Python<'_>, err: PyErr) {
+        err.restore(py);
+    }
+}
+
+/// Nothing (a destructor): the error goes to `sys.unraisablehook`.
+impl PyFailure for () {
+    const FAILED: Self = ();
+    fn hand_over(py: Python<'_>, err: PyErr) {
+        err.write_unraisable(py, None);
+    }
+}
+
+/// After a panic: the runtime's `InternalError` (a `RuntimeError`) naming the entry point.
+impl<T: PyFailure> FailureValue for PyReturn<T> {
+    fn failure() -> Self {
+        PyReturn(T::FAILED)
+    }
+
+    fn report(error: Error) -> Self {
+        Python::attach(|py| T::hand_over(py, raise_error(py, error)));
+        Self::failure()
+    }
+}
+
+/// Runs the whole body of a raw CPython entry point through the one panic boundary
+/// ([`ffi_boundary`]): its value, or `R`'s failure value with the error handed to the
+/// interpreter; a panic becomes an `InternalError` naming `what` instead of unwinding into the
+/// interpreter.
 #[inline]
-pub(crate) fn python_entry(
+pub(crate) fn python_entry<R: PyFailure>(
     py: Python<'_>,
-    what: &str,
-    body: impl FnOnce() -> PyResult<Py<PyAny>>,
-) -> *mut ffi::PyObject {
-    let error = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(value)) => return value.into_ptr(),
-        Ok(Err(err)) => err,
-        Err(_) => PySystemError::new_err(format!("panic in {what}")),
-    };
-    error.restore(py);
-    std::ptr::null_mut()
+    what: &'static str,
+    body: impl FnOnce() -> PyResult<R>,
+) -> R {
+    ffi_boundary(what, || match body() {
+        Ok(value) => PyReturn(value),
+        Err(err) => {
+            R::hand_over(py, err);
+            PyReturn(R::FAILED)
+        }
+    })
+    .0
 }
 
 /// The Python exception carried in an error's extra context, if any.

@@ -88,35 +88,39 @@ unsafe fn borrowed_function(py: Python<'_>, obj: *mut ffi::PyObject) -> Manually
 /// # Safety
 /// `callable` is a live instance; `args` holds `nargs` live objects.
 unsafe fn call(
+    py: Python<'_>,
     callable: *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
     nargs: usize,
-) -> *mut ffi::PyObject {
-    // SAFETY: the interpreter calls us with the GIL held.
-    let py = unsafe { Python::assume_attached() };
-    python_entry(py, "a call of a tvm.ffi.Function", || {
+) -> PyResult<*mut ffi::PyObject> {
+    // SAFETY: per the contract.
+    if unsafe { fields(py, callable).function.is_null() } {
+        // Only reachable by allocating through the base class's `__new__` by hand.
+        return Err(PyTypeError::new_err(
+            "this tvm.ffi.Function is not bound to a function",
+        ));
+    }
+    // SAFETY: per the contract.
+    let (function, release) = unsafe {
+        (
+            borrowed_function(py, callable),
+            fields(py, callable).release_gil != 0,
+        )
+    };
+    let args = if nargs == 0 {
+        &[][..]
+    } else {
         // SAFETY: per the contract.
-        if unsafe { fields(py, callable).function.is_null() } {
-            // Only reachable by allocating through the base class's `__new__` by hand.
-            return Err(PyTypeError::new_err(
-                "this tvm.ffi.Function is not bound to a function",
-            ));
-        }
-        // SAFETY: per the contract.
-        let (function, release) = unsafe {
-            (
-                borrowed_function(py, callable),
-                fields(py, callable).release_gil != 0,
-            )
-        };
-        let args = if nargs == 0 {
-            &[][..]
-        } else {
-            // SAFETY: per the contract.
-            unsafe { std::slice::from_raw_parts(args, nargs) }
-        };
-        call_function(py, &function, args, release).and_then(|v| any_to_py(py, v))
-    })
+        unsafe { std::slice::from_raw_parts(args, nargs) }
+    };
+    call_function(py, &function, args, release)
+        .and_then(|v| any_to_py(py, v))
+        .map(Py::into_ptr)
+}
+
+/// The error for keyword arguments, which functions do not take.
+fn no_keywords() -> PyErr {
+    PyTypeError::new_err("tvm.ffi.Function takes no keyword arguments")
 }
 
 unsafe extern "C" fn vectorcall(
@@ -125,16 +129,17 @@ unsafe extern "C" fn vectorcall(
     nargsf: usize,
     kwnames: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    // SAFETY: `kwnames` is NULL or a tuple of keyword names.
-    if !kwnames.is_null() && unsafe { ffi::PyTuple_Size(kwnames) } > 0 {
-        // SAFETY: the GIL is held.
-        let py = unsafe { Python::assume_attached() };
-        PyTypeError::new_err("tvm.ffi.Function takes no keyword arguments").restore(py);
-        return std::ptr::null_mut();
-    }
-    let nargs = nargsf & !ARGUMENTS_OFFSET;
-    // SAFETY: the interpreter passes `nargs` live arguments.
-    unsafe { call(callable, args, nargs) }
+    // SAFETY: the interpreter calls us with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "a call of a tvm.ffi.Function", || {
+        // SAFETY: `kwnames` is NULL or a tuple of keyword names.
+        if !kwnames.is_null() && unsafe { ffi::PyTuple_Size(kwnames) } > 0 {
+            return Err(no_keywords());
+        }
+        let nargs = nargsf & !ARGUMENTS_OFFSET;
+        // SAFETY: the interpreter passes `nargs` live arguments.
+        unsafe { call(py, callable, args, nargs) }
+    })
 }
 
 unsafe extern "C" fn tp_call(
@@ -142,50 +147,57 @@ unsafe extern "C" fn tp_call(
     args: *mut ffi::PyObject,
     kwargs: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    // SAFETY: `args` is a tuple and `kwargs` NULL or a dict, both live for the call.
-    unsafe {
-        if !kwargs.is_null() && ffi::PyDict_Size(kwargs) > 0 {
-            let py = Python::assume_attached();
-            PyTypeError::new_err("tvm.ffi.Function takes no keyword arguments").restore(py);
-            return std::ptr::null_mut();
+    // SAFETY: the interpreter calls us with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "a call of a tvm.ffi.Function", || {
+        // SAFETY: `args` is a tuple and `kwargs` NULL or a dict, both live for the call.
+        unsafe {
+            if !kwargs.is_null() && ffi::PyDict_Size(kwargs) > 0 {
+                return Err(no_keywords());
+            }
+            let n = ffi::PyTuple_Size(args).max(0) as usize;
+            let items: Vec<*mut ffi::PyObject> = (0..n)
+                .map(|i| ffi::PyTuple_GetItem(args, i as ffi::Py_ssize_t))
+                .collect();
+            call(py, callable, items.as_ptr(), n)
         }
-        let n = ffi::PyTuple_Size(args).max(0) as usize;
-        let items: Vec<*mut ffi::PyObject> = (0..n)
-            .map(|i| ffi::PyTuple_GetItem(args, i as ffi::Py_ssize_t))
-            .collect();
-        call(callable, items.as_ptr(), n)
-    }
+    })
 }
 
 unsafe extern "C" fn dealloc(obj: *mut ffi::PyObject) {
-    // SAFETY: called once by the interpreter for a dying instance, with the GIL held; the base
-    // part is released by the base class's deallocator afterwards.
-    unsafe {
-        let py = Python::assume_attached();
-        let fields = fields(py, obj);
-        if !fields.dict.is_null() {
-            ffi::Py_DecRef(std::mem::replace(&mut fields.dict, std::ptr::null_mut()));
+    // SAFETY: the interpreter deallocates with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "the deallocation of a tvm.ffi.Function", || {
+        // SAFETY: called once for a dying instance; the base part is released by the base
+        // class's deallocator afterwards.
+        unsafe {
+            let fields = fields(py, obj);
+            if !fields.dict.is_null() {
+                ffi::Py_DecRef(std::mem::replace(&mut fields.dict, std::ptr::null_mut()));
+            }
+            if !fields.function.is_null() {
+                tvm_ffi::object::dec_ref(std::mem::replace(
+                    &mut fields.function,
+                    std::ptr::null_mut(),
+                ));
+            }
+            (function_type(py).base_dealloc)(obj);
         }
-        if !fields.function.is_null() {
-            tvm_ffi::object::dec_ref(std::mem::replace(
-                &mut fields.function,
-                std::ptr::null_mut(),
-            ));
-        }
-        (function_type(py).base_dealloc)(obj);
-    }
+        Ok(())
+    })
 }
 
 unsafe extern "C" fn get_release_gil(
     obj: *mut ffi::PyObject,
     _closure: *mut c_void,
 ) -> *mut ffi::PyObject {
-    // SAFETY: a live instance; the GIL is held.
-    unsafe {
-        let py = Python::assume_attached();
-        let value = fields(py, obj).release_gil != 0;
-        pyo3::types::PyBool::new(py, value).to_owned().into_ptr()
-    }
+    // SAFETY: the interpreter calls getters with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "tvm.ffi.Function.release_gil", || {
+        // SAFETY: a live instance.
+        let value = unsafe { fields(py, obj).release_gil != 0 };
+        Ok(pyo3::types::PyBool::new(py, value).to_owned().into_ptr())
+    })
 }
 
 unsafe extern "C" fn set_release_gil(
@@ -193,20 +205,22 @@ unsafe extern "C" fn set_release_gil(
     value: *mut ffi::PyObject,
     _closure: *mut c_void,
 ) -> c_int {
-    // SAFETY: a live instance; the GIL is held.
-    unsafe {
-        let py = Python::assume_attached();
+    // SAFETY: the interpreter calls setters with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "tvm.ffi.Function.release_gil", || {
         if value.is_null() {
-            PyTypeError::new_err("release_gil cannot be deleted").restore(py);
-            return -1;
+            return Err(PyTypeError::new_err("release_gil cannot be deleted"));
         }
-        let truth = ffi::PyObject_IsTrue(value);
-        if truth < 0 {
-            return -1;
+        // SAFETY: a live instance and a live value.
+        unsafe {
+            let truth = ffi::PyObject_IsTrue(value);
+            if truth < 0 {
+                return Err(PyErr::fetch(py));
+            }
+            fields(py, obj).release_gil = truth as usize;
         }
-        fields(py, obj).release_gil = truth as usize;
-        0
-    }
+        Ok(0)
+    })
 }
 
 /// `Function(...)` from Python: functions come from the registry, modules or `convert`.
@@ -217,21 +231,24 @@ unsafe extern "C" fn refuse_new(
 ) -> *mut ffi::PyObject {
     // SAFETY: the interpreter calls constructors with the GIL held.
     let py = unsafe { Python::assume_attached() };
-    PyTypeError::new_err(
-        "cannot create 'tvm.ffi.Function' instances directly; use tvm.ffi.convert(callable), \
-         tvm.get_global_func(name) or a module's functions",
-    )
-    .restore(py);
-    std::ptr::null_mut()
+    python_entry(py, "tvm.ffi.Function.__new__", || {
+        Err(PyTypeError::new_err(
+            "cannot create 'tvm.ffi.Function' instances directly; use tvm.ffi.convert(callable), \
+             tvm.get_global_func(name) or a module's functions",
+        ))
+    })
 }
 
 unsafe extern "C" fn repr(obj: *mut ffi::PyObject) -> *mut ffi::PyObject {
-    // SAFETY: a live instance; the GIL is held.
-    unsafe {
-        let py = Python::assume_attached();
-        let text = format!("<tvm.ffi.Function {:p}>", fields(py, obj).function);
-        pyo3::types::PyString::new(py, &text).into_ptr()
-    }
+    // SAFETY: the interpreter calls `repr` with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "tvm.ffi.Function.__repr__", || {
+        // SAFETY: a live instance.
+        let text = format!("<tvm.ffi.Function {:p}>", unsafe {
+            fields(py, obj).function
+        });
+        Ok(pyo3::types::PyString::new(py, &text).into_ptr())
+    })
 }
 
 /// Creates the `Function` type as a subclass of `object_type` (called once, at module load).

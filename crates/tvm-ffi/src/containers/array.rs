@@ -220,9 +220,11 @@ impl std::fmt::Debug for Array {
 }
 
 unsafe extern "C" fn free_buffer(data: *mut c_void) {
-    // SAFETY: list buffers come from `libc::malloc` (or C++ `operator new`, which is
-    // malloc-based); `free(NULL)` is a no-op.
-    unsafe { libc::free(data) };
+    crate::boundary::ffi_boundary("the buffer deleter of a List", || {
+        // SAFETY: list buffers come from `libc::malloc` (or C++ `operator new`, which is
+        // malloc-based); `free(NULL)` is a no-op.
+        unsafe { libc::free(data) };
+    })
 }
 
 /// A shared-mutable sequence: every reference sees every change. Not `Sync`.

@@ -10,6 +10,7 @@ use crate::abi::{
     DLTensor,
 };
 use crate::any::Any;
+use crate::boundary::ffi_boundary;
 use crate::error::{ErrorKind, Result};
 use crate::object::dec_ref;
 
@@ -33,19 +34,24 @@ unsafe fn import(
 }
 
 unsafe extern "C" fn release_legacy(managed: *mut DLManagedTensor) {
-    // SAFETY: allocated by `Tensor::to_dlpack`, released once; the context holds a reference.
-    unsafe {
-        let managed = Box::from_raw(managed);
-        dec_ref(managed.manager_ctx.cast());
-    }
+    ffi_boundary("the deleter of a DLManagedTensor", || {
+        // SAFETY: allocated by `Tensor::to_dlpack`, released once; the context holds a
+        // reference.
+        unsafe {
+            let managed = Box::from_raw(managed);
+            dec_ref(managed.manager_ctx.cast());
+        }
+    })
 }
 
 unsafe extern "C" fn release_versioned(managed: *mut DLManagedTensorVersioned) {
-    // SAFETY: allocated by `Tensor::to_dlpack_versioned`, released once.
-    unsafe {
-        let managed = Box::from_raw(managed);
-        dec_ref(managed.manager_ctx.cast());
-    }
+    ffi_boundary("the deleter of a DLManagedTensorVersioned", || {
+        // SAFETY: allocated by `Tensor::to_dlpack_versioned`, released once.
+        unsafe {
+            let managed = Box::from_raw(managed);
+            dec_ref(managed.manager_ctx.cast());
+        }
+    })
 }
 
 impl Tensor {

@@ -78,7 +78,33 @@ fn panics_become_internal_errors() {
     let f = Function::from_packed(|_| panic!("boom in a callee"));
     let err = f.call(()).unwrap_err();
     assert_eq!(err.kind(), "InternalError");
-    assert!(err.message().contains("boom in a callee"), "{err}");
+    assert_eq!(
+        err.message(),
+        "panic in a Rust packed function: boom in a callee"
+    );
+}
+
+#[test]
+fn a_panicking_destructor_is_raised_not_unwound() {
+    struct PanicOnDrop;
+    impl Drop for PanicOnDrop {
+        fn drop(&mut self) {
+            panic!("boom in a destructor");
+        }
+    }
+    let owned = PanicOnDrop;
+    let f = Function::from_packed(move |_| {
+        let _ = &owned;
+        Ok(Any::none())
+    });
+    drop(Error::take_raised());
+    drop(f);
+    let err = Error::take_raised().expect("the panic is raised");
+    assert_eq!(err.kind(), "InternalError");
+    assert_eq!(
+        err.message(),
+        "panic in an object destructor: boom in a destructor"
+    );
 }
 
 #[test]
