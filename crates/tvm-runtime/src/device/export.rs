@@ -13,6 +13,7 @@ use tvm_ffi::abi::{
     DLDataType, DLDevice, DLTensor, TVM_FFI_DEVICE_API_TABLE_VERSION, TVMFFIAny,
     TVMFFIDeviceAPITable, TVMFFIStreamHandle,
 };
+use tvm_ffi::boundary::ffi_status;
 use tvm_ffi::{Any, DataType, Device, Error, ErrorKind, Function, Result};
 
 use super::{DeviceApi, DeviceAttr, StreamHandle};
@@ -23,19 +24,6 @@ struct Exported {
     name: CString,
     /// Text attributes handed out as raw strings, alive as long as the table.
     texts: std::sync::Mutex<Vec<CString>>,
-}
-
-/// Runs one table entry: 0 on success, -1 with the error raised (panics included).
-fn entry(body: impl FnOnce() -> Result<()>) -> c_int {
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
-        .unwrap_or_else(|payload| Err(Error::from_panic(&*payload)));
-    match result {
-        Ok(()) => 0,
-        Err(err) => {
-            err.set_raised();
-            -1
-        }
-    }
 }
 
 /// # Safety
@@ -51,7 +39,7 @@ unsafe extern "C" fn get_attr(
     kind: i32,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    entry(|| {
+    ffi_status("device table get_attr", || {
         // SAFETY: the runtime passes back the table's own context.
         let exported = unsafe { exported(this) };
         let attr = DeviceAttr::from_code(kind).ok_or_else(|| {
@@ -89,7 +77,7 @@ unsafe extern "C" fn alloc(
     dtype_hint: DLDataType,
     out: *mut *mut c_void,
 ) -> c_int {
-    entry(|| {
+    ffi_status("device table alloc", || {
         // SAFETY: the runtime passes back the table's own context.
         let api = &unsafe { exported(this) }.api;
         let ptr = api.alloc(Device(device), nbytes, alignment, DataType(dtype_hint))?;
@@ -100,7 +88,7 @@ unsafe extern "C" fn alloc(
 }
 
 unsafe extern "C" fn free(this: *mut c_void, device: DLDevice, ptr: *mut c_void) -> c_int {
-    entry(|| {
+    ffi_status("device table free", || {
         // SAFETY: the runtime passes back the table's context and a pointer from `alloc`.
         unsafe { exported(this).api.free(Device(device), ptr) }
     })
@@ -112,7 +100,7 @@ unsafe extern "C" fn copy(
     to: *const DLTensor,
     stream: TVMFFIStreamHandle,
 ) -> c_int {
-    entry(|| {
+    ffi_status("device table copy", || {
         // SAFETY: the runtime passes back the table's context and two valid descriptors.
         unsafe { exported(this).api.copy(&*from, &*to, StreamHandle(stream)) }
     })
@@ -123,7 +111,7 @@ unsafe extern "C" fn stream_create(
     device: DLDevice,
     out: *mut TVMFFIStreamHandle,
 ) -> c_int {
-    entry(|| {
+    ffi_status("device table stream_create", || {
         // SAFETY: the runtime passes back the table's own context.
         let stream = unsafe { exported(this) }
             .api
@@ -139,7 +127,7 @@ unsafe extern "C" fn stream_free(
     device: DLDevice,
     stream: TVMFFIStreamHandle,
 ) -> c_int {
-    entry(|| {
+    ffi_status("device table stream_free", || {
         // SAFETY: the runtime passes back the table's context and a stream it created.
         unsafe {
             exported(this)
@@ -154,7 +142,7 @@ unsafe extern "C" fn stream_sync(
     device: DLDevice,
     stream: TVMFFIStreamHandle,
 ) -> c_int {
-    entry(|| {
+    ffi_status("device table stream_sync", || {
         // SAFETY: the runtime passes back the table's own context.
         unsafe { exported(this) }
             .api
@@ -163,8 +151,10 @@ unsafe extern "C" fn stream_sync(
 }
 
 unsafe extern "C" fn release(this: *mut c_void) {
-    // SAFETY: made by `Box::into_raw` in `export_table`, released once by the runtime.
-    drop(unsafe { Box::from_raw(this.cast::<Exported>()) });
+    tvm_ffi::boundary::ffi_boundary("device table release", || {
+        // SAFETY: made by `Box::into_raw` in `export_table`, released once by the runtime.
+        drop(unsafe { Box::from_raw(this.cast::<Exported>()) });
+    })
 }
 
 /// The C table of a Rust backend. Its `self` owns the backend until the table's `release`

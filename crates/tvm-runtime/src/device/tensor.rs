@@ -9,6 +9,7 @@ use tvm_ffi::abi::{
     self, DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackVersion,
     DLTensor,
 };
+use tvm_ffi::boundary::ffi_boundary;
 use tvm_ffi::tensor::{Element, compact_strides};
 use tvm_ffi::{DataType, Device, Error, ErrorKind, Result, Tensor};
 
@@ -29,11 +30,11 @@ unsafe extern "C" fn release_allocation(managed: *mut DLManagedTensorVersioned) 
     // SAFETY: `manager_ctx` is the record made by `alloc_managed`, released once by the tensor.
     let record = unsafe { Box::from_raw((*managed).manager_ctx.cast::<DeviceAllocation>()) };
     let t = &record.managed.dl_tensor;
-    // SAFETY: the memory came from this backend for this device; the tensor is gone. A failure
-    // cannot be reported from a deleter, and the backend has already said what went wrong.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
-        record.api.free(Device(t.device), t.data)
-    }));
+    ffi_boundary("device tensor deleter", || {
+        // SAFETY: the memory came from this backend for this device; the tensor is gone. A
+        // failure cannot be reported from a deleter; the backend has said what went wrong.
+        let _ = unsafe { record.api.free(Device(t.device), t.data) };
+    });
 }
 
 /// A compact tensor shaped like `prototype` (its device, dtype, ndim and shape), allocated by
@@ -124,29 +125,39 @@ unsafe extern "C" fn registry_allocator(
     error_ctx: *mut c_void,
     set_error: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char)>,
 ) -> c_int {
-    let result = std::panic::catch_unwind(|| {
-        if prototype.is_null() || out.is_null() {
-            tvm_ffi::bail!(
-                ErrorKind::ValueError,
-                "the tensor allocator got a NULL argument"
-            );
-        }
-        // SAFETY: non-NULL, valid per the allocator's contract.
-        unsafe { *out = alloc_managed(&*prototype)? };
-        Ok(())
-    })
-    .unwrap_or_else(|payload| Err(Error::from_panic(&*payload)));
-    match result {
-        Ok(()) => 0,
-        Err(err) => {
-            if let Some(set_error) = set_error {
-                let kind = CString::new(err.kind().as_bytes()).unwrap_or_default();
-                let message = CString::new(err.message().replace('\0', " ")).unwrap_or_default();
-                // SAFETY: both strings are NUL-terminated and outlive the call.
-                unsafe { set_error(error_ctx, kind.as_ptr(), message.as_ptr()) };
+    ffi_boundary("registry DLPack allocator", || {
+        let result = (|| {
+            if prototype.is_null() || out.is_null() {
+                tvm_ffi::bail!(
+                    ErrorKind::ValueError,
+                    "the tensor allocator got a NULL argument"
+                );
             }
-            -1
+            // SAFETY: non-NULL, valid per the allocator's contract.
+            unsafe { *out = alloc_managed(&*prototype)? };
+            Ok(())
+        })();
+        match result {
+            Ok(()) => 0,
+            Err(err) => {
+                report_to(set_error, error_ctx, &err);
+                -1
+            }
         }
+    })
+}
+
+/// Reports an allocation error through the allocator's `SetError` callback.
+fn report_to(
+    set_error: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char)>,
+    error_ctx: *mut c_void,
+    err: &Error,
+) {
+    if let Some(set_error) = set_error {
+        let kind = CString::new(err.kind().as_bytes()).unwrap_or_default();
+        let message = CString::new(err.message().replace('\0', " ")).unwrap_or_default();
+        // SAFETY: both strings are NUL-terminated and outlive the call.
+        unsafe { set_error(error_ctx, kind.as_ptr(), message.as_ptr()) };
     }
 }
 
