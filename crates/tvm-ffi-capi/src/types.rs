@@ -341,6 +341,13 @@ impl Tables {
             );
         }
         let index = if static_index >= 0 {
+            if static_index >= kTVMFFIDynObjectBegin {
+                tvm_ffi::bail!(
+                    ErrorKind::ValueError,
+                    "type `{key}`: static index {static_index} is outside the static range \
+                     0..{kTVMFFIDynObjectBegin}"
+                );
+            }
             if self.entry(static_index).is_some() {
                 tvm_ffi::bail!(
                     ErrorKind::ValueError,
@@ -349,16 +356,24 @@ impl Tables {
             }
             static_index
         } else {
-            let need = num_child_slots + 1;
-            if parent.allocated_slots + need <= parent.num_slots {
+            // In i64: a slot count near i32::MAX must not wrap around into a used index.
+            let need = i64::from(num_child_slots) + 1;
+            if i64::from(parent.allocated_slots) + need <= i64::from(parent.num_slots) {
                 let index = parent.info.type_index + parent.allocated_slots;
-                parent.allocated_slots += need;
+                parent.allocated_slots += need as i32;
                 index
             } else if parent.can_overflow {
                 let index = self.next_dynamic;
-                self.next_dynamic = self.next_dynamic.checked_add(need).ok_or_else(|| {
-                    Error::new(ErrorKind::MemoryError, "type index space exhausted")
-                })?;
+                let end = i64::from(index) + need;
+                if end > i64::from(MAX_TYPE_INDEX) {
+                    tvm_ffi::bail!(
+                        ErrorKind::ValueError,
+                        "type `{key}`: num_child_slots {num_child_slots} does not fit in the type \
+                         index space ({} indices left of {MAX_TYPE_INDEX})",
+                        i64::from(MAX_TYPE_INDEX) - i64::from(index) - 1
+                    );
+                }
+                self.next_dynamic = end as i32;
                 index
             } else {
                 tvm_ffi::bail!(
@@ -379,6 +394,10 @@ impl Tables {
         Ok(index)
     }
 }
+
+/// One past the largest type index: the table is indexed densely, so the index space is kept to
+/// what a process can hold (about a million types).
+const MAX_TYPE_INDEX: i32 = 1 << 20;
 
 fn unknown_index(index: i32) -> Error {
     Error::new(ErrorKind::KeyError, format!("unknown type index {index}"))

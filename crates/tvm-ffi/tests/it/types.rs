@@ -1,7 +1,7 @@
 //! The type table through the C API: keys, indices, allocation and bad input.
 
 use tvm_ffi::abi::{self, TVMFFIByteArray};
-use tvm_ffi::{Error, types};
+use tvm_ffi::{Error, ErrorKind, types};
 
 fn key(s: &str) -> TVMFFIByteArray {
     TVMFFIByteArray {
@@ -66,6 +66,35 @@ fn child_slots_are_reserved_for_subtypes() {
         );
         let err = Error::take_raised().unwrap();
         assert!(err.message().contains("slots.BadDepth"), "{err}");
+    }
+}
+
+#[test]
+fn huge_slot_counts_and_static_indices_are_errors_not_aliases() {
+    // SAFETY: valid arrays; plain integer arguments.
+    unsafe {
+        for slots in [i32::MAX, i32::MAX - 1, 1 << 30] {
+            let index = abi::TVMFFITypeGetOrAllocIndex(&key("huge.Slots"), -1, 1, slots, 1, 64);
+            assert_eq!(index, -1, "num_child_slots {slots} must not wrap around");
+            let err = Error::take_raised().unwrap();
+            assert!(err.is_kind(ErrorKind::ValueError), "{err}");
+            assert!(err.message().contains(&slots.to_string()), "{err}");
+        }
+        for index in [1 << 30, abi::kTVMFFIDynObjectBegin, i32::MAX] {
+            let got = abi::TVMFFITypeGetOrAllocIndex(&key("huge.Static"), index, 1, 0, 1, 64);
+            assert_eq!(
+                got, -1,
+                "static index {index} must be refused, not allocated"
+            );
+            let err = Error::take_raised().unwrap();
+            assert!(err.message().contains("static range"), "{err}");
+        }
+        // Registration still works afterwards, at a fresh index.
+        let after = abi::TVMFFITypeGetOrAllocIndex(&key("huge.After"), -1, 1, 0, 1, 64);
+        assert!(after >= abi::kTVMFFIDynObjectBegin, "{after}");
+        let mut found = 0;
+        assert_eq!(abi::TVMFFITypeKeyToIndex(&key("ffi.String"), &mut found), 0);
+        assert_ne!(after, found);
     }
 }
 
