@@ -97,7 +97,7 @@ def test_bad_device_name_is_value_error_naming_it(name):
     assert f"`{name}`" in str(info.value) or repr(name) in str(info.value)
 
 
-@pytest.mark.parametrize("text", ["cpu:0:0", "cpu:", "cpu:x", "cuda:1.5"])
+@pytest.mark.parametrize("text", ["cpu:0:0", "cpu:", "cpu:x", "cuda:1.5", "cuda:-1"])
 def test_bad_device_index_is_value_error_naming_it(text):
     with pytest.raises(ValueError, match=text.replace(".", r"\.")):
         tvm.device(text)
@@ -200,7 +200,10 @@ def test_dtype_through_native_code():
     assert result.type_code == 4
 
 
-@pytest.mark.parametrize("text", ["floaty", "xyz", "float32x", "float32x0", "int7000", "int8x-1"])
+@pytest.mark.parametrize(
+    "text",
+    ["floaty", "xyz", "float32x", "float32x0", "int7000", "int8x-1", "int0", "float33", "bfloat8"],
+)
 def test_bad_dtype_is_value_error_naming_the_text(text):
     with pytest.raises(ValueError) as info:
         ffi.dtype(text)
@@ -215,3 +218,14 @@ def test_dtype_of_a_non_str_is_an_error():
 def test_negative_device_index_is_a_value_error():
     with pytest.raises(ValueError, match="-1"):
         tvm.device("cuda", -1)
+
+
+def test_empty_dtype_text_is_a_value_error():
+    with pytest.raises(ValueError, match="void"):
+        ffi.dtype("")
+    assert ffi.dtype("void") == ""
+
+
+def test_an_empty_function_name_is_refused():
+    with pytest.raises(ValueError, match="empty"):
+        tvm.register_func("", lambda: 0)

@@ -141,7 +141,9 @@ impl FromStr for Device {
             None => 0,
             Some(id) => id
                 .parse::<i32>()
-                .map_err(|_| format!("invalid device id in `{s}`"))?,
+                .ok()
+                .filter(|id| *id >= 0)
+                .ok_or_else(|| format!("invalid device id in `{s}`: must be an int >= 0"))?,
         };
         Ok(Self::new(device_type, id))
     }
@@ -242,7 +244,7 @@ mod tests {
             Device::webgpu(3),
             Device::opencl(4),
             Device::new(kDLTrn, 7),
-            Device::new(-5, -1),
+            Device::new(-5, 0),
         ] {
             assert_eq!(d.to_string().parse::<Device>(), Ok(d));
         }
@@ -255,10 +257,23 @@ mod tests {
             ("", "unknown device type in ``"),
             (":1", "unknown device type in `:1`"),
             ("device(x):0", "unknown device type in `device(x):0`"),
-            ("cuda:", "invalid device id in `cuda:`"),
-            ("cuda:one", "invalid device id in `cuda:one`"),
-            ("cuda:1:2", "invalid device id in `cuda:1:2`"),
-            ("cuda: 1", "invalid device id in `cuda: 1`"),
+            ("cuda:", "invalid device id in `cuda:`: must be an int >= 0"),
+            (
+                "cuda:-1",
+                "invalid device id in `cuda:-1`: must be an int >= 0",
+            ),
+            (
+                "cuda:one",
+                "invalid device id in `cuda:one`: must be an int >= 0",
+            ),
+            (
+                "cuda:1:2",
+                "invalid device id in `cuda:1:2`: must be an int >= 0",
+            ),
+            (
+                "cuda: 1",
+                "invalid device id in `cuda: 1`: must be an int >= 0",
+            ),
         ] {
             assert_eq!(input.parse::<Device>(), Err(message.to_string()));
         }

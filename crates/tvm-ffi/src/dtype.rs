@@ -115,10 +115,34 @@ fn parse_name_and_bits(head: &str, whole: &str) -> Result<(u8, u8), String> {
             .map(|bits| (code, bits))
             .ok_or_else(|| format!("Unknown data type `{whole}`"));
     }
-    match digits.parse::<u32>() {
-        Ok(bits @ 1..=255) => Ok((code, bits as u8)),
-        _ => Err(format!("invalid bits in `{whole}`: must be in 1..=255")),
+    let bits = digits.parse::<u32>().ok().filter(|b| (1..=255).contains(b));
+    let Some(bits) = bits else {
+        return Err(format!("invalid bits in `{whole}`: must be in 1..=255"));
+    };
+    let allowed: &[u32] = match code {
+        kDLFloat => &[16, 32, 64],
+        kDLBfloat => &[16],
+        kDLComplex => &[64, 128],
+        kDLBool => &[1, 8],
+        kDLOpaqueHandle => &[32, 64],
+        _ => &[],
+    };
+    if !allowed.is_empty() && !allowed.contains(&bits) {
+        return Err(format!(
+            "invalid bits in `{whole}`: this type has {}",
+            allowed
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
+    if matches!(code, kDLInt | kDLUInt) && bits > 64 {
+        return Err(format!(
+            "invalid bits in `{whole}`: integers have at most 64"
+        ));
+    }
+    Ok((code, bits as u8))
 }
 
 /// Parses the text after the first `x`: `N` (1..=65535) or `vscalexN` (1..=32768).
@@ -469,10 +493,23 @@ mod tests {
         );
     }
 
-    /// Every dtype that printing can express: named codes with any bits, fixed-width floats with
-    /// their own bits, any lane count in 1..=65535.
+    /// Every valid dtype: integers of 1..=64 bits, the other named codes with their bit counts,
+    /// fixed-width floats with their own bits, any lane count in 1..=65535.
     fn expressible() -> impl Strategy<Value = DLDataType> {
-        let sized = (0u8..=6, 1u8..=255);
+        let integers = (0u8..=1, 1u8..=64);
+        let named: [(u8, u8); 9] = [
+            (kDLFloat, 16),
+            (kDLFloat, 32),
+            (kDLFloat, 64),
+            (kDLBfloat, 16),
+            (kDLComplex, 64),
+            (kDLComplex, 128),
+            (kDLBool, 1),
+            (kDLBool, 8),
+            (kDLOpaqueHandle, 32),
+        ];
+        let named = (0..named.len()).prop_map(move |i| named[i]);
+        let sized = prop_oneof![integers, named];
         let fixed = (0..FIXED_FLOATS.len()).prop_map(|i| (FIXED_FLOATS[i].0, FIXED_FLOATS[i].1));
         (prop_oneof![sized, fixed], 1u16..=65535).prop_map(|((code, bits), lanes)| DLDataType {
             code,

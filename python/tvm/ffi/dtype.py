@@ -34,6 +34,8 @@ class dtype(str):  # noqa: N801 - the name users know
         cached = _CACHE.get(value)
         if cached is not None:
             return cached
+        if value == "":
+            raise ValueError("dtype('') is empty; the opaque void type is dtype('void')")
         text, packed = _native._parse_dtype(str(value))
         obj = cls._from_parsed(text, packed)
         if len(_CACHE) < 4096:

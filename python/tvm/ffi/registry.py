@@ -42,11 +42,13 @@ def register_func(name=None, f=None, *, override=False):
         return func
     if name is not None and not isinstance(name, str):
         raise TypeError(f"register_func: name must be a str, got {name!r}")
+    if name == "":
+        raise ValueError("register_func: the name must not be empty")
 
     def register(func: F) -> F:
         if not callable(func):
             raise TypeError(f"register_func: {func!r} is not callable")
-        _native.register_global_func(name or func.__name__, func, override)
+        _native.register_global_func(name if name is not None else func.__name__, func, override)
         return func
 
     return register(f) if f is not None else register

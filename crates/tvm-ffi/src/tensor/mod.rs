@@ -188,6 +188,21 @@ fn check_import(
     require_alignment: i32,
     require_contiguous: bool,
 ) -> Result<()> {
+    if let Some(bad) = shape.iter().find(|d| **d < 0) {
+        crate::bail!(
+            ErrorKind::ValueError,
+            "tensor shape {shape:?} has a negative dimension {bad}"
+        );
+    }
+    let dtype = DataType(t.dtype);
+    if t.dtype.bits == 0 || t.dtype.lanes == 0 {
+        crate::bail!(
+            ErrorKind::ValueError,
+            "tensor dtype {dtype} has {} bits and {} lanes; both must be at least 1",
+            t.dtype.bits,
+            t.dtype.lanes
+        );
+    }
     if require_alignment > 0 {
         let align = require_alignment as u64;
         let address = if is_direct_address(t.device.device_type) {

@@ -148,6 +148,30 @@ fn imports_take_ownership_only_on_success() {
 }
 
 #[test]
+fn negative_dims_and_empty_dtypes_are_refused_at_import() {
+    for (shape, bits, lanes, expected) in [
+        (vec![2, -3], 32, 1, "negative dimension -3"),
+        (vec![4], 0, 1, "0 bits"),
+        (vec![4], 32, 0, "0 lanes"),
+    ] {
+        let mut released = false;
+        let managed = produce(vec![0.0; 4], shape, 0, &mut released);
+        // SAFETY: the producer's record is live; only the dtype is changed.
+        unsafe {
+            (*managed).dl_tensor.dtype.bits = bits;
+            (*managed).dl_tensor.dtype.lanes = lanes;
+        }
+        // SAFETY: a managed tensor with readable dims; rejected, so still ours.
+        let err = unsafe { Tensor::from_dlpack_versioned(managed, 0, false) }.unwrap_err();
+        assert_eq!(err.kind(), "ValueError");
+        assert!(err.message().contains(expected), "{err}");
+        // SAFETY: ownership stayed with us.
+        unsafe { ((*managed).deleter.unwrap())(managed) };
+        assert!(released);
+    }
+}
+
+#[test]
 fn misaligned_or_strided_imports_are_rejected_when_required() {
     let t = Tensor::from_slice(&[0u8; 16], &[16]).unwrap();
     let managed: *mut DLManagedTensor = t.to_dlpack();
