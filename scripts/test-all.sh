@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+# The same tests under valgrind memcheck: invalid accesses and definite leaks fail the run.
+bash scripts/memcheck.sh
 # libtvm_ffi_testing.so: the testing.* functions the Python suite loads (tests/python/conftest.py).
 cargo build --locked --quiet -p tvm-ffi-testing --lib
 

@@ -135,13 +135,20 @@ pub unsafe fn dec_ref(obj: *mut TVMFFIObject) {
 /// # Safety
 /// `obj` was allocated for `S`; the flags follow the header protocol.
 pub(crate) unsafe fn destroy<S>(obj: *mut c_void, flags: c_int) {
+    /// Frees the block when dropped: also when the value's destructor panics, so a failing
+    /// `Drop` leaks at most what it owned, never the object itself.
+    struct FreeBlock(*mut c_void);
+    impl Drop for FreeBlock {
+        fn drop(&mut self) {
+            // SAFETY: the block came from `libc::malloc` in `alloc_object`, and no reference
+            // remains (the weak flag was set).
+            unsafe { libc::free(self.0) };
+        }
+    }
+    let _free = (flags & kTVMFFIObjectDeleterFlagBitMaskWeak != 0).then(|| FreeBlock(obj));
     if flags & kTVMFFIObjectDeleterFlagBitMaskStrong != 0 {
         // SAFETY: the strong count reached zero, so nobody reads the value any more.
         unsafe { std::ptr::drop_in_place(obj.cast::<S>()) };
-    }
-    if flags & kTVMFFIObjectDeleterFlagBitMaskWeak != 0 {
-        // SAFETY: the block came from `libc::malloc` in `alloc_object` and no reference remains.
-        unsafe { libc::free(obj) };
     }
 }
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs every Rust test binary of the workspace (unit and integration tests, the C ABI and C++
+# layer tests included) under valgrind memcheck: any invalid read or write, use of uninitialised
+# memory or definite leak fails the run. Usage: bash scripts/memcheck.sh [CARGO_TEST_ARGS...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v valgrind >/dev/null 2>&1; then
+    sudo=""
+    [[ $(id -u) -eq 0 ]] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends valgrind >/dev/null
+fi
+
+# The test executables cargo builds, from its JSON messages.
+mapfile -t binaries < <(
+    cargo test --workspace --locked --no-run --message-format=json "$@" 2>/dev/null |
+        python3 -c '
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["profile"]["test"]:
+        print(msg["executable"])
+'
+)
+if ((${#binaries[@]} == 0)); then
+    echo "memcheck.sh: cargo built no test executables" >&2
+    exit 1
+fi
+
+suppressions="$PWD/scripts/memcheck.supp"
+failed=0
+for binary in "${binaries[@]}"; do
+    name=$(basename "$binary")
+    start=$SECONDS
+    # Run from the package's directory, as cargo test does (tests find files relative to it).
+    package_dir=$(cargo metadata --no-deps --format-version 1 --locked 2>/dev/null | python3 -c '
+import json, sys
+name = sys.argv[1].rsplit("-", 1)[0]
+meta = json.load(sys.stdin)
+for p in meta["packages"]:
+    for t in p["targets"]:
+        if t["name"].replace("-", "_") == name:
+            print(p["manifest_path"].rsplit("/", 1)[0]); sys.exit()
+print(".")' "$name")
+    if (cd "$package_dir" && valgrind --quiet --error-exitcode=99 --leak-check=full \
+        --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+        --suppressions="$suppressions" \
+        "$binary" --test-threads=2 -q >/tmp/memcheck-"$name".log 2>&1); then
+        echo "memcheck: $name clean ($((SECONDS - start)) s)"
+    else
+        echo "memcheck: $name FAILED ($((SECONDS - start)) s); its log:"
+        cat /tmp/memcheck-"$name".log
+        failed=1
+    fi
+done
+exit $failed
