@@ -55,6 +55,11 @@ class _PoolState:
             worker._close()
 
 
+def _raised_by_job(future: concurrent.futures.Future[Any], err: BaseException) -> bool:
+    """Whether ``err``, raised by ``future.result()``, is the job's exception."""
+    return future.done() and not future.cancelled() and future.exception(timeout=0) is err
+
+
 def _run_pool_job(state: _PoolState, job: bytes, name: str) -> Any:
     worker = state.worker()
     worker._send_pickled(job, name, state.timeout)
@@ -164,6 +169,12 @@ class PopenPoolExecutor:
                 except TimeoutError as err:
                     yield MapResult(StatusKind.TIMEOUT, err)
                 except Exception as err:
+                    yield MapResult(StatusKind.EXCEPTION, err)
+                except BaseException as err:
+                    # The job's own KeyboardInterrupt (or other BaseException) is a result; one
+                    # raised here, while waiting (Ctrl-C in this process), is not.
+                    if not _raised_by_job(future, err):
+                        raise
                     yield MapResult(StatusKind.EXCEPTION, err)
 
         return results()
