@@ -10,11 +10,20 @@ reads framed requests from ``request`` and answers on ``reply``:
   (``COMPLETE``) or exception (``EXCEPTION``) and ``text`` the traceback, kept in case the
   parent cannot unpickle the exception.
 
-The end of ``request`` (parent gone or worker killed) ends the loop, and the worker then kills
-its process group (itself and whatever its jobs started). A job that calls
-``sys.exit`` ends the process; the parent sees the pipe close. The parent never writes to
-``lifeline``: its end closing, or the worker being reparented, means the parent is gone, and a
-watchdog thread then kills the worker's process group at once, even in the middle of a job.
+A job's exceptions go back to the parent, ``BaseException`` subclasses (``KeyboardInterrupt``,
+``GeneratorExit``, a library's own) included, and the worker goes on serving. ``SIGINT``
+interrupts a running job (``KeyboardInterrupt``) and is ignored between jobs. A job that calls
+``sys.exit`` ends the process, as one that calls ``os._exit`` does; the parent sees the pipe
+close.
+
+The worker leads its own process group. The end of ``request`` (parent gone or worker killed)
+ends the loop, and the worker then kills its process group (itself and whatever its jobs
+started). The parent never writes to ``lifeline``: its end closing, or the worker being
+reparented, means the parent is gone, and a watchdog thread then kills the worker's process
+group at once, even in the middle of a job. On Linux the kernel also kills the worker when the
+parent dies (``PR_SET_PDEATHSIG``), before any of its code can run: the group guard, a process of
+the group outside the worker's process tree (:func:`_start_group_guard`), kills what is left of
+the group whenever the worker ends, that way or any other.
 """
 
 from __future__ import annotations

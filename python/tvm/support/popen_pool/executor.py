@@ -144,7 +144,8 @@ class PopenPoolExecutor:
     ) -> concurrent.futures.Future[Any]:
         """Runs ``fn(*args, **kwargs)`` in a worker; the future gives its value or raises its
         error (``TimeoutError``, ``ChildProcessError``, ``pickle.PicklingError`` or the job's
-        own exception type)."""
+        own exception type, ``KeyboardInterrupt`` and other ``BaseException`` subclasses
+        included, as :meth:`PopenWorker.recv` raises them)."""
         if self._state.closed:
             raise RuntimeError("cannot submit to a PopenPoolExecutor after shutdown()")
         try:
@@ -159,7 +160,9 @@ class PopenPoolExecutor:
         self, fn: Callable[..., Any], iterator: Iterable[Any]
     ) -> Iterator[MapResult]:
         """Submits ``fn(item)`` for every item at once and yields a :class:`MapResult` per item,
-        in order: ``COMPLETE`` with the value, ``TIMEOUT`` or ``EXCEPTION`` with the error."""
+        in order: ``COMPLETE`` with the value, ``TIMEOUT`` or ``EXCEPTION`` with the error. A
+        job's ``KeyboardInterrupt`` (or other ``BaseException``) is an ``EXCEPTION`` result too;
+        one raised while the iteration waits (Ctrl-C in this process) propagates."""
         futures = [self.submit(fn, item) for item in iterator]
 
         def results() -> Iterator[MapResult]:
