@@ -2,6 +2,7 @@
 pickling errors, initializers, the pool executor, and no worker outliving its owner (kill,
 garbage collection, pool shutdown, interpreter exit, SIGKILL of the parent)."""
 
+import contextlib
 import functools
 import gc
 import json
@@ -559,39 +560,54 @@ PARENT_SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("pdeathsig", [True, False], ids=["pdeathsig", "watchdog"])
-def test_workers_die_when_parent_is_killed(pdeathsig):
+@contextlib.contextmanager
+def parent_process(script, pdeathsig):
+    """Runs ``script`` in a parent interpreter (with the kernel's parent-death signal for its
+    workers, or the watchdog alone); yields it and a list that the test fills with the pids to
+    kill afterwards if they are still alive."""
     env = dict(os.environ)
     if not pdeathsig:
         env["TVM_POPEN_WORKER_NO_PDEATHSIG"] = "1"
     parent = subprocess.Popen(
-        [sys.executable, "-c", PARENT_SCRIPT.format(tests_dir=str(TESTS_DIR))],
+        [sys.executable, "-c", script],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
+    leftovers = []
     try:
-        line = parent.stdout.readline()
-        assert line, parent.stderr.read()
-        info = json.loads(line)
-        workers = info["workers"]
-        assert len(workers) == 4 and all(pid_alive(pid) for pid in workers)
-        parent.kill()  # SIGKILL: no cleanup code runs in the parent
-        parent.wait(10)
-        assert wait_dead(workers, timeout=5.0) == []
-        # Processes started by jobs go with the worker, whatever killed it.
-        assert wait_dead([info["grandchild"]], timeout=5.0) == []
+        yield parent, leftovers
     finally:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
         parent.stdout.close()
         parent.stderr.close()
-        if "info" in locals():
-            for pid in [*info["workers"], info["grandchild"]]:
-                if pid_alive(pid):
-                    os.kill(pid, signal.SIGKILL)
+        for pid in leftovers:
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def first_line(parent):
+    line = parent.stdout.readline()
+    assert line, parent.stderr.read()
+    return line
+
+
+@pytest.mark.parametrize("pdeathsig", [True, False], ids=["pdeathsig", "watchdog"])
+def test_workers_die_when_parent_is_killed(pdeathsig):
+    script = PARENT_SCRIPT.format(tests_dir=str(TESTS_DIR))
+    with parent_process(script, pdeathsig) as (parent, leftovers):
+        info = json.loads(first_line(parent))
+        workers = info["workers"]
+        leftovers += [*workers, info["grandchild"]]
+        assert len(workers) == 4 and all(pid_alive(pid) for pid in workers)
+        parent.kill()  # SIGKILL: no cleanup code runs in the parent
+        parent.wait(10)
+        assert wait_dead(workers, timeout=5.0) == []
+        # Processes started by jobs go with the worker, whatever killed it.
+        assert wait_dead([info["grandchild"]], timeout=5.0) == []
 
 
 SLEEP_PARENT_SCRIPT = textwrap.dedent(
@@ -614,40 +630,22 @@ SLEEP_PARENT_SCRIPT = textwrap.dedent(
 @pytest.mark.parametrize("hold", [0, 60], ids=["idle-worker", "running-job"])
 @pytest.mark.parametrize("pdeathsig", [True, False], ids=["pdeathsig", "watchdog"])
 def test_sleep_started_by_job_dies_with_sigkilled_parent(tmp_path, hold, pdeathsig):
-    pid_file = str(tmp_path / "sleep.pid")
-    env = {} if pdeathsig else {"TVM_POPEN_WORKER_NO_PDEATHSIG": "1"}
-    script = SLEEP_PARENT_SCRIPT.format(tests_dir=str(TESTS_DIR), pid_file=pid_file, hold=hold)
-    parent = subprocess.Popen(
-        [sys.executable, "-c", script],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **env},
-    )
-    sleep_pid = worker_pid = None
-    try:
-        line = parent.stdout.readline()
-        assert line, parent.stderr.read()
-        worker_pid = int(line)
+    pid_file = tmp_path / "sleep.pid"
+    script = SLEEP_PARENT_SCRIPT.format(tests_dir=str(TESTS_DIR), pid_file=str(pid_file), hold=hold)
+    with parent_process(script, pdeathsig) as (parent, leftovers):
+        worker_pid = int(first_line(parent))
+        leftovers.append(worker_pid)
         deadline = time.monotonic() + 30
-        while not os.path.exists(pid_file) and time.monotonic() < deadline:
+        while not pid_file.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
-        sleep_pid = int(Path(pid_file).read_text())
+        sleep_pid = int(pid_file.read_text())
+        leftovers.append(sleep_pid)
         assert pid_alive(sleep_pid) and pid_alive(worker_pid)
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
         assert wait_dead([sleep_pid], timeout=5.0) == []
         assert wait_dead([worker_pid], timeout=5.0) == []
         assert wait_group_empty(worker_pid) == []
-    finally:
-        if parent.poll() is None:
-            parent.kill()
-            parent.wait()
-        parent.stdout.close()
-        parent.stderr.close()
-        for pid in (sleep_pid, worker_pid):
-            if pid is not None and pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 def test_interpreter_exit_kills_running_workers_quietly():
