@@ -112,6 +112,16 @@ def start_grandchild():
     return proc.pid
 
 
+def fork_sleeper():
+    """Forks (no exec: the child keeps every descriptor of the worker) a child that sleeps;
+    returns its pid."""
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    return pid
+
+
 def start_sleep_and_record(path, hold_seconds=0.0):
     """Starts ``sleep 1000``, writes its pid to ``path``, then keeps the job running for
     ``hold_seconds``; returns the pid."""

@@ -387,9 +387,11 @@ def wait_group_empty(pgid, timeout=5.0):
     return group_members(pgid)
 
 
-def test_worker_killed_by_sigkill_takes_its_process_group_along(worker):
-    # The parent does nothing here: the worker's group goes as soon as the worker dies.
-    grandchild = run(worker, jobs.start_grandchild)
+@pytest.mark.parametrize("start", [jobs.start_grandchild, jobs.fork_sleeper], ids=["exec", "fork"])
+def test_worker_killed_by_sigkill_takes_its_process_group_along(worker, start):
+    # The parent does nothing here: the worker's group goes as soon as the worker dies, even
+    # while a forked process of its job holds all of the worker's pipes.
+    grandchild = run(worker, start)
     pid = worker.pid
     os.kill(pid, signal.SIGKILL)
     assert wait_dead([grandchild]) == []

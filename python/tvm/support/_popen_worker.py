@@ -119,6 +119,21 @@ def _close_descriptors_except(keep: set[int]) -> None:
     os.closerange(bound, max(bound, os.sysconf("SC_OPEN_MAX")))
 
 
+def _has_ended(pid: int) -> bool:
+    """Whether process ``pid`` is gone or a zombie (as far as can be told without a pidfd)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
 def _guard_group(leader: int, watch: int, pidfd: int | None) -> None:
     """The body of the group guard: waits for the worker ``leader`` to end, then kills its
     process group (the guard included). Never returns."""
@@ -132,13 +147,8 @@ def _guard_group(leader: int, watch: int, pidfd: int | None) -> None:
                 break  # the worker has exited
             if watch in ready and not os.read(watch, 1):
                 break  # nothing holds the worker's end any more: it has exited
-            if pidfd is None:
-                try:
-                    os.kill(leader, 0)
-                except ProcessLookupError:
-                    break
-                except OSError:
-                    pass
+            if pidfd is None and _has_ended(leader):
+                break  # a process forked by a job still holds the pipe
         os.killpg(leader, signal.SIGKILL)
     finally:
         os._exit(0)
