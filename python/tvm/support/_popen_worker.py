@@ -138,7 +138,11 @@ def _guard_group(leader: int, watch: int, pidfd: int | None) -> None:
     """The body of the group guard: waits for the worker ``leader`` to end, then kills its
     process group (the guard included). Never returns."""
     try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # A signal sent to the whole group must not end the guard before the worker: it stays
+        # to kill the members that survive the signal.
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
         _close_descriptors_except({watch} if pidfd is None else {watch, pidfd})
         watched = [watch] if pidfd is None else [watch, pidfd]
         while True:
@@ -158,11 +162,11 @@ def _start_group_guard() -> None:
     """Starts the group guard of a worker that leads its own process group (POSIX).
 
     The guard is a process of the worker's group but outside its process tree (a grandchild
-    whose parent exits at once), so that :func:`kill_child_processes` on the worker leaves it
-    alone. When the worker ends, however it ends (the kernel's parent-death ``SIGKILL``, a crash,
-    ``sys.exit`` in a job), the guard sees it (a pidfd of the worker, and the end of a pipe only
-    the worker holds open) and kills the whole group: processes started by jobs go too. Called
-    while the worker has a single thread, as forking needs.
+    whose parent exits at once), so that ``tvm.support.popen_pool.kill_child_processes`` on the
+    worker leaves it alone. When the worker ends, however it ends (the kernel's parent-death
+    ``SIGKILL``, a crash, ``sys.exit`` in a job), the guard sees it (a pidfd of the worker, and
+    the end of a pipe only the worker holds open) and kills the whole group: processes started
+    by jobs go too. Called while the worker has a single thread, as forking needs.
     """
     if os.name != "posix" or not hasattr(os, "fork"):
         return
