@@ -46,6 +46,15 @@ def kill_self(signum):
     time.sleep(10)
 
 
+def interrupt_self():
+    """Sends SIGINT to the worker itself while the job runs (as ``kill -INT`` would)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # inherited as ignored
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(10)
+    return "not interrupted"
+
+
 def raise_value_error(message):
     raise ValueError(message)
 
@@ -61,6 +70,22 @@ class TwoArgumentError(Exception):
 
 def raise_two_argument_error():
     raise TwoArgumentError(7, "detail")
+
+
+class CustomBaseError(BaseException):
+    """A ``BaseException`` that is not an ``Exception``, as some libraries define."""
+
+
+_BASE_EXCEPTIONS = {
+    "KeyboardInterrupt": KeyboardInterrupt,
+    "GeneratorExit": GeneratorExit,
+    "CustomBaseError": CustomBaseError,
+}
+
+
+def raise_base_exception(name, message):
+    """Raises the ``BaseException`` subclass called ``name`` (see ``_BASE_EXCEPTIONS``)."""
+    raise _BASE_EXCEPTIONS[name](message)
 
 
 def return_lock():
@@ -84,6 +109,27 @@ def failing_initializer():
 def start_grandchild():
     """Starts a long ``sleep`` process (a grandchild of the test) and returns its pid."""
     proc = subprocess.Popen(["sleep", "60"])
+    return proc.pid
+
+
+def fork_sleeper():
+    """Forks (no exec: the child keeps every descriptor of the worker) a child that sleeps;
+    returns its pid."""
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    return pid
+
+
+def start_sleep_and_record(path, hold_seconds=0.0):
+    """Starts ``sleep 1000``, writes its pid to ``path``, then keeps the job running for
+    ``hold_seconds``; returns the pid."""
+    proc = subprocess.Popen(["sleep", "1000"])
+    with open(path + ".tmp", "w") as out:
+        out.write(str(proc.pid))
+    os.replace(path + ".tmp", path)
+    time.sleep(hold_seconds)
     return proc.pid
 
 

@@ -2,6 +2,8 @@
 pickling errors, initializers, the pool executor, and no worker outliving its owner (kill,
 garbage collection, pool shutdown, interpreter exit, SIGKILL of the parent)."""
 
+import contextlib
+import functools
 import gc
 import json
 import os
@@ -24,6 +26,7 @@ from tvm.support.popen_pool import (
     StatusKind,
     kill_child_processes,
 )
+from tvm.support.popen_pool.proctree import _process_table
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -121,11 +124,57 @@ def test_exit_in_job_is_child_process_error_with_stderr_tail(worker):
     assert run(worker, jobs.identity_after, "again") == "again"
 
 
-def test_sys_exit_in_job_is_child_process_error(worker):
-    worker.send(jobs.sys_exit, (-1,))
-    with pytest.raises(ChildProcessError, match="exited with code 255"):
+@pytest.mark.parametrize(
+    ("code", "status", "printed"),
+    [(-1, 255, None), (0, 0, None), (None, 0, None), ("leaving: no more work", 1, "no more work")],
+    ids=["minus-one", "zero", "none", "message"],
+)
+def test_sys_exit_in_job_is_child_process_error(worker, code, status, printed):
+    # SystemExit is not sent back: like os._exit it ends the worker, which is then replaced.
+    old = run(worker, jobs.getpid)
+    worker.send(jobs.sys_exit, (code,))
+    with pytest.raises(ChildProcessError, match=f"exited with code {status} while running") as info:
         worker.recv()
+    assert info.value.returncode == status
+    if printed is not None:
+        assert printed in info.value.stderr_tail
+    assert wait_dead([old]) == []
     assert run(worker, jobs.identity_after, 1) == 1
+
+
+@pytest.mark.parametrize("name", ["KeyboardInterrupt", "GeneratorExit", "CustomBaseError"])
+def test_base_exception_in_job_keeps_its_type_and_the_worker(worker, name):
+    pid = run(worker, jobs.getpid)
+    worker.send(jobs.raise_base_exception, (name, "raised by the job"))
+    with pytest.raises(BaseException) as info:
+        worker.recv()
+    assert type(info.value) is jobs._BASE_EXCEPTIONS[name]
+    text = str(info.value)
+    assert f"raised in popen worker (pid {pid})" in text
+    assert "in raise_base_exception" in text
+    assert f"{name}: raised by the job" in text
+    assert "SIGKILL" not in text
+    assert run(worker, jobs.getpid) == pid  # the same process keeps serving
+
+
+def test_sigint_during_job_is_keyboard_interrupt_and_worker_keeps_serving(worker):
+    pid = run(worker, jobs.getpid)
+    worker.send(jobs.interrupt_self, timeout=30)
+    with pytest.raises(KeyboardInterrupt, match=r"(?s)popen worker.*in interrupt_self"):
+        worker.recv()
+    assert run(worker, jobs.getpid) == pid
+
+
+@pytest.mark.skipif(
+    not hasattr(signal, "SIGINT") or signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+    reason="SIGINT is ignored in this process, and so in its workers",
+)
+def test_sigint_to_idle_worker_is_ignored(worker):
+    pid = run(worker, jobs.getpid)
+    os.kill(pid, signal.SIGINT)
+    time.sleep(0.3)
+    assert worker.is_alive()
+    assert run(worker, jobs.getpid) == pid
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
@@ -320,6 +369,53 @@ def test_kill_child_processes(worker):
     kill_child_processes(worker.pid)
     assert wait_dead([grandchild]) == []
     assert worker.is_alive()
+    # Nor what makes the worker take its process group along when it dies.
+    second = run(worker, jobs.start_grandchild)
+    os.kill(worker.pid, signal.SIGKILL)
+    assert wait_dead([second]) == []
+
+
+def group_members(pgid):
+    """Live processes of process group ``pgid``."""
+    return [pid for pid, _, group in _process_table() if group == pgid and pid_alive(pid)]
+
+
+def wait_group_empty(pgid, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while group_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return group_members(pgid)
+
+
+@pytest.mark.parametrize("start", [jobs.start_grandchild, jobs.fork_sleeper], ids=["exec", "fork"])
+def test_worker_killed_by_sigkill_takes_its_process_group_along(worker, start):
+    # The parent does nothing here: the worker's group goes as soon as the worker dies, even
+    # while a forked process of its job holds all of the worker's pipes.
+    grandchild = run(worker, start)
+    pid = worker.pid
+    os.kill(pid, signal.SIGKILL)
+    assert wait_dead([grandchild]) == []
+    assert wait_group_empty(pid) == []
+
+
+@pytest.mark.parametrize("how", ["kill", "exit", "recycle"])
+def test_worker_leaves_no_process_of_its_group_behind(how):
+    w = PopenWorker(maximum_uses=1 if how == "recycle" else None)
+    try:
+        grandchild = run(w, jobs.start_grandchild)
+        pid = w.pid
+        if how == "kill":
+            w.kill()
+        elif how == "exit":
+            w.send(jobs.sys_exit, (0,))
+            with pytest.raises(ChildProcessError):
+                w.recv()
+        else:
+            assert run(w, jobs.getpid) != pid
+        assert wait_dead([grandchild]) == []
+        assert wait_group_empty(pid) == []
+    finally:
+        w.kill()
 
 
 # ---- PopenPoolExecutor ---------------------------------------------------------------------
@@ -340,6 +436,20 @@ def test_pool_executor_outcomes():
         error = pool.submit(jobs.raise_value_error, "from the pool")
         with pytest.raises(ValueError, match="from the pool"):
             error.result()
+
+
+def test_pool_reports_base_exceptions_of_jobs():
+    with PopenPoolExecutor(max_workers=1, timeout=30) as pool:
+        pid = pool.submit(jobs.getpid).result()
+        future = pool.submit(jobs.raise_base_exception, "KeyboardInterrupt", "stop the job")
+        with pytest.raises(KeyboardInterrupt, match="KeyboardInterrupt: stop the job"):
+            future.result(timeout=30)
+        interrupt = functools.partial(jobs.raise_base_exception, "KeyboardInterrupt")
+        results = list(pool.map_with_error_catching(interrupt, ["first", "second"]))
+        assert [r.status for r in results] == [StatusKind.EXCEPTION] * 2
+        assert all(isinstance(r.value, KeyboardInterrupt) for r in results)
+        assert "second" in str(results[1].value)
+        assert pool.submit(jobs.getpid).result() == pid
 
 
 def test_pool_map_with_error_catching():
@@ -452,40 +562,92 @@ PARENT_SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("pdeathsig", [True, False], ids=["pdeathsig", "watchdog"])
-def test_workers_die_when_parent_is_killed(pdeathsig):
+@contextlib.contextmanager
+def parent_process(script, pdeathsig):
+    """Runs ``script`` in a parent interpreter (with the kernel's parent-death signal for its
+    workers, or the watchdog alone); yields it and a list that the test fills with the pids to
+    kill afterwards if they are still alive."""
     env = dict(os.environ)
     if not pdeathsig:
         env["TVM_POPEN_WORKER_NO_PDEATHSIG"] = "1"
     parent = subprocess.Popen(
-        [sys.executable, "-c", PARENT_SCRIPT.format(tests_dir=str(TESTS_DIR))],
+        [sys.executable, "-c", script],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
+    leftovers = []
     try:
-        line = parent.stdout.readline()
-        assert line, parent.stderr.read()
-        info = json.loads(line)
-        workers = info["workers"]
-        assert len(workers) == 4 and all(pid_alive(pid) for pid in workers)
-        parent.kill()  # SIGKILL: no cleanup code runs in the parent
-        parent.wait(10)
-        assert wait_dead(workers, timeout=5.0) == []
-        if not pdeathsig:
-            # The watchdog kills the worker's whole process group, grandchildren included.
-            assert wait_dead([info["grandchild"]], timeout=5.0) == []
+        yield parent, leftovers
     finally:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
         parent.stdout.close()
         parent.stderr.close()
-        if "info" in locals():
-            for pid in [*info["workers"], info["grandchild"]]:
-                if pid_alive(pid):
-                    os.kill(pid, signal.SIGKILL)
+        for pid in leftovers:
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def first_line(parent):
+    line = parent.stdout.readline()
+    assert line, parent.stderr.read()
+    return line
+
+
+@pytest.mark.parametrize("pdeathsig", [True, False], ids=["pdeathsig", "watchdog"])
+def test_workers_die_when_parent_is_killed(pdeathsig):
+    script = PARENT_SCRIPT.format(tests_dir=str(TESTS_DIR))
+    with parent_process(script, pdeathsig) as (parent, leftovers):
+        info = json.loads(first_line(parent))
+        workers = info["workers"]
+        leftovers += [*workers, info["grandchild"]]
+        assert len(workers) == 4 and all(pid_alive(pid) for pid in workers)
+        parent.kill()  # SIGKILL: no cleanup code runs in the parent
+        parent.wait(10)
+        assert wait_dead(workers, timeout=5.0) == []
+        # Processes started by jobs go with the worker, whatever killed it.
+        assert wait_dead([info["grandchild"]], timeout=5.0) == []
+
+
+SLEEP_PARENT_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {tests_dir!r})
+    import test_support_popen_jobs as jobs
+    from tvm.support.popen_pool import PopenWorker
+
+    worker = PopenWorker()
+    worker.send(jobs.start_sleep_and_record, ({pid_file!r}, {hold}))
+    if not {hold}:
+        worker.recv()
+    print(worker.pid, flush=True)
+    time.sleep(60)
+    """
+)
+
+
+@pytest.mark.parametrize("hold", [0, 60], ids=["idle-worker", "running-job"])
+@pytest.mark.parametrize("pdeathsig", [True, False], ids=["pdeathsig", "watchdog"])
+def test_sleep_started_by_job_dies_with_sigkilled_parent(tmp_path, hold, pdeathsig):
+    pid_file = tmp_path / "sleep.pid"
+    script = SLEEP_PARENT_SCRIPT.format(tests_dir=str(TESTS_DIR), pid_file=str(pid_file), hold=hold)
+    with parent_process(script, pdeathsig) as (parent, leftovers):
+        worker_pid = int(first_line(parent))
+        leftovers.append(worker_pid)
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sleep_pid = int(pid_file.read_text())
+        leftovers.append(sleep_pid)
+        assert pid_alive(sleep_pid) and pid_alive(worker_pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        assert wait_dead([sleep_pid], timeout=5.0) == []
+        assert wait_dead([worker_pid], timeout=5.0) == []
+        assert wait_group_empty(worker_pid) == []
 
 
 def test_interpreter_exit_kills_running_workers_quietly():

@@ -10,17 +10,27 @@ reads framed requests from ``request`` and answers on ``reply``:
   (``COMPLETE``) or exception (``EXCEPTION``) and ``text`` the traceback, kept in case the
   parent cannot unpickle the exception.
 
-The end of ``request`` (parent gone or worker killed) ends the loop, and the worker then kills
-its process group (itself and whatever its jobs started). A job that calls
-``sys.exit`` ends the process; the parent sees the pipe close. The parent never writes to
-``lifeline``: its end closing, or the worker being reparented, means the parent is gone, and a
-watchdog thread then kills the worker's process group at once, even in the middle of a job.
+A job's exceptions go back to the parent, ``BaseException`` subclasses (``KeyboardInterrupt``,
+``GeneratorExit``, a library's own) included, and the worker goes on serving. ``SIGINT``
+interrupts a running job (``KeyboardInterrupt``) and is ignored between jobs. A job that calls
+``sys.exit`` ends the process, as one that calls ``os._exit`` does; the parent sees the pipe
+close.
+
+The worker leads its own process group. The end of ``request`` (parent gone or worker killed)
+ends the loop, and the worker then kills its process group (itself and whatever its jobs
+started). The parent never writes to ``lifeline``: its end closing, or the worker being
+reparented, means the parent is gone, and a watchdog thread then kills the worker's process
+group at once, even in the middle of a job. On Linux the kernel also kills the worker when the
+parent dies (``PR_SET_PDEATHSIG``), before any of its code can run: the group guard, a process of
+the group outside the worker's process tree (:func:`_start_group_guard`), kills what is left of
+the group whenever the worker ends, that way or any other.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import sys
 import threading
@@ -55,8 +65,6 @@ def _watch_parent(parent_pid: int, lifeline: int) -> None:
         except OSError:
             pass
         _kill_own_group_and_exit()
-    import select
-
     while True:
         try:
             ready, _, _ = select.select([lifeline], [], [], 0.5)
@@ -83,6 +91,116 @@ def _die_with_parent(parent_pid: int, lifeline: int) -> None:
     threading.Thread(
         target=_watch_parent, args=(parent_pid, lifeline), name="parent-watchdog", daemon=True
     ).start()
+
+
+def _close_descriptors_except(keep: set[int]) -> None:
+    """Points 0, 1 and 2 at the null device and closes every other descriptor not in
+    ``keep``."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    keep = keep | {0, 1, 2}
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            open_fds = sorted(int(name) for name in os.listdir(folder))
+        except (OSError, ValueError):
+            continue
+        for fd in open_fds:
+            if fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        return
+    bound = 3
+    for fd in sorted(fd for fd in keep if fd >= 3):
+        os.closerange(bound, fd)
+        bound = fd + 1
+    os.closerange(bound, max(bound, os.sysconf("SC_OPEN_MAX")))
+
+
+def _has_ended(pid: int) -> bool:
+    """Whether process ``pid`` is gone or a zombie (as far as can be told without a pidfd)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
+def _guard_group(leader: int, watch: int, pidfd: int | None) -> None:
+    """The body of the group guard: waits for the worker ``leader`` to end, then kills its
+    process group (the guard included). Never returns."""
+    try:
+        # A signal sent to the whole group must not end the guard before the worker: it stays
+        # to kill the members that survive the signal.
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+        _close_descriptors_except({watch} if pidfd is None else {watch, pidfd})
+        watched = [watch] if pidfd is None else [watch, pidfd]
+        while True:
+            ready, _, _ = select.select(watched, [], [], 0.5)
+            if pidfd is not None and pidfd in ready:
+                break  # the worker has exited
+            if watch in ready and not os.read(watch, 1):
+                break  # nothing holds the worker's end any more: it has exited
+            if pidfd is None and _has_ended(leader):
+                break  # a process forked by a job still holds the pipe
+        os.killpg(leader, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+def _start_group_guard() -> None:
+    """Starts the group guard of a worker that leads its own process group (POSIX).
+
+    The guard is a process of the worker's group but outside its process tree (a grandchild
+    whose parent exits at once), so that ``tvm.support.popen_pool.kill_child_processes`` on the
+    worker leaves it alone. When the worker ends, however it ends (the kernel's parent-death
+    ``SIGKILL``, a crash, ``sys.exit`` in a job), the guard sees it (a pidfd of the worker, and
+    the end of a pipe only the worker holds open) and kills the whole group: processes started
+    by jobs go too. Called while the worker has a single thread, as forking needs.
+    """
+    if os.name != "posix" or not hasattr(os, "fork"):
+        return
+    leader = os.getpid()
+    try:
+        if os.getpgid(0) != leader:
+            return  # not started by the pool: the group is not ours to kill
+    except OSError:
+        return
+    pidfd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(leader)
+        except OSError:
+            pass
+    watch, held = os.pipe()  # `held` stays open, not inherited by what jobs start, until exit
+    try:
+        middle = os.fork()
+    except OSError:
+        middle = -1
+    if middle == 0:
+        try:
+            if os.fork() == 0:
+                os.close(held)
+                _guard_group(leader, watch, pidfd)
+        finally:
+            os._exit(0)
+    os.close(watch)
+    if pidfd is not None:
+        os.close(pidfd)
+    if middle > 0:
+        os.waitpid(middle, 0)
+    else:
+        os.close(held)
 
 
 def _send(reply: int, message: tuple[Any, ...]) -> None:
@@ -120,10 +238,34 @@ def _send_exception(reply: int, err: BaseException, prefix: str = "") -> None:
     _send(reply, ("result", StatusKind.EXCEPTION, _exception_payload(err, text), text))
 
 
+# Whether a job is running: SIGINT interrupts jobs only (see `_interrupt_jobs_only`).
+_IN_JOB = [False]
+
+
+def _interrupt_jobs_only(signum: int, frame: object) -> None:
+    # Raised in the job, a KeyboardInterrupt goes back to the parent like any exception; raised
+    # while the worker waits for a request or writes a reply, it would tear the pipe protocol.
+    if _IN_JOB[0]:
+        raise KeyboardInterrupt
+
+
+def _call_job(fn: Any, args: Any, kwargs: Any) -> Any:
+    _IN_JOB[0] = True
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _IN_JOB[0] = False
+
+
 def _run(job: bytes, reply: int) -> None:
+    # Every exception of the job goes back to the parent, BaseExceptions (KeyboardInterrupt,
+    # GeneratorExit, a library's own) included, and the worker goes on serving; SystemExit
+    # alone is let through: like `os._exit`, `sys.exit` in a job ends the worker.
     try:
         fn, args, kwargs = pickle.loads(job)
-    except Exception as err:
+    except SystemExit:
+        raise
+    except BaseException as err:
         _send_exception(
             reply,
             err,
@@ -133,13 +275,17 @@ def _run(job: bytes, reply: int) -> None:
         return
     _send(reply, ("started", None))
     try:
-        value = fn(*args, **kwargs)
-    except Exception as err:
+        value = _call_job(fn, args, kwargs)
+    except SystemExit:
+        raise
+    except BaseException as err:
         _send_exception(reply, err)
         return
     try:
         payload = _dumps(value)
-    except Exception as err:
+    except SystemExit:
+        raise
+    except BaseException as err:
         problem = pickle.PicklingError(
             f"the result of {_describe(fn)} ({type(value).__name__}) cannot be pickled: {err}"
         )
@@ -182,6 +328,9 @@ def main(argv: list[str] | None = None) -> None:
     request = _open_channel(args[0], os.O_RDONLY)
     reply = _open_channel(args[1], os.O_WRONLY)
     lifeline = _open_channel(args[2], os.O_RDONLY)
+    if hasattr(signal, "SIGINT") and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt_jobs_only)
+    _start_group_guard()  # before any thread is started
     _die_with_parent(int(args[3]), lifeline)
     try:
         _serve(request, reply)

@@ -11,11 +11,17 @@ Behaviour of a job:
 * It returns normally: ``recv()`` (or the future) gives the value.
 * It raises: the exception comes back with the same type, its message being the traceback text
   from the worker (``type(err)(traceback_text)``); an exception type that cannot be rebuilt
-  that way arrives as itself, with the traceback attached as a note.
+  that way arrives as itself, with the traceback attached as a note. This holds for
+  ``BaseException`` subclasses too: a job that raises ``KeyboardInterrupt`` (or is interrupted by
+  a ``SIGINT`` sent to the worker) makes ``recv()`` and the future raise ``KeyboardInterrupt``,
+  whose message, the worker's traceback, tells it from a Ctrl-C in the parent; and the worker
+  keeps serving. ``map_with_error_catching`` reports it as an ``EXCEPTION`` result. A ``SIGINT``
+  reaching an idle worker is ignored.
 * It runs longer than ``timeout`` seconds (counted from the moment the worker starts it): the
   worker is killed and ``TimeoutError`` is raised.
 * The worker dies (``os._exit``, ``sys.exit``, a signal, a crash in native code):
   ``ChildProcessError`` with the exit code or signal and the last lines of the worker's stderr.
+  ``SystemExit`` is the one exception that is not sent back: ``sys.exit`` ends the worker.
 * It cannot be pickled (a lambda, a function defined inside another function, an object holding
   a lock): ``pickle.PicklingError`` naming it, before anything is sent.
 
@@ -34,9 +40,12 @@ killed or garbage collected, when its pool shuts down, when the interpreter exit
 ``concurrent.futures`` waits for its threads), and when the parent process dies, even by
 ``SIGKILL``: on Linux the kernel kills it at once (``PR_SET_PDEATHSIG``), and everywhere a
 watchdog thread in the worker notices the parent's pipe closing or the worker being reparented.
-Each worker leads its own process group, so processes that a job starts are killed along with it
-by ``kill()``, a pool shutdown, the interpreter exit and the watchdog (not by the kernel's
-parent-death signal, which reaches the worker alone).
+Nor do the processes that jobs start: each worker leads its own process group, which is killed
+along with it by ``kill()``, a pool shutdown, the interpreter exit and the watchdog; and on POSIX
+a small guard process in that group kills the group as soon as the worker ends in any other way
+(the kernel's parent-death signal, a crash, ``sys.exit``), so that even a ``sleep`` started by a
+job of a parent killed with ``SIGKILL`` goes within a second. A job's process that starts a
+session or group of its own escapes this.
 
 Errors raised by this cleanup while the interpreter shuts down are not printed (see
 ``tvm.support._exit_guard``).

@@ -55,6 +55,11 @@ class _PoolState:
             worker._close()
 
 
+def _raised_by_job(future: concurrent.futures.Future[Any], err: BaseException) -> bool:
+    """Whether ``err``, raised by ``future.result()``, is the job's exception."""
+    return future.done() and not future.cancelled() and future.exception(timeout=0) is err
+
+
 def _run_pool_job(state: _PoolState, job: bytes, name: str) -> Any:
     worker = state.worker()
     worker._send_pickled(job, name, state.timeout)
@@ -139,7 +144,8 @@ class PopenPoolExecutor:
     ) -> concurrent.futures.Future[Any]:
         """Runs ``fn(*args, **kwargs)`` in a worker; the future gives its value or raises its
         error (``TimeoutError``, ``ChildProcessError``, ``pickle.PicklingError`` or the job's
-        own exception type)."""
+        own exception type, ``KeyboardInterrupt`` and other ``BaseException`` subclasses
+        included, as :meth:`PopenWorker.recv` raises them)."""
         if self._state.closed:
             raise RuntimeError("cannot submit to a PopenPoolExecutor after shutdown()")
         try:
@@ -154,7 +160,9 @@ class PopenPoolExecutor:
         self, fn: Callable[..., Any], iterator: Iterable[Any]
     ) -> Iterator[MapResult]:
         """Submits ``fn(item)`` for every item at once and yields a :class:`MapResult` per item,
-        in order: ``COMPLETE`` with the value, ``TIMEOUT`` or ``EXCEPTION`` with the error."""
+        in order: ``COMPLETE`` with the value, ``TIMEOUT`` or ``EXCEPTION`` with the error. A
+        job's ``KeyboardInterrupt`` (or other ``BaseException``) is an ``EXCEPTION`` result too;
+        one raised while the iteration waits (Ctrl-C in this process) propagates."""
         futures = [self.submit(fn, item) for item in iterator]
 
         def results() -> Iterator[MapResult]:
@@ -164,6 +172,12 @@ class PopenPoolExecutor:
                 except TimeoutError as err:
                     yield MapResult(StatusKind.TIMEOUT, err)
                 except Exception as err:
+                    yield MapResult(StatusKind.EXCEPTION, err)
+                except BaseException as err:
+                    # The job's own KeyboardInterrupt (or other BaseException) is a result; one
+                    # raised here, while waiting (Ctrl-C in this process), is not.
+                    if not _raised_by_job(future, err):
+                        raise
                     yield MapResult(StatusKind.EXCEPTION, err)
 
         return results()

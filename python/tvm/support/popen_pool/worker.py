@@ -45,7 +45,8 @@ class PopenWorker:
         ``subprocess.STDOUT``. The last lines of stderr are kept for crash reports either way.
 
     ``send`` and ``recv`` alternate: each ``send(fn, ...)`` must be followed by a ``recv()``
-    that returns ``fn``'s value or raises its error. The process starts on the first ``send``.
+    that returns ``fn``'s value or raises its error (any exception type, ``KeyboardInterrupt``
+    included; see :meth:`recv`). The process starts on the first ``send``.
     ``kill()`` may be called from any thread; a later ``send`` starts a new process.
     """
 
@@ -141,7 +142,17 @@ class PopenWorker:
 
     def recv(self) -> Any:
         """The value of the job sent last, or its error raised again (see the module's
-        documentation for ``TimeoutError`` and ``ChildProcessError``)."""
+        documentation for ``TimeoutError`` and ``ChildProcessError``).
+
+        Any exception the job raised is raised again here with its type, ``BaseException``
+        subclasses included: a job's ``KeyboardInterrupt`` (raised by the job, or by a ``SIGINT``
+        sent to the worker while the job ran) comes out as ``KeyboardInterrupt``, its message
+        being the worker's traceback, ``"... raised in popen worker (pid N): Traceback ..."``,
+        and the worker stays as it was, ready for the next job. A ``KeyboardInterrupt`` raised
+        while this call waits (Ctrl-C in this process) kills the worker instead, since its job's
+        state is then unknown; the next ``send`` starts a new one. ``SystemExit`` is not sent
+        back: ``sys.exit`` in a job ends the worker, and this raises ``ChildProcessError`` with
+        its exit code."""
         job = self._pending
         if job is None:
             raise RuntimeError("PopenWorker.recv: no job was sent")
