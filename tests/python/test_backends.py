@@ -10,6 +10,7 @@ import sys
 import venv
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tvm
@@ -56,7 +57,9 @@ def backend_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
         text=True,
         check=True,
     ).stdout.strip()
-    Path(purelib, "tvm_under_test.pth").write_text(f"{tvm_parent}\n")
+    # numpy too, for the device probe (wherever the test environment has it).
+    numpy_parent = Path(np.__file__).resolve().parents[1]
+    Path(purelib, "tvm_under_test.pth").write_text(f"{tvm_parent}\n{numpy_parent}\n")
     # A broken installation that build tools would refuse to produce: a malformed entry point.
     broken = Path(purelib, "tvm_test_broken_backend-0.1.0.dist-info")
     broken.mkdir()
