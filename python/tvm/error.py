@@ -130,7 +130,7 @@ def _to_python(
     if original is not None:
         exc = original
     else:
-        cls = _KIND_TO_CLASS.get(kind, RuntimeError)
+        cls = _KIND_TO_CLASS.get(kind) or _builtin_exception(kind) or RuntimeError
         try:
             exc = cls(message)
         except Exception:  # a registered class with an unusual constructor
@@ -145,12 +145,23 @@ def _to_python(
     return exc
 
 
+def _builtin_exception(kind: str) -> type[BaseException] | None:
+    """The built-in exception class named ``kind`` (``ZeroDivisionError``), if there is one."""
+    cls = getattr(builtins, kind, None)
+    if isinstance(cls, type) and issubclass(cls, Exception) and cls is not Exception:
+        return cls
+    return None
+
+
 def _from_python(exc: BaseException) -> tuple[str, str]:
-    """The kind and message of a Python exception crossing into native code."""
+    """The kind and message of a Python exception crossing into native code: the nearest
+    registered class or built-in exception in its MRO (``RuntimeError`` for anything else)."""
     for cls in type(exc).__mro__:
         kind = _CLASS_TO_KIND.get(cls)
         if kind is not None:
             return kind, str(exc)
+        if cls.__module__ == "builtins" and _builtin_exception(cls.__name__) is cls:
+            return cls.__name__, str(exc)
     return "RuntimeError", str(exc)
 
 

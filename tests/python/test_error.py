@@ -303,3 +303,33 @@ def test_tvm_ffi_private_module_does_not_exist_in_a_fresh_interpreter():
     )
     assert result.returncode != 0
     assert "ModuleNotFoundError" in result.stderr
+
+
+class _CustomValueError(ValueError):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (ValueError("bad value"), "ValueError: bad value"),
+        (_CustomValueError("derived"), "ValueError: derived"),
+        (KeyError("k"), "KeyError: 'k'"),
+        (ZeroDivisionError("by zero"), "ZeroDivisionError: by zero"),
+        (Exception("plain"), "RuntimeError: plain"),
+    ],
+)
+def test_native_code_sees_the_kind_and_message_of_a_python_error(exc, expected):
+    def raises():
+        raise exc
+
+    describe = tvm.get_global_func("testing.describe_error")
+    assert describe(raises) == expected
+
+
+def test_builtin_kinds_from_native_code_become_their_python_class():
+    raise_error = tvm.get_global_func("testing.test_raise_error")
+    with pytest.raises(ZeroDivisionError, match="divided"):
+        raise_error("ZeroDivisionError", "divided")
+    with pytest.raises(RuntimeError, match="odd"):
+        raise_error("NoSuchKind", "odd")

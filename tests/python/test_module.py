@@ -184,3 +184,32 @@ def test_load_module_accepts_path_like(tmp_path: Path) -> None:
     library = build(EXAMPLES / "add_one_c.c", tmp_path / "libpathlike.so", "gcc", "c11")
     assert tvm.ffi.load_module(os.fspath(library)).concat("a", "b") == "ab"
     assert tvm.ffi.load_module(library).concat("c", "d") == "cd"
+
+
+BROKEN_DOC_KERNEL = r"""
+#include <tvm/ffi/c_api.h>
+
+TVM_FFI_DLL_EXPORT int __tvm_ffi_answer(void* self, const TVMFFIAny* args, int32_t num_args,
+                                        TVMFFIAny* result) {
+  (void)self, (void)args, (void)num_args;
+  result->type_index = kTVMFFIInt;
+  result->zero_padding = 0;
+  result->v_int64 = 42;
+  return 0;
+}
+
+/* A doc export that fails instead of returning a string. */
+TVM_FFI_DLL_EXPORT int __tvm_ffi__doc_answer(void* self, const TVMFFIAny* args, int32_t num_args,
+                                             TVMFFIAny* result) {
+  (void)self, (void)args, (void)num_args, (void)result;
+  TVMFFIErrorSetRaisedFromCStr("ValueError", "the doc is broken");
+  return -1;
+}
+"""
+
+
+def test_a_broken_doc_export_does_not_hide_the_function(compile_c) -> None:
+    module = tvm.runtime.load_module(compile_c(BROKEN_DOC_KERNEL, name="libbroken_doc.so"))
+    with pytest.warns(RuntimeWarning, match="doc export of `answer` is broken.*the doc is broken"):
+        answer = module.get_function("answer")
+    assert answer() == 42

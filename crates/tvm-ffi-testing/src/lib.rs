@@ -89,6 +89,21 @@ fn testing_functions() -> Vec<(&'static str, Function)> {
             ),
         ),
         (
+            "testing.describe_error",
+            Function::from_packed(|args| {
+                let (first, rest) = args.split_first().ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::TypeError,
+                        "testing.describe_error needs a function",
+                    )
+                })?;
+                match first.cast::<Function>()?.call_packed(rest) {
+                    Ok(_) => Ok(Any::none()),
+                    Err(err) => Ok(Any::from(format!("{}: {}", err.kind(), err.message()))),
+                }
+            }),
+        ),
+        (
             "testing.object_use_count",
             Function::from_packed(|args| match args {
                 [value] => {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from .._native import Function, Object
@@ -65,15 +66,29 @@ class Module(Object):
         func = _api("ffi.ModuleGetFunction")(self, name, query_imports)
         if func is None:
             raise AttributeError(f"Module[{self.kind}] has no function `{name}`")
-        doc = _api("ffi.ModuleGetFunctionDoc")(self, name)
+        # The doc and metadata exports are optional: a broken one costs its information (with a
+        # warning naming it), never the working function.
+        doc = self._optional_export("ffi.ModuleGetFunctionDoc", name, "doc")
         if doc is not None:
             func.__doc__ = doc
-        metadata = _api("ffi.ModuleGetFunctionMetadata")(self, name)
+        metadata = self._optional_export("ffi.ModuleGetFunctionMetadata", name, "metadata")
         if metadata is not None:
             signature = _signature(metadata)
             if signature is not None:
                 func.__signature__ = signature
         return func
+
+    def _optional_export(self, getter: str, name: str, what: str) -> str | None:
+        try:
+            return _api(getter)(self, name)
+        except Exception as err:
+            warnings.warn(
+                f"Module[{self.kind}]: the {what} export of `{name}` is broken "
+                f"({type(err).__name__}: {err}); using the function without it",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return None
 
     def import_module(self, other: Module) -> None:
         """Add ``other`` to the imports (a cycle is a ``RuntimeError``)."""
