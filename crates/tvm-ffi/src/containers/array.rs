@@ -9,6 +9,8 @@ use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
 
+use super::sync::ObjectLock;
+
 /// The common layout of arrays and lists: header plus sequence cell (56 bytes).
 #[repr(C)]
 pub struct SeqObj {
@@ -227,11 +229,21 @@ unsafe extern "C" fn free_buffer(data: *mut c_void) {
     })
 }
 
-/// A shared-mutable sequence: every reference sees every change. Not `Sync`.
+/// A shared-mutable sequence: every reference sees every change. Safe to share between
+/// threads: each operation holds the list's lock ([`sync`](super::sync)), so a native function
+/// running without the interpreter lock and a Python thread mutating the same list see each
+/// other's operations whole. C and C++ code that reads the cell directly must not race with
+/// writers.
 #[derive(Clone)]
 pub struct List {
     obj: ObjectRef<ListObj>,
 }
+
+// SAFETY: every access to a list's cell through this API holds the object's lock; elements are
+// `Any` (Send + Sync).
+unsafe impl Send for ListObj {}
+// SAFETY: as above.
+unsafe impl Sync for ListObj {}
 
 impl List {
     /// An empty list.
@@ -263,8 +275,19 @@ impl List {
         &self.obj.0
     }
 
+    /// Holds the list's lock for one read.
+    fn lock(&self) -> ObjectLock {
+        ObjectLock::acquire(self.obj.as_raw().cast())
+    }
+
+    /// Holds the list's lock for one mutation.
+    fn lock_for_mutation(&self) -> ObjectLock {
+        self.lock().for_mutation("ffi.List")
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
+        let _lock = self.lock();
         self.seq().len()
     }
 
@@ -275,6 +298,11 @@ impl List {
 
     /// Makes room for at least `capacity` elements (keeps the buffer's deleter).
     pub fn reserve(&self, capacity: usize) {
+        let _lock = self.lock_for_mutation();
+        self.reserve_locked(capacity);
+    }
+
+    fn reserve_locked(&self, capacity: usize) {
         let cell = self.seq().cell_mut();
         if capacity as i64 <= cell.capacity {
             return;
@@ -311,9 +339,14 @@ impl List {
     /// Appends a value.
     pub fn push(&self, value: impl Into<Any>) {
         let value = value.into();
-        let len = self.len();
+        let _lock = self.lock_for_mutation();
+        self.push_locked(value);
+    }
+
+    fn push_locked(&self, value: Any) {
+        let len = self.seq().len();
         if len as i64 == self.seq().cell().capacity {
-            self.reserve((len * 2).max(4));
+            self.reserve_locked((len * 2).max(4));
         }
         let cell = self.seq().cell_mut();
         // SAFETY: capacity exceeds size; the slot is uninitialized and now owns the value.
@@ -328,13 +361,15 @@ impl List {
 
     /// Inserts a value at `index` (0..=len), or an `IndexError`.
     pub fn insert(&self, index: i64, value: impl Into<Any>) -> Result<()> {
-        let len = self.len();
+        let value = value.into();
+        let _lock = self.lock_for_mutation();
+        let len = self.seq().len();
         let at = if index == len as i64 {
             len
         } else {
             normalize_index(index, len)?
         };
-        self.push(value);
+        self.push_locked(value);
         let data = self.seq().cell().data.cast::<TVMFFIAny>();
         // SAFETY: `len + 1` initialized slots; rotate the new last element into place.
         unsafe { std::slice::from_raw_parts_mut(data, len + 1)[at..].rotate_right(1) };
@@ -343,24 +378,30 @@ impl List {
 
     /// The element at `index` (negative counts from the end).
     pub fn get(&self, index: i64) -> Result<Any> {
-        let i = normalize_index(index, self.len())?;
+        let _lock = self.lock();
+        let i = normalize_index(index, self.seq().len())?;
         Ok(self.seq().elements()[i].clone())
     }
 
     /// Replaces the element at `index`.
     pub fn set(&self, index: i64, value: impl Into<Any>) -> Result<()> {
-        let i = normalize_index(index, self.len())?;
         let value = value.into();
-        let data = self.seq().cell().data.cast::<Any>();
-        // SAFETY: slot `i` is initialized; the old value is dropped after the write.
-        let old = unsafe { std::ptr::replace(data.add(i), value) };
+        let old = {
+            let _lock = self.lock_for_mutation();
+            let i = normalize_index(index, self.seq().len())?;
+            let data = self.seq().cell().data.cast::<Any>();
+            // SAFETY: slot `i` is initialized; the old value leaves the list.
+            unsafe { std::ptr::replace(data.add(i), value) }
+        };
+        // Dropped without the lock: a destructor may run arbitrary code.
         drop(old);
         Ok(())
     }
 
     /// Removes and returns the element at `index`.
     pub fn remove(&self, index: i64) -> Result<Any> {
-        let len = self.len();
+        let _lock = self.lock_for_mutation();
+        let len = self.seq().len();
         let i = normalize_index(index, len)?;
         let data = self.seq().cell().data.cast::<TVMFFIAny>();
         // SAFETY: slot `i` is initialized; the tail shifts down by one and size shrinks.
@@ -370,7 +411,7 @@ impl List {
             slots[len - 1]
         };
         self.seq().cell_mut().size -= 1;
-        // SAFETY: the removed value's ownership moves to the caller.
+        // SAFETY: the removed value's ownership moves to the caller (who drops it unlocked).
         Ok(unsafe { Any::from_raw(raw) })
     }
 
@@ -381,14 +422,22 @@ impl List {
 
     /// Removes every element.
     pub fn clear(&self) {
-        let values: Vec<Any> = (0..self.len())
-            .map(|_| self.pop().expect("in range"))
-            .collect();
+        let values: Vec<Any> = {
+            let _lock = self.lock_for_mutation();
+            let cell = self.seq().cell_mut();
+            let len = cell.size.max(0) as usize;
+            cell.size = 0;
+            let data = cell.data.cast::<Any>();
+            // SAFETY: the first `len` slots were initialized and now leave the list (size 0).
+            (0..len).map(|i| unsafe { data.add(i).read() }).collect()
+        };
+        // Dropped without the lock: a destructor may run arbitrary code.
         drop(values);
     }
 
     /// A snapshot of the elements.
     pub fn to_vec(&self) -> Vec<Any> {
+        let _lock = self.lock();
         self.seq().elements().to_vec()
     }
 
@@ -424,6 +473,8 @@ impl std::fmt::Debug for List {
 fn seq_elements(view: &AnyView<'_>) -> Option<Vec<Any>> {
     let obj = view.as_object_ptr()?;
     matches!(view.type_index(), kTVMFFIArray | kTVMFFIList).then(|| {
+        // A list may be mutated by another thread meanwhile: copy under its lock.
+        let _lock = (view.type_index() == kTVMFFIList).then(|| ObjectLock::acquire(obj.cast()));
         // SAFETY: arrays and lists share the sequence layout; the view keeps the object alive.
         unsafe { (*obj.cast::<SeqObj>()).elements().to_vec() }
     })

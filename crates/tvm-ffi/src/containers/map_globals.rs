@@ -3,7 +3,7 @@
 use std::sync::{Mutex, OnceLock};
 
 use crate::any::{Any, AnyView};
-use crate::containers::map::{Cursor, Dict, Map, MapBaseObj, MapRead, cursor_of};
+use crate::containers::map::{Cursor, Dict, Map, MapBaseObj, MapRead, cursor_of, lock_if_dict};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 
@@ -79,6 +79,8 @@ fn forward_iter_functor(name: &'static str, container: Any) -> Result<Function> 
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             let IterState { obj, cursor, .. } = &mut *state;
+            // SAFETY: `container` keeps the object alive.
+            let _lock = unsafe { lock_if_dict(*obj) };
             match command {
                 0 | 1 => {
                     // SAFETY: `container` keeps the object alive.

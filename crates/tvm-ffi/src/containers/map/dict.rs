@@ -5,6 +5,7 @@ use std::ptr::NonNull;
 
 use crate::abi::kTVMFFIDict;
 use crate::any::{Any, AnyView, TryFromAnyView};
+use crate::containers::sync::ObjectLock;
 use crate::object::{ObjectCore, ObjectRef};
 
 use super::iter::Iter;
@@ -17,7 +18,8 @@ use super::table::{
     Inserted, clear_in_place, copy_object, insert_in_place, remove_in_place, tables_equal,
 };
 
-/// Marker view of `ffi.Dict` (index 76). Shared-mutable, so neither `Send` nor `Sync`.
+/// Marker view of `ffi.Dict` (index 76). Shared-mutable, and safe to share between threads:
+/// every access through this crate holds the dict's lock ([`crate::containers::sync`]).
 #[repr(transparent)]
 pub struct DictObj(MapBaseObj);
 
@@ -33,8 +35,8 @@ unsafe impl ObjectCore for DictObj {
 }
 
 /// A shared-mutable hash map from values to values, in insertion order: every reference sees
-/// every change. Not `Send`/`Sync`. Mutating a dict while iterating over it is memory-safe but
-/// may end the iteration early or skip entries.
+/// every change. Safe to share between threads (each operation holds the dict's lock). Mutating a
+/// dict while iterating over it is memory-safe but may end the iteration early or skip entries.
 #[derive(Clone)]
 pub struct Dict {
     obj: ObjectRef<DictObj>,
@@ -57,8 +59,11 @@ impl Dict {
     /// Sets `key` to `value` (seen by every reference); returns the previous value. An existing
     /// key keeps its position.
     pub fn insert(&self, key: impl Into<Any>, value: impl Into<Any>) -> Option<Any> {
-        // SAFETY: dicts are shared-mutable and not `Sync`; the object is alive.
-        match unsafe { insert_in_place(self.raw(), key.into(), value.into()) } {
+        let (key, value) = (key.into(), value.into());
+        let _lock = self.lock_for_mutation();
+        // SAFETY: the object is alive and locked; the replaced value is dropped by the caller,
+        // after the lock is released.
+        match unsafe { insert_in_place(self.raw(), key, value) } {
             Inserted::New => None,
             Inserted::Replaced { old, .. } => Some(old),
             Inserted::NoRoom(..) => panic!("ffi.Dict object without room for its dense layout"),
@@ -68,24 +73,34 @@ impl Dict {
     /// Removes `key`; returns its value.
     pub fn remove<K: MapKey + ?Sized>(&self, key: &K) -> Option<Any> {
         let key = key.to_key();
-        // SAFETY: dicts are shared-mutable; the removed pair's ownership moves here.
-        unsafe {
-            remove_in_place(self.raw(), key.raw()).map(|kv| {
-                drop(Any::from_raw(kv.key));
-                Any::from_raw(kv.value)
-            })
-        }
+        let removed = {
+            let _lock = self.lock_for_mutation();
+            // SAFETY: the object is alive and locked; the removed pair's ownership moves here.
+            unsafe { remove_in_place(self.raw(), key.raw()) }
+        };
+        // SAFETY: the pair left the table; each value is released once, without the lock.
+        removed.map(|kv| unsafe {
+            drop(Any::from_raw(kv.key));
+            Any::from_raw(kv.value)
+        })
     }
 
     /// Removes every entry.
     pub fn clear(&self) {
-        // SAFETY: dicts are shared-mutable; the pairs moved out are dropped after the table
-        // is consistent again.
-        unsafe {
-            for kv in clear_in_place(self.raw()) {
-                drop_kv(kv);
-            }
+        let pairs = {
+            let _lock = self.lock_for_mutation();
+            // SAFETY: the object is alive and locked; the pairs move out of the table.
+            unsafe { clear_in_place(self.raw()) }
+        };
+        for kv in pairs {
+            // SAFETY: each pair left the table and is released once, without the lock.
+            unsafe { drop_kv(kv) };
         }
+    }
+
+    /// Holds the dict's lock for one mutation.
+    fn lock_for_mutation(&self) -> ObjectLock {
+        ObjectLock::acquire(self.raw().cast()).for_mutation("ffi.Dict")
     }
 
     /// The underlying object reference.
@@ -93,6 +108,12 @@ impl Dict {
         &self.obj
     }
 }
+
+// SAFETY: every access to a dict's table through this crate holds the object's lock; keys and
+// values are `Any` (Send + Sync).
+unsafe impl Send for DictObj {}
+// SAFETY: as above.
+unsafe impl Sync for DictObj {}
 
 impl Sealed for Dict {
     #[inline]

@@ -9,7 +9,7 @@ use crate::any::Any;
 use super::dense::{Dense, is_live};
 use super::layout::{Kv, MapBaseObj, NO_SLOT, cell};
 use super::object::{clone_raw, map_ptr_of};
-use super::table::is_small;
+use super::table::{is_small, lock_if_dict};
 
 /// A position in a table's insertion order. Every step re-validates against the table, so a
 /// table changed behind the cursor (a dict mutated during iteration) ends or skips entries but
@@ -113,7 +113,10 @@ impl<'a> Iter<'a> {
     /// Iterates over the object at `obj`, which the caller's container keeps alive for `'a`.
     pub(super) fn new(obj: *mut MapBaseObj) -> Iter<'a> {
         // SAFETY: the caller's container keeps the object alive for `'a`.
-        let cursor = unsafe { Cursor::start(obj) };
+        let cursor = unsafe {
+            let _lock = lock_if_dict(obj);
+            Cursor::start(obj)
+        };
         Iter {
             obj,
             cursor,
@@ -126,8 +129,9 @@ impl Iterator for Iter<'_> {
     type Item = (Any, Any);
 
     fn next(&mut self) -> Option<(Any, Any)> {
-        // SAFETY: the borrowed container keeps the object alive.
+        // SAFETY: the borrowed container keeps the object alive; a dict is read under its lock.
         unsafe {
+            let _lock = lock_if_dict(self.obj);
             let entry = self.cursor.current(self.obj)?;
             self.cursor.advance(self.obj);
             Some(entry)
@@ -140,5 +144,8 @@ impl Iterator for Iter<'_> {
 pub(crate) fn cursor_of(container: &Any) -> Option<(*mut MapBaseObj, Cursor)> {
     let p = map_ptr_of(&container.as_view())?;
     // SAFETY: `container` keeps the object alive.
-    Some((p, unsafe { Cursor::start(p) }))
+    Some((p, unsafe {
+        let _lock = lock_if_dict(p);
+        Cursor::start(p)
+    }))
 }

@@ -49,3 +49,4 @@ pub(crate) use iter::{Cursor, cursor_of};
 pub use keys::{KeyArg, MapKey};
 pub use layout::{DataDeleter, MapBaseObj, PROBE};
 pub use read::MapRead;
+pub(crate) use table::lock_if_dict;

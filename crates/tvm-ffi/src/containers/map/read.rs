@@ -7,7 +7,7 @@ use super::iter::Iter;
 use super::keys::MapKey;
 use super::layout::MapBaseObj;
 use super::object::clone_raw;
-use super::table::{find_kv, raw_len};
+use super::table::{find_kv, lock_if_dict, raw_len};
 
 /// The accessor [`MapRead`] is written over; private to the crate, so that only `Map` and
 /// `Dict` implement [`MapRead`].
@@ -29,7 +29,10 @@ pub trait MapRead: sealed::Sealed {
     #[inline]
     fn len(&self) -> usize {
         // SAFETY: `self` keeps the object alive.
-        unsafe { raw_len(self.raw()) }
+        unsafe {
+            let _lock = lock_if_dict(self.raw());
+            raw_len(self.raw())
+        }
     }
 
     /// Whether there are no entries.
@@ -42,8 +45,12 @@ pub trait MapRead: sealed::Sealed {
     #[inline]
     fn get<K: MapKey + ?Sized>(&self, key: &K) -> Option<Any> {
         let key = key.to_key();
-        // SAFETY: `self` keeps the object alive; the value gains its own reference.
-        unsafe { find_kv(self.raw(), key.raw()).map(|kv| Any::from_raw(clone_raw(&(*kv).value))) }
+        // SAFETY: `self` keeps the object alive; the value gains its own reference under the
+        // dict's lock.
+        unsafe {
+            let _lock = lock_if_dict(self.raw());
+            find_kv(self.raw(), key.raw()).map(|kv| Any::from_raw(clone_raw(&(*kv).value)))
+        }
     }
 
     /// Whether `key` is present.
@@ -51,7 +58,10 @@ pub trait MapRead: sealed::Sealed {
     fn contains_key<K: MapKey + ?Sized>(&self, key: &K) -> bool {
         let key = key.to_key();
         // SAFETY: `self` keeps the object alive.
-        unsafe { find_kv(self.raw(), key.raw()).is_some() }
+        unsafe {
+            let _lock = lock_if_dict(self.raw());
+            find_kv(self.raw(), key.raw()).is_some()
+        }
     }
 
     /// Iterates over `(key, value)` in insertion order.

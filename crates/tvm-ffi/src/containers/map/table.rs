@@ -15,6 +15,26 @@ use super::layout::{
     MapBaseObj, NO_SLOT, SMALL_FLAG, SMALL_INIT, SMALL_MAX, cell,
 };
 use super::object::{alloc_empty, clone_raw, free_blocks, small_room};
+use crate::containers::sync::ObjectLock;
+
+/// The lock of a dict (`ffi.Dict` is shared-mutable, see [`crate::containers::sync`]); maps
+/// are never mutated once shared and need none.
+///
+/// # Safety
+/// `p` points at a live map object.
+pub(crate) unsafe fn lock_if_dict(p: *mut MapBaseObj) -> Option<ObjectLock> {
+    // SAFETY: per the caller.
+    unsafe { is_dict(p) }.then(|| ObjectLock::acquire(p.cast()))
+}
+
+/// Whether the object is an `ffi.Dict`.
+///
+/// # Safety
+/// `p` points at a live map object.
+unsafe fn is_dict(p: *mut MapBaseObj) -> bool {
+    // SAFETY: per the caller; the header comes first.
+    unsafe { (*p.cast::<crate::abi::TVMFFIObject>()).type_index == crate::abi::kTVMFFIDict }
+}
 
 /// Whether the object uses the small layout.
 ///
@@ -231,6 +251,8 @@ pub(super) unsafe fn clear_in_place(p: *mut MapBaseObj) -> Vec<Kv> {
 /// # Safety
 /// `p` points at a live map object.
 pub(super) unsafe fn copy_object(p: *mut MapBaseObj, type_index: i32) -> NonNull<MapBaseObj> {
+    // SAFETY: per the caller.
+    let _lock = unsafe { lock_if_dict(p) };
     let new = alloc_empty(type_index);
     let q = new.as_ptr();
     // SAFETY: `p` is live and `q` is fresh; every copied value gains its own reference.
@@ -292,6 +314,8 @@ pub(super) unsafe fn tables_equal(p: *mut MapBaseObj, q: *mut MapBaseObj) -> boo
         if p == q {
             return true;
         }
+        let _locks =
+            (is_dict(p) || is_dict(q)).then(|| ObjectLock::acquire_pair(p.cast(), q.cast()));
         if raw_len(p) != raw_len(q) {
             return false;
         }

@@ -1,0 +1,164 @@
+//! Locks for the shared-mutable containers (`ffi.List`, `ffi.Dict`).
+//!
+//! Python threads share these objects and a native function may run without the interpreter
+//! lock while another thread mutates its argument, so every access through this crate's safe
+//! API holds the object's lock for the length of one operation. The lock lives outside the
+//! object (a stripe chosen by address), so the C layout the header defines is unchanged.
+//!
+//! Under a lock only short, self-contained work runs: reading or writing slots and taking
+//! references. Values that leave a container are dropped after the lock is released, because
+//! dropping may run arbitrary code (a Python object's destructor). Key hashing and equality
+//! hooks may run under the lock; the lock is reentrant, so a hook that reads the same container
+//! on the same thread does not deadlock, and a hook that mutates it is refused with a panic
+//! (which every C and Python boundary turns into an error).
+
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+/// Number of stripes: enough that unrelated containers rarely share one.
+const STRIPES: usize = 64;
+
+/// One reentrant lock.
+struct Stripe {
+    state: Mutex<Owner>,
+    free: Condvar,
+}
+
+/// Which thread holds a stripe, and how many times.
+#[derive(Clone, Copy)]
+struct Owner {
+    thread: usize,
+    depth: u32,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const UNLOCKED: Stripe = Stripe {
+    state: Mutex::new(Owner {
+        thread: 0,
+        depth: 0,
+    }),
+    free: Condvar::new(),
+};
+
+static LOCKS: [Stripe; STRIPES] = [UNLOCKED; STRIPES];
+
+thread_local! {
+    /// Its address identifies the thread (never 0).
+    static THREAD_TOKEN: u8 = const { 0 };
+}
+
+fn thread_token() -> usize {
+    THREAD_TOKEN.with(|t| t as *const u8 as usize)
+}
+
+impl Stripe {
+    fn state(&self) -> MutexGuard<'_, Owner> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the stripe for this thread; returns the new depth.
+    fn acquire(&self) -> u32 {
+        let me = thread_token();
+        let mut state = self.state();
+        if state.thread != me {
+            while state.thread != 0 {
+                state = self
+                    .free
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            state.thread = me;
+        }
+        state.depth += 1;
+        state.depth
+    }
+
+    fn release(&self) {
+        let mut state = self.state();
+        state.depth -= 1;
+        if state.depth == 0 {
+            state.thread = 0;
+            drop(state);
+            self.free.notify_one();
+        }
+    }
+}
+
+fn stripe_of(object: *const ()) -> usize {
+    // Objects are at least 8-byte aligned; mix the bits above that.
+    let address = object as usize >> 4;
+    (address ^ (address >> 6) ^ (address >> 12)) % STRIPES
+}
+
+/// The lock of one container object, held until dropped.
+pub(crate) struct ObjectLock {
+    stripe: usize,
+    depth: u32,
+}
+
+impl ObjectLock {
+    /// Locks the container at `object` for the calling thread (reentrant).
+    pub(crate) fn acquire(object: *const ()) -> ObjectLock {
+        let stripe = stripe_of(object);
+        let depth = LOCKS[stripe].acquire();
+        ObjectLock { stripe, depth }
+    }
+
+    /// Locks two containers without deadlocking against a thread that locks them the other
+    /// way round (stripes are always taken in increasing order).
+    pub(crate) fn acquire_pair(a: *const (), b: *const ()) -> (ObjectLock, ObjectLock) {
+        if stripe_of(a) <= stripe_of(b) {
+            let first = ObjectLock::acquire(a);
+            (first, ObjectLock::acquire(b))
+        } else {
+            let second = ObjectLock::acquire(b);
+            (ObjectLock::acquire(a), second)
+        }
+    }
+
+    /// Asserts that this is the outermost hold of the lock on this thread: a mutation from
+    /// inside a hook that runs while the same container is being read would invalidate the
+    /// reader's position.
+    pub(crate) fn for_mutation(self, what: &str) -> ObjectLock {
+        assert!(
+            self.depth == 1,
+            "{what}: the container was mutated by a hash or equality hook while it was in use"
+        );
+        self
+    }
+}
+
+impl Drop for ObjectLock {
+    fn drop(&mut self) {
+        LOCKS[self.stripe].release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reentrant_on_one_thread_exclusive_across_threads() {
+        let address = 0x1000usize;
+        let outer = ObjectLock::acquire(address as *const ());
+        let inner = ObjectLock::acquire(address as *const ());
+        assert_eq!((outer.depth, inner.depth), (1, 2));
+        let waited = std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            let _lock = ObjectLock::acquire(address as *const ());
+            start.elapsed()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        drop(inner);
+        drop(outer);
+        assert!(waited.join().unwrap() >= std::time::Duration::from_millis(40));
+    }
+
+    #[test]
+    #[should_panic(expected = "mutated by a hash or equality hook")]
+    fn nested_mutation_is_refused() {
+        let object = 0x2000 as *const ();
+        let _reader = ObjectLock::acquire(object);
+        let _ = ObjectLock::acquire(object).for_mutation("test");
+    }
+}
