@@ -12,12 +12,13 @@ use std::ffi::c_void;
 use std::sync::OnceLock;
 
 use crate::abi::{
-    self, TVMFFIAny, TVMFFITypeAttrColumn, kTVMFFIBytes, kTVMFFIFunction, kTVMFFINone,
-    kTVMFFIOpaquePtr, kTVMFFISmallBytes, kTVMFFISmallStr, kTVMFFIStaticObjectBegin, kTVMFFIStr,
+    self, TVMFFIAny, TVMFFIByteArray, TVMFFITypeAttrColumn, kTVMFFIBytes, kTVMFFIFunction,
+    kTVMFFINone, kTVMFFIOpaquePtr, kTVMFFISmallBytes, kTVMFFISmallStr, kTVMFFIStaticObjectBegin,
+    kTVMFFIStr,
 };
 use crate::any::{Any, AnyView};
 use crate::function::Function;
-use crate::string::{BytesObj, byte_array};
+use crate::string::BytesObj;
 
 /// Modulus of the byte-string hash (the Mersenne prime 2^31 - 1).
 const HASH_MOD: u64 = 2_147_483_647;
@@ -71,7 +72,7 @@ unsafe impl Sync for ColumnPtr {}
 fn column(cache: &OnceLock<ColumnPtr>, name: &str) -> *const TVMFFITypeAttrColumn {
     cache
         .get_or_init(|| {
-            let key = byte_array(name.as_bytes());
+            let key = TVMFFIByteArray::from_text(name);
             // SAFETY: `key` views `name` for the duration of the call; the result is a pointer
             // to a process-lifetime column or NULL.
             ColumnPtr(unsafe { abi::TVMFFIGetTypeAttrColumn(&key) })

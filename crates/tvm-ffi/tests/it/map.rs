@@ -7,8 +7,7 @@ use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::containers::hash::{any_equal, any_hash, hash_bytes, hash_combine};
 use tvm_ffi::containers::map::{Dict, Map, MapRead, PROBE};
 use tvm_ffi::object::alloc_object;
-use tvm_ffi::string::byte_array;
-use tvm_ffi::{Any, Bytes, Error, Function, Object, ObjectRef, String};
+use tvm_ffi::{Any, Bytes, Function, Object, ObjectRef, String};
 
 // ---------------------------------------------------------------------------------------------
 // Raw layout helpers
@@ -322,10 +321,7 @@ fn custom_id(v: &TVMFFIAny) -> i64 {
 }
 
 fn register_attr(type_index: i32, name: &str, value: Any) {
-    let key = byte_array(name.as_bytes());
-    // SAFETY: valid pointers for the call; the runtime keeps its own copy.
-    let rc = unsafe { abi::TVMFFITypeRegisterAttr(type_index, &key, value.as_raw()) };
-    assert_eq!(rc, 0, "{:?}", Error::take_raised());
+    tvm_ffi::reflection::register_type_attr(type_index, name, &value).unwrap();
 }
 
 unsafe extern "C" fn c_hash(v: *const TVMFFIAny) -> i64 {
