@@ -394,6 +394,37 @@ fn custom_hooks_as_c_function_pointers() {
     assert_eq!(d.len(), 1);
 }
 
+/// Hooks of `testing.map.SafeKey`: keys by id.
+struct IdHooks;
+
+impl tvm_ffi::containers::hash::AnyHashHooks for IdHooks {
+    fn hash(value: tvm_ffi::AnyView<'_>) -> i64 {
+        custom_id(value.as_raw()) * 11
+    }
+    fn equal(a: tvm_ffi::AnyView<'_>, b: tvm_ffi::AnyView<'_>) -> bool {
+        custom_id(a.as_raw()) == custom_id(b.as_raw())
+    }
+}
+
+#[test]
+fn custom_hooks_through_the_safe_registration() {
+    let index =
+        tvm_ffi::types::register_type("testing.map.SafeKey", abi::kTVMFFIObject, 0, true).unwrap();
+    tvm_ffi::containers::hash::register_hooks::<IdHooks>(index).unwrap();
+    let (k1, k2, k3) = (
+        custom_key(index, 3),
+        custom_key(index, 3),
+        custom_key(index, 4),
+    );
+    assert_eq!(any_hash(k1.as_raw()), hash_combine(index as u64, 33));
+    assert!(any_equal(k1.as_raw(), k2.as_raw()));
+    assert!(!any_equal(k1.as_raw(), k3.as_raw()));
+    let d = Dict::new();
+    d.insert(k1, 1i64);
+    assert!(d.contains_key(&k2));
+    assert!(!d.contains_key(&k3));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Behaviour
 // ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use tvm_ffi::abi::{self, TVMFFIAny};
+use tvm_ffi::containers::hash::{self, AnyHashHooks};
 use tvm_ffi::{Any, AnyView, Function, OpaqueObj};
 
 use super::{Temporaries, keep, py_to_any};
@@ -98,37 +99,32 @@ pub(crate) fn opaque_object<'py>(py: Python<'py>, opaque: &OpaqueObj) -> Bound<'
     unsafe { Bound::from_borrowed_ptr(py, opaque.handle().cast()) }
 }
 
-/// The Python object held by a value of type `ffi.OpaquePyObject`, by address (NULL for any
-/// other value).
-fn opaque_handle(value: &AnyView<'_>) -> *mut c_void {
-    value
-        .as_object::<OpaqueObj>()
-        .map_or(std::ptr::null_mut(), OpaqueObj::handle)
-}
-
-/// `__any_hash__` of opaque Python objects: the identity of the Python object.
-unsafe extern "C" fn opaque_hash(value: *const TVMFFIAny) -> i64 {
-    // SAFETY: the runtime calls the hook with a valid opaque value, alive for the call.
-    opaque_handle(&unsafe { AnyView::from_raw(*value) }) as i64
-}
-
-/// `__any_equal__` of opaque Python objects: whether both hold the same Python object.
-unsafe extern "C" fn opaque_equal(a: *const TVMFFIAny, b: *const TVMFFIAny) -> bool {
-    // SAFETY: the runtime calls the hook with two valid opaque values, alive for the call.
-    let (a, b) = unsafe { (AnyView::from_raw(*a), AnyView::from_raw(*b)) };
-    opaque_handle(&a) == opaque_handle(&b)
-}
-
-/// Makes the runtime compare and hash opaque Python objects by the object they hold, so the
+/// Map hashing and equality of opaque Python objects: by the Python object they hold, so the
 /// same Python object wrapped twice is one map key and is found by `in`.
-pub(crate) fn register_opaque_hooks(py: Python<'_>) -> PyResult<()> {
-    let hooks = [
-        ("__any_hash__", opaque_hash as *mut c_void),
-        ("__any_equal__", opaque_equal as *mut c_void),
-    ];
-    for (name, hook) in hooks {
-        tvm_ffi::reflection::register_type_attr(abi::kTVMFFIOpaquePyObject, name, &Any::from(hook))
-            .map_err(|err| raise_error(py, err))?;
+struct OpaqueHooks;
+
+impl OpaqueHooks {
+    /// The Python object held by a value of type `ffi.OpaquePyObject`, by address (NULL for
+    /// any other value).
+    fn handle(value: AnyView<'_>) -> *mut c_void {
+        value
+            .as_object::<OpaqueObj>()
+            .map_or(std::ptr::null_mut(), OpaqueObj::handle)
     }
-    Ok(())
+}
+
+impl AnyHashHooks for OpaqueHooks {
+    fn hash(value: AnyView<'_>) -> i64 {
+        OpaqueHooks::handle(value) as i64
+    }
+
+    fn equal(a: AnyView<'_>, b: AnyView<'_>) -> bool {
+        OpaqueHooks::handle(a) == OpaqueHooks::handle(b)
+    }
+}
+
+/// Makes the runtime compare and hash opaque Python objects by the object they hold.
+pub(crate) fn register_opaque_hooks(py: Python<'_>) -> PyResult<()> {
+    hash::register_hooks::<OpaqueHooks>(abi::kTVMFFIOpaquePyObject)
+        .map_err(|err| raise_error(py, err))
 }
