@@ -2,7 +2,7 @@
 //! the struct, registers its type key under its parent and its fields; [`register_method`] adds
 //! methods), and the safe read side of the type table for any type, whoever registered it: the
 //! ancestors of a type ([`ancestors_of`]), its fields ([`fields_of`], readable through
-//! [`FieldRef::get`]) and methods ([`methods_of`]), and type attributes
+//! [`Member::get`]) and methods ([`methods_of`]), and type attributes
 //! ([`register_type_attr`]).
 
 use std::ffi::{c_int, c_void};
@@ -144,41 +144,99 @@ pub fn ancestors_of(type_index: i32) -> impl DoubleEndedIterator<Item = i32> {
         .filter(move |&index| index != type_index)
 }
 
-/// The records of one kind (fields or methods) of each type of a lineage, in order.
-fn records<R: 'static>(
-    type_index: i32,
-    of: fn(&'static TVMFFITypeInfo) -> (*const R, i32),
-) -> impl Iterator<Item = (i32, &'static R)> {
-    lineage(type_index).flat_map(move |info| {
-        let (data, len) = of(info);
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::TVMFFIFieldInfo {}
+    impl Sealed for super::TVMFFIMethodInfo {}
+}
+
+/// The record of a member of a type in the type table: [`TVMFFIFieldInfo`] or
+/// [`TVMFFIMethodInfo`] (sealed).
+pub trait MemberRecord: sealed::Sealed + 'static {
+    /// The member's name.
+    fn name(&self) -> &TVMFFIByteArray;
+    /// The member's documentation.
+    fn doc(&self) -> &TVMFFIByteArray;
+    /// The records of this kind of a type-table entry: their address and count.
+    fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32);
+}
+
+impl MemberRecord for TVMFFIFieldInfo {
+    fn name(&self) -> &TVMFFIByteArray {
+        &self.name
+    }
+    fn doc(&self) -> &TVMFFIByteArray {
+        &self.doc
+    }
+    fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32) {
+        (info.fields, info.num_fields)
+    }
+}
+
+impl MemberRecord for TVMFFIMethodInfo {
+    fn name(&self) -> &TVMFFIByteArray {
+        &self.name
+    }
+    fn doc(&self) -> &TVMFFIByteArray {
+        &self.doc
+    }
+    fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32) {
+        (info.methods, info.num_methods)
+    }
+}
+
+/// A reflected member of a registered type (a field, [`FieldRef`], or a method, [`MethodRef`]),
+/// as the type table describes it.
+pub struct Member<R: MemberRecord> {
+    owner: i32,
+    info: &'static R,
+}
+
+impl<R: MemberRecord> Clone for Member<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R: MemberRecord> Copy for Member<R> {}
+
+impl<R: MemberRecord> Member<R> {
+    /// The member's name.
+    pub fn name(&self) -> &'static str {
+        table_text(self.info.name())
+    }
+
+    /// The member's documentation (empty if none).
+    pub fn doc(&self) -> &'static str {
+        table_text(self.info.doc())
+    }
+
+    /// The index of the type that declares the member (the type itself or an ancestor).
+    pub fn owner(&self) -> i32 {
+        self.owner
+    }
+}
+
+/// The members of one kind of a type and its ancestors, root first (each type's in
+/// registration order).
+fn members<R: MemberRecord>(type_index: i32) -> impl Iterator<Item = Member<R>> {
+    lineage(type_index).flat_map(|info| {
+        let (data, len) = R::records_of(info);
         let records: &'static [R] = if len > 0 && !data.is_null() {
             // SAFETY: the entry holds `len` records at `data`, which live for the process.
             unsafe { std::slice::from_raw_parts(data, len as usize) }
         } else {
             &[]
         };
-        records.iter().map(move |record| (info.type_index, record))
+        let owner = info.type_index;
+        records.iter().map(move |info| Member { owner, info })
     })
 }
 
-/// A reflected field of a registered type, as the type table describes it.
-#[derive(Clone, Copy)]
-pub struct FieldRef {
-    owner: i32,
-    info: &'static TVMFFIFieldInfo,
-}
+/// A reflected field of a registered type.
+pub type FieldRef = Member<TVMFFIFieldInfo>;
 
-impl FieldRef {
-    /// The field name.
-    pub fn name(&self) -> &'static str {
-        table_text(&self.info.name)
-    }
-
-    /// The field's documentation (empty if none).
-    pub fn doc(&self) -> &'static str {
-        table_text(&self.info.doc)
-    }
-
+impl Member<TVMFFIFieldInfo> {
     /// The byte offset of the field from the object header.
     pub fn offset(&self) -> usize {
         usize::try_from(self.info.offset).unwrap_or(0)
@@ -189,12 +247,7 @@ impl FieldRef {
         self.info.flags
     }
 
-    /// The index of the type that declares the field (the type itself or an ancestor).
-    pub fn owner(&self) -> i32 {
-        self.owner
-    }
-
-    /// Whether the field has a getter, so that [`FieldRef::get`] can read it.
+    /// Whether the field has a getter, so that [`Member::get`] can read it.
     pub fn is_readable(&self) -> bool {
         self.info.getter.is_some()
     }
@@ -239,36 +292,16 @@ impl FieldRef {
 /// The reflected fields of a type and its ancestors, root first (each type's in registration
 /// order); nothing for an index that is not registered.
 pub fn fields_of(type_index: i32) -> impl Iterator<Item = FieldRef> {
-    records(type_index, |info| (info.fields, info.num_fields))
-        .map(|(owner, info)| FieldRef { owner, info })
+    members(type_index)
 }
 
-/// A reflected method of a registered type, as the type table describes it.
-#[derive(Clone, Copy)]
-pub struct MethodRef {
-    owner: i32,
-    info: &'static TVMFFIMethodInfo,
-}
+/// A reflected method of a registered type.
+pub type MethodRef = Member<TVMFFIMethodInfo>;
 
-impl MethodRef {
-    /// The method name.
-    pub fn name(&self) -> &'static str {
-        table_text(&self.info.name)
-    }
-
-    /// The method's documentation (empty if none).
-    pub fn doc(&self) -> &'static str {
-        table_text(&self.info.doc)
-    }
-
+impl Member<TVMFFIMethodInfo> {
     /// Whether the method is static (instance methods take the object as argument 0).
     pub fn is_static(&self) -> bool {
         self.info.flags & abi::kTVMFFIFieldFlagBitMaskIsStaticMethod != 0
-    }
-
-    /// The index of the type that declares the method (the type itself or an ancestor).
-    pub fn owner(&self) -> i32 {
-        self.owner
     }
 
     /// The function that implements the method.
@@ -281,8 +314,7 @@ impl MethodRef {
 /// The reflected methods of a type and its ancestors, root first (each type's in registration
 /// order); nothing for an index that is not registered.
 pub fn methods_of(type_index: i32) -> impl Iterator<Item = MethodRef> {
-    records(type_index, |info| (info.methods, info.num_methods))
-        .map(|(owner, info)| MethodRef { owner, info })
+    members(type_index)
 }
 
 /// Declares an object type: a `#[repr(C)]` struct whose first field `base` is the parent type,
