@@ -16,11 +16,11 @@ mod call;
 mod objects;
 mod scalars;
 mod sequences;
+mod temps;
 mod to_python;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::mem::MaybeUninit;
 
 use pyo3::PyTypeInfo;
 use pyo3::prelude::*;
@@ -28,7 +28,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
 };
-use tvm_ffi::abi::{TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray};
+use tvm_ffi::abi::TVMFFIAny;
 use tvm_ffi::{Any, AnyView};
 
 pub(crate) use call::call_function;
@@ -38,65 +38,7 @@ pub(crate) use to_python::any_to_py;
 use crate::device::PyDevice;
 use crate::errors::raise_error;
 use crate::objects::PyObjectRef;
-
-/// How many temporaries live inline in [`Temporaries`].
-const INLINE_TEMPORARIES: usize = 4;
-
-/// Values that must live until a call returns. The first few live inline, so that a call with
-/// a tensor or a list argument does not allocate for its bookkeeping.
-pub(crate) struct Temporaries {
-    inline: [MaybeUninit<Any>; INLINE_TEMPORARIES],
-    inline_len: usize,
-    owned: Vec<Any>,
-    // Views point into the boxes, which must not move as the vector grows.
-    #[allow(clippy::vec_box)]
-    byte_arrays: Vec<Box<TVMFFIByteArray>>,
-}
-
-impl Default for Temporaries {
-    fn default() -> Temporaries {
-        Temporaries {
-            inline: [const { MaybeUninit::uninit() }; INLINE_TEMPORARIES],
-            inline_len: 0,
-            owned: Vec::new(),
-            byte_arrays: Vec::new(),
-        }
-    }
-}
-
-impl Drop for Temporaries {
-    fn drop(&mut self) {
-        for value in &mut self.inline[..self.inline_len] {
-            // SAFETY: the first `inline_len` slots were written by `keep` and drop once here.
-            unsafe { value.assume_init_drop() };
-        }
-    }
-}
-
-/// Keeps `value` alive in `temps` and returns a view of it. A value that owns nothing (a number,
-/// a small string) needs no keeping: its view is the value itself.
-fn keep(temps: &mut Temporaries, value: Any) -> TVMFFIAny {
-    if !value.is_object() {
-        return value.into_raw();
-    }
-    let raw = *value.as_raw();
-    if temps.inline_len < INLINE_TEMPORARIES {
-        temps.inline[temps.inline_len].write(value);
-        temps.inline_len += 1;
-    } else {
-        temps.owned.push(value);
-    }
-    raw
-}
-
-/// A value that owns nothing: a type index and its payload.
-fn pod(type_index: i32, payload: TVMFFIAnyPayload) -> TVMFFIAny {
-    TVMFFIAny {
-        type_index,
-        small_str_len: 0,
-        payload,
-    }
-}
+use temps::{Temporaries, keep};
 
 /// A Python argument, classified: what it converts to, with the object typed for the
 /// conversion where the target module needs it.
@@ -171,11 +113,13 @@ fn classify<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> PyResult<Arg<'a, 'py>> {
     if obj.is_none() {
         return Ok(Arg::None);
     }
+    // A type check that, unlike a failed `cast`, makes no error object for the other types.
+    if obj.is_instance_of::<PyObjectRef>() {
+        // SAFETY: the object was just found to be an instance of `PyObjectRef`.
+        return Ok(Arg::Object(unsafe { obj.cast_unchecked() }));
+    }
     if crate::dlpack::is_numpy_array(obj) {
         return Ok(Arg::NumpyArray);
-    }
-    if let Ok(wrapped) = obj.cast::<PyObjectRef>() {
-        return Ok(Arg::Object(wrapped));
     }
     if let Ok(device) = obj.cast::<PyDevice>() {
         return Ok(Arg::Device(device));

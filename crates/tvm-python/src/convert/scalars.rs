@@ -7,8 +7,17 @@ use pyo3::types::{PyFloat, PyInt, PyString};
 use tvm_ffi::abi::{self, TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray};
 use tvm_ffi::string::MAX_SMALL_LEN;
 
-use super::{Temporaries, keep, pod};
+use super::{Temporaries, keep};
 use crate::device::PyDevice;
+
+/// A value that owns nothing: a type index and its payload.
+fn pod(type_index: i32, payload: TVMFFIAnyPayload) -> TVMFFIAny {
+    TVMFFIAny {
+        type_index,
+        small_str_len: 0,
+        payload,
+    }
+}
 
 /// An `OverflowError` naming an int that does not fit in 64 bits.
 fn overflow(obj: &Bound<'_, PyAny>) -> PyErr {
