@@ -76,8 +76,13 @@ unsafe impl ObjectCore for BytesHeapObj {
 /// object (index `heap_index`).
 pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> Any {
     if bytes.len() <= MAX_SMALL_LEN {
-        let mut payload = [0u8; 8];
-        payload[..bytes.len()].copy_from_slice(bytes);
+        // Assembled in a register: a copy through memory would be read back at once as one
+        // word, which stalls on the narrower stores of a short copy.
+        let word = bytes
+            .iter()
+            .rev()
+            .fold(0u64, |word, &byte| (word << 8) | u64::from(byte));
+        let payload = word.to_le_bytes();
         let raw = TVMFFIAny {
             type_index: small_index,
             small_str_len: bytes.len() as u32,

@@ -89,6 +89,7 @@ enum Kind {
 
 /// Classifies a Python argument: the built-in types by their exact type (no lookups), then
 /// wrapped objects, numpy arrays and devices, then everything else by its cached kind.
+#[inline(always)]
 fn classify<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> PyResult<Arg<'a, 'py>> {
     let py = obj.py();
     let ty = obj.get_type_ptr();
@@ -224,14 +225,14 @@ fn py_to_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFF
         Arg::Int(int) => scalars::int(int),
         Arg::Float(float) => Ok(scalars::float(float)),
         Arg::Str(text) => scalars::str(text, temps),
-        Arg::Bytes(bytes) => Ok(scalars::bytes(bytes.as_bytes(), temps)),
+        Arg::Bytes(bytes) => Ok(scalars::bytes(bytes, temps)),
         Arg::Object(wrapped) => objects::wrapped(wrapped),
         Arg::NumpyArray => objects::numpy_array(obj, temps),
         Arg::Device(device) => Ok(scalars::device(device)),
         Arg::Other(kind) => match kind {
             Kind::Dtype => scalars::dtype(obj),
             Kind::Str => scalars::str(obj.cast()?, temps),
-            Kind::Bytes => Ok(scalars::bytes(obj.cast::<PyBytes>()?.as_bytes(), temps)),
+            Kind::Bytes => Ok(scalars::bytes(obj.cast()?, temps)),
             Kind::ByteArray => scalars::byte_array(obj, temps),
             Kind::Sequence => sequences::array(obj, temps),
             Kind::Dict => sequences::map(obj.cast()?, temps),

@@ -42,6 +42,7 @@ impl Drop for Temporaries {
 
 /// Keeps `value` alive in `temps` and returns a view of it. A value that owns nothing (a number,
 /// a small string) needs no keeping: its view is the value itself.
+#[inline]
 pub(super) fn keep(temps: &mut Temporaries, value: Any) -> TVMFFIAny {
     if !value.is_object() {
         return value.into_raw();
