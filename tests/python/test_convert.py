@@ -249,6 +249,27 @@ def test_runtime_containers_pass_through_as_the_same_object():
     assert echo(mapping).same_as(mapping)
 
 
+def test_objects_naming_their_runtime_form_convert_as_that_form():
+    kept = ffi.Array([1, 2])
+
+    class Stored:
+        __tvm_ffi_object__ = kept
+
+    class MadeOnEachAccess:
+        @property
+        def __tvm_ffi_object__(self):
+            return ffi.Array(["fresh", 3])
+
+    assert echo(Stored()).same_as(kept)
+    for _ in range(3):
+        result = echo(MadeOnEachAccess())
+        gc.collect()
+        assert list(result) == ["fresh", 3]
+    nested = echo([MadeOnEachAccess(), Stored()])
+    assert list(nested[0]) == ["fresh", 3]
+    assert nested[1].same_as(kept)
+
+
 # ---- callables -------------------------------------------------------------------------------
 
 

@@ -124,6 +124,12 @@ impl Any {
         self.is_object()
             .then_some(unsafe { self.raw.payload.v_obj })
     }
+
+    /// The object held, viewed as a `T`, if the value holds an object of type `T` (or a
+    /// subtype); borrowed, so no reference count changes.
+    pub fn as_object<T: ObjectCore>(&self) -> Option<&T> {
+        self.as_view().as_object()
+    }
 }
 
 impl Default for Any {
@@ -167,6 +173,22 @@ impl<'a> AnyView<'a> {
     pub const unsafe fn from_raw(raw: TVMFFIAny) -> AnyView<'a> {
         AnyView {
             raw,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// Views the object at `obj`, with the type index its header holds.
+    ///
+    /// # Safety
+    /// `obj` points at a live object that stays alive for `'a`.
+    pub(crate) unsafe fn from_object_ptr(obj: *mut TVMFFIObject) -> AnyView<'a> {
+        AnyView {
+            raw: TVMFFIAny {
+                // SAFETY: the caller guarantees a live object header.
+                type_index: unsafe { (*obj).type_index },
+                small_str_len: 0,
+                payload: TVMFFIAnyPayload { v_obj: obj },
+            },
             _borrow: PhantomData,
         }
     }
@@ -257,6 +279,15 @@ impl<'a> AnyView<'a> {
         // SAFETY: every payload is 8 initialized bytes; object values keep `v_obj` there.
         (self.raw.type_index >= kTVMFFIStaticObjectBegin)
             .then_some(unsafe { self.raw.payload.v_obj })
+    }
+
+    /// The object viewed, as a `T`, if the value holds an object of type `T` (or a subtype);
+    /// borrowed for as long as the view is valid, so no reference count changes.
+    pub fn as_object<T: ObjectCore>(&self) -> Option<&'a T> {
+        let obj = self.as_object_ptr()?;
+        // SAFETY: the view keeps the object alive for `'a`; its runtime type was checked, and
+        // `ObjectCore` types are laid out from the header.
+        T::is_instance(self.raw.type_index).then(|| unsafe { &*obj.cast::<T>() })
     }
 }
 

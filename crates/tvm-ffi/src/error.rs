@@ -7,8 +7,8 @@ use std::ffi::CString;
 use std::fmt;
 
 use crate::abi::{self, TVMFFIByteArray, TVMFFIErrorCell, TVMFFIObject, kTVMFFIError};
+use crate::any::{Any, AnyView};
 use crate::object::{Object, ObjectCore, ObjectRef};
-use crate::string::byte_array;
 
 /// The error kinds the runtime itself raises. Any other kind string is valid too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -129,12 +129,30 @@ pub struct Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 fn cell_text(array: &TVMFFIByteArray) -> Cow<'_, str> {
-    if array.size == 0 {
-        return Cow::Borrowed("");
-    }
     // SAFETY: the error object owns `size` bytes at `data` for as long as it lives.
-    let bytes = unsafe { std::slice::from_raw_parts(array.data.cast::<u8>(), array.size) };
-    String::from_utf8_lossy(bytes)
+    String::from_utf8_lossy(unsafe { array.as_bytes() })
+}
+
+/// The captured stack of the caller as the runtime formats backtraces (most recent call first),
+/// borrowed from the calling thread's buffer: valid until the thread's next capture.
+fn captured_backtrace() -> TVMFFIByteArray {
+    // SAFETY: NULL file/function ask for the captured stack only; the result is NULL or points
+    // at a valid byte array, which stays valid until the next call on this thread.
+    let backtrace = unsafe { abi::TVMFFIBacktrace(std::ptr::null(), 0, std::ptr::null(), 0) };
+    if backtrace.is_null() {
+        TVMFFIByteArray::EMPTY
+    } else {
+        // SAFETY: non-NULL results point at a valid byte array.
+        unsafe { *backtrace }
+    }
+}
+
+/// The backtrace of the caller, as [`Error::new`] records it (frames of the runtime's own
+/// plumbing left out), for errors made with an explicit backtrace.
+pub fn current_backtrace() -> String {
+    // SAFETY: the captured text stays valid until the next capture on this thread, after the
+    // copy made here.
+    String::from_utf8_lossy(unsafe { captured_backtrace().as_bytes() }).into_owned()
 }
 
 impl Error {
@@ -143,16 +161,9 @@ impl Error {
     /// Cold: callers keep their error paths out of line.
     #[cold]
     pub fn new(kind: impl AsRef<str>, message: impl AsRef<str>) -> Error {
-        // SAFETY: NULL file/function ask for the captured stack only; the result stays valid
-        // until the next call on this thread, and is copied by `with_backtrace` below.
-        let backtrace = unsafe { abi::TVMFFIBacktrace(std::ptr::null(), 0, std::ptr::null(), 0) };
-        let backtrace = if backtrace.is_null() {
-            byte_array(b"")
-        } else {
-            // SAFETY: non-NULL results point at a valid byte array.
-            unsafe { *backtrace }
-        };
-        Self::create(kind.as_ref(), message.as_ref(), backtrace, None)
+        // The captured text is copied by `create` before anything captures again.
+        let backtrace = captured_backtrace();
+        Self::create(kind.as_ref(), message.as_ref(), backtrace, None, None)
     }
 
     /// Creates an error with an explicit backtrace text.
@@ -164,29 +175,53 @@ impl Error {
         Self::create(
             kind.as_ref(),
             message.as_ref(),
-            byte_array(backtrace.as_bytes()),
+            TVMFFIByteArray::from_text(backtrace),
+            None,
             None,
         )
     }
 
+    /// Creates an error that carries `context` as its extra context (the cell's
+    /// `extra_context`, such as the foreign exception an error stands for), readable again with
+    /// [`Error::extra_context`]. Only objects can be carried: any other value (None included)
+    /// makes an error without extra context.
+    pub fn with_extra_context(
+        kind: impl AsRef<str>,
+        message: impl AsRef<str>,
+        backtrace: &str,
+        context: Any,
+    ) -> Error {
+        Self::create(
+            kind.as_ref(),
+            message.as_ref(),
+            TVMFFIByteArray::from_text(backtrace),
+            None,
+            context.as_object_ptr(),
+        )
+    }
+
+    /// A new error object. `cause` and `extra_context` are borrowed; the cell retains them.
     fn create(
         kind: &str,
         message: &str,
         backtrace: TVMFFIByteArray,
         cause: Option<&Error>,
+        extra_context: Option<*mut TVMFFIObject>,
     ) -> Error {
-        let kind = byte_array(kind.as_bytes());
-        let message = byte_array(message.as_bytes());
+        let kind = TVMFFIByteArray::from_text(kind);
+        let message = TVMFFIByteArray::from_text(message);
         let cause = cause.map_or(std::ptr::null_mut(), |c| c.as_raw().cast());
+        let extra_context = extra_context.map_or(std::ptr::null_mut(), |c| c.cast());
         let mut out = std::ptr::null_mut();
-        // SAFETY: all arrays point at live bytes; the cause is borrowed and retained by the cell.
+        // SAFETY: all arrays point at live bytes; the cause and the extra context are live
+        // objects the caller keeps for the call, retained by the cell.
         let rc = unsafe {
             abi::TVMFFIErrorCreateWithCauseAndExtraContext(
                 &kind,
                 &message,
                 &backtrace,
                 cause,
-                std::ptr::null_mut(),
+                extra_context,
                 &mut out,
             )
         };
@@ -200,7 +235,7 @@ impl Error {
     /// A copy of this error whose cause is `cause`.
     pub fn with_cause(self, cause: Error) -> Error {
         let backtrace = self.obj.cell().backtrace;
-        Self::create(&self.kind(), &self.message(), backtrace, Some(&cause))
+        Self::create(&self.kind(), &self.message(), backtrace, Some(&cause), None)
     }
 
     /// Takes over one strong reference to an error object.
@@ -259,6 +294,18 @@ impl Error {
         Some(Error { obj })
     }
 
+    /// The extra context the error carries (see [`Error::with_extra_context`]), borrowed from
+    /// it; `None` if it carries none.
+    pub fn extra_context(&self) -> Option<AnyView<'_>> {
+        let context = self.obj.cell().extra_context;
+        if context.is_null() {
+            return None;
+        }
+        // SAFETY: the cell owns a reference to its extra context, a live object whose header
+        // gives its type, for as long as the error lives.
+        Some(unsafe { AnyView::from_object_ptr(context.cast()) })
+    }
+
     /// Whether the kind equals `kind`.
     pub fn is_kind(&self, kind: impl AsRef<str>) -> bool {
         self.kind() == kind.as_ref()
@@ -266,7 +313,7 @@ impl Error {
 
     /// Replaces (`append == false`) or extends the backtrace through the cell's update hook.
     pub fn update_backtrace(&self, backtrace: &str, append: bool) {
-        let text = byte_array(backtrace.as_bytes());
+        let text = TVMFFIByteArray::from_text(backtrace);
         let mode = if append {
             abi::kTVMFFIBacktraceUpdateModeAppend
         } else {

@@ -3,12 +3,13 @@
 
 use std::ffi::{c_int, c_void};
 
-use crate::abi::{self, TVMFFIAny, TVMFFIFunctionCell, TVMFFISafeCallType, kTVMFFIFunction};
+use crate::abi::{
+    self, TVMFFIAny, TVMFFIByteArray, TVMFFIFunctionCell, TVMFFISafeCallType, kTVMFFIFunction,
+};
 use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::boundary::ffi_status;
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
-use crate::string::byte_array;
 
 /// The view of a function object shared by every producer: header plus function cell.
 #[repr(C)]
@@ -218,7 +219,7 @@ impl Function {
 
     /// The global function registered as `name`, if any.
     pub fn get_global(name: &str) -> Option<Function> {
-        let key = byte_array(name.as_bytes());
+        let key = TVMFFIByteArray::from_text(name);
         let mut out = std::ptr::null_mut();
         // SAFETY: valid pointers for the call; the result is an owned reference or NULL.
         let rc = unsafe { abi::TVMFFIFunctionGetGlobal(&key, &mut out) };
@@ -247,7 +248,7 @@ impl Function {
     /// Registers this function as the global `name`; with `allow_override` false an existing
     /// entry is a `RuntimeError`.
     pub fn register_global(&self, name: &str, allow_override: bool) -> Result<()> {
-        let key = byte_array(name.as_bytes());
+        let key = TVMFFIByteArray::from_text(name);
         // SAFETY: the registry retains its own reference.
         let rc = unsafe {
             abi::TVMFFIFunctionSetGlobal(

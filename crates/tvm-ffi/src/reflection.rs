@@ -1,14 +1,20 @@
-//! Object types defined in Rust: [`define_object!`](crate::define_object) declares the struct, registers its type key
-//! under its parent and its fields (readable from every language through reflection);
-//! [`register_method`] adds methods.
+//! Reflection: object types defined in Rust ([`define_object!`](crate::define_object) declares
+//! the struct, registers its type key under its parent and its fields; [`register_method`] adds
+//! methods), and the safe read side of the type table for any type, whoever registered it: the
+//! ancestors of a type ([`ancestors_of`]), its fields ([`fields_of`], readable through
+//! [`Member::get`]) and methods ([`methods_of`]), and type attributes
+//! ([`register_type_attr`]).
 
 use std::ffi::{c_int, c_void};
 
-use crate::abi::{self, TVMFFIAny, TVMFFIFieldInfo, TVMFFIMethodInfo, TVMFFITypeMetadata};
-use crate::any::Any;
+use crate::abi::{
+    self, TVMFFIAny, TVMFFIByteArray, TVMFFIFieldInfo, TVMFFIMethodInfo, TVMFFITypeInfo,
+    TVMFFITypeMetadata,
+};
+use crate::any::{Any, AnyView};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
-use crate::string::byte_array;
+use crate::types;
 
 /// Reads a field of type `F` at `field` into an owning value.
 unsafe extern "C" fn field_getter<F: Clone + Into<Any>>(
@@ -38,9 +44,9 @@ pub fn register_field<F: Clone + Into<Any>>(
     offset: usize,
 ) -> Result<()> {
     let info = TVMFFIFieldInfo {
-        name: byte_array(name.as_bytes()),
-        doc: byte_array(b""),
-        metadata: byte_array(b""),
+        name: TVMFFIByteArray::from_text(name),
+        doc: TVMFFIByteArray::EMPTY,
+        metadata: TVMFFIByteArray::EMPTY,
         flags: 0,
         size: size_of::<F>() as i64,
         alignment: align_of::<F>() as i64,
@@ -66,9 +72,9 @@ pub fn register_method(
 ) -> Result<()> {
     let method = Any::from(method.clone());
     let info = TVMFFIMethodInfo {
-        name: byte_array(name.as_bytes()),
-        doc: byte_array(b""),
-        metadata: byte_array(b""),
+        name: TVMFFIByteArray::from_text(name),
+        doc: TVMFFIByteArray::EMPTY,
+        metadata: TVMFFIByteArray::EMPTY,
         flags: if is_static {
             abi::kTVMFFIFieldFlagBitMaskIsStaticMethod
         } else {
@@ -86,7 +92,7 @@ pub fn register_method(
 /// Registers the size of a type's objects.
 pub fn register_metadata(type_index: i32, total_size: usize) -> Result<()> {
     let metadata = TVMFFITypeMetadata {
-        doc: byte_array(b""),
+        doc: TVMFFIByteArray::EMPTY,
         creator: None,
         total_size: i32::try_from(total_size).unwrap_or(0),
         structural_eq_hash_kind: abi::kTVMFFISEqHashKindTreeNode,
@@ -96,6 +102,223 @@ pub fn register_metadata(type_index: i32, total_size: usize) -> Result<()> {
         unsafe { abi::TVMFFITypeRegisterMetadata(type_index, &metadata) },
         "metadata",
     )
+}
+
+/// Registers the type attribute `name` of a type (a column entry such as `__any_hash__`); the
+/// runtime keeps its own copy of `value`.
+pub fn register_type_attr(type_index: i32, name: &str, value: &Any) -> Result<()> {
+    let key = TVMFFIByteArray::from_text(name);
+    // SAFETY: the key and the value are valid for the call; the runtime copies both.
+    check(
+        unsafe { abi::TVMFFITypeRegisterAttr(type_index, &key, value.as_raw()) },
+        name,
+    )
+}
+
+/// The text of a byte array of the type table (names of fields and methods), which lives for
+/// the process; `""` if it is not UTF-8.
+fn table_text(array: &'static TVMFFIByteArray) -> &'static str {
+    // SAFETY: the type table keeps its names for the whole process.
+    unsafe { array.to_str() }.unwrap_or("")
+}
+
+/// The type-table entries of a type's ancestors, root first, then its own; nothing for an index
+/// that is not registered.
+fn lineage(type_index: i32) -> impl DoubleEndedIterator<Item = &'static TVMFFITypeInfo> {
+    let info = types::type_info(type_index);
+    let ancestors: &'static [*const TVMFFITypeInfo] = match info {
+        Some(info) if info.type_depth > 0 && !info.type_ancestors.is_null() => {
+            // SAFETY: `type_ancestors` holds `type_depth` entries that live for the process.
+            unsafe { std::slice::from_raw_parts(info.type_ancestors, info.type_depth as usize) }
+        }
+        _ => &[],
+    };
+    ancestors
+        .iter()
+        // SAFETY: ancestor entries are registered types, never freed.
+        .filter_map(|entry| unsafe { entry.as_ref() })
+        .chain(info)
+}
+
+/// The type indices of a type's ancestors, root (`ffi.Object`) first, without the type itself;
+/// nothing for an index that is not registered.
+pub fn ancestors_of(type_index: i32) -> impl DoubleEndedIterator<Item = i32> {
+    lineage(type_index)
+        .map(|info| info.type_index)
+        .filter(move |&index| index != type_index)
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::TVMFFIFieldInfo {}
+    impl Sealed for super::TVMFFIMethodInfo {}
+}
+
+/// The record of a member of a type in the type table: [`TVMFFIFieldInfo`] or
+/// [`TVMFFIMethodInfo`] (sealed).
+pub trait MemberRecord: sealed::Sealed + 'static {
+    /// The member's name.
+    fn name(&self) -> &TVMFFIByteArray;
+    /// The member's documentation.
+    fn doc(&self) -> &TVMFFIByteArray;
+    /// The records of this kind of a type-table entry: their address and count.
+    fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32);
+}
+
+impl MemberRecord for TVMFFIFieldInfo {
+    fn name(&self) -> &TVMFFIByteArray {
+        &self.name
+    }
+    fn doc(&self) -> &TVMFFIByteArray {
+        &self.doc
+    }
+    fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32) {
+        (info.fields, info.num_fields)
+    }
+}
+
+impl MemberRecord for TVMFFIMethodInfo {
+    fn name(&self) -> &TVMFFIByteArray {
+        &self.name
+    }
+    fn doc(&self) -> &TVMFFIByteArray {
+        &self.doc
+    }
+    fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32) {
+        (info.methods, info.num_methods)
+    }
+}
+
+/// A reflected member of a registered type (a field, [`FieldRef`], or a method, [`MethodRef`]),
+/// as the type table describes it.
+pub struct Member<R: MemberRecord> {
+    owner: i32,
+    info: &'static R,
+}
+
+impl<R: MemberRecord> Clone for Member<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R: MemberRecord> Copy for Member<R> {}
+
+impl<R: MemberRecord> Member<R> {
+    /// The member's name.
+    pub fn name(&self) -> &'static str {
+        table_text(self.info.name())
+    }
+
+    /// The member's documentation (empty if none).
+    pub fn doc(&self) -> &'static str {
+        table_text(self.info.doc())
+    }
+
+    /// The index of the type that declares the member (the type itself or an ancestor).
+    pub fn owner(&self) -> i32 {
+        self.owner
+    }
+}
+
+/// The members of one kind of a type and its ancestors, root first (each type's in
+/// registration order).
+fn members<R: MemberRecord>(type_index: i32) -> impl Iterator<Item = Member<R>> {
+    lineage(type_index).flat_map(|info| {
+        let (data, len) = R::records_of(info);
+        let records: &'static [R] = if len > 0 && !data.is_null() {
+            // SAFETY: the entry holds `len` records at `data`, which live for the process.
+            unsafe { std::slice::from_raw_parts(data, len as usize) }
+        } else {
+            &[]
+        };
+        let owner = info.type_index;
+        records.iter().map(move |info| Member { owner, info })
+    })
+}
+
+/// A reflected field of a registered type.
+pub type FieldRef = Member<TVMFFIFieldInfo>;
+
+impl Member<TVMFFIFieldInfo> {
+    /// The byte offset of the field from the object header.
+    pub fn offset(&self) -> usize {
+        usize::try_from(self.info.offset).unwrap_or(0)
+    }
+
+    /// The flag bits of the field (`kTVMFFIFieldFlagBitMask*`).
+    pub fn flags(&self) -> i64 {
+        self.info.flags
+    }
+
+    /// Whether the field has a getter, so that [`Member::get`] can read it.
+    pub fn is_readable(&self) -> bool {
+        self.info.getter.is_some()
+    }
+
+    /// Reads the field of the object in `value` through its getter: a `TypeError` if `value`
+    /// is not an object of the declaring type (or a subtype), an `AttributeError` if the field
+    /// has no getter, or the getter's error.
+    pub fn get<'a>(&self, value: impl Into<AnyView<'a>>) -> Result<Any> {
+        let value = value.into();
+        let obj = value
+            .as_object_ptr()
+            .filter(|_| types::is_instance_of(value.type_index(), self.owner))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::TypeError,
+                    format!(
+                        "field `{}` of `{}` cannot be read from a value of type `{}`",
+                        self.name(),
+                        types::type_key_of(self.owner),
+                        value.type_key()
+                    ),
+                )
+            })?;
+        let Some(getter) = self.info.getter else {
+            return Err(Error::new(
+                ErrorKind::AttributeError,
+                format!("field `{}` has no getter", self.name()),
+            ));
+        };
+        let mut out = TVMFFIAny::NONE;
+        // SAFETY: the object is a live instance of the declaring type, so the offset is that of
+        // this field within it; the getter writes an owning value into `out`.
+        let rc = unsafe { getter(obj.cast::<u8>().add(self.offset()).cast(), &mut out) };
+        if rc != 0 {
+            return Err(Error::take_raised_or(ErrorKind::RuntimeError, self.name()));
+        }
+        // SAFETY: a successful getter writes an owning value.
+        Ok(unsafe { Any::from_raw(out) })
+    }
+}
+
+/// The reflected fields of a type and its ancestors, root first (each type's in registration
+/// order); nothing for an index that is not registered.
+pub fn fields_of(type_index: i32) -> impl Iterator<Item = FieldRef> {
+    members(type_index)
+}
+
+/// A reflected method of a registered type.
+pub type MethodRef = Member<TVMFFIMethodInfo>;
+
+impl Member<TVMFFIMethodInfo> {
+    /// Whether the method is static (instance methods take the object as argument 0).
+    pub fn is_static(&self) -> bool {
+        self.info.flags & abi::kTVMFFIFieldFlagBitMaskIsStaticMethod != 0
+    }
+
+    /// The function that implements the method.
+    pub fn function(&self) -> Result<Function> {
+        // SAFETY: the type table owns the method value for the process.
+        unsafe { AnyView::from_raw(self.info.method) }.cast()
+    }
+}
+
+/// The reflected methods of a type and its ancestors, root first (each type's in registration
+/// order); nothing for an index that is not registered.
+pub fn methods_of(type_index: i32) -> impl Iterator<Item = MethodRef> {
+    members(type_index)
 }
 
 /// Declares an object type: a `#[repr(C)]` struct whose first field `base` is the parent type,

@@ -16,12 +16,10 @@ use crate::object::{Object, ObjectCore, alloc_object};
 /// Most bytes stored inline; one byte of the 8-byte payload stays a terminating NUL.
 pub const MAX_SMALL_LEN: usize = 7;
 
-/// A byte array viewing `bytes` (borrowed; valid while `bytes` is).
+/// A byte array viewing `bytes` (borrowed; valid while `bytes` is): the sys helper
+/// [`TVMFFIByteArray::from_bytes`], kept under this name for existing callers.
 pub fn byte_array(bytes: &[u8]) -> TVMFFIByteArray {
-    TVMFFIByteArray {
-        data: bytes.as_ptr().cast(),
-        size: bytes.len(),
-    }
+    TVMFFIByteArray::from_bytes(bytes)
 }
 
 /// The layout of a heap string or bytes object; the content follows at offset 40.
@@ -34,11 +32,8 @@ pub struct BytesObj {
 impl BytesObj {
     /// The content bytes.
     pub fn as_bytes(&self) -> &[u8] {
-        if self.bytes.size == 0 {
-            return &[];
-        }
         // SAFETY: the object owns `size` bytes at `data` for its whole life.
-        unsafe { std::slice::from_raw_parts(self.bytes.data.cast(), self.bytes.size) }
+        unsafe { self.bytes.as_bytes() }
     }
 }
 
@@ -81,8 +76,13 @@ unsafe impl ObjectCore for BytesHeapObj {
 /// object (index `heap_index`).
 pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> Any {
     if bytes.len() <= MAX_SMALL_LEN {
-        let mut payload = [0u8; 8];
-        payload[..bytes.len()].copy_from_slice(bytes);
+        // Assembled in a register: a copy through memory would be read back at once as one
+        // word, which stalls on the narrower stores of a short copy.
+        let word = bytes
+            .iter()
+            .rev()
+            .fold(0u64, |word, &byte| (word << 8) | u64::from(byte));
+        let payload = word.to_le_bytes();
         let raw = TVMFFIAny {
             type_index: small_index,
             small_str_len: bytes.len() as u32,
@@ -93,7 +93,7 @@ pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> 
     }
     let header = BytesObj {
         base: Object::header(),
-        bytes: byte_array(&[]),
+        bytes: TVMFFIByteArray::EMPTY,
     };
     // SAFETY: BytesObj is repr(C) with the header first and owns no resources of its own; the
     // extra bytes hold the content and its NUL.
@@ -102,10 +102,8 @@ pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> 
     unsafe {
         let content = ptr.as_ptr().add(1).cast::<u8>();
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), content, bytes.len());
-        (*ptr.as_ptr()).bytes = TVMFFIByteArray {
-            data: content.cast(),
-            size: bytes.len(),
-        };
+        (*ptr.as_ptr()).bytes =
+            TVMFFIByteArray::from_bytes(std::slice::from_raw_parts(content, bytes.len()));
     }
     let raw = TVMFFIAny {
         type_index: heap_index,
@@ -164,11 +162,7 @@ pub(crate) unsafe fn bytes_of_raw(raw: &TVMFFIAny) -> Option<&[u8]> {
                 if array.is_null() {
                     return None;
                 }
-                let array = &*array;
-                if array.size == 0 {
-                    return Some(&[]);
-                }
-                Some(std::slice::from_raw_parts(array.data.cast(), array.size))
+                Some((*array).as_bytes())
             }
             _ => None,
         }

@@ -1,9 +1,8 @@
 //! Client side of the type table: type keys, subtyping checks and index allocation, all through
 //! the C functions `TVMFFITypeKeyToIndex`, `TVMFFIGetTypeInfo` and `TVMFFITypeGetOrAllocIndex`.
 
-use crate::abi::{self, TVMFFITypeInfo};
+use crate::abi::{self, TVMFFIByteArray, TVMFFITypeInfo};
 use crate::error::{Error, ErrorKind};
-use crate::string::byte_array;
 
 /// The type information the runtime holds for `type_index`, if the index is registered.
 pub fn type_info(type_index: i32) -> Option<&'static TVMFFITypeInfo> {
@@ -33,17 +32,13 @@ pub fn type_key_of(type_index: i32) -> String {
 /// # Safety
 /// `array` points at `size` readable bytes that outlive the returned reference.
 pub(crate) unsafe fn bytes_of(array: &abi::TVMFFIByteArray) -> &str {
-    if array.size == 0 {
-        return "";
-    }
     // SAFETY: guaranteed by the caller.
-    let bytes = unsafe { std::slice::from_raw_parts(array.data.cast::<u8>(), array.size) };
-    std::str::from_utf8(bytes).unwrap_or("<non-UTF-8 type key>")
+    unsafe { array.to_str() }.unwrap_or("<non-UTF-8 type key>")
 }
 
 /// The index registered for `type_key`; a `KeyError` naming the key if there is none.
 pub fn type_key_to_index(type_key: &str) -> Result<i32, Error> {
-    let key = byte_array(type_key.as_bytes());
+    let key = TVMFFIByteArray::from_text(type_key);
     let mut index = 0;
     // SAFETY: both pointers are valid for the call.
     let rc = unsafe { abi::TVMFFITypeKeyToIndex(&key, &mut index) };
@@ -67,7 +62,7 @@ pub fn register_type(
             format!("unknown parent type index {parent_index}"),
         )
     })?;
-    let key = byte_array(type_key.as_bytes());
+    let key = TVMFFIByteArray::from_text(type_key);
     // SAFETY: the key outlives the call; other arguments are plain integers.
     let index = unsafe {
         abi::TVMFFITypeGetOrAllocIndex(

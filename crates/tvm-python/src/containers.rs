@@ -30,16 +30,6 @@ pub(crate) fn wrap_builtin(py: Python<'_>, value: Any) -> Result<PyResult<Py<PyA
     Ok(wrapped.unwrap_or_else(|e| Err(raise_error(py, e))))
 }
 
-/// Converts a Python dict into a `Map`, keeping its order.
-pub(crate) fn dict_to_map(dict: &Bound<'_, PyDict>) -> PyResult<Any> {
-    let _nesting = crate::convert::NestingGuard::enter(dict.py())?;
-    let mut map = Map::new();
-    for (k, v) in dict.iter() {
-        map.insert(py_to_any(&k)?, py_to_any(&v)?);
-    }
-    Ok(map.into())
-}
-
 fn items_of(iterable: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Any>> {
     let Some(iterable) = iterable else {
         return Ok(Vec::new());

@@ -184,7 +184,6 @@ pub(crate) fn is_numpy_array(obj: &Bound<'_, PyAny>) -> bool {
 
 /// Imports any DLPack producer (an object with `__dlpack__`, or a capsule) without a copy.
 pub(crate) fn from_dlpack_object(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    let py = obj.py();
     if is_numpy_array(obj) {
         if let Some(tensor) = from_buffer(obj) {
             return Ok(tensor);
@@ -193,6 +192,13 @@ pub(crate) fn from_dlpack_object(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     if let Ok(wrapped) = obj.cast::<PyTensor>() {
         return Ok(Tensor::clone(&wrapped.get().0));
     }
+    from_producer(obj)
+}
+
+/// Imports a DLPack producer through its `__dlpack__` method (or a capsule) without a copy,
+/// for a caller that already knows it is neither a numpy array nor a wrapped tensor.
+pub(crate) fn from_producer(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let py = obj.py();
     let Ok(method) = obj.getattr(pyo3::intern!(py, "__dlpack__")) else {
         return from_capsule(obj);
     };

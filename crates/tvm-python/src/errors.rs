@@ -10,9 +10,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
-use tvm_ffi::abi::{self, TVMFFIByteArray};
 use tvm_ffi::boundary::{FailureValue, ffi_boundary};
-use tvm_ffi::{Error, ErrorKind};
+use tvm_ffi::{Error, ErrorKind, OpaqueObj};
 
 /// Python helpers installed by `tvm.error`: `(to_python, from_python)`.
 static HOOKS: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
@@ -104,24 +103,10 @@ pub(crate) fn python_entry<R: PyFailure>(
 
 /// The Python exception carried in an error's extra context, if any.
 fn original_exception<'py>(py: Python<'py>, err: &Error) -> Option<Bound<'py, PyAny>> {
-    let extra = err.as_object().cell().extra_context;
-    if extra.is_null() {
-        return None;
-    }
-    // SAFETY: the error owns its extra context; an opaque Python object keeps its PyObject* at
-    // offset 24, alive while the opaque object lives.
-    unsafe {
-        if (*extra.cast::<abi::TVMFFIObject>()).type_index != abi::kTVMFFIOpaquePyObject {
-            return None;
-        }
-        let handle = *extra
-            .cast::<u8>()
-            .add(24)
-            .cast::<*mut pyo3::ffi::PyObject>();
-        let obj = Bound::from_borrowed_ptr(py, handle);
-        obj.is_instance_of::<pyo3::exceptions::PyBaseException>()
-            .then_some(obj)
-    }
+    let context = err.extra_context()?;
+    let obj = crate::convert::opaque_object(py, context.as_object::<OpaqueObj>()?);
+    obj.is_instance_of::<pyo3::exceptions::PyBaseException>()
+        .then_some(obj)
 }
 
 /// The Python exception for a runtime error.
@@ -160,41 +145,7 @@ pub(crate) fn error_from_py(py: Python<'_>, err: PyErr) -> Error {
         (ErrorKind::RuntimeError.as_str().to_owned(), message)
     });
     // The native frames between this callback and the Python caller further up.
-    // SAFETY: NULL file and function ask for the captured stack; the text is copied at once.
-    let backtrace = unsafe {
-        let bt = abi::TVMFFIBacktrace(std::ptr::null(), 0, std::ptr::null(), 0);
-        if bt.is_null() || (*bt).size == 0 {
-            String::new()
-        } else {
-            let bytes = std::slice::from_raw_parts((*bt).data.cast::<u8>(), (*bt).size);
-            String::from_utf8_lossy(bytes).into_owned()
-        }
-    };
-    let extra = crate::convert::opaque(&exc).ok();
-    let bytes = |s: &str| TVMFFIByteArray {
-        data: s.as_ptr().cast(),
-        size: s.len(),
-    };
-    let (k, m, b) = (bytes(&kind), bytes(&message), bytes(&backtrace));
-    let extra_ptr = extra
-        .as_ref()
-        .and_then(|e| e.as_object_ptr())
-        .unwrap_or(std::ptr::null_mut());
-    let mut out = std::ptr::null_mut();
-    // SAFETY: the arrays borrow live strings; the extra context is retained by the error.
-    let rc = unsafe {
-        abi::TVMFFIErrorCreateWithCauseAndExtraContext(
-            &k,
-            &m,
-            &b,
-            std::ptr::null_mut(),
-            extra_ptr.cast(),
-            &mut out,
-        )
-    };
-    if rc != 0 || out.is_null() {
-        return Error::new(kind, message);
-    }
-    // SAFETY: a successful create returns an owned error.
-    unsafe { Error::from_raw(out.cast()) }
+    let backtrace = tvm_ffi::error::current_backtrace();
+    let context = crate::convert::opaque(&exc).unwrap_or_default();
+    Error::with_extra_context(kind, message, &backtrace, context)
 }

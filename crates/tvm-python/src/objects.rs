@@ -9,7 +9,7 @@ use std::sync::RwLock;
 use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyType};
-use tvm_ffi::abi::{self, TVMFFIAny};
+use tvm_ffi::reflection::{self, FieldRef};
 use tvm_ffi::{Any, types};
 
 use crate::convert::{any_to_py, call_function};
@@ -121,11 +121,8 @@ impl PyObjectRef {
     /// The object's strong reference count.
     fn _use_count(&self) -> u32 {
         self.any()
-            .as_object_ptr()
-            // SAFETY: the wrapper keeps the object alive.
-            .map_or(0, |p| unsafe {
-                (*p.cast::<tvm_ffi::Object>()).strong_count()
-            })
+            .as_object::<tvm_ffi::Object>()
+            .map_or(0, tvm_ffi::Object::strong_count)
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
@@ -236,67 +233,23 @@ where
     Ok(Py::new(py, initializer(value, make))?.into_any())
 }
 
-/// The reflected field records of a type and its ancestors, root first.
-fn field_records(type_index: i32) -> Vec<&'static abi::TVMFFIFieldInfo> {
-    let Some(info) = types::type_info(type_index) else {
-        return Vec::new();
-    };
-    let mut chain = Vec::new();
-    for depth in 0..info.type_depth.max(0) as usize {
-        // SAFETY: `type_ancestors` holds `type_depth` entries that live for the process.
-        chain.push(unsafe { &**info.type_ancestors.add(depth) });
-    }
-    chain.push(info);
-    let mut records = Vec::new();
-    for entry in chain {
-        if entry.num_fields > 0 && !entry.fields.is_null() {
-            // SAFETY: `fields` holds `num_fields` records.
-            records.extend(unsafe {
-                std::slice::from_raw_parts(entry.fields, entry.num_fields as usize)
-            });
-        }
-    }
-    records
-}
-
-fn text(array: &abi::TVMFFIByteArray) -> &str {
-    if array.size == 0 {
-        return "";
-    }
-    // SAFETY: field names are retained by the type table for the process.
-    let bytes = unsafe { std::slice::from_raw_parts(array.data.cast::<u8>(), array.size) };
-    std::str::from_utf8(bytes).unwrap_or("")
-}
-
 /// Names of the reflected fields of a type, root first.
 pub(crate) fn reflected_fields(type_index: i32) -> Vec<String> {
-    field_records(type_index)
-        .iter()
-        .map(|f| text(&f.name).to_owned())
+    reflection::fields_of(type_index)
+        .map(|field| field.name().to_owned())
         .collect()
 }
 
-/// Reads field `name` of the object in `value` through its getter.
+/// Reads field `name` of the object in `value` through its getter; `None` if `value` is not an
+/// object or its type has no readable field of that name.
 fn read_field(value: &Any, name: &str) -> Option<tvm_ffi::Result<Any>> {
-    let obj = value.as_object_ptr()?;
-    let record = field_records(value.type_index())
-        .into_iter()
-        .find(|f| text(&f.name) == name)?;
-    let getter = record.getter?;
-    let mut out = TVMFFIAny::NONE;
-    // SAFETY: the offset is relative to the header of a live object of this type.
-    let rc = unsafe {
-        getter(
-            obj.cast::<u8>().add(record.offset as usize).cast(),
-            &mut out,
-        )
-    };
-    Some(if rc == 0 {
-        // SAFETY: a successful getter writes an owning value.
-        Ok(unsafe { Any::from_raw(out) })
-    } else {
-        Err(tvm_ffi::Error::take_raised_or("RuntimeError", name))
-    })
+    if !value.is_object() {
+        return None;
+    }
+    let field = reflection::fields_of(value.type_index())
+        .find(|field| field.name() == name)
+        .filter(FieldRef::is_readable)?;
+    Some(field.get(value))
 }
 
 /// Python classes bound to runtime type indices by `register_object`.
@@ -326,14 +279,9 @@ pub(crate) fn class_for(py: Python<'_>, type_index: i32) -> Option<Py<PyType>> {
     if let Some(cls) = classes.get(&type_index) {
         return Some(cls.clone_ref(py));
     }
-    let info = types::type_info(type_index)?;
-    (0..info.type_depth.max(0) as usize)
+    reflection::ancestors_of(type_index)
         .rev()
-        .find_map(|depth| {
-            // SAFETY: `type_ancestors` holds `type_depth` entries.
-            let ancestor = unsafe { (**info.type_ancestors.add(depth)).type_index };
-            classes.get(&ancestor).map(|c| c.clone_ref(py))
-        })
+        .find_map(|ancestor| classes.get(&ancestor).map(|c| c.clone_ref(py)))
 }
 
 /// Wraps an object value in its registered Python class (or `Object`).

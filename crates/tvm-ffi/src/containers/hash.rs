@@ -12,12 +12,13 @@ use std::ffi::c_void;
 use std::sync::OnceLock;
 
 use crate::abi::{
-    self, TVMFFIAny, TVMFFITypeAttrColumn, kTVMFFIBytes, kTVMFFIFunction, kTVMFFINone,
-    kTVMFFIOpaquePtr, kTVMFFISmallBytes, kTVMFFISmallStr, kTVMFFIStaticObjectBegin, kTVMFFIStr,
+    self, TVMFFIAny, TVMFFIByteArray, TVMFFITypeAttrColumn, kTVMFFIBytes, kTVMFFIFunction,
+    kTVMFFINone, kTVMFFIOpaquePtr, kTVMFFISmallBytes, kTVMFFISmallStr, kTVMFFIStaticObjectBegin,
+    kTVMFFIStr,
 };
 use crate::any::{Any, AnyView};
 use crate::function::Function;
-use crate::string::{BytesObj, byte_array};
+use crate::string::BytesObj;
 
 /// Modulus of the byte-string hash (the Mersenne prime 2^31 - 1).
 const HASH_MOD: u64 = 2_147_483_647;
@@ -57,6 +58,49 @@ type HashHook = unsafe extern "C" fn(*const TVMFFIAny) -> i64;
 /// Signature of a custom equality stored as an opaque pointer in `__any_equal__`.
 type EqualHook = unsafe extern "C" fn(*const TVMFFIAny, *const TVMFFIAny) -> bool;
 
+/// Custom map hashing and equality for the objects of one type (its `__any_hash__` and
+/// `__any_equal__` type attributes), registered with [`register_hooks`]. Equal values must hash
+/// alike. The hooks run inside map operations and cannot fail: a panic in one aborts the process.
+pub trait AnyHashHooks {
+    /// The hash of `value`, an object of the type the hooks are registered for.
+    fn hash(value: AnyView<'_>) -> i64;
+    /// Whether `a` and `b`, both objects of that type, are the same key.
+    fn equal(a: AnyView<'_>, b: AnyView<'_>) -> bool;
+}
+
+/// The C form of [`AnyHashHooks::hash`].
+unsafe extern "C" fn hash_trampoline<H: AnyHashHooks>(value: *const TVMFFIAny) -> i64 {
+    // SAFETY: the table calls the hook with a valid value, alive for the call.
+    H::hash(unsafe { AnyView::from_raw(*value) })
+}
+
+/// The C form of [`AnyHashHooks::equal`].
+unsafe extern "C" fn equal_trampoline<H: AnyHashHooks>(
+    a: *const TVMFFIAny,
+    b: *const TVMFFIAny,
+) -> bool {
+    // SAFETY: the table calls the hook with two valid values, alive for the call.
+    let (a, b) = unsafe { (AnyView::from_raw(*a), AnyView::from_raw(*b)) };
+    H::equal(a, b)
+}
+
+/// Registers the hooks of `H` as the map hashing and equality of the objects of `type_index`
+/// (as direct function pointers, which the table calls without a packed call).
+pub fn register_hooks<H: AnyHashHooks>(type_index: i32) -> crate::Result<()> {
+    let hash: HashHook = hash_trampoline::<H>;
+    let equal: EqualHook = equal_trampoline::<H>;
+    crate::reflection::register_type_attr(
+        type_index,
+        "__any_hash__",
+        &Any::from(hash as *mut c_void),
+    )?;
+    crate::reflection::register_type_attr(
+        type_index,
+        "__any_equal__",
+        &Any::from(equal as *mut c_void),
+    )
+}
+
 /// A type attribute column pointer (NULL if the column does not exist).
 #[derive(Clone, Copy)]
 struct ColumnPtr(*const TVMFFITypeAttrColumn);
@@ -71,7 +115,7 @@ unsafe impl Sync for ColumnPtr {}
 fn column(cache: &OnceLock<ColumnPtr>, name: &str) -> *const TVMFFITypeAttrColumn {
     cache
         .get_or_init(|| {
-            let key = byte_array(name.as_bytes());
+            let key = TVMFFIByteArray::from_text(name);
             // SAFETY: `key` views `name` for the duration of the call; the result is a pointer
             // to a process-lifetime column or NULL.
             ColumnPtr(unsafe { abi::TVMFFIGetTypeAttrColumn(&key) })

@@ -11,6 +11,7 @@ mod error;
 mod function;
 mod map;
 mod object;
+mod opaque;
 mod string;
 mod tensor;
 mod types;

@@ -7,8 +7,7 @@ use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::containers::hash::{any_equal, any_hash, hash_bytes, hash_combine};
 use tvm_ffi::containers::map::{Dict, Map, MapRead, PROBE};
 use tvm_ffi::object::alloc_object;
-use tvm_ffi::string::byte_array;
-use tvm_ffi::{Any, Bytes, Error, Function, Object, ObjectRef, String};
+use tvm_ffi::{Any, Bytes, Function, Object, ObjectRef, String};
 
 // ---------------------------------------------------------------------------------------------
 // Raw layout helpers
@@ -322,10 +321,7 @@ fn custom_id(v: &TVMFFIAny) -> i64 {
 }
 
 fn register_attr(type_index: i32, name: &str, value: Any) {
-    let key = byte_array(name.as_bytes());
-    // SAFETY: valid pointers for the call; the runtime keeps its own copy.
-    let rc = unsafe { abi::TVMFFITypeRegisterAttr(type_index, &key, value.as_raw()) };
-    assert_eq!(rc, 0, "{:?}", Error::take_raised());
+    tvm_ffi::reflection::register_type_attr(type_index, name, &value).unwrap();
 }
 
 unsafe extern "C" fn c_hash(v: *const TVMFFIAny) -> i64 {
@@ -396,6 +392,37 @@ fn custom_hooks_as_c_function_pointers() {
     assert!(d.contains_key(&k2));
     assert_eq!(d.insert(k2, 2i64).unwrap().cast::<i64>().unwrap(), 1);
     assert_eq!(d.len(), 1);
+}
+
+/// Hooks of `testing.map.SafeKey`: keys by id.
+struct IdHooks;
+
+impl tvm_ffi::containers::hash::AnyHashHooks for IdHooks {
+    fn hash(value: tvm_ffi::AnyView<'_>) -> i64 {
+        custom_id(value.as_raw()) * 11
+    }
+    fn equal(a: tvm_ffi::AnyView<'_>, b: tvm_ffi::AnyView<'_>) -> bool {
+        custom_id(a.as_raw()) == custom_id(b.as_raw())
+    }
+}
+
+#[test]
+fn custom_hooks_through_the_safe_registration() {
+    let index =
+        tvm_ffi::types::register_type("testing.map.SafeKey", abi::kTVMFFIObject, 0, true).unwrap();
+    tvm_ffi::containers::hash::register_hooks::<IdHooks>(index).unwrap();
+    let (k1, k2, k3) = (
+        custom_key(index, 3),
+        custom_key(index, 3),
+        custom_key(index, 4),
+    );
+    assert_eq!(any_hash(k1.as_raw()), hash_combine(index as u64, 33));
+    assert!(any_equal(k1.as_raw(), k2.as_raw()));
+    assert!(!any_equal(k1.as_raw(), k3.as_raw()));
+    let d = Dict::new();
+    d.insert(k1, 1i64);
+    assert!(d.contains_key(&k2));
+    assert!(!d.contains_key(&k3));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 //! Objects: reference counting, weak references, Rust-defined types and reflection.
 
 use tvm_ffi::abi;
-use tvm_ffi::{Any, Function, Object, ObjectCore, ObjectRef, define_object, types};
+use tvm_ffi::{Any, Function, Object, ObjectCore, ObjectRef, define_object, reflection, types};
 
 define_object! {
     /// A test node with two reflected fields.
@@ -78,18 +78,56 @@ fn rust_types_register_key_parent_and_fields() {
 
     let info = types::type_info(TestNode::type_index()).unwrap();
     assert_eq!(info.num_fields, 2);
-    // SAFETY: the runtime keeps `num_fields` records.
-    let fields = unsafe { std::slice::from_raw_parts(info.fields, 2) };
-    let mut out = abi::TVMFFIAny::NONE;
-    let field_addr = leaf
-        .as_raw()
-        .cast::<u8>()
-        .wrapping_add(fields[0].offset as usize);
-    // SAFETY: the getter reads a live field and writes an owned value.
-    let rc = unsafe { (fields[0].getter.unwrap())(field_addr.cast(), &mut out) };
-    assert_eq!(rc, 0);
-    // SAFETY: the output is owned.
-    assert_eq!(unsafe { Any::from_raw(out) }.cast::<i64>().unwrap(), 3);
+    let value = reflection::fields_of(TestNode::type_index())
+        .next()
+        .expect("a first field");
+    assert_eq!(
+        value.get(&Any::from(leaf)).unwrap().cast::<i64>().unwrap(),
+        3
+    );
+}
+
+#[test]
+fn fields_walk_the_ancestors_root_first() {
+    let leaf = Any::from(ObjectRef::new(TestLeaf {
+        base: TestNode {
+            base: Object::header(),
+            value: 7,
+            label: "leaf".into(),
+        },
+        weight: 0.25,
+    }));
+    let fields: Vec<_> = reflection::fields_of(TestLeaf::type_index()).collect();
+    let names: Vec<_> = fields.iter().map(|f| f.name()).collect();
+    assert_eq!(names, ["value", "label", "weight"]);
+    let owners: Vec<_> = fields.iter().map(|f| f.owner()).collect();
+    let (node, leaf_index) = (TestNode::type_index(), TestLeaf::type_index());
+    assert_eq!(owners, [node, node, leaf_index]);
+    assert!(fields.iter().all(|f| f.is_readable() && f.offset() >= 24));
+    assert_eq!(fields[0].get(&leaf).unwrap().cast::<i64>().unwrap(), 7);
+    assert_eq!(
+        fields[1].get(&leaf).unwrap().cast::<String>().unwrap(),
+        "leaf"
+    );
+    assert_eq!(fields[2].get(&leaf).unwrap().cast::<f64>().unwrap(), 0.25);
+    assert_eq!(
+        reflection::ancestors_of(leaf_index).collect::<Vec<_>>(),
+        [abi::kTVMFFIObject, node]
+    );
+    assert_eq!(reflection::ancestors_of(abi::kTVMFFIObject).count(), 0);
+    assert_eq!(reflection::fields_of(-12345).count(), 0);
+}
+
+#[test]
+fn fields_read_only_instances_of_their_type() {
+    let weight = reflection::fields_of(TestLeaf::type_index())
+        .find(|f| f.name() == "weight")
+        .unwrap();
+    let err = weight.get(&Any::from(node(1))).unwrap_err();
+    assert!(err.is_kind("TypeError"), "{err}");
+    assert!(err.message().contains("weight"), "{err}");
+    let err = weight.get(&Any::from(1i64)).unwrap_err();
+    assert!(err.is_kind("TypeError"), "{err}");
 }
 
 #[test]
@@ -97,15 +135,12 @@ fn methods_register_on_types() {
     let index = TestNode::type_index();
     let method = Function::from_typed("test.Node.double", |n: ObjectRef<TestNode>| n.value * 2);
     tvm_ffi::reflection::register_method(index, "double", &method, false).unwrap();
-    let info = types::type_info(index).unwrap();
-    assert!(info.num_methods >= 1);
-    // SAFETY: the runtime keeps `num_methods` records.
-    let methods = unsafe { std::slice::from_raw_parts(info.methods, info.num_methods as usize) };
-    let m = methods.last().unwrap();
-    // SAFETY: a registered method is a function value owned by the table.
-    let f = unsafe { tvm_ffi::AnyView::from_raw(m.method) }
-        .cast::<Function>()
-        .unwrap();
+    let m = reflection::methods_of(TestLeaf::type_index())
+        .find(|m| m.name() == "double")
+        .expect("inherited by the leaf");
+    assert_eq!(m.owner(), index);
+    assert!(!m.is_static());
+    let f = m.function().unwrap();
     assert_eq!(f.call((node(21),)).unwrap().cast::<i64>().unwrap(), 42);
 }
 

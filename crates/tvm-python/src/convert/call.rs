@@ -1,0 +1,57 @@
+//! Calls of runtime functions with Python arguments: each argument becomes a view on the stack
+//! (or, past a few, on the heap), kept valid by the Python objects and the call's temporaries.
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use tvm_ffi::abi::TVMFFIAny;
+use tvm_ffi::{Any, AnyView, Function};
+
+use super::{Temporaries, py_to_view};
+use crate::errors::raise_error;
+
+/// Views handed to another thread while the interpreter lock is released.
+struct SendViews<'a>(&'a [AnyView<'a>]);
+
+// SAFETY: the views borrow values that stay alive (and untouched) until the call returns.
+unsafe impl Send for SendViews<'_> {}
+
+/// Calls `function` with (borrowed, live) Python arguments, releasing the interpreter lock
+/// during the call if `release_gil`.
+pub(crate) fn call_function(
+    py: Python<'_>,
+    function: &Function,
+    args: &[*mut ffi::PyObject],
+    release_gil: bool,
+) -> PyResult<Any> {
+    const STACK: usize = 8;
+    let n = args.len();
+    let mut temps = Temporaries::default();
+    let mut stack = [TVMFFIAny::NONE; STACK];
+    let mut heap = Vec::new();
+    let slots: &mut [TVMFFIAny] = if n <= STACK {
+        &mut stack[..n]
+    } else {
+        heap.resize(n, TVMFFIAny::NONE);
+        &mut heap[..]
+    };
+    for (slot, item) in slots.iter_mut().zip(args) {
+        // SAFETY: the caller lends live argument objects for the call.
+        let item = unsafe { Bound::from_borrowed_ptr(py, *item) };
+        *slot = py_to_view(&item, &mut temps)?;
+    }
+    // SAFETY: `AnyView` is a transparent `TVMFFIAny`; the views borrow `args` (raw strings point
+    // at the NUL-terminated UTF-8 cache of a `str`) and `temps`, both alive for the call.
+    let views: &[AnyView<'_>] =
+        unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<AnyView<'_>>(), n) };
+    let result = if release_gil {
+        let views = SendViews(views);
+        py.detach(move || {
+            let views = views;
+            function.call_packed(views.0)
+        })
+    } else {
+        function.call_packed(views)
+    };
+    drop(temps);
+    result.map_err(|e| raise_error(py, e))
+}

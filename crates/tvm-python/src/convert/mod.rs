@@ -1,0 +1,260 @@
+//! Conversions between Python objects and runtime values.
+//!
+//! A Python argument is classified once ([`classify`]: the built-in types by their exact type,
+//! wrapped runtime objects, numpy arrays and devices by a type check, anything else by a kind
+//! cached per type) and then converted by the module of its target kind: [`scalars`] (numbers,
+//! strings, bytes, dtypes, devices), [`sequences`] (lists, tuples and dicts into arrays and
+//! maps) and [`objects`] (runtime objects, tensors and DLPack producers, callables, opaque
+//! objects). [`to_python`] converts the other way, and [`call`] runs a function on Python
+//! arguments.
+//!
+//! Arguments are converted into borrowed views wherever the Python object outlives the call
+//! (ints, floats, `str` through its cached UTF-8 buffer, wrapped objects), so a call allocates
+//! nothing for them; other arguments become temporaries owned for the duration of the call.
+
+mod call;
+mod objects;
+mod scalars;
+mod sequences;
+mod temps;
+mod to_python;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use pyo3::PyTypeInfo;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
+};
+use tvm_ffi::abi::TVMFFIAny;
+use tvm_ffi::{Any, AnyView};
+
+pub(crate) use call::call_function;
+pub(crate) use objects::{function_of, opaque, opaque_object, register_opaque_hooks};
+pub(crate) use to_python::any_to_py;
+
+use crate::device::PyDevice;
+use crate::errors::raise_error;
+use crate::objects::PyObjectRef;
+use temps::{Temporaries, keep};
+
+/// A Python argument, classified: what it converts to, with the object typed for the
+/// conversion where the target module needs it.
+enum Arg<'a, 'py> {
+    /// `None`.
+    None,
+    /// `True` or `False`.
+    Bool(bool),
+    /// An `int`.
+    Int(&'a Bound<'py, PyInt>),
+    /// A `float`.
+    Float(&'a Bound<'py, PyFloat>),
+    /// A `str`.
+    Str(&'a Bound<'py, PyString>),
+    /// A `bytes`.
+    Bytes(&'a Bound<'py, PyBytes>),
+    /// A wrapped runtime object (`tvm.ffi.Object` and its subclasses: tensors, functions,
+    /// containers, registered classes).
+    Object(&'a Bound<'py, PyObjectRef>),
+    /// A `numpy.ndarray`.
+    NumpyArray,
+    /// A `tvm.Device`.
+    Device(&'a Bound<'py, PyDevice>),
+    /// Any other type, by the kind cached for it.
+    Other(Kind),
+}
+
+/// How values of the other Python types convert, decided once per type (types are few and
+/// long-lived).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Dtype,
+    Str,
+    Bytes,
+    ByteArray,
+    Sequence,
+    Dict,
+    Int,
+    Float,
+    Index,
+    NumpyBool,
+    NumpyFloat,
+    DLPack,
+    ObjectAttr,
+    Callable,
+    Opaque,
+}
+
+/// Classifies a Python argument: the built-in types by their exact type (no lookups), then
+/// wrapped objects, numpy arrays and devices, then everything else by its cached kind.
+#[inline(always)]
+fn classify<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> PyResult<Arg<'a, 'py>> {
+    let py = obj.py();
+    let ty = obj.get_type_ptr();
+    // SAFETY: each cast follows the check that the object's type is exactly the target type.
+    unsafe {
+        if ty == PyInt::type_object_raw(py) {
+            return Ok(Arg::Int(obj.cast_unchecked()));
+        }
+        if ty == PyFloat::type_object_raw(py) {
+            return Ok(Arg::Float(obj.cast_unchecked()));
+        }
+        if ty == PyString::type_object_raw(py) {
+            return Ok(Arg::Str(obj.cast_unchecked()));
+        }
+        if ty == PyBytes::type_object_raw(py) {
+            return Ok(Arg::Bytes(obj.cast_unchecked()));
+        }
+        if ty == PyBool::type_object_raw(py) {
+            return Ok(Arg::Bool(obj.cast_unchecked::<PyBool>().is_true()));
+        }
+    }
+    if obj.is_none() {
+        return Ok(Arg::None);
+    }
+    // A type check that, unlike a failed `cast`, makes no error object for the other types.
+    if obj.is_instance_of::<PyObjectRef>() {
+        // SAFETY: the object was just found to be an instance of `PyObjectRef`.
+        return Ok(Arg::Object(unsafe { obj.cast_unchecked() }));
+    }
+    if crate::dlpack::is_numpy_array(obj) {
+        return Ok(Arg::NumpyArray);
+    }
+    if let Ok(device) = obj.cast::<PyDevice>() {
+        return Ok(Arg::Device(device));
+    }
+    Ok(Arg::Other(kind_of(py, obj)?))
+}
+
+/// The kind of the type of `obj`, worked out from scratch.
+fn classify_type(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
+    let ty = obj.get_type();
+    let has = |name: &Bound<'_, PyString>| ty.hasattr(name);
+    Ok(if crate::dtype::dtype_of(obj)?.is_some() {
+        Kind::Dtype
+    } else if obj.is_instance_of::<PyString>() {
+        Kind::Str
+    } else if obj.is_instance_of::<PyBytes>() {
+        Kind::Bytes
+    } else if obj.is_instance_of::<PyByteArray>() {
+        Kind::ByteArray
+    } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        Kind::Sequence
+    } else if obj.is_instance_of::<PyDict>() {
+        Kind::Dict
+    } else if obj.is_instance_of::<PyInt>() {
+        Kind::Int
+    } else if obj.is_instance_of::<PyFloat>() {
+        Kind::Float
+    } else if has(pyo3::intern!(py, "__dlpack__"))? {
+        Kind::DLPack
+    } else if has(pyo3::intern!(py, "__tvm_ffi_object__"))? {
+        Kind::ObjectAttr
+    } else if let Some(kind) = numpy_scalar_kind(obj)? {
+        kind
+    } else if has(pyo3::intern!(py, "__index__"))? && !obj.is_callable() {
+        Kind::Index
+    } else if obj.is_callable() {
+        Kind::Callable
+    } else {
+        Kind::Opaque
+    })
+}
+
+/// numpy's bool and floating-point scalars convert like Python's `bool` and `float` (its integer
+/// scalars already do, through `__index__`).
+fn numpy_scalar_kind(obj: &Bound<'_, PyAny>) -> PyResult<Option<Kind>> {
+    let ty = obj.get_type();
+    if ty.module()?.to_str()? != "numpy" {
+        return Ok(None);
+    }
+    let name = ty.name()?;
+    let name = name.to_str()?;
+    Ok(if name == "bool" || name == "bool_" {
+        Some(Kind::NumpyBool)
+    } else if matches!(
+        name,
+        "float16" | "float32" | "float64" | "longdouble" | "half" | "single" | "double"
+    ) {
+        Some(Kind::NumpyFloat)
+    } else {
+        None
+    })
+}
+
+/// Conversion kinds by type address; each entry keeps its type alive, so addresses stay unique.
+/// Only touched with the interpreter lock held, which serializes every access.
+struct KindCache(RefCell<HashMap<usize, (Py<PyType>, Kind)>>);
+
+// SAFETY: every access happens with the interpreter lock held (a `Python` token is required),
+// so no two threads use the cell at once.
+unsafe impl Sync for KindCache {}
+
+/// The conversion kind of `obj`'s type, from the per-type cache.
+fn kind_of(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
+    static CACHE: PyOnceLock<KindCache> = PyOnceLock::new();
+    let cache = CACHE.get_or_init(py, || KindCache(RefCell::new(HashMap::new())));
+    let key = obj.get_type_ptr() as usize;
+    let cached = cache
+        .0
+        .try_borrow()
+        .ok()
+        .and_then(|c| c.get(&key).map(|(_, kind)| *kind));
+    if let Some(kind) = cached {
+        return Ok(kind);
+    }
+    // Classifying runs Python code (attribute lookups), which may convert values itself.
+    let kind = classify_type(py, obj)?;
+    if let Ok(mut cache) = cache.0.try_borrow_mut() {
+        // A program that makes types without end gets no more entries than the bound.
+        if cache.len() < 4096 {
+            cache.insert(key, (obj.get_type().unbind(), kind));
+        }
+    }
+    Ok(kind)
+}
+
+/// Converts a Python value into a view (borrowing `obj` or a temporary in `temps`): classified
+/// once, then converted by the module of its kind.
+fn py_to_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
+    match classify(obj)? {
+        Arg::None => Ok(TVMFFIAny::NONE),
+        Arg::Bool(value) => Ok(scalars::bool(value)),
+        Arg::Int(int) => scalars::int(int),
+        Arg::Float(float) => Ok(scalars::float(float)),
+        Arg::Str(text) => scalars::str(text, temps),
+        Arg::Bytes(bytes) => Ok(scalars::bytes(bytes, temps)),
+        Arg::Object(wrapped) => objects::wrapped(wrapped),
+        Arg::NumpyArray => objects::numpy_array(obj, temps),
+        Arg::Device(device) => Ok(scalars::device(device)),
+        Arg::Other(kind) => match kind {
+            Kind::Dtype => scalars::dtype(obj),
+            Kind::Str => scalars::str(obj.cast()?, temps),
+            Kind::Bytes => Ok(scalars::bytes(obj.cast()?, temps)),
+            Kind::ByteArray => scalars::byte_array(obj, temps),
+            Kind::Sequence => sequences::array(obj, temps),
+            Kind::Dict => sequences::map(obj.cast()?, temps),
+            Kind::Int => scalars::int(obj.cast()?),
+            Kind::Float => Ok(scalars::float(obj.cast()?)),
+            Kind::Index => scalars::index(obj),
+            Kind::NumpyBool => scalars::numpy_bool(obj),
+            Kind::NumpyFloat => scalars::numpy_float(obj),
+            Kind::DLPack => objects::dlpack(obj, temps),
+            Kind::ObjectAttr => objects::object_attr(obj, temps),
+            Kind::Callable => objects::callable(obj, temps),
+            Kind::Opaque => Ok(keep(temps, opaque(obj)?)),
+        },
+    }
+}
+
+/// Converts a Python value into an owning value.
+pub(crate) fn py_to_any(obj: &Bound<'_, PyAny>) -> PyResult<Any> {
+    let mut temps = Temporaries::default();
+    let raw = py_to_view(obj, &mut temps)?;
+    // SAFETY: the view borrows `obj` or `temps`, both alive here (raw strings point at the
+    // NUL-terminated UTF-8 cache of a `str`, byte arrays at a box in `temps`).
+    let view = unsafe { AnyView::from_raw(raw) };
+    view.try_to_owned().map_err(|e| raise_error(obj.py(), e))
+}

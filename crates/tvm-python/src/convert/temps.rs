@@ -1,0 +1,58 @@
+//! The values a call's arguments borrow from: converted arguments that are not views of a
+//! Python object (tensors, containers, functions, copies) live here until the call returns.
+
+use std::mem::MaybeUninit;
+
+use tvm_ffi::Any;
+use tvm_ffi::abi::{TVMFFIAny, TVMFFIByteArray};
+
+/// How many temporaries live inline in [`Temporaries`].
+const INLINE_TEMPORARIES: usize = 4;
+
+/// Values that must live until a call returns. The first few live inline, so that a call with
+/// a tensor or a list argument does not allocate for its bookkeeping.
+pub(super) struct Temporaries {
+    inline: [MaybeUninit<Any>; INLINE_TEMPORARIES],
+    inline_len: usize,
+    owned: Vec<Any>,
+    // Views point into the boxes, which must not move as the vector grows.
+    #[allow(clippy::vec_box)]
+    pub(super) byte_arrays: Vec<Box<TVMFFIByteArray>>,
+}
+
+impl Default for Temporaries {
+    fn default() -> Temporaries {
+        Temporaries {
+            inline: [const { MaybeUninit::uninit() }; INLINE_TEMPORARIES],
+            inline_len: 0,
+            owned: Vec::new(),
+            byte_arrays: Vec::new(),
+        }
+    }
+}
+
+impl Drop for Temporaries {
+    fn drop(&mut self) {
+        for value in &mut self.inline[..self.inline_len] {
+            // SAFETY: the first `inline_len` slots were written by `keep` and drop once here.
+            unsafe { value.assume_init_drop() };
+        }
+    }
+}
+
+/// Keeps `value` alive in `temps` and returns a view of it. A value that owns nothing (a number,
+/// a small string) needs no keeping: its view is the value itself.
+#[inline]
+pub(super) fn keep(temps: &mut Temporaries, value: Any) -> TVMFFIAny {
+    if !value.is_object() {
+        return value.into_raw();
+    }
+    let raw = *value.as_raw();
+    if temps.inline_len < INLINE_TEMPORARIES {
+        temps.inline[temps.inline_len].write(value);
+        temps.inline_len += 1;
+    } else {
+        temps.owned.push(value);
+    }
+    raw
+}

@@ -1,0 +1,75 @@
+//! Runtime values as Python objects: numbers, strings and bytes as the built-in types, data
+//! types and devices as their classes, opaque objects as the Python object they hold, errors as
+//! exceptions, and objects in their registered class.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes};
+use tvm_ffi::abi;
+use tvm_ffi::{Any, Function, OpaqueObj};
+
+use crate::device::PyDevice;
+use crate::errors::raise_error;
+use crate::objects::wrap_object;
+
+/// Converts a returned value into a Python object.
+pub(crate) fn any_to_py(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
+    let raw = *value.as_raw();
+    // SAFETY: each arm reads the payload member its type index selects.
+    unsafe {
+        match raw.type_index {
+            abi::kTVMFFINone => Ok(py.None()),
+            abi::kTVMFFIInt => Ok(raw.payload.v_int64.into_pyobject(py)?.into_any().unbind()),
+            abi::kTVMFFIBool => Ok(PyBool::new(py, raw.payload.v_int64 != 0)
+                .to_owned()
+                .into_any()
+                .unbind()),
+            abi::kTVMFFIFloat => Ok(raw.payload.v_float64.into_pyobject(py)?.into_any().unbind()),
+            abi::kTVMFFISmallStr | abi::kTVMFFIStr => {
+                let bytes = tvm_ffi::string::bytes_of_any(&value).unwrap_or_default();
+                // One decoding pass; bytes that are not UTF-8 survive as surrogate escapes.
+                let text = ffi::PyUnicode_DecodeUTF8(
+                    bytes.as_ptr().cast(),
+                    bytes.len() as ffi::Py_ssize_t,
+                    c"surrogateescape".as_ptr(),
+                );
+                Ok(Bound::from_owned_ptr_or_err(py, text)?.unbind())
+            }
+            abi::kTVMFFISmallBytes | abi::kTVMFFIBytes => {
+                let bytes = tvm_ffi::string::bytes_of_any(&value).unwrap_or_default();
+                Ok(PyBytes::new(py, bytes).into_any().unbind())
+            }
+            abi::kTVMFFIDataType => crate::dtype::make_dtype(py, raw.payload.v_dtype),
+            abi::kTVMFFIDevice => Ok(Py::new(py, PyDevice(raw.payload.v_device))?.into_any()),
+            abi::kTVMFFIOpaquePtr | abi::kTVMFFIDLTensorPtr => {
+                let ctypes = py.import("ctypes")?;
+                Ok(ctypes
+                    .getattr("c_void_p")?
+                    .call1((raw.payload.v_ptr as usize,))?
+                    .unbind())
+            }
+            abi::kTVMFFIOpaquePyObject => match value.as_object::<OpaqueObj>() {
+                Some(opaque) => Ok(super::opaque_object(py, opaque).unbind()),
+                None => Ok(py.None()),
+            },
+            abi::kTVMFFIFunction => {
+                let f = value.cast::<Function>().map_err(|e| raise_error(py, e))?;
+                crate::function_type::wrap(py, f)
+            }
+            abi::kTVMFFIError => {
+                let err = value
+                    .cast::<tvm_ffi::Error>()
+                    .map_err(|e| raise_error(py, e))?;
+                Ok(raise_error(py, err).into_value(py).into_any())
+            }
+            index if index >= abi::kTVMFFIStaticObjectBegin => {
+                crate::containers::wrap_builtin(py, value)
+                    .unwrap_or_else(|value| wrap_object(py, value))
+            }
+            other => Err(PyTypeError::new_err(format!(
+                "cannot convert a value of type index {other}"
+            ))),
+        }
+    }
+}
