@@ -1,11 +1,23 @@
-//! Capture of the current call stack as TVM FFI backtrace text.
+//! Capture of the current call stack, and its text as a TVM FFI backtrace.
+//!
+//! The two halves are separate because they cost very different amounts. [`capture_frames`] records
+//! the return addresses of the calling thread's frames and nothing else: no symbol lookup, no
+//! debug information loaded, no text. [`symbolize`] turns such addresses into the text, loading
+//! the debug information of the binaries the first time (tens of MiB for a large binary) and
+//! looking up every frame. An error raised by this runtime keeps the addresses and symbolizes
+//! them only when somebody reads its backtrace (see `error.rs`); [`format_backtrace`] does both
+//! at once for the callers that want text now (`TVMFFIBacktrace`).
 //!
 //! The text is a sequence of `  File "<file>", line <n>, in <func>\n` lines, most recent call
 //! first; consumers reverse it for display. Frames of the capture machinery, of the Rust runtime
-//! and of the error-setting entry points are dropped, and capture stops at the FFI boundary.
+//! and of the error-setting entry points are dropped, and the text stops at the FFI boundary.
 
+use std::cell::Cell;
+use std::ffi::c_void;
 use std::fmt::Write as _;
 use std::sync::{OnceLock, RwLock};
+
+use crate::unwind::Walk;
 
 /// Depth limit used when `TVM_TRACEBACK_LIMIT` is unset or not a number.
 const DEFAULT_LIMIT: usize = 512;
@@ -118,16 +130,27 @@ fn is_internal(symbol: &str) -> bool {
     })
 }
 
-/// Whether a frame is this module's capture code (other than its tests).
+/// Whether a frame is capture or raising code of this crate (other than its tests): this
+/// module, and `error.rs`, whose raising functions call [`capture_frames`].
 ///
 /// Inlined frames carry only the short function name, so those are matched with the file.
 fn is_capture_frame(symbol: &str, file: Option<&str>) -> bool {
-    match symbol.strip_prefix(THIS_MODULE) {
-        Some(rest) => !rest.starts_with("tests::"),
-        None => {
-            symbol.starts_with("format_backtrace")
-                && file.is_some_and(|file| file.ends_with("backtrace.rs"))
-        }
+    if let Some(rest) = symbol.strip_prefix(THIS_MODULE) {
+        return !rest.starts_with("tests::");
+    }
+    let Some(file) = file else {
+        return false;
+    };
+    let file = file.replace('\\', "/");
+    if symbol.contains("::tests::") {
+        false
+    } else if file.ends_with("/tvm-ffi-capi/src/error.rs") {
+        true
+    } else {
+        ["format_backtrace", "capture_frames"]
+            .iter()
+            .any(|name| symbol.starts_with(name))
+            && file.ends_with("backtrace.rs")
     }
 }
 
@@ -161,55 +184,126 @@ fn push_line(out: &mut String, file: &str, line: impl std::fmt::Display, func: &
     let _ = writeln!(out, "  File \"{file}\", line {line}, in {func}");
 }
 
-/// Captures the current stack as backtrace text, most recent call first.
-///
-/// When `file` or `func` is given, `  File "<file>", line <line>, in <func>` is the first line.
-/// Capture stops before the first FFI boundary frame (`TVMFFIFunctionCall`, or one a registered
-/// [`FrameFilter`] names) unless `cross_ffi_boundary`. At most `TVM_TRACEBACK_LIMIT`
-/// lines (default 512) are produced.
-pub(crate) fn format_backtrace(
-    file: Option<&str>,
-    line: i32,
-    func: Option<&str>,
-    cross_ffi_boundary: bool,
-) -> String {
-    format_backtrace_limited(file, line, func, cross_ffi_boundary, traceback_limit())
+/// The return addresses of a captured stack, most recent call first, not yet symbolized.
+pub(crate) type Frames = Vec<usize>;
+
+/// How many frames [`capture_frames`] keeps at most for a text of `limit` lines: the text drops hidden
+/// frames, which capture cannot tell apart without symbolizing, so it keeps twice the limit and
+/// some more; a deeper stack loses its outermost frames.
+fn frame_cap(limit: usize) -> usize {
+    if limit == 0 {
+        0
+    } else {
+        limit.saturating_mul(2).saturating_add(32)
+    }
 }
 
-/// [`format_backtrace`] with an explicit line limit.
+/// Where the frames of the FFI boundary function `TVMFFIFunctionCall` begin.
+fn ffi_call_entry() -> usize {
+    crate::function::TVMFFIFunctionCall as *const () as usize
+}
+
+/// Records the return addresses of the calling thread's stack, most recent call first: at most
+/// [`frame_cap`] of the traceback limit, and (unless `cross_ffi_boundary`) none past the frame of
+/// `TVMFFIFunctionCall`, where a foreign caller begins. Looks up no symbol.
 ///
-/// Never inlined: its stack frame separates the capture machinery (below it) from the callers.
+/// The fast walker of [`crate::unwind`] does the walk where it can; where it cannot, the system
+/// unwinder walks the stack again from the start. Frames of this function and of what it calls
+/// (the walkers) are never recorded.
 #[inline(never)]
-fn format_backtrace_limited(
-    file: Option<&str>,
-    line: i32,
-    func: Option<&str>,
-    cross_ffi_boundary: bool,
-    limit: usize,
-) -> String {
-    let mut out = String::new();
-    let mut count = 0usize;
-    if limit > 0 && (file.is_some() || func.is_some()) {
-        push_line(
-            &mut out,
-            file.unwrap_or(UNKNOWN),
-            line,
-            func.unwrap_or(UNKNOWN),
-        );
-        count += 1;
+pub(crate) fn capture_frames(cross_ffi_boundary: bool) -> Frames {
+    let cap = frame_cap(traceback_limit());
+    let mut frames = Frames::new();
+    if cap == 0 {
+        return frames;
     }
-    let mut done = count >= limit;
+    frames.reserve(cap.min(64));
+    let stop_at = (!cross_ffi_boundary).then(ffi_call_entry);
     // The stack grows down: frames whose stack pointer is at or below this local belong to this
-    // function or to what it calls (the `backtrace` crate), whatever their symbols say.
+    // function or to what it calls (the walkers), whatever their symbols say.
     let marker = 0u8;
     let marker_address = std::hint::black_box(&marker) as *const u8 as usize;
-    backtrace::trace(|frame| {
-        let sp = frame.sp() as usize;
+    let keep = |frames: &mut Frames, ip: usize, sp: usize, function: usize| {
         if sp != 0 && sp <= marker_address {
             return true;
         }
-        // Inlined calls resolve to several symbols for one frame, innermost first.
-        backtrace::resolve_frame(frame, |symbol| {
+        frames.push(ip);
+        stop_at != Some(function) && frames.len() < cap
+    };
+    let walked = crate::unwind::walk(&mut |ip, sp, function| keep(&mut frames, ip, sp, function));
+    if walked == Walk::Unsupported {
+        frames.clear();
+        system_walk(&mut |ip, sp, function| keep(&mut frames, ip, sp, function));
+    }
+    frames
+}
+
+/// Walks the stack with the system unwinder (through the `backtrace` crate), calling `visit`
+/// as [`crate::unwind::walk`] does.
+#[inline(never)]
+fn system_walk(visit: &mut dyn FnMut(usize, usize, usize) -> bool) {
+    backtrace::trace(|frame| {
+        visit(
+            frame.ip() as usize,
+            frame.sp() as usize,
+            frame.symbol_address() as usize,
+        )
+    });
+}
+
+thread_local! {
+    /// How many times [`symbolize`] ran on this thread (for the tests: raising must not).
+    static SYMBOLIZED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many times this thread has symbolized a captured stack.
+#[cfg(test)]
+pub(crate) fn symbolizations_on_this_thread() -> u64 {
+    SYMBOLIZED.with(Cell::get)
+}
+
+/// The backtrace text of captured `frames`, at most `TVM_TRACEBACK_LIMIT` lines (default 512).
+///
+/// When `file` or `func` is given, `  File "<file>", line <line>, in <func>` is the first line.
+/// The text stops before the first FFI boundary frame (`TVMFFIFunctionCall`, or one a
+/// registered [`FrameFilter`] names) unless `cross_ffi_boundary`.
+pub(crate) fn symbolize(
+    frames: &[usize],
+    location: Option<(Option<&str>, i32, Option<&str>)>,
+    cross_ffi_boundary: bool,
+) -> String {
+    symbolize_limited(frames, location, cross_ffi_boundary, traceback_limit())
+}
+
+/// [`symbolize`] with an explicit line limit.
+fn symbolize_limited(
+    frames: &[usize],
+    location: Option<(Option<&str>, i32, Option<&str>)>,
+    cross_ffi_boundary: bool,
+    limit: usize,
+) -> String {
+    let _ = SYMBOLIZED.try_with(|count| count.set(count.get() + 1));
+    let mut out = String::new();
+    let mut count = 0usize;
+    if let Some((file, line, func)) = location {
+        if limit > 0 && (file.is_some() || func.is_some()) {
+            push_line(
+                &mut out,
+                file.unwrap_or(UNKNOWN),
+                line,
+                func.unwrap_or(UNKNOWN),
+            );
+            count += 1;
+        }
+    }
+    let mut done = count >= limit;
+    for &ip in frames {
+        if done {
+            break;
+        }
+        // Inlined calls resolve to several symbols for one frame, innermost first. `resolve`
+        // looks up `ip - 1`, inside the call instruction that the return address follows.
+        backtrace::resolve(ip as *mut c_void, |symbol| {
             if done {
                 return;
             }
@@ -235,9 +329,32 @@ fn format_backtrace_limited(
             count += 1;
             done = count >= limit;
         });
-        !done
-    });
+    }
     out
+}
+
+/// Captures the current stack and returns its text at once (see [`symbolize`]).
+pub(crate) fn format_backtrace(
+    file: Option<&str>,
+    line: i32,
+    func: Option<&str>,
+    cross_ffi_boundary: bool,
+) -> String {
+    let frames = capture_frames(cross_ffi_boundary);
+    symbolize(&frames, Some((file, line, func)), cross_ffi_boundary)
+}
+
+/// [`format_backtrace`] with an explicit line limit.
+#[cfg(test)]
+fn format_backtrace_limited(
+    file: Option<&str>,
+    line: i32,
+    func: Option<&str>,
+    cross_ffi_boundary: bool,
+    limit: usize,
+) -> String {
+    let frames = capture_frames(cross_ffi_boundary);
+    symbolize_limited(&frames, Some((file, line, func)), cross_ffi_boundary, limit)
 }
 
 #[cfg(test)]
@@ -280,6 +397,69 @@ mod tests {
             }
         }
         assert!(text.ends_with('\n'));
+    }
+
+    /// Frames as a walker reports them: (ip, sp, function).
+    type Walked = Vec<(usize, usize, usize)>;
+
+    /// The frames above `helper`'s own, as each walker reports them: (ip, sp, function).
+    #[inline(never)]
+    fn walk_both_from_named_helper() -> (Walk, Walked, Walked) {
+        let marker = 0u8;
+        let marker_address = std::hint::black_box(&marker) as *const u8 as usize;
+        let (mut fast, mut system) = (Vec::new(), Vec::new());
+        let walked = crate::unwind::walk(&mut |ip, sp, function| {
+            if sp > marker_address {
+                fast.push((ip, sp, function));
+            }
+            true
+        });
+        system_walk(&mut |ip, sp, function| {
+            if sp > marker_address && ip != 0 {
+                system.push((ip, sp, function));
+            }
+            true
+        });
+        std::hint::black_box((walked, fast, system))
+    }
+
+    #[test]
+    fn the_fast_walker_finds_the_frames_of_the_system_unwinder() {
+        let (walked, fast, system) = walk_both_from_named_helper();
+        assert!(system.len() >= 2, "{system:x?}");
+        if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+            assert_eq!(
+                walked,
+                Walk::Done,
+                "the fast walker handles a test thread's stack"
+            );
+            assert_eq!(fast, system);
+        } else {
+            assert_eq!(walked, Walk::Unsupported);
+        }
+        // The same on a thread of our own, whose stack ends elsewhere.
+        let on_thread = std::thread::spawn(walk_both_from_named_helper)
+            .join()
+            .unwrap();
+        if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+            assert_eq!(on_thread.0, Walk::Done);
+            assert_eq!(on_thread.1, on_thread.2);
+        }
+    }
+
+    #[test]
+    fn capture_records_addresses_and_symbolizes_nothing() {
+        let before = symbolizations_on_this_thread();
+        let frames = capture_frames(false);
+        assert!(!frames.is_empty());
+        assert!(frames.len() <= frame_cap(traceback_limit()));
+        assert_eq!(symbolizations_on_this_thread(), before);
+        assert!(
+            symbolize(&frames, None, false)
+                .contains("capture_records_addresses_and_symbolizes_nothing")
+        );
+        assert_eq!(symbolizations_on_this_thread(), before + 1);
+        assert_eq!(frame_cap(0), 0);
     }
 
     #[test]
@@ -369,6 +549,8 @@ mod tests {
             "tvm_ffi_capi::backtrace::format_backtrace_limited::{{closure}}",
             "format_backtrace",
             "format_backtrace_limited",
+            "tvm_ffi_capi::backtrace::capture_frames",
+            "capture_frames",
         ] {
             assert!(is_capture_frame(capture, this_file), "{capture}");
         }
@@ -383,6 +565,19 @@ mod tests {
             "format_backtrace",
             Some("/work/src/other.rs")
         ));
+        let error_file = Some("/work/crates/tvm-ffi-capi/src/error.rs");
+        for raising in [
+            "raise_parts",
+            "{closure#0}",
+            "tvm_ffi_capi::error::raise_parts",
+        ] {
+            assert!(is_capture_frame(raising, error_file), "{raising}");
+        }
+        assert!(!is_capture_frame(
+            "tvm_ffi_capi::error::tests::raise_from_named_helper",
+            error_file
+        ));
+        assert!(!is_capture_frame("raise_parts", None));
         for internal_file in [
             "/rustc/0123abcd/library/core/src/ops/function.rs",
             "/rustc/0123abcd/library/std/src/panicking.rs",
