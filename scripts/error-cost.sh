@@ -5,7 +5,8 @@
 #
 #   1. instructions per raise+fetch+release, under valgrind's callgrind: the totals of runs with
 #      N=20000 and N=10000 pairs, difference / 10000 (start-up and first-use costs cancel out);
-#      once with nobody reading the backtrace, once reading each one;
+#      with nobody reading the backtrace, then reading each one; the same for the safe API's
+#      `Error::new` and drop (--rust);
 #   2. wall time per pair, and the growth of the resident set at the first error.
 #
 # Usage: bash scripts/error-cost.sh [--no-valgrind]
@@ -16,7 +17,7 @@ use_valgrind=1
 case "${1:-}" in
     --no-valgrind) use_valgrind=0 ;;
     "") ;;
-    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error-cost.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 esac
 
@@ -29,6 +30,7 @@ echo "== backtrace of a raised error (read after the loop)"
 echo "== wall time and resident set"
 "$bin" 100000 --report
 "$bin" 2000 --read --report
+"$bin" 100000 --rust --report
 
 if ((use_valgrind)) && command -v valgrind >/dev/null; then
     out="$(mktemp -d)"
@@ -38,10 +40,12 @@ if ((use_valgrind)) && command -v valgrind >/dev/null; then
         valgrind --tool=callgrind --callgrind-out-file="$out/cg.out" "$bin" "$@" 2>&1 \
             | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
     }
-    for mode in "" "--read"; do
+    for mode in "" "--read" "--rust" "--rust --read"; do
+        # shellcheck disable=SC2086 # $mode is zero or more words
         small=$(total 10000 $mode)
+        # shellcheck disable=SC2086
         large=$(total 20000 $mode)
-        echo "== instructions per raise+fetch+release ${mode:-(backtrace not read)}:" \
+        echo "== instructions per raise+fetch+release ${mode:-(C ABI, backtrace not read)}:" \
             "($large - $small) / 10000 = $(((large - small) / 10000))"
     done
 elif ((use_valgrind)); then

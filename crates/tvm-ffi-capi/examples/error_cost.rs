@@ -5,13 +5,15 @@
 //! that of a small C program: `main`, `__libc_start_main`, `_start`.
 //!
 //! ```text
-//! error_cost [N] [--read] [--report]
+//! error_cost [N] [--read] [--report] [--print] [--rust]
 //! ```
 //!
 //! - `N` (default 10000): raise+fetch+release pairs after one warm-up pair.
 //! - `--read`: also read each error's backtrace (through `update_backtrace`, as readers do).
 //! - `--report`: print the resident set growth of the first error and the wall time per pair.
 //! - `--print`: print the backtrace of the first error (read after the loop).
+//! - `--rust`: raise with the safe API instead, `tvm_ffi::Error::new` then drop (the path of
+//!   every error a Rust function returns).
 //!
 //! Instructions per pair: run it under `valgrind --tool=callgrind` with N=20000 and N=10000 and
 //! divide the difference of the totals by 10000 (`scripts/error-cost.sh` does all of it).
@@ -100,6 +102,13 @@ fn print_first_backtrace() {
     }
 }
 
+/// One `Error::new` and drop; returns the backtrace length when `read`.
+#[inline(never)]
+fn new_and_drop(read: bool) -> usize {
+    let err = tvm_ffi::Error::new(tvm_ffi::ErrorKind::ValueError, "bad value");
+    if read { err.backtrace().len() } else { 0 }
+}
+
 /// The C entry point of the program.
 #[unsafe(no_mangle)]
 pub extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
@@ -107,16 +116,21 @@ pub extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
     let read = args.iter().any(|a| a == "--read");
     let report = args.iter().any(|a| a == "--report");
     let print = args.iter().any(|a| a == "--print");
+    let once: fn(bool) -> usize = if args.iter().any(|a| a == "--rust") {
+        new_and_drop
+    } else {
+        raise_fetch_release
+    };
     let n: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(10_000);
 
     let before = rss_bytes();
-    let first_len = raise_fetch_release(read);
+    let first_len = once(read);
     let after_first = rss_bytes();
 
     let start = Instant::now();
     let mut total = 0usize;
     for _ in 0..n {
-        total = total.wrapping_add(raise_fetch_release(read));
+        total = total.wrapping_add(once(read));
     }
     let elapsed = start.elapsed();
     std::hint::black_box(total);
@@ -125,7 +139,14 @@ pub extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
         print_first_backtrace();
     }
     if report {
-        println!("pairs: {n} (read backtrace: {read})");
+        println!(
+            "pairs: {n} (read backtrace: {read}, {})",
+            if args.iter().any(|a| a == "--rust") {
+                "Error::new + drop"
+            } else {
+                "C ABI"
+            }
+        );
         println!("first backtrace bytes: {first_len}");
         println!(
             "RSS growth of the first error: {:.2} MiB ({} KiB -> {} KiB)",

@@ -13,9 +13,11 @@
 //! and of the error-setting entry points are dropped, and the text stops at the FFI boundary.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::fmt::Write as _;
-use std::sync::{OnceLock, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use crate::unwind::Walk;
 
@@ -79,12 +81,16 @@ const CORE_FILTER: FrameFilter = FrameFilter {
 /// Filters registered by the layers above the core.
 static FILTERS: RwLock<Vec<FrameFilter>> = RwLock::new(Vec::new());
 
-/// Adds a layer's frame filter to every backtrace captured from now on.
+/// Bumped by every registration: classifications made under older filters are stale.
+static FILTER_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Adds a layer's frame filter to every backtrace made into text from now on.
 pub fn register_frame_filter(filter: FrameFilter) {
     FILTERS
         .write()
         .unwrap_or_else(|e| e.into_inner())
         .push(filter);
+    FILTER_GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Whether any filter (the core's or a registered one) satisfies `test`.
@@ -298,36 +304,99 @@ fn symbolize_limited(
         if done {
             break;
         }
-        // Inlined calls resolve to several symbols for one frame, innermost first. `resolve`
-        // looks up `ip - 1`, inside the call instruction that the return address follows.
-        backtrace::resolve(ip as *mut c_void, |symbol| {
-            if done {
-                return;
-            }
-            let name = symbol.name().map(|name| format!("{name:#}"));
-            let file = symbol.filename().map(|path| path.display().to_string());
-            if name.is_none() && file.is_none() {
-                return;
-            }
-            let name = name.as_deref().unwrap_or(UNKNOWN);
-            if !cross_ffi_boundary && is_ffi_boundary(name) {
+        for symbol in symbols_of(ip).iter() {
+            if !cross_ffi_boundary && symbol.boundary {
                 done = true;
-                return;
+                break;
             }
-            let file = file.as_deref();
-            if is_internal(name)
-                || is_capture_frame(name, file)
-                || file.is_some_and(is_internal_file)
-            {
-                return;
+            if let Some(line) = &symbol.line {
+                out.push_str(line);
+                count += 1;
+                if count >= limit {
+                    done = true;
+                    break;
+                }
             }
-            let file = file.unwrap_or(UNKNOWN);
-            push_line(&mut out, file, symbol.lineno().unwrap_or(0), name);
-            count += 1;
-            done = count >= limit;
-        });
+        }
     }
     out
+}
+
+/// One symbol of a frame (inlined calls make several, innermost first), classified.
+struct FrameSymbol {
+    /// Whether it is an FFI boundary, where the text stops unless it crosses them.
+    boundary: bool,
+    /// Its backtrace line (newline included), or `None` for a hidden frame.
+    line: Option<Box<str>>,
+}
+
+/// How many return addresses [`SYMBOLS`] keeps at most; it starts over when full.
+const SYMBOL_CACHE_LIMIT: usize = 4096;
+
+/// The classified symbols of the return addresses symbolized so far, and what they depend on.
+struct SymbolCache {
+    /// [`FILTER_GENERATION`] and the loader's count of unloaded objects when they were made.
+    generation: (u64, u64),
+    symbols: HashMap<usize, Arc<[FrameSymbol]>>,
+}
+
+/// Errors raised again and again from the same places, as a loop in Python that catches them
+/// does, symbolize the same few addresses: each is looked up and classified once.
+static SYMBOLS: Mutex<Option<SymbolCache>> = Mutex::new(None);
+
+/// The classified symbols of return address `ip`.
+fn symbols_of(ip: usize) -> Arc<[FrameSymbol]> {
+    let generation = (
+        FILTER_GENERATION.load(Ordering::Acquire),
+        crate::unwind::loader_unloads(),
+    );
+    let lock = || SYMBOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(cache) = lock().as_ref() {
+        if cache.generation == generation {
+            if let Some(symbols) = cache.symbols.get(&ip) {
+                return Arc::clone(symbols);
+            }
+        }
+    }
+    let mut symbols = Vec::new();
+    // `resolve` looks up `ip - 1`, inside the call instruction that the return address follows.
+    backtrace::resolve(ip as *mut c_void, |symbol| {
+        let name = symbol.name().map(|name| format!("{name:#}"));
+        let file = symbol.filename().map(|path| path.display().to_string());
+        if name.is_none() && file.is_none() {
+            return;
+        }
+        let name = name.as_deref().unwrap_or(UNKNOWN);
+        let file = file.as_deref();
+        let hidden =
+            is_internal(name) || is_capture_frame(name, file) || file.is_some_and(is_internal_file);
+        let line = (!hidden).then(|| {
+            let mut line = String::new();
+            push_line(
+                &mut line,
+                file.unwrap_or(UNKNOWN),
+                symbol.lineno().unwrap_or(0),
+                name,
+            );
+            line.into_boxed_str()
+        });
+        symbols.push(FrameSymbol {
+            boundary: is_ffi_boundary(name),
+            line,
+        });
+    });
+    let symbols: Arc<[FrameSymbol]> = symbols.into();
+    let mut cache = lock();
+    let cache = cache.get_or_insert_with(|| SymbolCache {
+        generation,
+        symbols: HashMap::new(),
+    });
+    if cache.generation != generation || cache.symbols.len() >= SYMBOL_CACHE_LIMIT {
+        cache.generation = generation;
+        cache.symbols.clear();
+    }
+    cache.symbols.insert(ip, Arc::clone(&symbols));
+    symbols
 }
 
 /// Captures the current stack and returns its text at once (see [`symbolize`]).

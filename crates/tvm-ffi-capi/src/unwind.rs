@@ -34,12 +34,18 @@ pub(crate) enum Walk {
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub(crate) use imp::walk;
+pub(crate) use imp::{loader_unloads, walk};
 
 /// Walks nothing: this system has no fast walker.
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 pub(crate) fn walk(_visit: &mut dyn FnMut(usize, usize, usize) -> bool) -> Walk {
     Walk::Unsupported
+}
+
+/// The loader's count of unloaded objects: unknown here, so always 0.
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+pub(crate) fn loader_unloads() -> u64 {
+    0
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -212,7 +218,7 @@ mod imp {
     }
 
     /// The loader's count of unloaded objects (`dlpi_subs`), 0 if it does not report one.
-    fn loader_unloads() -> u64 {
+    pub(crate) fn loader_unloads() -> u64 {
         unsafe extern "C" fn first(
             info: *mut libc::dl_phdr_info,
             size: usize,
