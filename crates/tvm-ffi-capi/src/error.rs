@@ -4,10 +4,10 @@
 //!
 //! An error raised here (`TVMFFIErrorSetRaisedFromCStr*`, and so `Error::new` of the safe API)
 //! records only the return addresses of the raising thread's stack; turning them into text
-//! (symbol lookup, file names, frame filters) costs about ten times as much as the whole raise,
-//! and loading the debug information behind it takes tens of MiB the first time. Most errors
-//! are caught and dropped, or tested for their kind, without anyone reading the backtrace, so
-//! the text is made on first request instead.
+//! (symbol lookup, file names, frame filters) costs several times as much as the whole raise
+//! (about 2,000 instructions through the C ABI), and loading the debug information behind it
+//! takes tens of MiB the first time. Many errors are caught and dropped, or tested for their
+//! kind, without anyone reading the backtrace, so the text is made on first request instead.
 //!
 //! The cell's `backtrace` field is part of the C ABI, and C reads it directly, so the request
 //! has to reach us through the cell itself: while the frames are pending the field is empty,
