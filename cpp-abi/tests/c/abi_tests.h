@@ -34,6 +34,7 @@ int test_global_function(char* msg_buf, size_t n);
 int test_error_raise_and_move(char* msg_buf, size_t n);
 int test_error_create_and_set_raised(char* msg_buf, size_t n);
 int test_error_update_backtrace(char* msg_buf, size_t n);
+int test_error_backtrace_on_request(char* msg_buf, size_t n);
 int test_error_cause_chain(char* msg_buf, size_t n);
 int test_error_propagates_from_callee(char* msg_buf, size_t n);
 int test_dtype(char* msg_buf, size_t n);

@@ -689,6 +689,45 @@ int test_error_update_backtrace(char* msg_buf, size_t n) {
   return 0;
 }
 
+int test_error_backtrace_on_request(char* msg_buf, size_t n) {
+  clear_error();
+  TVMFFIErrorSetRaisedFromCStr("ValueError", "asked for later");
+  TVMFFIObjectHandle err = NULL;
+  TVMFFIErrorMoveFromRaised(&err);
+  CHECK(err != NULL, "nothing was raised");
+  TVMFFIErrorCell* cell = TVMFFIErrorGetCellPtr(err);
+  /* The raise recorded frames only: the text is made when somebody asks for it. */
+  CHECK(cell->backtrace.size == 0, "backtrace made at raise time: \"%.*s\"",
+        (int)cell->backtrace.size, cell->backtrace.data);
+  CHECK(cell->backtrace.data != NULL && cell->backtrace.data[0] == '\0',
+        "an empty backtrace is still a NUL-terminated string");
+  TVMFFIByteArray nothing = bytes_of("");
+  cell->update_backtrace(err, &nothing, kTVMFFIBacktraceUpdateModeAppend);
+  CHECK(cell->backtrace.size > 0, "asking made no backtrace");
+  CHECK(cell->backtrace.data[cell->backtrace.size] == '\0', "backtrace not NUL-terminated");
+  CHECK(strstr(cell->backtrace.data, "test_error_backtrace_on_request") != NULL,
+        "the backtrace does not name the raising function: \"%.*s\"",
+        (int)cell->backtrace.size, cell->backtrace.data);
+  /* Asking again changes nothing. */
+  const char* text = cell->backtrace.data;
+  size_t size = cell->backtrace.size;
+  cell->update_backtrace(err, &nothing, kTVMFFIBacktraceUpdateModeAppend);
+  CHECK(cell->backtrace.data == text && cell->backtrace.size == size,
+        "a second request rewrote the backtrace");
+  TVMFFIObjectDecRef(err);
+
+  /* A replacement drops the recorded frames unread. */
+  TVMFFIErrorSetRaisedFromCStr("ValueError", "replaced");
+  TVMFFIErrorMoveFromRaised(&err);
+  cell = TVMFFIErrorGetCellPtr(err);
+  TVMFFIByteArray mine = bytes_of("  File \"mine.c\", line 3, in mine\n");
+  cell->update_backtrace(err, &mine, kTVMFFIBacktraceUpdateModeReplace);
+  CHECK(byte_array_equals(&cell->backtrace, "  File \"mine.c\", line 3, in mine\n"),
+        "after Replace: \"%.*s\"", (int)cell->backtrace.size, cell->backtrace.data);
+  TVMFFIObjectDecRef(err);
+  return 0;
+}
+
 int test_error_cause_chain(char* msg_buf, size_t n) {
   clear_error();
   TVMFFIByteArray empty = bytes_of("");

@@ -384,6 +384,8 @@ void TestErrors() {
   err = ExpectError(__LINE__, [&] { raise("KeyError", "no such key"); });
   EXPECT_EQ(err.kind(), "KeyError");
   EXPECT_EQ(err.message(), "no such key");
+  // Its backtrace is made when asked for: backtrace() asks, through update_backtrace.
+  EXPECT(err.backtrace().find("File \"") != std::string_view::npos) << err.backtrace();
 
   // Errors of C++ callees cross the runtime (testing.apply) and come back with their kind.
   ffi::Function apply = ffi::Function::GetGlobalRequired("testing.apply");

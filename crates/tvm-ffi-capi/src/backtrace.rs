@@ -1,11 +1,27 @@
-//! Capture of the current call stack as TVM FFI backtrace text.
+//! Capture of the current call stack, and its text as a TVM FFI backtrace.
+//!
+//! The two halves are separate because they cost very different amounts. [`capture_frames`]
+//! records the return addresses of the calling thread's frames and nothing else (about 100
+//! instructions for a short stack, with the walker of [`crate::unwind`]): no symbol lookup, no
+//! debug information loaded, no text. [`symbolize`] turns such addresses into the text, loading
+//! the debug information of the binaries the first time (tens of MiB for a large binary) and
+//! looking up and classifying each return address once (a cache of [`SYMBOL_CACHE_LIMIT`]).
+//! An error raised by this runtime keeps the addresses and symbolizes them only when somebody
+//! reads its backtrace (see `error.rs`); [`format_backtrace`] does both at once for the callers
+//! that want text now (`TVMFFIBacktrace`).
 //!
 //! The text is a sequence of `  File "<file>", line <n>, in <func>\n` lines, most recent call
 //! first; consumers reverse it for display. Frames of the capture machinery, of the Rust runtime
-//! and of the error-setting entry points are dropped, and capture stops at the FFI boundary.
+//! and of the error-setting entry points are dropped, and the text stops at the FFI boundary.
 
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::c_void;
 use std::fmt::Write as _;
-use std::sync::{OnceLock, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use crate::unwind::Walk;
 
 /// Depth limit used when `TVM_TRACEBACK_LIMIT` is unset or not a number.
 const DEFAULT_LIMIT: usize = 512;
@@ -67,12 +83,16 @@ const CORE_FILTER: FrameFilter = FrameFilter {
 /// Filters registered by the layers above the core.
 static FILTERS: RwLock<Vec<FrameFilter>> = RwLock::new(Vec::new());
 
-/// Adds a layer's frame filter to every backtrace captured from now on.
+/// Bumped by every registration: classifications made under older filters are stale.
+static FILTER_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Adds a layer's frame filter to every backtrace made into text from now on.
 pub fn register_frame_filter(filter: FrameFilter) {
     FILTERS
         .write()
         .unwrap_or_else(|e| e.into_inner())
         .push(filter);
+    FILTER_GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Whether any filter (the core's or a registered one) satisfies `test`.
@@ -118,17 +138,25 @@ fn is_internal(symbol: &str) -> bool {
     })
 }
 
-/// Whether a frame is this module's capture code (other than its tests).
+/// Whether a frame is capture or raising code of this crate (other than its tests): this
+/// module, and the raising code of `error.rs` that calls [`capture_frames`].
 ///
-/// Inlined frames carry only the short function name, so those are matched with the file.
+/// Builds with line tables only name this crate's functions by their short names (inlined or
+/// not), so those are matched with the file, by name: a test helper in either file stays.
 fn is_capture_frame(symbol: &str, file: Option<&str>) -> bool {
-    match symbol.strip_prefix(THIS_MODULE) {
-        Some(rest) => !rest.starts_with("tests::"),
-        None => {
-            symbol.starts_with("format_backtrace")
-                && file.is_some_and(|file| file.ends_with("backtrace.rs"))
-        }
+    if let Some(rest) = symbol.strip_prefix(THIS_MODULE) {
+        return !rest.starts_with("tests::");
     }
+    if symbol.starts_with("tvm_ffi_capi::error::raise_parts") {
+        return true;
+    }
+    let Some(file) = file else {
+        return false;
+    };
+    let file = file.replace('\\', "/");
+    let named = |names: &[&str]| names.iter().any(|name| symbol.starts_with(name));
+    (file.ends_with("/tvm-ffi-capi/src/error.rs") && named(&["raise_parts", "{closure#"]))
+        || (file.ends_with("backtrace.rs") && named(&["format_backtrace", "capture_frames"]))
 }
 
 /// Whether a frame's source file is in the Rust standard library or in the plumbing of a filter.
@@ -161,25 +189,231 @@ fn push_line(out: &mut String, file: &str, line: impl std::fmt::Display, func: &
     let _ = writeln!(out, "  File \"{file}\", line {line}, in {func}");
 }
 
-/// Captures the current stack as backtrace text, most recent call first.
+/// The return addresses of a captured stack, most recent call first, not yet symbolized.
+pub(crate) type Frames = Vec<usize>;
+
+/// How many frames [`capture_frames`] keeps at most for a text of `limit` lines: the text drops hidden
+/// frames, which capture cannot tell apart without symbolizing, so it keeps twice the limit and
+/// some more; a deeper stack loses its outermost frames.
+fn frame_cap(limit: usize) -> usize {
+    if limit == 0 {
+        0
+    } else {
+        limit.saturating_mul(2).saturating_add(32)
+    }
+}
+
+/// Where the frames of the FFI boundary function `TVMFFIFunctionCall` begin.
+fn ffi_call_entry() -> usize {
+    crate::function::TVMFFIFunctionCall as *const () as usize
+}
+
+/// Records the return addresses of the calling thread's stack, most recent call first: at most
+/// [`frame_cap`] of the traceback limit, and (unless `cross_ffi_boundary`) none past the frame of
+/// `TVMFFIFunctionCall`, where a foreign caller begins. Looks up no symbol.
+///
+/// The fast walker of [`crate::unwind`] does the walk where it can; where it cannot, the system
+/// unwinder walks the stack again from the start. Frames of this function and of what it calls
+/// (the walkers) are never recorded.
+#[inline(never)]
+pub(crate) fn capture_frames(cross_ffi_boundary: bool) -> Frames {
+    let cap = frame_cap(traceback_limit());
+    let mut frames = Frames::new();
+    if cap == 0 {
+        return frames;
+    }
+    frames.reserve(cap.min(64));
+    let stop_at = (!cross_ffi_boundary).then(ffi_call_entry);
+    // The stack grows down: frames whose stack pointer is at or below this local belong to this
+    // function or to what it calls (the walkers), whatever their symbols say.
+    let marker = 0u8;
+    let marker_address = std::hint::black_box(&marker) as *const u8 as usize;
+    let keep = |frames: &mut Frames, ip: usize, sp: usize, function: usize| {
+        if sp != 0 && sp <= marker_address {
+            return true;
+        }
+        frames.push(ip);
+        stop_at != Some(function) && frames.len() < cap
+    };
+    let walked = crate::unwind::walk(&mut |ip, sp, function| keep(&mut frames, ip, sp, function));
+    if walked == Walk::Unsupported {
+        frames.clear();
+        system_walk(&mut |ip, sp, function| keep(&mut frames, ip, sp, function));
+    }
+    frames
+}
+
+/// Walks the stack with the system unwinder (through the `backtrace` crate), calling `visit`
+/// as [`crate::unwind::walk`] does.
+#[inline(never)]
+fn system_walk(visit: &mut dyn FnMut(usize, usize, usize) -> bool) {
+    backtrace::trace(|frame| {
+        visit(
+            frame.ip() as usize,
+            frame.sp() as usize,
+            frame.symbol_address() as usize,
+        )
+    });
+}
+
+thread_local! {
+    /// How many times [`symbolize`] ran on this thread (for the tests: raising must not).
+    static SYMBOLIZED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many times this thread has symbolized a captured stack.
+#[cfg(test)]
+pub(crate) fn symbolizations_on_this_thread() -> u64 {
+    SYMBOLIZED.with(Cell::get)
+}
+
+/// The backtrace text of captured `frames`, at most `TVM_TRACEBACK_LIMIT` lines (default 512).
 ///
 /// When `file` or `func` is given, `  File "<file>", line <line>, in <func>` is the first line.
-/// Capture stops before the first FFI boundary frame (`TVMFFIFunctionCall`, or one a registered
-/// [`FrameFilter`] names) unless `cross_ffi_boundary`. At most `TVM_TRACEBACK_LIMIT`
-/// lines (default 512) are produced.
+/// The text stops before the first FFI boundary frame (`TVMFFIFunctionCall`, or one a
+/// registered [`FrameFilter`] names) unless `cross_ffi_boundary`.
+pub(crate) fn symbolize(
+    frames: &[usize],
+    location: Option<(Option<&str>, i32, Option<&str>)>,
+    cross_ffi_boundary: bool,
+) -> String {
+    symbolize_limited(frames, location, cross_ffi_boundary, traceback_limit())
+}
+
+/// [`symbolize`] with an explicit line limit.
+fn symbolize_limited(
+    frames: &[usize],
+    location: Option<(Option<&str>, i32, Option<&str>)>,
+    cross_ffi_boundary: bool,
+    limit: usize,
+) -> String {
+    let _ = SYMBOLIZED.try_with(|count| count.set(count.get() + 1));
+    let mut out = String::new();
+    let mut count = 0usize;
+    if let Some((file, line, func)) = location {
+        if limit > 0 && (file.is_some() || func.is_some()) {
+            push_line(
+                &mut out,
+                file.unwrap_or(UNKNOWN),
+                line,
+                func.unwrap_or(UNKNOWN),
+            );
+            count += 1;
+        }
+    }
+    let mut done = count >= limit;
+    for &ip in frames {
+        if done {
+            break;
+        }
+        for symbol in symbols_of(ip).iter() {
+            if !cross_ffi_boundary && symbol.boundary {
+                done = true;
+                break;
+            }
+            if let Some(line) = &symbol.line {
+                out.push_str(line);
+                count += 1;
+                if count >= limit {
+                    done = true;
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One symbol of a frame (inlined calls make several, innermost first), classified.
+struct FrameSymbol {
+    /// Whether it is an FFI boundary, where the text stops unless it crosses them.
+    boundary: bool,
+    /// Its backtrace line (newline included), or `None` for a hidden frame.
+    line: Option<Box<str>>,
+}
+
+/// How many return addresses [`SYMBOLS`] keeps at most; it starts over when full.
+const SYMBOL_CACHE_LIMIT: usize = 4096;
+
+/// The classified symbols of the return addresses symbolized so far, and what they depend on.
+struct SymbolCache {
+    /// [`FILTER_GENERATION`] and the loader's count of unloaded objects when they were made.
+    generation: (u64, u64),
+    symbols: HashMap<usize, Arc<[FrameSymbol]>>,
+}
+
+/// Errors raised again and again from the same places, as a loop in Python that catches them
+/// does, symbolize the same few addresses: each is looked up and classified once.
+static SYMBOLS: Mutex<Option<SymbolCache>> = Mutex::new(None);
+
+/// The classified symbols of return address `ip`.
+fn symbols_of(ip: usize) -> Arc<[FrameSymbol]> {
+    let generation = (
+        FILTER_GENERATION.load(Ordering::Acquire),
+        crate::unwind::loader_unloads(),
+    );
+    let lock = || SYMBOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(cache) = lock().as_ref() {
+        if cache.generation == generation {
+            if let Some(symbols) = cache.symbols.get(&ip) {
+                return Arc::clone(symbols);
+            }
+        }
+    }
+    let mut symbols = Vec::new();
+    // `resolve` looks up `ip - 1`, inside the call instruction that the return address follows.
+    backtrace::resolve(ip as *mut c_void, |symbol| {
+        let name = symbol.name().map(|name| format!("{name:#}"));
+        let file = symbol.filename().map(|path| path.display().to_string());
+        if name.is_none() && file.is_none() {
+            return;
+        }
+        let name = name.as_deref().unwrap_or(UNKNOWN);
+        let file = file.as_deref();
+        let hidden =
+            is_internal(name) || is_capture_frame(name, file) || file.is_some_and(is_internal_file);
+        let line = (!hidden).then(|| {
+            let mut line = String::new();
+            push_line(
+                &mut line,
+                file.unwrap_or(UNKNOWN),
+                symbol.lineno().unwrap_or(0),
+                name,
+            );
+            line.into_boxed_str()
+        });
+        symbols.push(FrameSymbol {
+            boundary: is_ffi_boundary(name),
+            line,
+        });
+    });
+    let symbols: Arc<[FrameSymbol]> = symbols.into();
+    let mut cache = lock();
+    let cache = cache.get_or_insert_with(|| SymbolCache {
+        generation,
+        symbols: HashMap::new(),
+    });
+    if cache.generation != generation || cache.symbols.len() >= SYMBOL_CACHE_LIMIT {
+        cache.generation = generation;
+        cache.symbols.clear();
+    }
+    cache.symbols.insert(ip, Arc::clone(&symbols));
+    symbols
+}
+
+/// Captures the current stack and returns its text at once (see [`symbolize`]).
 pub(crate) fn format_backtrace(
     file: Option<&str>,
     line: i32,
     func: Option<&str>,
     cross_ffi_boundary: bool,
 ) -> String {
-    format_backtrace_limited(file, line, func, cross_ffi_boundary, traceback_limit())
+    let frames = capture_frames(cross_ffi_boundary);
+    symbolize(&frames, Some((file, line, func)), cross_ffi_boundary)
 }
 
 /// [`format_backtrace`] with an explicit line limit.
-///
-/// Never inlined: its stack frame separates the capture machinery (below it) from the callers.
-#[inline(never)]
+#[cfg(test)]
 fn format_backtrace_limited(
     file: Option<&str>,
     line: i32,
@@ -187,57 +421,8 @@ fn format_backtrace_limited(
     cross_ffi_boundary: bool,
     limit: usize,
 ) -> String {
-    let mut out = String::new();
-    let mut count = 0usize;
-    if limit > 0 && (file.is_some() || func.is_some()) {
-        push_line(
-            &mut out,
-            file.unwrap_or(UNKNOWN),
-            line,
-            func.unwrap_or(UNKNOWN),
-        );
-        count += 1;
-    }
-    let mut done = count >= limit;
-    // The stack grows down: frames whose stack pointer is at or below this local belong to this
-    // function or to what it calls (the `backtrace` crate), whatever their symbols say.
-    let marker = 0u8;
-    let marker_address = std::hint::black_box(&marker) as *const u8 as usize;
-    backtrace::trace(|frame| {
-        let sp = frame.sp() as usize;
-        if sp != 0 && sp <= marker_address {
-            return true;
-        }
-        // Inlined calls resolve to several symbols for one frame, innermost first.
-        backtrace::resolve_frame(frame, |symbol| {
-            if done {
-                return;
-            }
-            let name = symbol.name().map(|name| format!("{name:#}"));
-            let file = symbol.filename().map(|path| path.display().to_string());
-            if name.is_none() && file.is_none() {
-                return;
-            }
-            let name = name.as_deref().unwrap_or(UNKNOWN);
-            if !cross_ffi_boundary && is_ffi_boundary(name) {
-                done = true;
-                return;
-            }
-            let file = file.as_deref();
-            if is_internal(name)
-                || is_capture_frame(name, file)
-                || file.is_some_and(is_internal_file)
-            {
-                return;
-            }
-            let file = file.unwrap_or(UNKNOWN);
-            push_line(&mut out, file, symbol.lineno().unwrap_or(0), name);
-            count += 1;
-            done = count >= limit;
-        });
-        !done
-    });
-    out
+    let frames = capture_frames(cross_ffi_boundary);
+    symbolize_limited(&frames, Some((file, line, func)), cross_ffi_boundary, limit)
 }
 
 #[cfg(test)]
@@ -280,6 +465,69 @@ mod tests {
             }
         }
         assert!(text.ends_with('\n'));
+    }
+
+    /// Frames as a walker reports them: (ip, sp, function).
+    type Walked = Vec<(usize, usize, usize)>;
+
+    /// The frames above `helper`'s own, as each walker reports them: (ip, sp, function).
+    #[inline(never)]
+    fn walk_both_from_named_helper() -> (Walk, Walked, Walked) {
+        let marker = 0u8;
+        let marker_address = std::hint::black_box(&marker) as *const u8 as usize;
+        let (mut fast, mut system) = (Vec::new(), Vec::new());
+        let walked = crate::unwind::walk(&mut |ip, sp, function| {
+            if sp > marker_address {
+                fast.push((ip, sp, function));
+            }
+            true
+        });
+        system_walk(&mut |ip, sp, function| {
+            if sp > marker_address && ip != 0 {
+                system.push((ip, sp, function));
+            }
+            true
+        });
+        std::hint::black_box((walked, fast, system))
+    }
+
+    #[test]
+    fn the_fast_walker_finds_the_frames_of_the_system_unwinder() {
+        let (walked, fast, system) = walk_both_from_named_helper();
+        assert!(system.len() >= 2, "{system:x?}");
+        if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+            assert_eq!(
+                walked,
+                Walk::Done,
+                "the fast walker handles a test thread's stack"
+            );
+            assert_eq!(fast, system);
+        } else {
+            assert_eq!(walked, Walk::Unsupported);
+        }
+        // The same on a thread of our own, whose stack ends elsewhere.
+        let on_thread = std::thread::spawn(walk_both_from_named_helper)
+            .join()
+            .unwrap();
+        if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+            assert_eq!(on_thread.0, Walk::Done);
+            assert_eq!(on_thread.1, on_thread.2);
+        }
+    }
+
+    #[test]
+    fn capture_records_addresses_and_symbolizes_nothing() {
+        let before = symbolizations_on_this_thread();
+        let frames = capture_frames(false);
+        assert!(!frames.is_empty());
+        assert!(frames.len() <= frame_cap(traceback_limit()));
+        assert_eq!(symbolizations_on_this_thread(), before);
+        assert!(
+            symbolize(&frames, None, false)
+                .contains("capture_records_addresses_and_symbolizes_nothing")
+        );
+        assert_eq!(symbolizations_on_this_thread(), before + 1);
+        assert_eq!(frame_cap(0), 0);
     }
 
     #[test]
@@ -369,6 +617,8 @@ mod tests {
             "tvm_ffi_capi::backtrace::format_backtrace_limited::{{closure}}",
             "format_backtrace",
             "format_backtrace_limited",
+            "tvm_ffi_capi::backtrace::capture_frames",
+            "capture_frames",
         ] {
             assert!(is_capture_frame(capture, this_file), "{capture}");
         }
@@ -383,6 +633,22 @@ mod tests {
             "format_backtrace",
             Some("/work/src/other.rs")
         ));
+        let error_file = Some("/work/crates/tvm-ffi-capi/src/error.rs");
+        for raising in [
+            "raise_parts",
+            "{closure#0}",
+            "tvm_ffi_capi::error::raise_parts",
+        ] {
+            assert!(is_capture_frame(raising, error_file), "{raising}");
+        }
+        for kept in [
+            "tvm_ffi_capi::error::tests::raise_from_named_helper",
+            "raise_from_named_helper",
+            "raising_does_not_symbolize_until_the_backtrace_is_read",
+        ] {
+            assert!(!is_capture_frame(kept, error_file), "{kept}");
+        }
+        assert!(!is_capture_frame("raise_parts", None));
         for internal_file in [
             "/rustc/0123abcd/library/core/src/ops/function.rs",
             "/rustc/0123abcd/library/std/src/panicking.rs",

@@ -1,7 +1,36 @@
 //! Error objects and the per-thread error slot.
+//!
+//! # Backtraces are symbolized when read
+//!
+//! An error raised here (`TVMFFIErrorSetRaisedFromCStr*`, and so `Error::new` of the safe API)
+//! records only the return addresses of the raising thread's stack; turning them into text
+//! (symbol lookup, file names, frame filters) costs several times as much as the whole raise
+//! (about 2,000 instructions through the C ABI), and loading the debug information behind it
+//! takes tens of MiB the first time. Many errors are caught and dropped, or tested for their
+//! kind, without anyone reading the backtrace, so the text is made on first request instead.
+//!
+//! The cell's `backtrace` field is part of the C ABI, and C reads it directly, so the request
+//! has to reach us through the cell itself: while the frames are pending the field is empty,
+//! and the cell's `update_backtrace` hook symbolizes them before it does anything else. A reader
+//! that finds the field empty asks for the text by appending nothing
+//! (`update_backtrace(self, &(TVMFFIByteArray){"", 0}, kTVMFFIBacktraceUpdateModeAppend)`,
+//! harmless for an error from any producer), then reads the field: the safe API's
+//! `Error::backtrace`, the C++ layer's `Error::backtrace()` and so the Python traceback do this.
+//! A replacement (`kTVMFFIBacktraceUpdateModeReplace`) drops the pending frames unread.
+//!
+//! Symbolizing when the error is handed to C (`TVMFFIErrorMoveFromRaised`) would keep the field
+//! filled for readers that do not ask, but every caller that only checks or converts the error,
+//! Rust and Python included, fetches it through that function and would pay the full price.
+//!
+//! The hook's work runs under the error's own lock, so readers on several threads may ask at
+//! once, and the text is made once: after that, a request writes nothing. The size of the text
+//! is stored last, with release ordering, so a reader that loads a non-zero size with acquire
+//! ordering (`Error::backtrace` does) reads complete text without asking.
 
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_char, c_int};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tvm_ffi::boundary::{ffi_boundary, ffi_status};
 use tvm_ffi::error::ErrorObj;
@@ -11,29 +40,53 @@ use tvm_ffi_sys::{
     kTVMFFIBacktraceUpdateModeAppend, kTVMFFIError,
 };
 
-use crate::{backtrace::format_backtrace, bytes_arg};
+use crate::backtrace::{Frames, capture_frames, format_backtrace, symbolize};
+use crate::bytes_arg;
+
+/// What an empty text field points at: a NUL-terminated empty string.
+static EMPTY_TEXT: [u8; 1] = [0];
 
 /// An error object made by this runtime: the shared view followed by the storage it points at.
 #[repr(C)]
 struct ErrorStorage {
     view: ErrorObj,
-    kind: Vec<u8>,
-    message: Vec<u8>,
+    /// The kind and the message, each followed by a NUL: `kind\0message\0`.
+    text: Vec<u8>,
+    /// The backtrace text followed by a NUL, or empty (the cell then points at [`EMPTY_TEXT`]).
+    /// Written under `pending`'s lock.
     backtrace: UnsafeCell<Vec<u8>>,
+    /// Frames captured when the error was raised, not yet symbolized into `backtrace`.
+    pending: PendingFrames,
 }
 
-/// Copies `bytes` into a NUL-terminated buffer.
-fn nul_terminated(bytes: &[u8]) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(bytes.len() + 1);
-    buf.extend_from_slice(bytes);
-    buf.push(0);
-    buf
+/// The unsymbolized frames of an error and the lock of its backtrace updates.
+struct PendingFrames {
+    /// Whether `frames` may hold frames; cleared (with release ordering) once the text is in
+    /// the cell, so a reader that sees it clear needs no lock.
+    any: AtomicBool,
+    /// The frames; the lock also serializes every rewrite of the backtrace.
+    frames: Mutex<Frames>,
 }
 
+/// The backtrace a new error starts with.
+enum Backtrace<'a> {
+    /// Given text.
+    Text(&'a [u8]),
+    /// Frames captured now, symbolized on first request.
+    Frames(Frames),
+}
+
+/// The array of `buf` without its final NUL, or the empty text for an empty buffer.
 fn array_of(buf: &[u8]) -> TVMFFIByteArray {
-    TVMFFIByteArray {
-        data: buf.as_ptr().cast(),
-        size: buf.len() - 1,
+    match buf.split_last() {
+        Some((_, text)) => TVMFFIByteArray {
+            data: buf.as_ptr().cast(),
+            size: text.len(),
+        },
+        None => TVMFFIByteArray {
+            data: EMPTY_TEXT.as_ptr().cast(),
+            size: 0,
+        },
     }
 }
 
@@ -46,6 +99,54 @@ impl Drop for ErrorStorage {
                 unsafe { dec_ref(handle.cast()) };
             }
         }
+    }
+}
+
+impl ErrorStorage {
+    /// Appends `bytes` to the backtrace (`append`) or replaces it with them; an append first
+    /// symbolizes pending frames, a replacement drops them.
+    fn update_backtrace(&self, bytes: &[u8], append: bool) {
+        if append && bytes.is_empty() && !self.pending.any.load(Ordering::Acquire) {
+            // A request for text that is already there.
+            return;
+        }
+        let mut frames = self
+            .pending
+            .frames
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let frames = std::mem::take(&mut *frames);
+        if append && bytes.is_empty() && frames.is_empty() {
+            // Another reader made the text while this one waited: nothing to write.
+            return;
+        }
+        // SAFETY: rewrites of the buffer and of the cell's array happen under the lock held
+        // here; readers without the lock read only after seeing `any` clear, which is set
+        // after the rewrite, or (C readers that do not ask) are serialized by the error's owner
+        // as the ABI requires.
+        unsafe {
+            let buf = &mut *self.backtrace.get();
+            let mut next = Vec::new();
+            if append {
+                next.extend_from_slice(buf.split_last().map_or(&[][..], |(_, text)| text));
+                if !frames.is_empty() {
+                    next.extend_from_slice(symbolize(&frames, None, false).as_bytes());
+                }
+            }
+            next.extend_from_slice(bytes);
+            if !next.is_empty() {
+                next.push(0);
+            }
+            *buf = next;
+            let array = array_of(buf);
+            let cell = self.view.cell_ptr();
+            (*cell).backtrace.data = array.data;
+            // Published last, with release ordering: a reader that loads a non-zero size with
+            // acquire ordering (as `Error::backtrace` does) then reads complete text.
+            AtomicUsize::from_ptr(&raw mut (*cell).backtrace.size)
+                .store(array.size, Ordering::Release);
+        }
+        self.pending.any.store(false, Ordering::Release);
     }
 }
 
@@ -62,24 +163,18 @@ unsafe extern "C" fn update_backtrace(
                 return;
             };
             let storage = &*handle.cast::<ErrorStorage>();
-            let buf = &mut *storage.backtrace.get();
-            let mut next = if mode == kTVMFFIBacktraceUpdateModeAppend {
-                buf[..buf.len() - 1].to_vec()
-            } else {
-                Vec::new()
-            };
-            next.extend_from_slice(bytes);
-            *buf = nul_terminated(&next);
-            (*storage.view.cell_ptr()).backtrace = array_of(buf);
+            storage.update_backtrace(bytes, mode == kTVMFFIBacktraceUpdateModeAppend);
         }
     });
 }
 
 /// Creates an owned error object; `cause` and `extra` are borrowed and retained.
+///
+/// `message` is the concatenation of `message_parts`.
 fn create_error(
     kind: &[u8],
-    message: &[u8],
-    backtrace: &[u8],
+    message_parts: &[&[u8]],
+    backtrace: Backtrace<'_>,
     cause: TVMFFIObjectHandle,
     extra: TVMFFIObjectHandle,
 ) -> *mut TVMFFIObject {
@@ -89,6 +184,24 @@ fn create_error(
             unsafe { inc_ref(handle.cast()) };
         }
     }
+    let message_len: usize = message_parts.iter().map(|part| part.len()).sum();
+    let mut text = Vec::with_capacity(kind.len() + message_len + 2);
+    text.extend_from_slice(kind);
+    text.push(0);
+    for part in message_parts {
+        text.extend_from_slice(part);
+    }
+    text.push(0);
+    let (backtrace, frames) = match backtrace {
+        Backtrace::Text([]) => (Vec::new(), Frames::new()),
+        Backtrace::Text(bytes) => {
+            let mut buf = Vec::with_capacity(bytes.len() + 1);
+            buf.extend_from_slice(bytes);
+            buf.push(0);
+            (buf, Frames::new())
+        }
+        Backtrace::Frames(frames) => (Vec::new(), frames),
+    };
     let storage = ErrorStorage {
         view: ErrorObj::new(TVMFFIErrorCell {
             kind: TVMFFIByteArray::EMPTY,
@@ -98,18 +211,22 @@ fn create_error(
             cause_chain: cause,
             extra_context: extra,
         }),
-        kind: nul_terminated(kind),
-        message: nul_terminated(message),
-        backtrace: UnsafeCell::new(nul_terminated(backtrace)),
+        text,
+        backtrace: UnsafeCell::new(backtrace),
+        pending: PendingFrames {
+            any: AtomicBool::new(!frames.is_empty()),
+            frames: Mutex::new(frames),
+        },
     };
     // SAFETY: repr(C) with the header first; Drop releases the retained handles.
     let ptr = unsafe { alloc_object(storage, 0, kTVMFFIError) };
     // SAFETY: the object is new and not shared yet; the buffers live inside it.
     unsafe {
         let storage = &mut *ptr.as_ptr();
+        let (kind_len, text) = (kind.len(), &storage.text);
         let cell = storage.view.cell_mut();
-        cell.kind = array_of(&storage.kind);
-        cell.message = array_of(&storage.message);
+        cell.kind = array_of(&text[..=kind_len]);
+        cell.message = array_of(&text[kind_len + 1..]);
         cell.backtrace = array_of(&*storage.backtrace.get());
     }
     ptr.as_ptr().cast()
@@ -190,7 +307,13 @@ pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
             } else {
                 bytes_arg(backtrace, "bt")?
             };
-            let obj = create_error(kind, message, backtrace, cause_chain, extra_context);
+            let obj = create_error(
+                kind,
+                &[message],
+                Backtrace::Text(backtrace),
+                cause_chain,
+                extra_context,
+            );
             *out = obj.cast();
         }
         Ok(())
@@ -235,14 +358,14 @@ pub unsafe extern "C" fn TVMFFIErrorSetRaised(error: TVMFFIObjectHandle) {
     })
 }
 
-/// Builds an error of `kind` from message parts and raises it, capturing the backtrace here.
+/// Builds an error of `kind` from message parts and raises it, capturing the stack here (its
+/// text is made when somebody reads it: see the module documentation).
 fn raise_parts(kind: &[u8], parts: &[&[u8]]) {
-    let message = parts.concat();
-    let backtrace = format_backtrace(None, 0, None, false);
+    let frames = capture_frames(false);
     let obj = create_error(
         kind,
-        &message,
-        backtrace.as_bytes(),
+        parts,
+        Backtrace::Frames(frames),
         std::ptr::null_mut(),
         std::ptr::null_mut(),
     );
@@ -329,10 +452,124 @@ pub unsafe extern "C" fn TVMFFIBacktrace(
                 // SAFETY: the buffer is thread-local and only touched here; callers read the
                 // result before their next call on this thread.
                 let (buf, array) = unsafe { &mut *cell.get() };
-                *buf = nul_terminated(text.as_bytes());
+                buf.clear();
+                buf.extend_from_slice(text.as_bytes());
+                buf.push(0);
                 *array = array_of(buf);
                 array as *const TVMFFIByteArray
             })
             .unwrap_or(std::ptr::null())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backtrace::symbolizations_on_this_thread;
+    use tvm_ffi::Error;
+
+    /// The byte arrays of an error's cell, as C would read them now.
+    struct Arrays {
+        kind: TVMFFIByteArray,
+        message: TVMFFIByteArray,
+        backtrace: TVMFFIByteArray,
+    }
+
+    fn cell(err: &Error) -> Arrays {
+        let cell = err.as_object().cell();
+        Arrays {
+            kind: cell.kind,
+            message: cell.message,
+            backtrace: cell.backtrace,
+        }
+    }
+
+    #[inline(never)]
+    fn raise_from_named_helper() -> Error {
+        // SAFETY: NUL-terminated strings.
+        unsafe { TVMFFIErrorSetRaisedFromCStr(c"ValueError".as_ptr(), c"lazy".as_ptr()) };
+        let err = Error::take_raised().expect("raised");
+        // Keeps the call above from being a tail call, so this frame stays on the stack.
+        std::hint::black_box(err)
+    }
+
+    #[test]
+    fn raising_does_not_symbolize_until_the_backtrace_is_read() {
+        let before = symbolizations_on_this_thread();
+        let err = raise_from_named_helper();
+        let rust_err = Error::new("KeyError", "also lazy");
+        let _ = Error::new("Kind", "a third one").with_cause(rust_err.clone());
+        let symbolized_by_with_cause = symbolizations_on_this_thread() - before;
+        assert_eq!(symbolized_by_with_cause, 1, "with_cause copies the text");
+        assert_eq!(err.kind(), "ValueError");
+        assert_eq!(err.message(), "lazy");
+        assert_eq!(rust_err.message(), "also lazy");
+        // Pending frames: the field is empty (and NUL-terminated) until someone asks.
+        let pending = cell(&err).backtrace;
+        assert_eq!(pending.size, 0);
+        // SAFETY: the field points at a NUL-terminated buffer.
+        assert_eq!(unsafe { *pending.data }, 0);
+        assert_eq!(symbolizations_on_this_thread() - before, 1);
+
+        let text = err.backtrace().into_owned();
+        assert_eq!(symbolizations_on_this_thread() - before, 2);
+        assert!(text.contains("raise_from_named_helper"), "{text}");
+        assert!(!text.contains("raise_parts"), "{text}");
+        assert_eq!(cell(&err).backtrace.size, text.len());
+        // Asked once: reading again symbolizes nothing.
+        assert_eq!(err.backtrace(), text);
+        assert_eq!(symbolizations_on_this_thread() - before, 2);
+
+        assert!(
+            rust_err
+                .backtrace()
+                .contains("raising_does_not_symbolize_until_the_backtrace_is_read"),
+            "{}",
+            rust_err.backtrace()
+        );
+        assert_eq!(symbolizations_on_this_thread() - before, 3);
+    }
+
+    #[test]
+    fn updates_of_a_pending_backtrace() {
+        let before = symbolizations_on_this_thread();
+        // Replacing drops the frames unread.
+        let replaced = raise_from_named_helper();
+        replaced.update_backtrace("  File \"x\", line 1, in y\n", false);
+        assert_eq!(replaced.backtrace(), "  File \"x\", line 1, in y\n");
+        assert_eq!(symbolizations_on_this_thread(), before);
+        // Appending symbolizes first.
+        let appended = raise_from_named_helper();
+        appended.update_backtrace("  File \"x\", line 1, in y\n", true);
+        let text = appended.backtrace();
+        assert!(text.contains("raise_from_named_helper"), "{text}");
+        assert!(text.ends_with("  File \"x\", line 1, in y\n"), "{text}");
+        assert_eq!(symbolizations_on_this_thread(), before + 1);
+        // Replacing with nothing leaves an empty backtrace for good.
+        appended.update_backtrace("", false);
+        assert_eq!(appended.backtrace(), "");
+    }
+
+    #[test]
+    fn readers_on_several_threads_get_the_same_text() {
+        let err = raise_from_named_helper();
+        let texts: Vec<String> = std::thread::scope(|scope| {
+            let readers: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| err.backtrace().into_owned()))
+                .collect();
+            readers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        assert!(texts[0].contains("raise_from_named_helper"), "{}", texts[0]);
+        assert!(texts.iter().all(|text| *text == texts[0]));
+    }
+
+    #[test]
+    fn given_backtraces_are_kept_as_text() {
+        let err = Error::with_backtrace("RuntimeError", "m", "  File \"a\", line 1, in f\n");
+        assert_eq!(cell(&err).backtrace.size, 25);
+        let empty = Error::with_backtrace("RuntimeError", "m", "");
+        assert_eq!(empty.backtrace(), "");
+        assert_eq!(cell(&empty).kind.size, 12);
+        assert_eq!(cell(&empty).message.size, 1);
+    }
 }

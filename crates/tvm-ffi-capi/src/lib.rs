@@ -26,6 +26,7 @@ mod object;
 mod string;
 mod tensor;
 mod types;
+mod unwind;
 
 pub use backtrace::{FrameFilter, register_frame_filter};
 

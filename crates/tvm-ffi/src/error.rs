@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::cell::UnsafeCell;
 use std::ffi::CString;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::abi::{self, TVMFFIByteArray, TVMFFIErrorCell, TVMFFIObject, kTVMFFIError};
 use crate::any::{Any, AnyView};
@@ -158,12 +159,38 @@ pub fn current_backtrace() -> String {
 impl Error {
     /// Creates an error of `kind` with `message` and the backtrace of the caller.
     ///
+    /// The caller's frames are recorded now and turned into text only when the backtrace is
+    /// first read ([`Error::backtrace`]), which is what makes raising cheap: the error is raised
+    /// through `TVMFFIErrorSetRaisedFromCStr` and taken back out of the slot, whose previous
+    /// error (if any) is put back. Text with a NUL byte, which a C string cannot carry, takes
+    /// the slower path of a backtrace made into text at once.
+    ///
     /// Cold: callers keep their error paths out of line.
     #[cold]
     pub fn new(kind: impl AsRef<str>, message: impl AsRef<str>) -> Error {
+        let (kind, message) = (kind.as_ref(), message.as_ref());
+        if let (Ok(c_kind), Ok(c_message)) = (CString::new(kind), CString::new(message)) {
+            let previous = Self::take_raised();
+            // SAFETY: both strings are NUL-terminated and live for the call.
+            unsafe { abi::TVMFFIErrorSetRaisedFromCStr(c_kind.as_ptr(), c_message.as_ptr()) };
+            let raised = Self::take_raised();
+            if let Some(previous) = previous {
+                previous.set_raised();
+            }
+            if let Some(raised) = raised {
+                return raised;
+            }
+        }
+        Self::with_text_backtrace(kind, message)
+    }
+
+    /// [`Error::new`] with the backtrace made into text at once.
+    #[cold]
+    #[inline(never)]
+    fn with_text_backtrace(kind: &str, message: &str) -> Error {
         // The captured text is copied by `create` before anything captures again.
         let backtrace = captured_backtrace();
-        Self::create(kind.as_ref(), message.as_ref(), backtrace, None, None)
+        Self::create(kind, message, backtrace, None, None)
     }
 
     /// Creates an error with an explicit backtrace text.
@@ -234,8 +261,14 @@ impl Error {
 
     /// A copy of this error whose cause is `cause`.
     pub fn with_cause(self, cause: Error) -> Error {
-        let backtrace = self.obj.cell().backtrace;
-        Self::create(&self.kind(), &self.message(), backtrace, Some(&cause), None)
+        let backtrace = self.backtrace();
+        Self::create(
+            &self.kind(),
+            &self.message(),
+            TVMFFIByteArray::from_bytes(backtrace.as_bytes()),
+            Some(&cause),
+            None,
+        )
     }
 
     /// Takes over one strong reference to an error object.
@@ -279,7 +312,20 @@ impl Error {
     }
 
     /// The backtrace text, most recent call first.
+    ///
+    /// An error whose cell has no backtrace text is first asked for it through its
+    /// `update_backtrace` hook, with an empty append: a producer that records frames when the
+    /// error is raised (this runtime does) makes the text then; for any other error the empty
+    /// append changes nothing.
     pub fn backtrace(&self) -> Cow<'_, str> {
+        // SAFETY: the field is aligned and lives as long as the object. Producers that make the
+        // text on request store the size atomically (release) once the text is complete; other
+        // writes of the cell happen before it is shared, or are serialized by the owner.
+        let size = unsafe { AtomicUsize::from_ptr(&raw mut (*self.obj.cell_ptr()).backtrace.size) }
+            .load(Ordering::Acquire);
+        if size == 0 {
+            self.update_backtrace("", true);
+        }
         cell_text(&self.obj.cell().backtrace)
     }
 

@@ -361,7 +361,13 @@ typedef struct {
   TVMFFIByteArray kind;
   /*! \brief The message. */
   TVMFFIByteArray message;
-  /*! \brief The backtrace text. */
+  /*!
+   * \brief The backtrace text. A producer may record the frames when the error is raised and
+   *  make the text only when asked (the Rust runtime does): the field is then empty until a
+   *  call of update_backtrace. A reader that finds it empty asks by appending nothing,
+   *  `update_backtrace(self, &(TVMFFIByteArray){"", 0}, kTVMFFIBacktraceUpdateModeAppend)`,
+   *  and reads the field again (harmless for an error from any producer).
+   */
   TVMFFIByteArray backtrace;
   /*!
    * \brief Replaces or extends the backtrace (`update_mode` is a TVMFFIBacktraceUpdateMode);

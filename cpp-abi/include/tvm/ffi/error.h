@@ -74,8 +74,18 @@ class Error : public std::exception {
   std::string_view kind() const noexcept { return details::ToStringView(cell()->kind); }
   /*! \brief The message. */
   std::string_view message() const noexcept { return details::ToStringView(cell()->message); }
-  /*! \brief The backtrace text (most recent call first). */
-  std::string_view backtrace() const noexcept { return details::ToStringView(cell()->backtrace); }
+  /*!
+   * \brief The backtrace text (most recent call first). An empty field is first asked for its
+   *  text with an empty append, which a producer that makes the text on request (the Rust
+   *  runtime) answers by filling it in.
+   */
+  std::string_view backtrace() const noexcept {
+    if (cell()->backtrace.size == 0) {
+      TVMFFIByteArray nothing{"", 0};
+      cell()->update_backtrace(obj_.get(), &nothing, kTVMFFIBacktraceUpdateModeAppend);
+    }
+    return details::ToStringView(cell()->backtrace);
+  }
   /*! \brief "kind: message". */
   const char* what() const noexcept override { return what_.c_str(); }
   /*! \brief The ffi.Error object. */
