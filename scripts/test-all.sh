@@ -15,11 +15,14 @@ cargo build --locked --quiet -p tvm-ffi-testing --lib
 
 # shellcheck source=scripts/python-env.sh
 source scripts/python-env.sh
-install_python_package numpy pytest hypothesis ruff abi3audit setuptools wheel
+install_python_package numpy pytest hypothesis ruff abi3audit setuptools wheel mypy
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 
 "$venv/bin/ruff" check python tests examples benches
+# The stub of the extension against the extension itself, and the package type-checked.
+"$py" -m mypy.stubtest tvm._native
+(cd python && "../$py" -m mypy -p tvm)
 
 # pytest exits 5 when it collects no tests; with `set -e` that fails the script like any error.
 "$py" -m pytest tests/python

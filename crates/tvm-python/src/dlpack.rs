@@ -442,7 +442,7 @@ pub(crate) fn install_fast_dlpack(tensor_type: &Bound<'_, pyo3::types::PyType>) 
         ml_name: c"__dlpack__".as_ptr(),
         ml_meth: ffi::PyMethodDefPointer { PyCFunctionFastWithKeywords: dlpack_vectorcall },
         ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
-        ml_doc: c"__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\nExports a DLPack capsule: versioned when the consumer asks for version 1 or later, legacy otherwise.".as_ptr(),
+        ml_doc: c"__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\nExports a DLPack capsule: versioned when the consumer asks for version 1 or later, legacy otherwise.".as_ptr(),
     }));
     // SAFETY: a live type and a method definition that lives for the process.
     let descr = unsafe { ffi::PyDescr_NewMethod(tensor_type.as_type_ptr(), def) };

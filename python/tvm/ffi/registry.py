@@ -119,8 +119,9 @@ def register_object(type_key: str | type | None = None) -> Any:
             raise TypeError(f"register_object needs a subclass of tvm.ffi.Object, got {cls!r}")
         key = type_key if isinstance(type_key, str) else cls.__name__
         index = _native._register_object_class(key, cls)
-        cls._tvm_type_index = index
-        cls._tvm_type_key = key
+        registered: Any = cls
+        registered._tvm_type_index = index
+        registered._tvm_type_key = key
         for name in _native._type_field_names(index):
             if not hasattr(cls, name):
                 setattr(cls, name, _Field(name))

@@ -308,7 +308,7 @@ def _serve(request: int, reply: int) -> None:
 
 
 def _open_channel(ident: str, flags: int) -> int:
-    if os.name == "nt":
+    if sys.platform == "win32":
         import msvcrt
 
         return msvcrt.open_osfhandle(int(ident), flags)

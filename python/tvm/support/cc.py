@@ -89,11 +89,11 @@ def _compiler_argv(cc: str | Sequence[str] | None, what: str = "C/C++ compiler")
                 f"{', '.join(_CANDIDATES)} is on PATH. Install one (e.g. gcc), or name the "
                 "compiler with the CXX (or CC) environment variable or the cc= argument"
             )
-    if isinstance(cc, (list, tuple)):
-        argv = [os.fspath(part) for part in cc]
-    else:
+    if isinstance(cc, (str, os.PathLike)):
         text = os.fspath(cc)
         argv = [text] if os.path.isfile(text) else shlex.split(text)
+    else:
+        argv = [os.fspath(part) for part in cc]
     if not argv:
         raise RuntimeError(f"empty {what} command (from {origin})")
     if shutil.which(argv[0]) is None:

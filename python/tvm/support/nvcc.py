@@ -343,7 +343,7 @@ def _compile_cuda_nvrtc(
     use_nvshmem: bool,
 ) -> bytearray:
     try:
-        from cuda.bindings import nvrtc
+        from cuda.bindings import nvrtc  # type: ignore[import-not-found]
     except ImportError as err:
         raise RuntimeError(
             "compiling CUDA with NVRTC needs the cuda-python package (module "

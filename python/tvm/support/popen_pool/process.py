@@ -48,7 +48,7 @@ class _WorkerProcess:
                 "stderr": subprocess.PIPE,
                 "close_fds": True,
             }
-            if os.name == "nt":
+            if sys.platform == "win32":
                 import msvcrt
 
                 handles = [msvcrt.get_osfhandle(fd) for fd in child_ends]
