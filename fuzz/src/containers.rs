@@ -105,8 +105,7 @@ fn matches(a: &Any, v: &Val, list: &List) -> bool {
             matches!(ti, abi::kTVMFFISmallStr | abi::kTVMFFIStr) && bytes_of_any(a) == Some(s)
         }
         Val::Bytes(s) => {
-            matches!(ti, abi::kTVMFFISmallBytes | abi::kTVMFFIBytes)
-                && bytes_of_any(a) == Some(s)
+            matches!(ti, abi::kTVMFFISmallBytes | abi::kTVMFFIBytes) && bytes_of_any(a) == Some(s)
         }
         Val::Array(items) => {
             ti == abi::kTVMFFIArray
@@ -221,7 +220,12 @@ impl State {
             self.dict_model
         );
         assert!(
-            map_matches(self.dict_alias.iter(), self.dict_alias.len(), &self.dict_model, list),
+            map_matches(
+                self.dict_alias.iter(),
+                self.dict_alias.len(),
+                &self.dict_model,
+                list
+            ),
             "a dict alias differs"
         );
         assert!(
@@ -255,7 +259,11 @@ impl State {
         match input.u8() % 26 {
             0 | 1 => {
                 let (k, v) = (gen_key(input), gen_value(input, 0, true));
-                let d = if input.bool() { &self.dict } else { &self.dict_alias };
+                let d = if input.bool() {
+                    &self.dict
+                } else {
+                    &self.dict_alias
+                };
                 let old = d.insert(to_any(&k, &list), to_any(&v, &list));
                 let want = model_insert(&mut self.dict_model, k, v);
                 check_opt(old, want.as_ref(), &list, "dict insert");
@@ -302,7 +310,10 @@ impl State {
                             model_insert(&mut self.dict_model, k.clone(), v.clone());
                         }
                     }
-                    assert!(seen <= self.dict_model.len() + 1, "iteration runs past the end");
+                    assert!(
+                        seen <= self.dict_model.len() + 1,
+                        "iteration runs past the end"
+                    );
                 }
                 self.check_all();
             }
@@ -337,19 +348,32 @@ impl State {
             }
             11 => {
                 // Order-insensitive equality: a map rebuilt in reverse equals the original.
-                let rebuilt: Map = self.map.iter().collect::<Vec<_>>().into_iter().rev().collect();
-                assert!(rebuilt == self.map, "a map rebuilt in reverse order differs");
+                let rebuilt: Map = self
+                    .map
+                    .iter()
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                assert!(
+                    rebuilt == self.map,
+                    "a map rebuilt in reverse order differs"
+                );
                 self.check_all();
             }
             12 => {
                 // A map converted from the dict is a copy: later dict writes do not reach it.
-                let copy: Map = Any::from(self.dict.clone()).cast().expect("dict casts to map");
+                let copy: Map = Any::from(self.dict.clone())
+                    .cast()
+                    .expect("dict casts to map");
                 let model = self.dict_model.clone();
                 assert!(map_matches(copy.iter(), copy.len(), &model, &list));
                 if self.snapshots.len() < 4 {
                     self.snapshots.push((copy, model));
                 }
-                let again: Dict = Any::from(self.dict.clone()).cast().expect("dict casts back");
+                let again: Dict = Any::from(self.dict.clone())
+                    .cast()
+                    .expect("dict casts back");
                 assert_eq!(again.as_object().as_raw(), self.dict.as_object().as_raw());
             }
             13 | 14 => {
@@ -427,13 +451,31 @@ impl State {
                 let index = input.i64_mostly(-6, 12);
                 match resolve(index, array.len()) {
                     Some(i) => {
-                        assert!(matches(array.at(index).expect("in range"), &self.list_model[i], &list));
+                        assert!(matches(
+                            array.at(index).expect("in range"),
+                            &self.list_model[i],
+                            &list
+                        ));
                         assert!(array.get(i).is_some());
                     }
-                    None => assert!(array.at(index).expect_err("out of range").is_kind("IndexError")),
+                    None => assert!(
+                        array
+                            .at(index)
+                            .expect_err("out of range")
+                            .is_kind("IndexError")
+                    ),
                 }
-                let same: Array = self.list_model.iter().map(|v| to_any(v, &list)).collect();
-                assert!(same == array, "equal arrays compare equal");
+                // Element equality is the tables' (`any_equal`): nested objects by identity.
+                let same: Array = self.list.to_vec().into_iter().collect();
+                assert!(same == array, "arrays of the same elements compare equal");
+                if self
+                    .list_model
+                    .iter()
+                    .all(|v| !matches!(v, Val::Array(_) | Val::Map(_)))
+                {
+                    let rebuilt: Array = self.list_model.iter().map(|v| to_any(v, &list)).collect();
+                    assert!(rebuilt == array, "arrays of equal scalars compare equal");
+                }
                 let through_any: Array = Any::from(array.clone()).cast().expect("array casts");
                 assert!(through_any == array);
             }
@@ -472,5 +514,9 @@ pub fn containers(data: &[u8]) {
     state.dict.clear();
     state.map = Map::new();
     state.snapshots.clear();
-    assert_eq!(state.list.as_object().use_count(), 2, "list references leaked");
+    assert_eq!(
+        state.list.as_object().use_count(),
+        2,
+        "list references leaked"
+    );
 }

@@ -220,6 +220,13 @@ impl Case {
         if self.shape.iter().any(|d| *d < 0) || self.dtype.bits == 0 || self.dtype.lanes == 0 {
             return false;
         }
+        let elements = self
+            .shape
+            .iter()
+            .try_fold(1i128, |n, d| n.checked_mul(i128::from(*d)));
+        if !self.shape.contains(&0) && !elements.is_some_and(|n| n <= i128::from(i64::MAX)) {
+            return false;
+        }
         if self.require_alignment > 0 {
             let direct = [1, 2, 3, 13, 10, 11].contains(&self.device.device_type);
             let address = if direct {
@@ -306,12 +313,14 @@ fn check_tensor(case: &Case, t: &Tensor, data: *mut c_void) {
             .wrapping_add(case.byte_offset as usize)
             .cast()
     );
-    let read_only =
-        case.versioned && case.flags & abi::DLPACK_FLAG_BITMASK_READ_ONLY != 0;
+    let read_only = case.versioned && case.flags & abi::DLPACK_FLAG_BITMASK_READ_ONLY != 0;
     assert_eq!(t.is_read_only(), read_only);
     let raw = t.dltensor();
     if dims > 0 {
-        assert!(!raw.strides.is_null(), "tensors made here always carry strides");
+        assert!(
+            !raw.strides.is_null(),
+            "tensors made here always carry strides"
+        );
     }
     let strides = t.strides().into_owned();
     match (&case.strides, compact(&case.shape)) {
@@ -320,13 +329,14 @@ fn check_tensor(case: &Case, t: &Tensor, data: *mut c_void) {
         (None, None) => assert_eq!(strides.len(), dims),
     }
     assert_eq!(t.is_contiguous(), contiguous(t.shape(), Some(&strides)));
-    let numel = case
-        .shape
-        .iter()
-        .try_fold(1i64, |acc, d| acc.checked_mul(*d));
-    if let Some(numel) = numel {
-        assert_eq!(t.numel(), numel);
-    }
+    let numel = if case.shape.contains(&0) {
+        Some(0)
+    } else {
+        case.shape
+            .iter()
+            .try_fold(1i64, |acc, d| acc.checked_mul(*d))
+    };
+    assert_eq!(Some(t.numel()), numel, "numel of an imported tensor");
     let _ = format!("{t:?}");
 
     // Exports: each holds one reference, released by its deleter (directly or via an import).
@@ -344,7 +354,11 @@ fn check_tensor(case: &Case, t: &Tensor, data: *mut c_void) {
     let legacy = t.to_dlpack();
     // SAFETY: a fresh export, released once by its own deleter.
     unsafe { ((*legacy).deleter.expect("exports have a deleter"))(legacy) };
-    assert_eq!(t.as_object().use_count(), before, "exports gave their references back");
+    assert_eq!(
+        t.as_object().use_count(),
+        before,
+        "exports gave their references back"
+    );
 
     // Through Any and back.
     let any = Any::from(t.clone());
@@ -399,17 +413,30 @@ fn import_once(case: &Case) {
         }
     } else {
         // SAFETY: a valid legacy managed tensor.
-        unsafe { Tensor::from_dlpack(managed.cast(), case.require_alignment, case.require_contiguous) }
+        unsafe {
+            Tensor::from_dlpack(
+                managed.cast(),
+                case.require_alignment,
+                case.require_contiguous,
+            )
+        }
     };
     assert_eq!(deleted(), start, "the import ran the producer's deleter");
     let expected = case.acceptable(data);
     match result {
         Ok(tensor) => {
-            assert!(expected, "accepted a tensor that breaks a documented rule: {case:?}");
+            assert!(
+                expected,
+                "accepted a tensor that breaks a documented rule: {case:?}"
+            );
             check_tensor(case, &tensor, data);
             assert_eq!(deleted(), start, "the deleter ran while the tensor lives");
             drop(tensor);
-            assert_eq!(deleted(), start + 1, "dropping the tensor ran the deleter once");
+            assert_eq!(
+                deleted(),
+                start + 1,
+                "dropping the tensor ran the deleter once"
+            );
         }
         Err(err) => {
             assert!(!expected, "rejected a valid tensor ({err:?}): {case:?}");
@@ -460,7 +487,8 @@ fn foreign_once(case: &Case) {
     let read_only = case.flags & 1 != 0;
     // SAFETY: the descriptor's memory (`producer`) outlives the tensor; the record is plain
     // bytes.
-    let result = unsafe { Tensor::from_foreign(&prototype, read_only, &mut record, release_record) };
+    let result =
+        unsafe { Tensor::from_foreign(&prototype, read_only, &mut record, release_record) };
     let readable = case.ndim >= 0 && !(case.ndim > 0 && case.null_shape);
     match result {
         Ok(t) => {

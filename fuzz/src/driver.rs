@@ -197,11 +197,34 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Runs `f` on `input`; the panic message if it panicked.
+thread_local! {
+    /// Where the last panic on this thread happened (recorded by [`quiet_panics`]' hook).
+    static PANIC_LOCATION: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Replaces the panic hook with one that prints nothing and records where each panic happened,
+/// so that [`run_one`] can name the location; returns the previous hook.
+#[allow(clippy::type_complexity)]
+pub fn quiet_panics() -> Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static> {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()));
+        PANIC_LOCATION.with(|slot| *slot.borrow_mut() = location);
+    }));
+    previous
+}
+
+/// Runs `f` on `input`; if it panicked, the panic message and, under [`quiet_panics`], where.
 pub fn run_one(f: fn(&[u8]), input: &[u8]) -> Option<String> {
-    catch_unwind(AssertUnwindSafe(|| f(input)))
-        .err()
-        .map(|p| panic_message(&*p))
+    PANIC_LOCATION.with(|slot| slot.borrow_mut().take());
+    let payload = catch_unwind(AssertUnwindSafe(|| f(input))).err()?;
+    let message = panic_message(&*payload);
+    Some(match PANIC_LOCATION.with(|slot| slot.borrow_mut().take()) {
+        Some(location) => format!("{message} (at {location})"),
+        None => message,
+    })
 }
 
 /// Feeds `f` every seed, then mutations of the seeds within `budget`. Panics are caught and
@@ -211,14 +234,26 @@ pub fn run_target(name: &str, f: fn(&[u8]), seeds: &[Vec<u8>], budget: Budget) -
     let mut report = Report::default();
     let mut rng = Rng::new(fnv1a(name.as_bytes()));
     let fallback = [Vec::new()];
-    let seeds = if seeds.is_empty() { &fallback[..] } else { seeds };
+    let seeds = if seeds.is_empty() {
+        &fallback[..]
+    } else {
+        seeds
+    };
     let feed = |input: &[u8], report: &mut Report| {
         let t = Instant::now();
         let outcome = run_one(f, input);
         report.slowest = report.slowest.max(t.elapsed());
         report.inputs += 1;
         if let Some(message) = outcome {
-            let new_kind = !report.findings.iter().any(|f| f.message == message);
+            // One finding per panic location (the message may name the input).
+            let key = |m: &str| {
+                m.rsplit_once(" (at ")
+                    .map_or(m.to_owned(), |(_, at)| at.to_owned())
+            };
+            let new_kind = !report
+                .findings
+                .iter()
+                .any(|f| key(&f.message) == key(&message));
             if new_kind && report.findings.len() < 8 {
                 report.findings.push(Finding {
                     target: name.to_owned(),
@@ -339,9 +374,9 @@ mod tests {
     #[test]
     fn minimize_keeps_the_failure() {
         let input = [1, 7, 2, 3, 7, 9, 9];
-        std::panic::set_hook(Box::new(|_| {}));
+        let hook = quiet_panics();
         let small = minimize(panics_on_two_sevens, &input);
-        let _ = std::panic::take_hook();
+        std::panic::set_hook(hook);
         assert_eq!(small, [7, 7]);
     }
 }

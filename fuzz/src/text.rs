@@ -65,7 +65,11 @@ pub fn dtype_parse(data: &[u8]) {
         Ok(text) => {
             let parsed = parse_dtype(text);
             let typed = DataType::from_str(text);
-            assert_eq!(parsed.clone().map(DataType), typed, "DataType::from_str of {text:?}");
+            assert_eq!(
+                parsed.clone().map(DataType),
+                typed,
+                "DataType::from_str of {text:?}"
+            );
             match (&parsed, &c_result) {
                 (Ok(t), Ok(c)) => assert_eq!(t, c, "C parser of {text:?}"),
                 (Err(msg), Err(err)) => {
@@ -76,7 +80,11 @@ pub fn dtype_parse(data: &[u8]) {
             }
             if let Ok(t) = parsed {
                 let printed = dtype_to_string(t);
-                assert_eq!(parse_dtype(&printed), Ok(t), "{text:?} printed as {printed:?}");
+                assert_eq!(
+                    parse_dtype(&printed),
+                    Ok(t),
+                    "{text:?} printed as {printed:?}"
+                );
                 assert_eq!(DataType(t).to_string(), printed);
                 assert_eq!(c_print_dtype(t), printed);
                 assert!(
@@ -97,7 +105,11 @@ pub fn dtype_parse(data: &[u8]) {
     assert_eq!(c_print_dtype(raw), printed);
     let _ = format!("{:?}", DataType(raw));
     if let Ok(again) = parse_dtype(&printed) {
-        assert_eq!(dtype_to_string(again), printed, "raw {raw:?} printed {printed:?}");
+        assert_eq!(
+            dtype_to_string(again),
+            printed,
+            "raw {raw:?} printed {printed:?}"
+        );
     }
 }
 
@@ -178,8 +190,15 @@ pub fn strings(data: &[u8]) {
     let rust_bytes_any = rust_bytes.clone().into_any();
     for (a, b) in [(&c_str, &rust_str_any), (&c_bytes, &rust_bytes_any)] {
         assert_eq!(bytes_of_any(a), Some(data));
-        assert!(any_equal(a.as_raw(), b.as_raw()), "equal content, equal values");
-        assert_eq!(any_hash(a.as_raw()), any_hash(b.as_raw()), "equal values hash equal");
+        assert!(
+            any_equal(a.as_raw(), b.as_raw()),
+            "equal content, equal values"
+        );
+        assert_eq!(
+            any_hash(a.as_raw()),
+            any_hash(b.as_raw()),
+            "equal values hash equal"
+        );
         assert_eq!(a.clone(), *b);
     }
     assert!(
@@ -252,7 +271,11 @@ pub fn bigint_bytes(data: &[u8]) {
         "BigInt changed the number"
     );
     if stored.len() <= 1 {
-        assert_eq!(value.type_index(), abi::kTVMFFIInt, "a 64-bit value is an int");
+        assert_eq!(
+            value.type_index(),
+            abi::kTVMFFIInt,
+            "a 64-bit value is an int"
+        );
         assert_eq!(
             value.cast::<i64>().ok(),
             Some(stored.first().copied().unwrap_or(0))

@@ -9,8 +9,7 @@ use tvm_fuzz::driver::{self, Budget};
 fn every_target_survives_its_corpus_and_mutations() {
     let mutations = driver::mutations_from_env();
     // Panics are caught and reported below; keep their messages out of the output.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
+    let hook = driver::quiet_panics();
     let mut failures = Vec::new();
     let start = std::time::Instant::now();
     for (name, f) in tvm_fuzz::TARGETS {
@@ -30,7 +29,16 @@ fn every_target_survives_its_corpus_and_mutations() {
     std::panic::set_hook(hook);
     println!("all targets: {:.2?}", start.elapsed());
     for f in &failures {
-        println!("FINDING {}: {}\n  input: {}", f.target, f.message, driver::hex(&f.input));
+        println!(
+            "FINDING {}: {}\n  input: {}",
+            f.target,
+            f.message,
+            driver::hex(&f.input)
+        );
     }
-    assert!(failures.is_empty(), "{} target(s) failed; inputs above", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} target(s) failed; inputs above",
+        failures.len()
+    );
 }

@@ -61,13 +61,16 @@ fn run(args: &[String]) -> ExitCode {
         }
     }
     if names.is_empty() {
-        names = tvm_fuzz::TARGETS.iter().map(|(n, _)| (*n).to_owned()).collect();
+        names = tvm_fuzz::TARGETS
+            .iter()
+            .map(|(n, _)| (*n).to_owned())
+            .collect();
     }
     // With a time budget, each target gets an equal share.
     if let Budget::Time(total) = budget {
         budget = Budget::Time(total / names.len() as u32);
     }
-    std::panic::set_hook(Box::new(|_| {}));
+    let _ = driver::quiet_panics();
     let start = std::time::Instant::now();
     let mut failed = false;
     for name in &names {
@@ -91,11 +94,9 @@ fn run(args: &[String]) -> ExitCode {
         for finding in &report.findings {
             failed = true;
             let dir = findings_dir();
-            let file = dir.join(format!(
-                "{name}-{:016x}",
-                driver::fnv1a(&finding.input)
-            ));
-            let saved = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, &finding.input));
+            let file = dir.join(format!("{name}-{:016x}", driver::fnv1a(&finding.input)));
+            let saved =
+                std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, &finding.input));
             println!("  FINDING: {}", finding.message);
             println!("  input: {}", driver::hex(&finding.input));
             if saved.is_ok() {
@@ -129,14 +130,19 @@ fn minimize(args: &[String]) -> ExitCode {
             }
         },
     };
-    std::panic::set_hook(Box::new(|_| {}));
+    let _ = driver::quiet_panics();
     let Some(message) = driver::run_one(f, &data) else {
         println!("the input does not fail");
         return ExitCode::FAILURE;
     };
     let small = driver::minimize(f, &data);
     println!("panic: {message}");
-    println!("minimized from {} to {} bytes: {}", data.len(), small.len(), driver::hex(&small));
+    println!(
+        "minimized from {} to {} bytes: {}",
+        data.len(),
+        small.len(),
+        driver::hex(&small)
+    );
     if let Some(out) = rest.first() {
         if let Err(e) = std::fs::write(out, &small) {
             eprintln!("cannot write {out}: {e}");
