@@ -224,7 +224,7 @@ impl Case {
             .shape
             .iter()
             .try_fold(1i128, |n, d| n.checked_mul(i128::from(*d)));
-        if !self.shape.contains(&0) && !elements.is_some_and(|n| n <= i128::from(i64::MAX)) {
+        if !self.shape.contains(&0) && elements.is_none_or(|n| n > i128::from(i64::MAX)) {
             return false;
         }
         if self.require_alignment > 0 {

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use crate::input::INTERESTING_I64;
 
 /// Mutations per seed when `TVM_FUZZ_MUTATIONS` is not set (the bounded pass of the test suite).
-pub const DEFAULT_MUTATIONS: u64 = 300;
+pub const DEFAULT_MUTATIONS: u64 = 1500;
 /// Mutations per seed under valgrind (scripts/memcheck.sh runs every test binary there).
-pub const VALGRIND_MUTATIONS: u64 = 3;
+pub const VALGRIND_MUTATIONS: u64 = 10;
 /// Longest input the mutator makes.
 pub const MAX_INPUT_LEN: usize = 4096;
 

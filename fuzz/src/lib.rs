@@ -24,8 +24,11 @@ pub use copy::strided_copy;
 pub use dlpack::dlpack_import;
 pub use text::{bigint_bytes, device_parse, dtype_parse, strings};
 
+/// A fuzz target: any bytes in, a panic on a failed check.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, in the order the drivers run them.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("dtype_parse", dtype_parse),
     ("device_parse", device_parse),
     ("strings", strings),
@@ -36,7 +39,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
 ];
 
 /// The target called `name`.
-pub fn target(name: &str) -> Option<fn(&[u8])> {
+pub fn target(name: &str) -> Option<Target> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
