@@ -119,18 +119,12 @@ impl Side {
 }
 
 fn read_dtype(input: &mut Input<'_>) -> DLDataType {
-    match input.u8() % 8 {
-        0 => DLDataType {
-            code: input.u8(),
-            bits: input.u8(),
-            lanes: input.u16(),
-        },
-        _ => DLDataType {
-            code: input.u8() % 6,
-            bits: [8, 16, 32, 64, 1, 4, 24, 0][input.below(8)],
-            lanes: [1, 1, 1, 2, 3, 4, 0, 65535][input.below(8)],
-        },
-    }
+    input.dtype(
+        8,
+        6,
+        &[8, 16, 32, 64, 1, 4, 24, 0],
+        &[1, 1, 1, 2, 3, 4, 0, 65535],
+    )
 }
 
 fn read_side(input: &mut Input<'_>, shape: &[i64], ndim: i32, dtype: DLDataType) -> Side {
@@ -229,39 +223,8 @@ fn copy_to_test_device(from: &mut Side, src: &mut [u8], to: &Side, shift: i64, e
         .expect("test device allocation");
     let _free = FreeOnDrop(base);
     // Fill the device memory with the destination's initial bytes.
-    let initial = pattern(len, 0x40);
-    let mut upload_shape = [len as i64];
-    let mut initial_copy = initial.clone();
-    let u8_dtype = DLDataType {
-        code: abi::kDLUInt,
-        bits: 8,
-        lanes: 1,
-    };
-    let host_whole = |data: *mut u8, shape: &mut [i64; 1]| DLTensor {
-        data: data.cast(),
-        device: DLDevice {
-            device_type: abi::kDLCPU,
-            device_id: 0,
-        },
-        ndim: 1,
-        dtype: u8_dtype,
-        shape: shape.as_mut_ptr(),
-        strides: std::ptr::null_mut(),
-        byte_offset: 0,
-    };
-    let device_whole = |shape: &mut [i64; 1]| DLTensor {
-        data: base,
-        device: device.0,
-        ..host_whole(std::ptr::null_mut(), shape)
-    };
-    // SAFETY: whole-buffer descriptors of live memory; synchronized before the host buffer dies.
-    unsafe {
-        let h = host_whole(initial_copy.as_mut_ptr(), &mut upload_shape);
-        let d = device_whole(&mut upload_shape);
-        api.copy(&h, &d, StreamHandle::NULL).expect("upload");
-    }
-    api.sync_stream(device, StreamHandle::NULL)
-        .expect("upload sync");
+    let mut initial = pattern(len, 0x40);
+    transfer_whole(api, base, &mut initial, true);
 
     let mut to_side = to.clone();
     let data = (base as u64).wrapping_add(shift as u64) as *mut u8;
@@ -287,22 +250,53 @@ fn copy_to_test_device(from: &mut Side, src: &mut [u8], to: &Side, shift: i64, e
                 "the test device queued an out-of-bounds copy: {to_side:?}"
             );
             let synced = api.sync_stream(device, StreamHandle::NULL);
-            // Read the whole allocation back.
             let mut back = vec![0u8; len];
-            let mut shape = [len as i64];
-            // SAFETY: whole-buffer descriptors of live memory.
-            unsafe {
-                let h = host_whole(back.as_mut_ptr(), &mut shape);
-                let d = device_whole(&mut shape);
-                api.copy(&d, &h, StreamHandle::NULL).expect("download");
-            }
-            api.sync_stream(device, StreamHandle::NULL)
-                .expect("download sync");
+            transfer_whole(api, base, &mut back, false);
             synced.expect("a queued in-bounds copy failed when run");
             assert_eq!(back, expected, "test device copy differs: {to_side:?}");
         }
     }
     drop(to_side);
+}
+
+/// Copies all of `host` to (`upload`) or from the test device allocation at `base` (as long as
+/// `host`), and synchronizes.
+fn transfer_whole(api: &TestDeviceApi, base: *mut c_void, host: &mut [u8], upload: bool) {
+    let device = DLDevice {
+        device_type: abi::kDLExtDev,
+        device_id: 0,
+    };
+    let mut shape = [host.len() as i64];
+    let host_side = DLTensor {
+        data: host.as_mut_ptr().cast(),
+        device: DLDevice {
+            device_type: abi::kDLCPU,
+            device_id: 0,
+        },
+        ndim: 1,
+        dtype: DLDataType {
+            code: abi::kDLUInt,
+            bits: 8,
+            lanes: 1,
+        },
+        shape: shape.as_mut_ptr(),
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    };
+    let device_side = DLTensor {
+        data: base,
+        device,
+        ..host_side
+    };
+    let (from, to) = if upload {
+        (&host_side, &device_side)
+    } else {
+        (&device_side, &host_side)
+    };
+    // SAFETY: whole-buffer descriptors of live memory, synchronized before `host` is released.
+    unsafe { api.copy(from, to, StreamHandle::NULL) }.expect("whole-buffer transfer");
+    api.sync_stream(tvm_ffi::Device(device), StreamHandle::NULL)
+        .expect("whole-buffer transfer sync");
 }
 
 /// Whether `to`'s elements lie inside a device allocation of `len` bytes when its data pointer is

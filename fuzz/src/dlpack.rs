@@ -106,18 +106,12 @@ impl Case {
                 .map(|_| input.i64_mostly(-3, 12))
                 .collect::<Vec<_>>()
         });
-        let dtype = match input.u8() % 4 {
-            0 => DLDataType {
-                code: input.u8(),
-                bits: input.u8(),
-                lanes: input.u16(),
-            },
-            _ => DLDataType {
-                code: input.u8() % 18,
-                bits: [8, 16, 32, 64, 1, 4, 0, 128][input.below(8)],
-                lanes: [1, 1, 1, 2, 4, 0, 65535, 32768][input.below(8)],
-            },
-        };
+        let dtype = input.dtype(
+            4,
+            18,
+            &[8, 16, 32, 64, 1, 4, 0, 128],
+            &[1, 1, 1, 2, 4, 0, 65535, 32768],
+        );
         let byte_offset = match input.u8() % 4 {
             0 => input.u64(),
             1 => crate::input::INTERESTING_I64[input.below(20)] as u64,

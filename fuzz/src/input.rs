@@ -1,6 +1,8 @@
 //! [`Input`]: structured values read from the fuzz bytes. Reading never fails: once the bytes
 //! run out every read returns zeros, so any byte string decodes to some input.
 
+use tvm_ffi::abi::DLDataType;
+
 /// Integers that break arithmetic: zero, ±1, the edges of every signed and unsigned width.
 pub const INTERESTING_I64: [i64; 20] = [
     0,
@@ -109,6 +111,24 @@ impl<'a> Input<'a> {
             0 => INTERESTING_I64[self.below(INTERESTING_I64.len())],
             1 => self.u64() as i64,
             _ => self.range_i64(small_lo, small_hi),
+        }
+    }
+
+    /// A dtype: one time in `raw_one_in` three raw fields (any code, bits and lanes), else a
+    /// code below `codes` with bits and lanes from the tables.
+    pub fn dtype(&mut self, raw_one_in: u8, codes: u8, bits: &[u8], lanes: &[u16]) -> DLDataType {
+        if self.u8() % raw_one_in == 0 {
+            DLDataType {
+                code: self.u8(),
+                bits: self.u8(),
+                lanes: self.u16(),
+            }
+        } else {
+            DLDataType {
+                code: self.u8() % codes,
+                bits: bits[self.below(bits.len())],
+                lanes: lanes[self.below(lanes.len())],
+            }
         }
     }
 

@@ -18,6 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tvm
+
+# The equality of the conversion tests: containers as lists in order, maps as ``DictForm``.
+from test_convert import DictForm, float_bits, normalise
 from tvm import ffi
 
 np = pytest.importorskip("numpy")
@@ -152,10 +155,6 @@ def allowed_errors(value) -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-class DictForm(list):
-    """A map as the list of its ``[key, value]`` pairs, in order."""
-
-
 class ArrayForm:
     """What a numpy array must come back as: a tensor over the same memory and elements."""
 
@@ -174,14 +173,6 @@ class ArrayForm:
         assert np.array_equal(back, a, equal_nan=a.dtype.kind in "fc"), f"{path}: elements differ"
 
 
-def normalise(value):
-    if isinstance(value, (ffi.Array, ffi.List)):
-        return [normalise(x) for x in value]
-    if isinstance(value, (ffi.Map, ffi.Dict)):
-        return DictForm([normalise(k), normalise(v)] for k, v in value.items())
-    return value
-
-
 def expected_form(value):
     if isinstance(value, (list, tuple)):
         return [expected_form(x) for x in value]
@@ -198,10 +189,6 @@ def expected_form(value):
     if isinstance(value, bytearray):
         return bytes(value)
     return value
-
-
-def float_bits(value: float) -> bytes:
-    return struct.pack("<d", value)
 
 
 def assert_same(actual, expected, path="value"):
