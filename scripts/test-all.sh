@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# (includes the bounded fuzz pass, fuzz/tests/corpus.rs; long runs: bash scripts/fuzz.sh)
 cargo test --workspace --locked
 # The same tests under valgrind memcheck: invalid accesses and definite leaks fail the run.
 bash scripts/memcheck.sh

@@ -118,11 +118,12 @@ fn is_read_only(obj: *const crate::abi::TVMFFIObject) -> bool {
     READ_ONLY_COUNT.load(Ordering::Acquire) > 0 && read_only_set().contains(&(obj as usize))
 }
 
-/// Compact row-major strides of `shape`.
+/// Compact row-major strides of `shape` (wrapping, never panicking, for a shape whose element
+/// count overflows `i64`, which no real tensor has).
 pub fn compact_strides(shape: &[i64]) -> Vec<i64> {
     let mut strides = vec![1i64; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * shape[i + 1].max(1);
+        strides[i] = strides[i + 1].wrapping_mul(shape[i + 1].max(1));
     }
     strides
 }
@@ -133,12 +134,13 @@ pub fn is_contiguous(shape: &[i64], strides: Option<&[i64]>) -> bool {
     if shape.contains(&0) {
         return true;
     }
-    let mut expected = 1i64;
+    // `None` once the compact stride no longer fits in `i64`: no stride can match it then.
+    let mut expected = Some(1i64);
     for (dim, stride) in shape.iter().zip(strides).rev() {
-        if *dim != 1 && *stride != expected {
+        if *dim != 1 && Some(*stride) != expected {
             return false;
         }
-        expected *= dim;
+        expected = expected.and_then(|e| e.checked_mul(*dim));
     }
     true
 }
@@ -180,7 +182,8 @@ unsafe fn read_dims(t: &DLTensor) -> Result<(&[i64], Option<&[i64]>)> {
     Ok((shape, strides))
 }
 
-/// Checks the import requirements of a DLPack import (alignment, contiguity).
+/// Checks the import requirements of a DLPack import (non-negative dims whose element count fits
+/// in `i64`, a non-empty dtype, alignment, contiguity).
 fn check_import(
     t: &DLTensor,
     shape: &[i64],
@@ -192,6 +195,17 @@ fn check_import(
         crate::bail!(
             ErrorKind::ValueError,
             "tensor shape {shape:?} has a negative dimension {bad}"
+        );
+    }
+    if !shape.contains(&0)
+        && shape
+            .iter()
+            .try_fold(1i64, |n, d| n.checked_mul(*d))
+            .is_none()
+    {
+        crate::bail!(
+            ErrorKind::ValueError,
+            "tensor shape {shape:?} has more elements than fit in int64"
         );
     }
     let dtype = DataType(t.dtype);
@@ -483,9 +497,15 @@ impl Tensor {
         Device(self.dltensor().device)
     }
 
-    /// Number of elements.
+    /// Number of elements (0 when a dimension is 0, even if the others' product overflows).
     pub fn numel(&self) -> i64 {
-        self.shape().iter().product()
+        let shape = self.shape();
+        if shape.contains(&0) {
+            return 0;
+        }
+        // Imports refuse element counts past `i64`; views and foreign memory are the caller's
+        // word, so wrap rather than panic there.
+        shape.iter().fold(1i64, |n, d| n.wrapping_mul(*d))
     }
 
     /// Whether the layout is compact row-major.

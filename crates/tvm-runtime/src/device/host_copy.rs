@@ -151,8 +151,10 @@ pub unsafe fn copy_host_strided(from: &DLTensor, to: &DLTensor) {
         .data
         .cast::<u8>()
         .wrapping_offset(to.byte_offset as isize);
-    // An odometer over the outer dimensions, tracking both byte offsets.
-    let mut index = vec![0i64; outer];
+    // An odometer over the outer dimensions, tracking both byte offsets. Size-1 dimensions never
+    // move it (their strides, which may be anything, are never multiplied).
+    let dims: Vec<usize> = (0..outer).filter(|d| shape[*d] != 1).collect();
+    let mut index = vec![0i64; dims.len()];
     let (mut src_off, mut dst_off) = (0isize, 0isize);
     loop {
         // SAFETY: the offsets stay within the elements both descriptors describe.
@@ -163,21 +165,22 @@ pub unsafe fn copy_host_strided(from: &DLTensor, to: &DLTensor) {
                 block as usize,
             )
         };
-        let mut d = outer;
+        let mut k = dims.len();
         loop {
-            if d == 0 {
+            if k == 0 {
                 return;
             }
-            d -= 1;
-            index[d] += 1;
+            k -= 1;
+            let d = dims[k];
+            index[k] += 1;
             src_off += src_strides[d] as isize * itemsize;
             dst_off += dst_strides[d] as isize * itemsize;
-            if index[d] < shape[d] {
+            if index[k] < shape[d] {
                 break;
             }
             src_off -= src_strides[d] as isize * itemsize * shape[d] as isize;
             dst_off -= dst_strides[d] as isize * itemsize * shape[d] as isize;
-            index[d] = 0;
+            index[k] = 0;
         }
     }
 }

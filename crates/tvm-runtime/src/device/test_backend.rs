@@ -169,7 +169,9 @@ impl State {
                 a.device_id == device_id && last <= i128::from(**start) + a.len as i128
             });
         match found {
-            Some((start, a)) => Ok(a.host.wrapping_add((address - start) as usize)),
+            // `address` itself may lie before the allocation when a byte offset brings the
+            // elements inside it.
+            Some((start, a)) => Ok(a.host.wrapping_add(address.wrapping_sub(*start) as usize)),
             None => Err(Error::new(
                 ErrorKind::ValueError,
                 format!(
@@ -212,18 +214,22 @@ impl State {
     }
 
     fn host_descriptor(&self, side: &Side) -> Result<DLTensor> {
-        let data = match side.location {
-            Location::Host(address) => address as *mut c_void,
-            Location::Device(address) => self
-                .resolve(address, 0..0, side.descriptor.device.device_id)?
-                .cast(),
-        };
-        Ok(DLTensor {
-            data,
+        let mut t = DLTensor {
             shape: side.shape.as_ptr().cast_mut(),
             strides: side.strides.as_ptr().cast_mut(),
             ..side.descriptor
-        })
+        };
+        t.data = match side.location {
+            Location::Host(address) => address as *mut c_void,
+            Location::Device(address) => {
+                // The same bytes as when the copy was queued, which must still be allocated.
+                // SAFETY: the dims point at the side's own copies.
+                let extent = unsafe { byte_extent(&t)? };
+                self.resolve(address, extent, side.descriptor.device.device_id)?
+                    .cast()
+            }
+        };
+        Ok(t)
     }
 
     fn drain_all(&mut self) -> Result<()> {

@@ -13,11 +13,15 @@ use super::table::{is_small, lock_if_dict};
 
 /// A position in a table's insertion order. Every step re-validates against the table, so a
 /// table changed behind the cursor (a dict mutated during iteration) ends or skips entries but
-/// is never read out of bounds.
+/// is never read out of bounds. A dense cursor also remembers the slot storage it started on:
+/// once the table is rehashed its slot index means another entry, so the iteration ends there
+/// rather than yielding entries again.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Cursor {
     small: bool,
     pos: u64,
+    /// The dense table's slot storage (address) and slot count when the cursor started.
+    storage: (usize, u64),
 }
 
 impl Cursor {
@@ -32,11 +36,14 @@ impl Cursor {
                 Cursor {
                     small: true,
                     pos: 0,
+                    storage: (0, 0),
                 }
             } else {
+                let table = Dense::load(p);
                 Cursor {
                     small: false,
-                    pos: Dense::load(p).head,
+                    pos: table.head,
+                    storage: (table.data as usize, table.slots),
                 }
             }
         }
@@ -58,6 +65,7 @@ impl Cursor {
             } else {
                 let table = Dense::load(p);
                 let valid = self.pos != NO_SLOT
+                    && self.storage == (table.data as usize, table.slots)
                     && self.pos < table.slots
                     && !table.data.is_null()
                     && is_live(table.meta(self.pos));
