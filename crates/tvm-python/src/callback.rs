@@ -10,7 +10,7 @@ use crate::errors::error_from_py;
 /// Wraps a Python callable: arguments become Python objects, the result comes back owned, and an
 /// exception becomes an error that carries it.
 pub(crate) fn callable_to_function(callable: &Bound<'_, PyAny>) -> PyResult<Function> {
-    let callable = callable.clone().unbind();
+    let callable = Released(Some(callable.clone().unbind()));
     Ok(Function::from_packed(move |args: &[AnyView<'_>]| {
         let outcome = Python::try_attach(|py| {
             let call = || -> PyResult<Any> {
@@ -22,7 +22,7 @@ pub(crate) fn callable_to_function(callable: &Bound<'_, PyAny>) -> PyResult<Func
                     items.push(any_to_py(py, owned)?);
                 }
                 let args = PyTuple::new(py, items)?;
-                let result = callable.bind(py).call1(args)?;
+                let result = callable.get().bind(py).call1(args)?;
                 py_to_any(&result)
             };
             call().map_err(|err| error_from_py(py, err))
@@ -37,4 +37,24 @@ pub(crate) fn callable_to_function(callable: &Bound<'_, PyAny>) -> PyResult<Func
             ))
         })
     }))
+}
+
+/// A Python object owned by native code, released as soon as the native owner lets go: on any
+/// thread, attached for the moment of the release (a plain `Py` dropped where PyO3 does not know
+/// the thread is attached would wait in PyO3's queue until its next entry).
+struct Released(Option<Py<PyAny>>);
+
+impl Released {
+    fn get(&self) -> &Py<PyAny> {
+        self.0.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        if let Some(object) = self.0.take() {
+            // After the interpreter has shut down the object is gone with it.
+            let _ = Python::try_attach(move |_py| drop(object));
+        }
+    }
 }

@@ -13,6 +13,7 @@ use std::mem::ManuallyDrop;
 
 use pyo3::exceptions::{PySystemError, PyTypeError};
 use pyo3::ffi;
+use pyo3::impl_::trampoline::{MethodDef, fastcall_cfunction_with_keywords};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
@@ -123,23 +124,52 @@ fn no_keywords() -> PyErr {
     PyTypeError::new_err("tvm.ffi.Function takes no keyword arguments")
 }
 
+/// The body of [`vectorcall`], entered through PyO3's own trampoline so that PyO3 knows the
+/// thread holds the interpreter: Python objects released during the call (a callback made for
+/// it, an exception replaced by a clearer one) are freed at once, not queued for PyO3's next
+/// entry.
+struct VectorcallBody;
+
+impl MethodDef<fastcall_cfunction_with_keywords::Func> for VectorcallBody {
+    const METH: fastcall_cfunction_with_keywords::Func = vectorcall_body;
+}
+
+/// # Safety
+/// Called by the trampoline with the interpreter's vectorcall arguments.
+unsafe fn vectorcall_body(
+    py: Python<'_>,
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> PyResult<*mut ffi::PyObject> {
+    Ok(python_entry(py, "a call of a tvm.ffi.Function", || {
+        // SAFETY: `kwnames` is NULL or a tuple of keyword names.
+        if !kwnames.is_null() && unsafe { ffi::PyTuple_Size(kwnames) } > 0 {
+            return Err(no_keywords());
+        }
+        let nargs = nargsf as usize & !ARGUMENTS_OFFSET;
+        // SAFETY: the interpreter passes `nargs` live arguments.
+        unsafe { call(py, callable, args, nargs) }
+    }))
+}
+
 unsafe extern "C" fn vectorcall(
     callable: *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
     nargsf: usize,
     kwnames: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    // SAFETY: the interpreter calls us with the GIL held.
-    let py = unsafe { Python::assume_attached() };
-    python_entry(py, "a call of a tvm.ffi.Function", || {
-        // SAFETY: `kwnames` is NULL or a tuple of keyword names.
-        if !kwnames.is_null() && unsafe { ffi::PyTuple_Size(kwnames) } > 0 {
-            return Err(no_keywords());
-        }
-        let nargs = nargsf & !ARGUMENTS_OFFSET;
-        // SAFETY: the interpreter passes `nargs` live arguments.
-        unsafe { call(py, callable, args, nargs) }
-    })
+    // SAFETY: the interpreter calls us with the GIL held; `nargsf` keeps its bits as a
+    // `Py_ssize_t` (the flag bit is masked off in the body).
+    unsafe {
+        fastcall_cfunction_with_keywords::<VectorcallBody>(
+            callable,
+            args,
+            nargsf as ffi::Py_ssize_t,
+            kwnames,
+        )
+    }
 }
 
 unsafe extern "C" fn tp_call(
