@@ -26,6 +26,7 @@ pub mod function;
 pub mod object;
 pub mod opaque;
 pub mod reflection;
+pub mod stack;
 pub mod string;
 pub mod tensor;
 pub mod types;

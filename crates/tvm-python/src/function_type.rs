@@ -148,6 +148,7 @@ unsafe fn vectorcall_body(
         if !kwnames.is_null() && unsafe { ffi::PyTuple_Size(kwnames) } > 0 {
             return Err(no_keywords());
         }
+        crate::stack::check("in a call of a tvm.ffi.Function")?;
         let nargs = nargsf as usize & !ARGUMENTS_OFFSET;
         // SAFETY: the interpreter passes `nargs` live arguments.
         unsafe { call(py, callable, args, nargs) }

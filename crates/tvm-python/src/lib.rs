@@ -18,6 +18,7 @@ mod dtype;
 mod errors;
 mod function_type;
 mod objects;
+mod stack;
 mod tensor;
 
 use convert::{any_to_py, function_of, py_to_any};

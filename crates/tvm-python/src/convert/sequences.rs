@@ -16,6 +16,7 @@ struct NestingGuard(());
 impl NestingGuard {
     /// Enters one more level of nesting, or the `RecursionError` of a level too deep.
     fn enter(py: Python<'_>) -> PyResult<NestingGuard> {
+        crate::stack::check("while converting a nested container")?;
         // SAFETY: the GIL is held; a non-zero result comes with a RecursionError set.
         if unsafe { ffi::Py_EnterRecursiveCall(c" while converting a nested container".as_ptr()) }
             != 0
@@ -36,7 +37,8 @@ impl Drop for NestingGuard {
 /// A list or tuple (or a subclass) as an array of its converted items.
 pub(super) fn array(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
     let _nesting = NestingGuard::enter(obj.py())?;
-    let mut values = Vec::with_capacity(obj.len()?);
+    // `len()` is only a hint: a subclass may lie about it (and a huge reservation would abort).
+    let mut values = Vec::with_capacity(obj.len().unwrap_or(0).min(1 << 12));
     for item in obj.try_iter()? {
         values.push(py_to_any(&item?)?);
     }

@@ -1,0 +1,68 @@
+//! How much of the calling thread's native stack is left, for code that recurses on input
+//! (nested containers, callbacks that call back) and must stop with an error before the stack
+//! overflows, whatever a host interpreter's recursion limit says.
+
+use std::cell::Cell;
+
+thread_local! {
+    /// The lowest address of this thread's stack (0: not read yet; 1: unknown).
+    static STACK_BASE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The lowest address of the calling thread's stack, if the platform says.
+fn stack_base() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: attributes of the calling thread, read into zeroed out-parameters and
+        // destroyed after use.
+        unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+                return None;
+            }
+            let mut base = std::ptr::null_mut();
+            let mut size = 0usize;
+            let rc = libc::pthread_attr_getstack(&attr, &mut base, &mut size);
+            libc::pthread_attr_destroy(&mut attr);
+            (rc == 0 && size > 0).then_some(base as usize)
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// Bytes of native stack left below the caller's frame, or `None` when the platform does not
+/// tell (the stack grows down on every supported target).
+#[inline]
+pub fn remaining() -> Option<usize> {
+    let marker = 0u8;
+    let here = std::ptr::addr_of!(marker) as usize;
+    let base = STACK_BASE.with(|b| {
+        if b.get() == 0 {
+            b.set(stack_base().unwrap_or(1));
+        }
+        b.get()
+    });
+    (base > 1).then(|| here.saturating_sub(base))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_room_left_shrinks_with_depth() {
+        fn deeper(levels: u32) -> usize {
+            let pad = [0u8; 256];
+            std::hint::black_box(&pad);
+            if levels == 0 {
+                super::remaining().unwrap()
+            } else {
+                deeper(levels - 1)
+            }
+        }
+        let shallow = super::remaining().expect("Linux reports thread stacks");
+        assert!(shallow > 64 << 10, "{shallow}");
+        assert!(deeper(50) < shallow);
+    }
+}
