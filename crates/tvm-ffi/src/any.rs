@@ -208,6 +208,17 @@ impl<'a> AnyView<'a> {
         types::type_key_of(self.raw.type_index)
     }
 
+    /// The type name for messages: inline and borrowed forms are named after the type they
+    /// stand for (`ffi.String` for small and raw C strings, `ffi.Bytes` for small bytes and
+    /// byte-array pointers); every other value by its type key.
+    pub fn type_name(&self) -> std::string::String {
+        match self.raw.type_index {
+            abi::kTVMFFISmallStr | abi::kTVMFFIRawStr => "ffi.String".to_owned(),
+            abi::kTVMFFISmallBytes | abi::kTVMFFIByteArrayPtr => "ffi.Bytes".to_owned(),
+            _ => self.type_key(),
+        }
+    }
+
     /// Whether the value is None.
     pub fn is_none(&self) -> bool {
         self.raw.type_index == abi::kTVMFFINone
@@ -267,7 +278,7 @@ impl<'a> AnyView<'a> {
                 ErrorKind::TypeError,
                 format!(
                     "Cannot convert from type `{}` to `{}`",
-                    self.type_key(),
+                    self.type_name(),
                     T::TYPE_NAME
                 ),
             )

@@ -351,7 +351,7 @@ fn argument_error(signature: &str, index: usize, expected: &str, got: &AnyView<'
         format!(
             "Mismatched type on argument #{index} when calling: `{signature}`. \
              Expected `{expected}` but got `{}`",
-            got.type_key()
+            got.type_name()
         ),
     )
 }

@@ -28,6 +28,15 @@ fn typed_functions_name_mismatches() {
         "Mismatched type on argument #1 when calling: `scale(0: int, 1: ffi.String) -> int`. \
          Expected `ffi.String` but got `int`"
     );
+    // Inline bytes are named after the type they stand for, not their storage form.
+    let err = f
+        .call((1i64, tvm_ffi::Bytes::from(&b"abc"[..])))
+        .unwrap_err();
+    assert!(
+        err.message()
+            .ends_with("Expected `ffi.String` but got `ffi.Bytes`"),
+        "{err}"
+    );
     let err = f.call((1i64,)).unwrap_err();
     assert_eq!(
         err.message(),
