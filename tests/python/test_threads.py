@@ -69,3 +69,72 @@ def test_native_readers_and_a_python_writer_share_a_container(kind):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "ok True"
+
+
+THREAD_KERNEL = r"""
+#include <pthread.h>
+#include <tvm/ffi/c_api.h>
+
+typedef struct {
+  TVMFFIObjectHandle func;
+  int status;
+  TVMFFIObjectHandle error;
+  TVMFFIAny result;
+} Job;
+
+static void* run(void* arg) {
+  Job* job = (Job*)arg;
+  job->result.type_index = kTVMFFINone;
+  job->result.zero_padding = 0;
+  job->result.v_int64 = 0;
+  job->status = TVMFFIFunctionCall(job->func, NULL, 0, &job->result);
+  if (job->status != 0) TVMFFIErrorMoveFromRaised(&job->error);
+  return NULL;
+}
+
+/* Calls the function argument on a thread of its own and waits for it, as kernels do. */
+TVM_FFI_DLL_EXPORT int __tvm_ffi_call_in_thread(void* self, const TVMFFIAny* args,
+                                                int32_t num_args, TVMFFIAny* result) {
+  (void)self, (void)num_args;
+  Job job = {args[0].v_obj, 0, NULL, {0}};
+  pthread_t thread;
+  pthread_create(&thread, NULL, run, &job);
+  pthread_join(thread, NULL);
+  if (job.status != 0) {
+    TVMFFIErrorSetRaised(job.error);
+    TVMFFIObjectDecRef(job.error);
+    return -1;
+  }
+  *result = job.result;
+  return 0;
+}
+"""
+
+FOREIGN_THREAD_SCENARIO = textwrap.dedent(
+    """
+    import sys
+    import tvm
+
+    module = tvm.runtime.load_module(sys.argv[1])
+    call_in_thread = module.get_function("call_in_thread")
+    call_in_thread.release_gil = sys.argv[2] == "release"
+    try:
+        print("result", call_in_thread(lambda: 42))
+    except RuntimeError as err:
+        print("error", "release_gil = True" in str(err))
+    """
+)
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("release", "result 42"), ("hold", "error True")])
+def test_callbacks_from_a_kernel_thread_run_or_fail_clearly(compile_c, mode, expected):
+    library = compile_c(THREAD_KERNEL, name="libthreads.so", extra_flags=("-pthread",))
+    result = subprocess.run(
+        [sys.executable, "-c", FOREIGN_THREAD_SCENARIO, str(library), mode],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == expected

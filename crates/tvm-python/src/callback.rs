@@ -12,7 +12,10 @@ use crate::errors::error_from_py;
 pub(crate) fn callable_to_function(callable: &Bound<'_, PyAny>) -> PyResult<Function> {
     let callable = Released(Some(callable.clone().unbind()));
     Ok(Function::from_packed(move |args: &[AnyView<'_>]| {
+        crate::holder::check_callback_thread("a Python callback")
+            .map_err(|message| tvm_ffi::Error::new(tvm_ffi::ErrorKind::RuntimeError, message))?;
         let outcome = Python::try_attach(|py| {
+            let _python = crate::holder::Holding::run_python();
             let call = || -> PyResult<Any> {
                 let mut items = Vec::with_capacity(args.len());
                 for arg in args {

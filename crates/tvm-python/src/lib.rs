@@ -17,6 +17,7 @@ mod dlpack;
 mod dtype;
 mod errors;
 mod function_type;
+mod holder;
 mod objects;
 mod stack;
 mod tensor;

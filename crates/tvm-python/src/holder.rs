@@ -1,0 +1,78 @@
+//! Which thread holds the interpreter lock inside a native call (a `Function` whose
+//! `release_gil` is off), so that a Python callback arriving from another thread meanwhile is
+//! refused with an error instead of waiting forever for a lock that call will not give up.
+//!
+//! Every write happens with the interpreter lock held, so writers never race: a call records
+//! its thread and puts back what it found when it returns; a callback running Python code on the
+//! holding thread clears the record for that time (the Python code may release the lock).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The thread (by [`thread_token`]) inside a lock-holding native call, or 0.
+static HOLDER: AtomicUsize = AtomicUsize::new(0);
+
+/// How long a callback from another thread waits for a lock-holding call to return before it
+/// gives up with an error.
+const PATIENCE: Duration = Duration::from_millis(200);
+
+thread_local! {
+    static TOKEN: u8 = const { 0 };
+}
+
+/// A non-zero number that identifies the calling thread.
+fn thread_token() -> usize {
+    TOKEN.with(|t| t as *const u8 as usize)
+}
+
+/// Records the calling thread as the holder until the returned value is dropped.
+pub(crate) struct Holding(usize);
+
+impl Holding {
+    /// Marks the calling thread as inside a lock-holding native call.
+    #[inline]
+    pub(crate) fn enter() -> Holding {
+        let previous = HOLDER.load(Ordering::Relaxed);
+        HOLDER.store(thread_token(), Ordering::Release);
+        Holding(previous)
+    }
+
+    /// Marks the calling thread as running Python code (no lock-holding call in progress).
+    #[inline]
+    pub(crate) fn run_python() -> Holding {
+        let previous = HOLDER.load(Ordering::Relaxed);
+        HOLDER.store(0, Ordering::Release);
+        Holding(previous)
+    }
+}
+
+impl Drop for Holding {
+    #[inline]
+    fn drop(&mut self) {
+        HOLDER.store(self.0, Ordering::Release);
+    }
+}
+
+/// Called before a Python callback takes the interpreter lock: `Err` with a message when another
+/// thread is inside a lock-holding native call that does not return within [`PATIENCE`] (the
+/// callback would otherwise wait for it forever, as a kernel that waits for its own threads does).
+pub(crate) fn check_callback_thread(what: &str) -> Result<(), String> {
+    let me = thread_token();
+    let blocked = |holder: usize| holder != 0 && holder != me;
+    if !blocked(HOLDER.load(Ordering::Acquire)) {
+        return Ok(());
+    }
+    let start = Instant::now();
+    while start.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(1));
+        if !blocked(HOLDER.load(Ordering::Acquire)) {
+            return Ok(());
+        }
+    }
+    Err(format!(
+        "{what} was called from another thread while a tvm.ffi.Function holds the interpreter \
+         lock on its thread (it did not return within {} ms); set `release_gil = True` on the \
+         function that runs the native code so that callbacks from its threads can run",
+        PATIENCE.as_millis()
+    ))
+}
