@@ -488,3 +488,26 @@ def test_numpy_scalars_convert_like_python_numbers():
     assert echo(np.float32(1.5)) == 1.5 and type(echo(np.float32(1.5))) is float
     assert echo(np.float16(0.25)) == 0.25
     assert echo(np.bool_(True)) is True and echo(np.bool_(False)) is False
+
+
+NON_UTF8_KERNEL = r"""
+#include <tvm/ffi/c_api.h>
+
+/* Returns a string whose bytes are not UTF-8 (a Latin-1 "café" and a stray 0xff). */
+TVM_FFI_DLL_EXPORT int __tvm_ffi_latin1(void* self, const TVMFFIAny* args, int32_t num_args,
+                                        TVMFFIAny* result) {
+  (void)self, (void)args, (void)num_args;
+  static const char text[] = "caf\xe9 \xff and more text than fits inline";
+  TVMFFIByteArray bytes = {text, sizeof(text) - 1};
+  return TVMFFIStringFromByteArray(&bytes, result);
+}
+"""
+
+
+def test_a_non_utf8_string_from_native_code_goes_back_unchanged(compile_c):
+    module = tvm.runtime.load_module(compile_c(NON_UTF8_KERNEL, name="liblatin1.so"))
+    text = module.get_function("latin1")()
+    assert text.startswith("caf\udce9 \udcff")  # surrogate escapes stand for the raw bytes
+    back = echo(text)
+    assert back == text
+    assert tvm.ffi.convert([text])[0] == text

@@ -81,13 +81,37 @@ pub(super) fn bool(value: bool) -> TVMFFIAny {
 /// which lives as long as the object and ends with a NUL.
 #[inline(always)]
 pub(super) fn str(obj: &Bound<'_, PyString>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
-    let text = obj.to_str()?;
+    let text = match obj.to_str() {
+        Ok(text) => text,
+        Err(err) => return escaped_str(obj, temps, err),
+    };
     if text.len() <= MAX_SMALL_LEN || text.contains('\0') {
         // Short text lives inline; embedded NULs cannot travel as a C string, so that text is
         // copied into a string value.
         return Ok(keep(temps, tvm_ffi::String::new(text).into_any()));
     }
     Ok(TVMFFIAny::raw_c_str(text.as_ptr().cast()))
+}
+
+/// A `str` that is not valid UTF-8: text that native code returned as bytes that are not UTF-8
+/// arrives in Python with surrogate escapes, and goes back as those same bytes. Any other lone
+/// surrogate keeps its `UnicodeEncodeError`.
+#[cold]
+fn escaped_str(
+    obj: &Bound<'_, PyString>,
+    temps: &mut Temporaries,
+    err: PyErr,
+) -> PyResult<TVMFFIAny> {
+    let py = obj.py();
+    let Ok(encoded) = obj.call_method1(pyo3::intern!(py, "encode"), ("utf-8", "surrogateescape"))
+    else {
+        return Err(err);
+    };
+    let bytes = encoded.cast::<PyBytes>()?;
+    Ok(keep(
+        temps,
+        tvm_ffi::String::from_bytes(content(bytes)).into_any(),
+    ))
 }
 
 /// The content of a `bytes` object, borrowed from it: one call into the interpreter, where
