@@ -352,6 +352,17 @@ pub unsafe extern "C" fn TVMFFIErrorSetRaised(error: TVMFFIObjectHandle) {
         if error.is_null() {
             return;
         }
+        // SAFETY: the caller lends a live object; its header comes first.
+        let type_index = unsafe { (*error.cast::<tvm_ffi_sys::TVMFFIObject>()).type_index };
+        if type_index != tvm_ffi_sys::kTVMFFIError {
+            // Only errors belong in the slot: whoever takes it out reads an error cell.
+            let key = tvm_ffi::types::type_key_of(type_index);
+            let message = format!(
+                "TVMFFIErrorSetRaised was given an object of type `{key}`, not an ffi.Error"
+            );
+            raise_parts(b"TypeError", &[message.as_bytes()]);
+            return;
+        }
         // SAFETY: the caller lends a live object.
         unsafe { inc_ref(error.cast()) };
         store_raised(error.cast());

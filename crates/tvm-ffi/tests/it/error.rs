@@ -114,3 +114,14 @@ fn errors_travel_as_values() {
     assert_eq!(any.type_index(), abi::kTVMFFIError);
     assert_eq!(any.cast::<Error>().unwrap().message(), "as a value");
 }
+
+#[test]
+fn only_errors_go_into_the_error_slot() {
+    let not_an_error = Any::from(tvm_ffi::Array::from_vec(vec![Any::from(1i64)]));
+    let obj = not_an_error.as_object_ptr().unwrap();
+    // SAFETY: a live object, lent for the call.
+    unsafe { abi::TVMFFIErrorSetRaised(obj.cast()) };
+    let err = Error::take_raised().expect("an error was raised in its place");
+    assert!(err.is_kind(ErrorKind::TypeError), "{err}");
+    assert!(err.message().contains("ffi.Array"), "{err}");
+}
