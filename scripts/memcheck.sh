@@ -43,7 +43,7 @@ for p in meta["packages"]:
         if t["name"].replace("-", "_") == name:
             print(p["manifest_path"].rsplit("/", 1)[0]); sys.exit()
 print(".")' "$name")
-    if (cd "$package_dir" && valgrind --quiet --error-exitcode=99 --leak-check=full \
+    if (cd "$package_dir" && TVM_UNDER_VALGRIND=1 valgrind --quiet --error-exitcode=99 --leak-check=full \
         --errors-for-leak-kinds=definite --show-leak-kinds=definite \
         --suppressions="$suppressions" \
         "$binary" --test-threads=2 -q >/tmp/memcheck-"$name".log 2>&1); then

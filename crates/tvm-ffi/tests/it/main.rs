@@ -14,4 +14,5 @@ mod object;
 mod opaque;
 mod string;
 mod tensor;
+mod threads;
 mod types;
