@@ -30,7 +30,7 @@ fn int_float_bool_conversions_follow_the_typed_rules() {
     let err = Any::from("text").cast::<i64>().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::TypeError.as_str());
     assert!(
-        err.message().contains("ffi.SmallStr") && err.message().contains("int"),
+        err.message().contains("`ffi.String`") && err.message().contains("int"),
         "{err}"
     );
 }
