@@ -346,16 +346,17 @@ pub struct Tensor {
 }
 
 impl Tensor {
-    /// A zero-filled CPU tensor, 64-byte aligned. Other devices allocate through the
-    /// environment's tensor allocator (`TVMFFIEnvTensorAlloc`).
-    pub fn empty(shape: &[i64], dtype: DataType, device: Device) -> Result<Tensor> {
+    /// The descriptor of a compact tensor of `shape`, `dtype` and `device` without data, as
+    /// allocators take it (`TVMFFIEnvTensorAlloc`); a `ValueError` for a negative dimension. It
+    /// points at `shape`, which must outlive its use.
+    pub fn prototype(shape: &[i64], dtype: DataType, device: Device) -> Result<DLTensor> {
         if let Some(bad) = shape.iter().find(|d| **d < 0) {
             crate::bail!(
                 ErrorKind::ValueError,
                 "negative dimension {bad} in shape {shape:?}"
             );
         }
-        let prototype = DLTensor {
+        Ok(DLTensor {
             data: std::ptr::null_mut(),
             device: device.0,
             ndim: shape.len() as i32,
@@ -363,7 +364,13 @@ impl Tensor {
             shape: shape.as_ptr().cast_mut(),
             strides: std::ptr::null_mut(),
             byte_offset: 0,
-        };
+        })
+    }
+
+    /// A zero-filled CPU tensor, 64-byte aligned. Other devices allocate through the
+    /// environment's tensor allocator (`TVMFFIEnvTensorAlloc`).
+    pub fn empty(shape: &[i64], dtype: DataType, device: Device) -> Result<Tensor> {
+        let prototype = Tensor::prototype(shape, dtype, device)?;
         if device.device_type() != abi::kDLCPU {
             let mut prototype = prototype;
             let mut out = std::ptr::null_mut();

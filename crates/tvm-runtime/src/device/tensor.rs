@@ -90,21 +90,7 @@ unsafe fn alloc_managed(prototype: &DLTensor) -> Result<*mut DLManagedTensorVers
 
 /// An uninitialized compact tensor on `device`, allocated by its backend (the CPU included).
 pub fn empty_on(shape: &[i64], dtype: DataType, device: Device) -> Result<Tensor> {
-    if let Some(bad) = shape.iter().find(|d| **d < 0) {
-        tvm_ffi::bail!(
-            ErrorKind::ValueError,
-            "negative dimension {bad} in shape {shape:?}"
-        );
-    }
-    let prototype = DLTensor {
-        data: std::ptr::null_mut(),
-        device: device.0,
-        ndim: shape.len() as i32,
-        dtype: dtype.0,
-        shape: shape.as_ptr().cast_mut(),
-        strides: std::ptr::null_mut(),
-        byte_offset: 0,
-    };
+    let prototype = Tensor::prototype(shape, dtype, device)?;
     // SAFETY: the prototype describes `shape`, which outlives the call.
     let managed = unsafe { alloc_managed(&prototype)? };
     // SAFETY: a fresh record whose deleter frees it; on error it is released here.
