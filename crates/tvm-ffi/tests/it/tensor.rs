@@ -194,3 +194,60 @@ fn tensors_travel_in_any() {
     let err = Tensor::empty(&[2], DataType::float(32), Device::cuda(0)).unwrap_err();
     assert!(err.message().contains("allocator"), "{err}");
 }
+
+#[test]
+fn contiguity_ignores_size_one_dims_and_empty_tensors() {
+    use tvm_ffi::tensor::is_contiguous;
+    let cases: [(&[i64], Option<&[i64]>, bool); 10] = [
+        (&[2, 3], None, true),
+        (&[2, 3], Some(&[3, 1]), true),
+        (&[2, 3], Some(&[1, 2]), false),
+        (&[2, 3], Some(&[4, 1]), false),
+        // A size-1 dimension may carry any stride.
+        (&[2, 1, 3], Some(&[3, 99, 1]), true),
+        (&[1, 4], Some(&[0, 1]), true),
+        (&[4, 1], Some(&[1, 7]), true),
+        // Zero elements: nothing to lay out.
+        (&[0, 3], Some(&[5, 9]), true),
+        (&[3, 0], Some(&[1, 1]), true),
+        (&[], Some(&[]), true),
+    ];
+    for (shape, strides, expected) in cases {
+        assert_eq!(
+            is_contiguous(shape, strides),
+            expected,
+            "{shape:?} {strides:?}"
+        );
+    }
+}
+
+#[test]
+fn require_contiguous_refuses_only_real_gaps() {
+    for (strides, accepted) in [([3i64, 1], true), ([1, 2], false), ([99, 1], true)] {
+        let mut released = false;
+        // Shape [1, 3] for the size-1 case, [2, 3] otherwise.
+        let shape = if strides[0] == 99 {
+            vec![1, 3]
+        } else {
+            vec![2, 3]
+        };
+        let managed = produce(vec![0.0; 6], shape, 0, &mut released);
+        let mut strides = strides.to_vec();
+        // SAFETY: the producer record is live; the strides outlive the import attempt.
+        unsafe { (*managed).dl_tensor.strides = strides.as_mut_ptr() };
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: a valid managed tensor; the C API takes it only on success.
+        let rc = unsafe { abi::TVMFFITensorFromDLPackVersioned(managed, 0, 1, &mut handle) };
+        assert_eq!(rc == 0, accepted, "strides {strides:?}");
+        if accepted {
+            // SAFETY: one owned reference to the new tensor.
+            unsafe { abi::TVMFFIObjectDecRef(handle) };
+        } else {
+            let err = tvm_ffi::Error::take_raised().unwrap();
+            assert!(err.message().contains("not contiguous"), "{err}");
+            // SAFETY: refused, so still ours.
+            unsafe { ((*managed).deleter.unwrap())(managed) };
+        }
+        assert!(released);
+    }
+}
