@@ -198,7 +198,9 @@ fn tensors_travel_in_any() {
 #[test]
 fn contiguity_ignores_size_one_dims_and_empty_tensors() {
     use tvm_ffi::tensor::is_contiguous;
-    let cases: [(&[i64], Option<&[i64]>, bool); 10] = [
+    /// Shape, strides (None: compact), whether contiguous.
+    type Case<'a> = (&'a [i64], Option<&'a [i64]>, bool);
+    let cases: [Case<'_>; 10] = [
         (&[2, 3], None, true),
         (&[2, 3], Some(&[3, 1]), true),
         (&[2, 3], Some(&[1, 2]), false),
