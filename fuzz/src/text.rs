@@ -9,14 +9,6 @@ use tvm_ffi::dtype::{dtype_to_string, parse_dtype};
 use tvm_ffi::string::bytes_of_any;
 use tvm_ffi::{Any, Bytes, DataType, Device, Error};
 
-/// A byte-array view of `bytes` for a C call.
-fn byte_array(bytes: &[u8]) -> TVMFFIByteArray {
-    TVMFFIByteArray {
-        data: bytes.as_ptr().cast(),
-        size: bytes.len(),
-    }
-}
-
 /// Takes the error a failed C call raised; it must have raised one.
 #[track_caller]
 fn take_raised(call: &str) -> Error {
@@ -25,7 +17,7 @@ fn take_raised(call: &str) -> Error {
 
 /// `TVMFFIDataTypeFromString` on `bytes`.
 fn c_parse_dtype(bytes: &[u8]) -> Result<DLDataType, Error> {
-    let text = byte_array(bytes);
+    let text = TVMFFIByteArray::from_bytes(bytes);
     let mut out = DLDataType {
         code: 0xee,
         bits: 0xee,
@@ -147,7 +139,7 @@ fn c_value(
     f: unsafe extern "C" fn(*const TVMFFIByteArray, *mut TVMFFIAny) -> i32,
     bytes: &[u8],
 ) -> Result<Any, Error> {
-    let array = byte_array(bytes);
+    let array = TVMFFIByteArray::from_bytes(bytes);
     let mut out = TVMFFIAny::NONE;
     // SAFETY: `array` views live bytes for the call; `out` receives an owned value.
     let rc = unsafe { f(&array, &mut out) };

@@ -95,10 +95,7 @@ pub unsafe extern "C" fn TVMFFIBigIntGetContentByteArray(
     value: *const TVMFFIAny,
 ) -> TVMFFIByteArray {
     ffi_boundary("TVMFFIBigIntGetContentByteArray", || {
-        let empty = TVMFFIByteArray {
-            data: std::ptr::null(),
-            size: 0,
-        };
+        let empty = TVMFFIByteArray::EMPTY;
         // SAFETY: per the contract.
         let Some(value) = (unsafe { value.as_ref() }) else {
             return empty;
@@ -128,10 +125,7 @@ mod tests {
 
     fn from_words(words: &[i64]) -> Any {
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let array = TVMFFIByteArray {
-            data: bytes.as_ptr().cast(),
-            size: bytes.len(),
-        };
+        let array = TVMFFIByteArray::from_bytes(&bytes);
         let mut out = TVMFFIAny::NONE;
         // SAFETY: valid pointers; the result is owned.
         assert_eq!(unsafe { TVMFFIBigIntFromByteArray(&array, &mut out) }, 0);
@@ -164,10 +158,7 @@ mod tests {
     #[test]
     fn ragged_input_is_a_value_error() {
         let bytes = [0u8; 5];
-        let array = TVMFFIByteArray {
-            data: bytes.as_ptr().cast(),
-            size: 5,
-        };
+        let array = TVMFFIByteArray::from_bytes(&bytes);
         let mut out = TVMFFIAny::NONE;
         // SAFETY: valid pointers.
         assert_eq!(unsafe { TVMFFIBigIntFromByteArray(&array, &mut out) }, -1);

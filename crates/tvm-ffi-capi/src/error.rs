@@ -79,10 +79,7 @@ enum Backtrace<'a> {
 /// The array of `buf` without its final NUL, or the empty text for an empty buffer.
 fn array_of(buf: &[u8]) -> TVMFFIByteArray {
     match buf.split_last() {
-        Some((_, text)) => TVMFFIByteArray {
-            data: buf.as_ptr().cast(),
-            size: text.len(),
-        },
+        Some((_, text)) => TVMFFIByteArray::from_bytes(text),
         None => TVMFFIByteArray {
             data: EMPTY_TEXT.as_ptr().cast(),
             size: 0,

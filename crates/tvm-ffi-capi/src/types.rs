@@ -41,10 +41,7 @@ impl TypeEntry {
         buf.extend_from_slice(bytes);
         buf.push(0);
         let buf = buf.into_boxed_slice();
-        let array = TVMFFIByteArray {
-            data: buf.as_ptr().cast(),
-            size: bytes.len(),
-        };
+        let array = TVMFFIByteArray::from_bytes(&buf[..bytes.len()]);
         self.retained_text.push(buf);
         array
     }
@@ -258,10 +255,7 @@ impl Tables {
             info: TVMFFITypeInfo {
                 type_index: index,
                 type_depth: ancestors.len() as i32,
-                type_key: TVMFFIByteArray {
-                    data: std::ptr::null(),
-                    size: 0,
-                },
+                type_key: TVMFFIByteArray::EMPTY,
                 type_ancestors: std::ptr::null(),
                 type_key_hash: libstdcxx_hash_bytes(key.as_bytes()),
                 num_fields: 0,

@@ -16,12 +16,6 @@ use crate::object::{Object, ObjectCore, alloc_object};
 /// Most bytes stored inline; one byte of the 8-byte payload stays a terminating NUL.
 pub const MAX_SMALL_LEN: usize = 7;
 
-/// A byte array viewing `bytes` (borrowed; valid while `bytes` is): the sys helper
-/// [`TVMFFIByteArray::from_bytes`], kept under this name for existing callers.
-pub fn byte_array(bytes: &[u8]) -> TVMFFIByteArray {
-    TVMFFIByteArray::from_bytes(bytes)
-}
-
 /// The layout of a heap string or bytes object; the content follows at offset 40.
 #[repr(C)]
 pub struct BytesObj {
