@@ -3,6 +3,7 @@
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::{Any, Function};
@@ -13,7 +14,11 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// Compiles a C source into a shared library with the real C compiler (through `cc`).
+///
+/// Every call writes into a directory of its own: tests run in parallel and several compile the
+/// same kernel, so a shared output path would let one test load a file another is still writing.
 pub fn compile_kernel(source: &Path, name: &str) -> PathBuf {
+    static NEXT_BUILD: AtomicUsize = AtomicUsize::new(0);
     let target = env!("TVM_RUNTIME_BUILD_TARGET");
     let compiler = cc::Build::new()
         .target(target)
@@ -21,7 +26,9 @@ pub fn compile_kernel(source: &Path, name: &str) -> PathBuf {
         .opt_level(1)
         .cargo_metadata(false)
         .get_compiler();
-    let dir = std::env::temp_dir().join(format!("tvm-runtime-tests-{}", std::process::id()));
+    let dir = std::env::temp_dir()
+        .join(format!("tvm-runtime-tests-{}", std::process::id()))
+        .join(NEXT_BUILD.fetch_add(1, Ordering::Relaxed).to_string());
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("{name}.so"));
     let status = compiler
