@@ -161,4 +161,29 @@ mod tests {
         let _reader = ObjectLock::acquire(object);
         let _ = ObjectLock::acquire(object).for_mutation("test");
     }
+
+    #[test]
+    fn pairs_locked_in_opposite_orders_do_not_deadlock() {
+        let a = 0x3000usize;
+        let b = (1..)
+            .map(|i| a + 16 * i)
+            .find(|&b| stripe_of(b as *const ()) != stripe_of(a as *const ()))
+            .unwrap();
+        let (done, finished) = std::sync::mpsc::channel();
+        for (first, second) in [(a, b), (b, a)] {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                for _ in 0..20_000 {
+                    let pair = ObjectLock::acquire_pair(first as *const (), second as *const ());
+                    assert_eq!(pair.0.depth + pair.1.depth, 2);
+                }
+                done.send(()).unwrap();
+            });
+        }
+        for _ in 0..2 {
+            finished
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("two threads locking the same pair in opposite orders deadlocked");
+        }
+    }
 }
