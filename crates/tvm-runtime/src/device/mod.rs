@@ -30,9 +30,9 @@ use tvm_ffi::{Any, DataType, Device, Result};
 pub use export::{export_table, register_external};
 pub use host_copy::{check_copy_shapes, copy_host_strided, tensor_nbytes};
 pub use registry::{
-    alloc_data, copy_tensor, create_stream, current_stream, device_api, device_attr, device_exists,
-    free_data, free_stream, register_device_api, registered_device_types, set_current_stream,
-    sync_stream,
+    RPC_SESSION_DEVICE_TYPES, alloc_data, copy_tensor, create_stream, current_stream, device_api,
+    device_attr, device_exists, free_data, free_stream, register_device_api,
+    registered_device_types, set_current_stream, sync_stream,
 };
 pub use tensor::{TensorDeviceExt, empty_on};
 pub use test_backend::{

@@ -52,10 +52,20 @@ pub fn registered_device_types() -> Vec<i32> {
     backends.keys().copied().collect()
 }
 
+/// Device types at or above this belong to RPC sessions (`type + 128 * (session + 1)`); the
+/// backend registered for exactly this type serves all of them.
+pub const RPC_SESSION_DEVICE_TYPES: i32 = 128;
+
 /// The backend of `device`'s type; a `ValueError` naming the device when none is registered.
+/// Types from [`RPC_SESSION_DEVICE_TYPES`] up go to the backend registered for that type.
 pub fn device_api(device: Device) -> Result<Arc<dyn DeviceApi>> {
     let backends = BACKENDS.read().unwrap_or_else(PoisonError::into_inner);
-    if let Some(api) = backends.get(&device.device_type()) {
+    let key = if device.device_type() >= RPC_SESSION_DEVICE_TYPES {
+        RPC_SESSION_DEVICE_TYPES
+    } else {
+        device.device_type()
+    };
+    if let Some(api) = backends.get(&key) {
         return Ok(Arc::clone(api));
     }
     let known: Vec<String> = backends.keys().map(|t| device_type_text(*t)).collect();

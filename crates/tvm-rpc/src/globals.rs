@@ -1,0 +1,260 @@
+//! The global functions of RPC: `rpc.*` (sessions from any language) and the server-side
+//! helpers `tvm.rpc.server.*` that a client's `upload`, `download` and `load_module` call.
+
+use std::net::TcpStream;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{LazyLock, Mutex, Once, PoisonError};
+
+use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, Result};
+use tvm_runtime::Module;
+
+use crate::codec::WireValue;
+use crate::device::register_rpc_device_api;
+use crate::remote::{SessionCore, session_core_of_module};
+use crate::server::{connect, serve_connection};
+use crate::session::LocalSession;
+
+/// The directory the server-side file helpers work in.
+static WORK_DIR: LazyLock<Mutex<Option<PathBuf>>> = LazyLock::new(Default::default);
+
+/// Sets the directory that `tvm.rpc.server.*` file helpers resolve names against.
+pub fn set_work_dir(dir: impl Into<PathBuf>) {
+    *WORK_DIR.lock().unwrap_or_else(PoisonError::into_inner) = Some(dir.into());
+}
+
+/// The work directory (a fresh one under the temporary directory when none was set).
+pub fn work_dir() -> Result<PathBuf> {
+    let mut dir = WORK_DIR.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(dir) = dir.as_ref() {
+        return Ok(dir.clone());
+    }
+    let fresh = std::env::temp_dir().join(format!("tvm-rpc-{}", std::process::id()));
+    std::fs::create_dir_all(&fresh).map_err(|e| {
+        Error::new(
+            ErrorKind::RuntimeError,
+            format!("cannot create {}: {e}", fresh.display()),
+        )
+    })?;
+    *dir = Some(fresh.clone());
+    Ok(fresh)
+}
+
+/// `name` inside the work directory; names that leave it (absolute, `..`) are refused.
+pub fn work_path(name: &str) -> Result<PathBuf> {
+    let relative = Path::new(name);
+    let escapes = relative
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir));
+    if name.is_empty() || escapes {
+        tvm_ffi::bail!(
+            ErrorKind::ValueError,
+            "remote file name {name:?} must be a relative path inside the server's work directory"
+        );
+    }
+    Ok(work_dir()?.join(relative))
+}
+
+fn io_error(what: &str, path: &Path, err: std::io::Error) -> Error {
+    let kind = match err.kind() {
+        std::io::ErrorKind::NotFound => ErrorKind::ValueError,
+        _ => ErrorKind::RuntimeError,
+    };
+    Error::new(kind, format!("cannot {what} {}: {err}", path.display()))
+}
+
+fn arg<'a>(args: &'a [AnyView<'a>], index: usize, function: &str) -> Result<&'a AnyView<'a>> {
+    args.get(index).ok_or_else(|| {
+        Error::new(
+            ErrorKind::TypeError,
+            format!(
+                "{function} expects at least {} arguments, got {}",
+                index + 1,
+                args.len()
+            ),
+        )
+    })
+}
+
+fn text_arg(args: &[AnyView<'_>], index: usize, function: &str) -> Result<String> {
+    arg(args, index, function)?.cast::<String>()
+}
+
+fn register(name: &str, f: impl Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static) {
+    // A name taken by someone else (a Python server environment, say) keeps their function.
+    let _ = Function::from_packed(f).register_global(name, false);
+}
+
+fn session_module_any(core: &std::sync::Arc<SessionCore>) -> Any {
+    Any::from(core.session_module().as_object().clone())
+}
+
+/// Registers the RPC device backend and the global functions (once per process).
+pub fn init() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        tvm_runtime::init();
+        register_rpc_device_api();
+        register_session_functions();
+        register_server_helpers();
+    });
+}
+
+fn register_session_functions() {
+    register("rpc.Connect", |args| {
+        let host = text_arg(args, 0, "rpc.Connect")?;
+        let port = arg(args, 1, "rpc.Connect")?.cast::<i64>()?;
+        let port = u16::try_from(port).map_err(|_| {
+            Error::new(
+                ErrorKind::ValueError,
+                format!("port {port} is outside 0..65535"),
+            )
+        })?;
+        let key = args
+            .get(2)
+            .map(|k| k.cast::<String>())
+            .transpose()?
+            .unwrap_or_default();
+        let constructor = args
+            .iter()
+            .skip(4)
+            .map(plain_wire)
+            .collect::<Result<Vec<_>>>()?;
+        let core = connect(&host, port, &key, constructor)?;
+        Ok(session_module_any(&core))
+    });
+    register("rpc.LocalSession", |_| {
+        let core = SessionCore::register(std::sync::Arc::new(LocalSession::new()))?;
+        Ok(session_module_any(&core))
+    });
+    register("rpc.SessTableIndex", |args| {
+        let module = arg(args, 0, "rpc.SessTableIndex")?.to_owned();
+        Ok(Any::from(session_core_of_module(&module)?.index() as i64))
+    });
+    register("rpc.LoadRemoteModule", |args| {
+        let module = arg(args, 0, "rpc.LoadRemoteModule")?.to_owned();
+        let path = text_arg(args, 1, "rpc.LoadRemoteModule")?;
+        let core = session_core_of_module(&module)?;
+        let load = core
+            .get_function("tvm.rpc.server.load_module")?
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::AttributeError,
+                    "the remote has no tvm.rpc.server.load_module",
+                )
+            })?;
+        load.call((path.as_str(),))
+    });
+    register("rpc.ServeSocket", |args| {
+        let fd = arg(args, 0, "rpc.ServeSocket")?.cast::<i64>()?;
+        let key = args
+            .get(1)
+            .map(|k| k.cast::<String>())
+            .transpose()?
+            .unwrap_or_default();
+        let fd = i32::try_from(fd)
+            .ok()
+            .filter(|fd| *fd >= 0)
+            .ok_or_else(|| Error::new(ErrorKind::ValueError, format!("bad socket fd {fd}")))?;
+        // SAFETY: the caller passes an open socket descriptor it keeps open for this call; it
+        // is only borrowed to duplicate it.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        let owned: OwnedFd = borrowed.try_clone_to_owned().map_err(|e| {
+            Error::new(
+                ErrorKind::ValueError,
+                format!("socket fd {fd} is not open: {e}"),
+            )
+        })?;
+        serve_connection(TcpStream::from(owned), &key)?;
+        Ok(Any::none())
+    });
+}
+
+/// A constructor argument as a wire value (plain values only).
+fn plain_wire(value: &AnyView<'_>) -> Result<WireValue> {
+    if let Ok(text) = value.cast::<String>() {
+        return Ok(WireValue::RawStr(text.into_bytes()));
+    }
+    if value.type_index() == tvm_ffi::abi::kTVMFFIBool {
+        return Ok(WireValue::Bool(value.cast()?));
+    }
+    if let Ok(v) = value.cast::<i64>() {
+        return Ok(WireValue::Int(v));
+    }
+    if let Ok(v) = value.cast::<f64>() {
+        return Ok(WireValue::Float(v));
+    }
+    if value.is_none() {
+        return Ok(WireValue::None);
+    }
+    tvm_ffi::bail!(
+        ErrorKind::TypeError,
+        "a session constructor argument must be a str, int, float, bool or None, got {}",
+        value.type_key()
+    )
+}
+
+fn register_server_helpers() {
+    register("tvm.rpc.server.workpath", |args| {
+        let name = text_arg(args, 0, "tvm.rpc.server.workpath")?;
+        Ok(Any::from(work_path(&name)?.to_string_lossy().into_owned()))
+    });
+    register("tvm.rpc.server.upload", |args| {
+        let name = text_arg(args, 0, "tvm.rpc.server.upload")?;
+        let data = tvm_ffi::Bytes::try_from_view(arg(args, 1, "tvm.rpc.server.upload")?)
+            .ok_or_else(|| {
+                Error::new(ErrorKind::TypeError, "tvm.rpc.server.upload expects bytes")
+            })?;
+        let path = work_path(&name)?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_error("create", parent, e))?;
+        }
+        std::fs::write(&path, data.as_bytes()).map_err(|e| io_error("write", &path, e))?;
+        Ok(Any::none())
+    });
+    register("tvm.rpc.server.download", |args| {
+        let path = work_path(&text_arg(args, 0, "tvm.rpc.server.download")?)?;
+        let data = std::fs::read(&path).map_err(|e| io_error("read", &path, e))?;
+        Ok(tvm_ffi::Bytes::from_bytes(&data).into_any())
+    });
+    register("tvm.rpc.server.remove", |args| {
+        let path = work_path(&text_arg(args, 0, "tvm.rpc.server.remove")?)?;
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(|e| io_error("remove", &path, e))?;
+        Ok(Any::none())
+    });
+    register("tvm.rpc.server.listdir", |args| {
+        let name = args
+            .first()
+            .map(|a| a.cast::<String>())
+            .transpose()?
+            .unwrap_or_else(|| ".".into());
+        let path = work_path(&name)?;
+        let mut names = std::fs::read_dir(&path)
+            .map_err(|e| io_error("list", &path, e))?
+            .filter_map(|entry| entry.ok())
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect::<Vec<_>>();
+        names.sort();
+        Ok(Any::from(names.join(",")))
+    });
+    register("tvm.rpc.server.load_module", |args| {
+        let path = work_path(&text_arg(args, 0, "tvm.rpc.server.load_module")?)?;
+        let module = tvm_runtime::load_module(path)?;
+        Ok(Any::from(module.as_object().clone()))
+    });
+    register("tvm.rpc.server.ModuleGetFunction", |args| {
+        let module: Module = arg(args, 0, "tvm.rpc.server.ModuleGetFunction")?.cast()?;
+        let name = text_arg(args, 1, "tvm.rpc.server.ModuleGetFunction")?;
+        let query_imports = args
+            .get(2)
+            .map(|q| q.cast::<bool>())
+            .transpose()?
+            .unwrap_or(true);
+        Ok(Any::from(module.get_function(&name, query_imports)?))
+    });
+}

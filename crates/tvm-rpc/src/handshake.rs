@@ -1,0 +1,144 @@
+//! The data-plane handshake that opens a connection, before any packet: magic, then keys.
+//!
+//! Client → server: `i32 RPC_MAGIC`, `i32 len`, `client:<key>[ <options>]`. Server → client:
+//! `i32` code (`RPC_MAGIC` accepted, `+1` duplicate, `+2` key mismatch) and, when accepted,
+//! `i32 len`, `server:<key>[ <options>]`. The options a peer does not know are ignored, which is
+//! how this runtime announces its own protocol version to a peer that may be Apache TVM's.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use tvm_ffi::{Error, Result};
+
+use crate::protocol::{OWN_PROTOCOL_VERSION, RPC_CODE_DUPLICATE, RPC_CODE_MISMATCH, RPC_MAGIC};
+use crate::transport::connection_error;
+
+/// The longest key either side accepts.
+pub const MAX_KEY_LEN: i32 = 4096;
+
+/// The option that announces [`OWN_PROTOCOL_VERSION`].
+fn own_protocol_option() -> String {
+    format!("-protocol={OWN_PROTOCOL_VERSION}")
+}
+
+/// The options of a handshake key: the words after the first.
+pub fn key_options(key: &str) -> impl Iterator<Item = &str> {
+    key.split_whitespace().skip(1)
+}
+
+/// Whether a key announces this runtime's own protocol.
+pub fn announces_own_protocol(key: &str) -> bool {
+    let option = own_protocol_option();
+    key_options(key).any(|o| o == option)
+}
+
+/// The session timeout a client key asks for (`-timeout=<seconds>`), if any.
+pub fn timeout_option(key: &str) -> Option<f64> {
+    key_options(key)
+        .find_map(|o| o.strip_prefix("-timeout="))
+        .and_then(|t| t.parse::<f64>().ok())
+        .filter(|t| *t > 0.0 && t.is_finite())
+}
+
+fn write_key(socket: &mut TcpStream, code: i32, key: &str) -> std::io::Result<()> {
+    let mut out = Vec::with_capacity(8 + key.len());
+    out.extend_from_slice(&code.to_le_bytes());
+    out.extend_from_slice(&(key.len() as i32).to_le_bytes());
+    out.extend_from_slice(key.as_bytes());
+    socket.write_all(&out)
+}
+
+fn read_i32(socket: &mut TcpStream) -> std::io::Result<i32> {
+    let mut word = [0u8; 4];
+    socket.read_exact(&mut word)?;
+    Ok(i32::from_le_bytes(word))
+}
+
+fn read_key(socket: &mut TcpStream) -> std::io::Result<Option<String>> {
+    let len = read_i32(socket)?;
+    if !(0..=MAX_KEY_LEN).contains(&len) {
+        return Ok(None);
+    }
+    let mut key = vec![0u8; len as usize];
+    socket.read_exact(&mut key)?;
+    Ok(String::from_utf8(key).ok())
+}
+
+/// What the client learned from the handshake.
+pub struct Accepted {
+    /// The server's key (`server:<key>[ <options>]`).
+    pub server_key: String,
+    /// Whether both sides speak [`OWN_PROTOCOL_VERSION`].
+    pub own_protocol: bool,
+}
+
+/// Runs the client side on a connected socket. `key` is the user's key with its options
+/// (`"gpu -timeout=10"`).
+pub fn client_handshake(socket: &mut TcpStream, address: &str, key: &str) -> Result<Accepted> {
+    let full_key = format!("client:{key} {}", own_protocol_option());
+    let io = |e| connection_error(e, &format!("opening a session with {address}"));
+    write_key(socket, RPC_MAGIC, full_key.trim()).map_err(io)?;
+    let code = read_i32(socket).map_err(io)?;
+    let user_key = key.split_whitespace().next().unwrap_or("");
+    match code {
+        RPC_MAGIC => {}
+        RPC_CODE_MISMATCH => {
+            return Err(Error::new(
+                "RPCError",
+                format!("{address} has no server that matches key={user_key:?} (or refused it)"),
+            ));
+        }
+        RPC_CODE_DUPLICATE => {
+            return Err(Error::new(
+                "RPCError",
+                format!("{address} already has a server with key={user_key:?}"),
+            ));
+        }
+        other => {
+            return Err(Error::new(
+                "RPCError",
+                format!("{address} is not a TVM RPC server (it answered {other:#x})"),
+            ));
+        }
+    }
+    let server_key = read_key(socket)
+        .map_err(io)?
+        .ok_or_else(|| Error::new("RPCError", format!("{address} sent a malformed server key")))?;
+    let own_protocol = announces_own_protocol(&server_key);
+    Ok(Accepted {
+        server_key,
+        own_protocol,
+    })
+}
+
+/// What the server learned from a client's handshake.
+pub struct ClientHello {
+    /// The client's whole key (`client:<key>[ <options>]`).
+    pub key: String,
+    /// Whether both sides speak [`OWN_PROTOCOL_VERSION`].
+    pub own_protocol: bool,
+}
+
+/// Runs the server side on an accepted socket: `Ok(None)` when the peer is not an RPC client
+/// (wrong magic, a key that does not match: it was answered and should be closed).
+pub fn server_handshake(socket: &mut TcpStream, rpc_key: &str) -> Result<Option<ClientHello>> {
+    let io = |e| connection_error(e, "reading a client's handshake");
+    if read_i32(socket).map_err(io)? != RPC_MAGIC {
+        return Ok(None);
+    }
+    let Some(key) = read_key(socket).map_err(io)? else {
+        return Ok(None);
+    };
+    let expected = format!("client:{rpc_key}");
+    if key.split_whitespace().next() != Some(expected.as_str()) {
+        let _ = socket.write_all(&RPC_CODE_MISMATCH.to_le_bytes());
+        return Ok(None);
+    }
+    let own_protocol = announces_own_protocol(&key);
+    let mut reply = format!("server:{rpc_key}");
+    if own_protocol {
+        reply = format!("{reply} {}", own_protocol_option());
+    }
+    write_key(socket, RPC_MAGIC, &reply).map_err(io)?;
+    Ok(Some(ClientHello { key, own_protocol }))
+}

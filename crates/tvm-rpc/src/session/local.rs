@@ -1,0 +1,550 @@
+//! The machine itself as a session: global functions, objects by handle, and the devices of
+//! the runtime's registry.
+
+use std::ffi::c_void;
+use std::io::{Read, Write};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use tvm_ffi::abi::{
+    DLDevice, DLTensor, kDLCPU, kTVMFFIBool, kTVMFFIBytes, kTVMFFIDataType, kTVMFFIDevice,
+    kTVMFFIFloat, kTVMFFIInt, kTVMFFINone, kTVMFFIOpaquePtr, kTVMFFISmallBytes, kTVMFFISmallStr,
+    kTVMFFIStr, kTVMFFITensor,
+};
+use tvm_ffi::string::bytes_of_any;
+use tvm_ffi::{Any, AnyView, DataType, Device, ErrorKind, Function, Result, Tensor};
+use tvm_runtime::device::{self as registry, DeviceAttr, StreamHandle, TENSOR_ALIGNMENT};
+
+use super::RpcSession;
+use super::handles::HandleTable;
+use crate::codec::{TensorMeta, WireValue};
+use crate::protocol::{RPC_SESS_MASK, RpcCode};
+
+/// Bytes staged per step when a copy goes through a device (host memory is written in place).
+const STAGING_CHUNK: usize = 4 << 20;
+
+/// Serves the functions, objects and devices of this process.
+#[derive(Default)]
+pub struct LocalSession {
+    table: Mutex<HandleTable>,
+}
+
+impl LocalSession {
+    /// A session with nothing handed out yet.
+    pub fn new() -> LocalSession {
+        LocalSession::default()
+    }
+
+    fn table(&self) -> MutexGuard<'_, HandleTable> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Number of object handles the peer still holds.
+    pub fn live_handles(&self) -> usize {
+        self.table().live_objects()
+    }
+
+    /// A wire value as an argument of a local call.
+    fn to_local(&self, value: WireValue) -> Result<Any> {
+        Ok(match value {
+            WireValue::None => Any::none(),
+            WireValue::Int(v) => Any::from(v),
+            WireValue::Bool(v) => Any::from(v),
+            WireValue::Float(v) => Any::from(v),
+            WireValue::Handle(v) => Any::from(v as usize as *mut c_void),
+            WireValue::DataType(dtype) => Any::from(DataType(dtype)),
+            WireValue::Device(device) => Any::from(Device(checked_device(device)?)),
+            WireValue::Tensor(meta) => Any::from(self.tensor_view(&meta)?),
+            WireValue::RawStr(s) | WireValue::Str(s) => tvm_ffi::String::from_bytes(&s).into_any(),
+            WireValue::ByteArray(s) | WireValue::Bytes(s) => {
+                tvm_ffi::Bytes::from_bytes(&s).into_any()
+            }
+            WireValue::Function(handle)
+            | WireValue::Module(handle)
+            | WireValue::Object { handle, .. } => self.table().get(handle)?,
+        })
+    }
+
+    /// A tensor over memory the peer names, after checking that it was handed out.
+    fn tensor_view(&self, meta: &TensorMeta) -> Result<Tensor> {
+        let device = checked_device(meta.device)?;
+        let nbytes = tensor_nbytes(meta)?;
+        let start = meta.data.checked_add(meta.byte_offset).ok_or_else(|| {
+            tvm_ffi::Error::new(ErrorKind::ValueError, "tensor byte offset overflows")
+        })?;
+        self.table().check_access(start, nbytes, device)?;
+        let mut shape = meta.shape.clone();
+        let prototype = DLTensor {
+            data: meta.data as usize as *mut c_void,
+            device,
+            ndim: shape.len() as i32,
+            dtype: meta.dtype,
+            shape: shape.as_mut_ptr(),
+            strides: std::ptr::null_mut(),
+            byte_offset: meta.byte_offset,
+        };
+        // SAFETY: the descriptor is complete (its shape is read before this returns), and its
+        // memory was checked to lie in a region this session handed out; the no-op release
+        // matches that the view owns nothing.
+        unsafe { Tensor::from_foreign(&prototype, false, &mut [], release_nothing) }
+    }
+
+    /// Encodes a local return value by the protocol's return convention.
+    fn encode_return(&self, value: Any) -> Result<Vec<WireValue>> {
+        let index = value.type_index();
+        let tag = WireValue::Int(i64::from(index));
+        Ok(match index {
+            kTVMFFINone => vec![tag, WireValue::None],
+            kTVMFFIInt => vec![tag, WireValue::Int(value.cast()?)],
+            kTVMFFIBool => vec![tag, WireValue::Bool(value.cast()?)],
+            kTVMFFIFloat => vec![tag, WireValue::Float(value.cast()?)],
+            kTVMFFIOpaquePtr => {
+                let ptr: *mut c_void = value.cast()?;
+                vec![tag, WireValue::Handle(ptr as usize as u64)]
+            }
+            kTVMFFIDataType => vec![tag, WireValue::DataType(value.cast::<DataType>()?.0)],
+            kTVMFFIDevice => vec![tag, WireValue::Device(value.cast::<Device>()?.0)],
+            kTVMFFISmallStr | kTVMFFIStr => {
+                let text = bytes_of_any(&value).unwrap_or_default().to_vec();
+                vec![tag, WireValue::RawStr(text)]
+            }
+            kTVMFFISmallBytes | kTVMFFIBytes => {
+                let bytes = bytes_of_any(&value).unwrap_or_default().to_vec();
+                vec![tag, WireValue::ByteArray(bytes)]
+            }
+            kTVMFFITensor => {
+                let tensor: Tensor = value.cast()?;
+                self.encode_tensor(tensor)?
+            }
+            _ if value.is_object() => vec![tag, WireValue::Handle(self.table().insert(value))],
+            _ => tvm_ffi::bail!(
+                ErrorKind::TypeError,
+                "a value of type {} cannot be returned over RPC",
+                value.type_key()
+            ),
+        })
+    }
+
+    fn encode_tensor(&self, tensor: Tensor) -> Result<Vec<WireValue>> {
+        if !tensor.is_contiguous() {
+            tvm_ffi::bail!(
+                ErrorKind::ValueError,
+                "a non-contiguous tensor (shape {:?}, strides {:?}) cannot be returned over RPC",
+                tensor.shape(),
+                tensor.strides()
+            );
+        }
+        let dl = *tensor.dltensor();
+        let meta = TensorMeta {
+            data: dl.data as usize as u64,
+            device: dl.device,
+            dtype: dl.dtype,
+            shape: tensor.shape().to_vec(),
+            byte_offset: dl.byte_offset,
+        };
+        let nbytes = tensor_nbytes(&meta)?;
+        let mut table = self.table();
+        let handle = table.insert(Any::from(tensor));
+        table.add_region(meta.data + meta.byte_offset, nbytes, meta.device, handle);
+        Ok(vec![
+            WireValue::Int(i64::from(kTVMFFITensor)),
+            WireValue::Tensor(meta),
+            WireValue::Handle(handle),
+        ])
+    }
+
+    /// A descriptor of `nbytes` at the tensor's byte offset, checked against the handed-out
+    /// memory.
+    fn checked_span(&self, tensor: &TensorMeta, nbytes: u64) -> Result<(DLDevice, u64)> {
+        let device = checked_device(tensor.device)?;
+        let start = tensor.data.checked_add(tensor.byte_offset).ok_or_else(|| {
+            tvm_ffi::Error::new(ErrorKind::ValueError, "tensor byte offset overflows")
+        })?;
+        self.table().check_access(start, nbytes, device)?;
+        Ok((device, start))
+    }
+
+    fn alloc(&self, device: DLDevice, nbytes: u64, alignment: u64, dtype: DataType) -> Result<u64> {
+        let device = checked_device(device)?;
+        let size = usize::try_from(nbytes).map_err(|_| too_large(nbytes))?;
+        let alignment = usize::try_from(alignment).map_err(|_| too_large(alignment))?;
+        let ptr = registry::alloc_data(Device(device), size, alignment, dtype)?;
+        let address = ptr as usize as u64;
+        self.table().add_allocation(address, nbytes, device);
+        Ok(address)
+    }
+}
+
+extern "C" fn release_nothing(_: *mut c_void) {}
+
+fn too_large(value: u64) -> tvm_ffi::Error {
+    tvm_ffi::Error::new(
+        ErrorKind::ValueError,
+        format!("{value} does not fit in this machine's address space"),
+    )
+}
+
+/// Devices on the wire never carry a session mask.
+fn checked_device(device: DLDevice) -> Result<DLDevice> {
+    if device.device_type >= RPC_SESS_MASK || device.device_type < 0 || device.device_id < 0 {
+        tvm_ffi::bail!(
+            ErrorKind::ValueError,
+            "device ({}, {}) cannot be used through RPC (a remote session's device, or negative)",
+            device.device_type,
+            device.device_id
+        );
+    }
+    Ok(device)
+}
+
+fn tensor_nbytes(meta: &TensorMeta) -> Result<u64> {
+    meta.nbytes().ok_or_else(|| {
+        tvm_ffi::Error::new(
+            ErrorKind::ValueError,
+            format!("tensor shape {:?} overflows its size", meta.shape),
+        )
+    })
+}
+
+fn arg(args: &[WireValue], index: usize, code: RpcCode) -> Result<&WireValue> {
+    args.get(index).ok_or_else(|| {
+        tvm_ffi::Error::new(
+            ErrorKind::ValueError,
+            format!(
+                "{code:?} needs at least {} arguments, got {}",
+                index + 1,
+                args.len()
+            ),
+        )
+    })
+}
+
+fn device_arg(args: &[WireValue], index: usize, code: RpcCode) -> Result<DLDevice> {
+    match arg(args, index, code)? {
+        WireValue::Device(device) => checked_device(*device),
+        other => tvm_ffi::bail!(
+            ErrorKind::TypeError,
+            "{code:?} argument {index} must be a device, got {}",
+            other.kind()
+        ),
+    }
+}
+
+fn int_arg(args: &[WireValue], index: usize, code: RpcCode) -> Result<i64> {
+    let value = arg(args, index, code)?;
+    value.as_int().ok_or_else(|| {
+        tvm_ffi::Error::new(
+            ErrorKind::TypeError,
+            format!(
+                "{code:?} argument {index} must be an int, got {}",
+                value.kind()
+            ),
+        )
+    })
+}
+
+fn handle_arg(args: &[WireValue], index: usize, code: RpcCode) -> Result<u64> {
+    let value = arg(args, index, code)?;
+    value.as_handle().ok_or_else(|| {
+        tvm_ffi::Error::new(
+            ErrorKind::TypeError,
+            format!(
+                "{code:?} argument {index} must be a handle, got {}",
+                value.kind()
+            ),
+        )
+    })
+}
+
+fn tensor_arg(args: &[WireValue], index: usize, code: RpcCode) -> Result<&TensorMeta> {
+    match arg(args, index, code)? {
+        WireValue::Tensor(meta) => Ok(meta),
+        other => tvm_ffi::bail!(
+            ErrorKind::TypeError,
+            "{code:?} argument {index} must be a tensor, got {}",
+            other.kind()
+        ),
+    }
+}
+
+fn stream(handle: u64) -> StreamHandle {
+    StreamHandle(handle as usize as *mut c_void)
+}
+
+impl RpcSession for LocalSession {
+    fn name(&self) -> String {
+        "local".into()
+    }
+
+    fn get_function(&self, name: &str) -> Result<u64> {
+        Ok(match Function::get_global(name) {
+            Some(function) => self.table().insert(Any::from(function)),
+            None => 0,
+        })
+    }
+
+    fn call_function(&self, handle: u64, args: Vec<WireValue>) -> Result<Vec<WireValue>> {
+        let function: Function = self.table().get(handle)?.cast().map_err(|_| {
+            tvm_ffi::Error::new(
+                ErrorKind::TypeError,
+                format!("remote handle {handle:#x} is not a function"),
+            )
+        })?;
+        let args = args
+            .into_iter()
+            .map(|value| self.to_local(value))
+            .collect::<Result<Vec<Any>>>()?;
+        let views: Vec<AnyView<'_>> = args.iter().map(AnyView::from).collect();
+        let result = function.call_packed(&views)?;
+        drop(views);
+        drop(args);
+        self.encode_return(result)
+    }
+
+    fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: &mut dyn Read) -> Result<()> {
+        let (device, start) = self.checked_span(tensor, nbytes)?;
+        let len = usize::try_from(nbytes).map_err(|_| too_large(nbytes))?;
+        if device.device_type == kDLCPU {
+            // SAFETY: the span was checked to lie in host memory this session handed out and
+            // that is still alive.
+            let target = unsafe { std::slice::from_raw_parts_mut(start as usize as *mut u8, len) };
+            return data
+                .read_exact(target)
+                .map_err(|e| crate::transport::connection_error(e, "receiving tensor bytes"));
+        }
+        let mut staging = vec![0u8; len.min(STAGING_CHUNK)];
+        let mut done = 0usize;
+        while done < len {
+            let step = (len - done).min(staging.len());
+            data.read_exact(&mut staging[..step])
+                .map_err(|e| crate::transport::connection_error(e, "receiving tensor bytes"))?;
+            // SAFETY: the destination span was checked above; the staging buffer holds `step`
+            // bytes and outlives the synchronous copy.
+            unsafe { copy_bytes_to_device(&staging[..step], device, start + done as u64)? };
+            done += step;
+        }
+        Ok(())
+    }
+
+    fn check_copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64) -> Result<()> {
+        self.checked_span(tensor, nbytes).map(|_| ())
+    }
+
+    fn copy_from_remote(
+        &self,
+        tensor: &TensorMeta,
+        nbytes: u64,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        let (device, start) = self.checked_span(tensor, nbytes)?;
+        let len = usize::try_from(nbytes).map_err(|_| too_large(nbytes))?;
+        let sent = |e| crate::transport::connection_error(e, "sending tensor bytes");
+        if device.device_type == kDLCPU {
+            // SAFETY: the span was checked to lie in live host memory this session handed out.
+            let source = unsafe { std::slice::from_raw_parts(start as usize as *const u8, len) };
+            return out.write_all(source).map_err(sent);
+        }
+        let mut staging = vec![0u8; len.min(STAGING_CHUNK)];
+        let mut done = 0usize;
+        while done < len {
+            let step = (len - done).min(staging.len());
+            // SAFETY: the source span was checked above; the staging buffer has `step` bytes.
+            unsafe { copy_bytes_from_device(device, start + done as u64, &mut staging[..step])? };
+            out.write_all(&staging[..step]).map_err(sent)?;
+            done += step;
+        }
+        Ok(())
+    }
+
+    fn free_handle(&self, handle: u64) -> Result<()> {
+        let value = self.table().remove(handle)?;
+        drop(value);
+        Ok(())
+    }
+
+    fn device_call(&self, code: RpcCode, args: Vec<WireValue>) -> Result<WireValue> {
+        let args = &args[..];
+        match code {
+            RpcCode::DevSetDevice => {
+                device_arg(args, 0, code)?;
+                Ok(WireValue::None)
+            }
+            RpcCode::DevGetAttr => {
+                let device = device_arg(args, 0, code)?;
+                let kind = int_arg(args, 1, code)?;
+                let Some(attr) = i32::try_from(kind).ok().and_then(DeviceAttr::from_code) else {
+                    tvm_ffi::bail!(ErrorKind::ValueError, "unknown device attribute {kind}");
+                };
+                let value = registry::device_attr(Device(device), attr)?;
+                Ok(match value {
+                    None => WireValue::None,
+                    Some(v) => match v.try_as::<i64>() {
+                        Some(i) => WireValue::Int(i),
+                        None => WireValue::RawStr(
+                            bytes_of_any(&v).map(<[u8]>::to_vec).unwrap_or_default(),
+                        ),
+                    },
+                })
+            }
+            RpcCode::DevAllocData => {
+                let device = device_arg(args, 0, code)?;
+                let nbytes = u64::try_from(int_arg(args, 1, code)?).map_err(|_| {
+                    tvm_ffi::Error::new(ErrorKind::ValueError, "allocation size is negative")
+                })?;
+                let alignment = u64::try_from(int_arg(args, 2, code)?).map_err(|_| {
+                    tvm_ffi::Error::new(ErrorKind::ValueError, "alignment is negative")
+                })?;
+                let dtype = match args.get(3) {
+                    Some(WireValue::DataType(dtype)) => DataType(*dtype),
+                    _ => DataType::uint(8),
+                };
+                Ok(WireValue::Handle(
+                    self.alloc(device, nbytes, alignment, dtype)?,
+                ))
+            }
+            RpcCode::DevAllocDataWithScope => {
+                let meta = tensor_arg(args, 0, code)?;
+                match args.get(1) {
+                    None | Some(WireValue::None) => {}
+                    Some(scope) if scope.as_text() == Some(b"global") => {}
+                    Some(scope) => tvm_ffi::bail!(
+                        ErrorKind::ValueError,
+                        "memory scope {:?} is not supported (only 'global')",
+                        scope.as_text().map(String::from_utf8_lossy)
+                    ),
+                }
+                let nbytes = tensor_nbytes(meta)?;
+                let address = self.alloc(
+                    meta.device,
+                    nbytes,
+                    TENSOR_ALIGNMENT as u64,
+                    DataType(meta.dtype),
+                )?;
+                Ok(WireValue::Handle(address))
+            }
+            RpcCode::DevFreeData => {
+                let device = device_arg(args, 0, code)?;
+                let address = handle_arg(args, 1, code)?;
+                self.table().remove_allocation(address, device)?;
+                // SAFETY: the address was allocated on this device by this session and has just
+                // been forgotten, so it is freed once.
+                unsafe { registry::free_data(Device(device), address as usize as *mut c_void) }?;
+                Ok(WireValue::None)
+            }
+            RpcCode::DevStreamSync => {
+                let device = device_arg(args, 0, code)?;
+                let handle = handle_arg(args, 1, code)?;
+                registry::sync_stream(Device(device), Some(stream(handle)))?;
+                Ok(WireValue::None)
+            }
+            RpcCode::DevCreateStream => {
+                let device = device_arg(args, 0, code)?;
+                let created = registry::create_stream(Device(device))?;
+                Ok(WireValue::Handle(created.0 as usize as u64))
+            }
+            RpcCode::DevFreeStream => {
+                let device = device_arg(args, 0, code)?;
+                let handle = handle_arg(args, 1, code)?;
+                // SAFETY: the registry checks that the stream is one it created for this device
+                // before the backend sees it.
+                unsafe { registry::free_stream(Device(device), stream(handle)) }?;
+                Ok(WireValue::None)
+            }
+            RpcCode::DevSetStream => {
+                let device = device_arg(args, 0, code)?;
+                let handle = handle_arg(args, 1, code)?;
+                registry::set_current_stream(Device(device), stream(handle))?;
+                Ok(WireValue::None)
+            }
+            RpcCode::DevGetCurrentStream => {
+                let device = device_arg(args, 0, code)?;
+                let current = registry::current_stream(Device(device));
+                Ok(WireValue::Handle(current.0 as usize as u64))
+            }
+            RpcCode::CopyAmongRemote => {
+                let from = tensor_arg(args, 0, code)?.clone();
+                let to = tensor_arg(args, 1, code)?.clone();
+                let stream_handle = match args.get(2) {
+                    Some(value) => value.as_handle().unwrap_or(0),
+                    None => 0,
+                };
+                let from_view = self.tensor_view(&from)?;
+                let to_view = self.tensor_view(&to)?;
+                let stream = (stream_handle != 0).then(|| stream(stream_handle));
+                // SAFETY: both descriptors come from views over checked, live memory, kept
+                // alive until the synchronous copy returns.
+                unsafe {
+                    registry::copy_tensor(from_view.dltensor(), to_view.dltensor(), stream, true)
+                }?;
+                Ok(WireValue::None)
+            }
+            _ => tvm_ffi::bail!(
+                ErrorKind::ValueError,
+                "{code:?} is not a device system call"
+            ),
+        }
+    }
+
+    fn is_local(&self) -> bool {
+        true
+    }
+}
+
+impl Drop for LocalSession {
+    fn drop(&mut self) {
+        let table = self.table.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let objects = table.take_objects();
+        let allocations = table.take_allocations();
+        drop(objects);
+        for (address, device) in allocations {
+            // SAFETY: each allocation of this session is freed once, here, when no request can
+            // use it any more.
+            let _ = unsafe { registry::free_data(Device(device), address as usize as *mut c_void) };
+        }
+    }
+}
+
+/// A one-dimensional byte tensor descriptor at `address` on `device`.
+fn byte_tensor(address: u64, device: DLDevice, len: &mut i64) -> DLTensor {
+    DLTensor {
+        data: address as usize as *mut c_void,
+        device,
+        ndim: 1,
+        dtype: DataType::uint(8).0,
+        shape: len,
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    }
+}
+
+/// Copies host bytes to device memory, synchronously.
+///
+/// # Safety
+/// `len(source)` bytes at `address` on `device` are live device memory.
+unsafe fn copy_bytes_to_device(source: &[u8], device: DLDevice, address: u64) -> Result<()> {
+    let mut len = source.len() as i64;
+    let mut host_len = len;
+    let host = byte_tensor(source.as_ptr() as usize as u64, cpu(), &mut host_len);
+    let target = byte_tensor(address, device, &mut len);
+    // SAFETY: both sides are live for the synchronous copy (guaranteed by the caller).
+    unsafe { registry::copy_tensor(&host, &target, None, true) }
+}
+
+/// Copies device memory to host bytes, synchronously.
+///
+/// # Safety
+/// `len(target)` bytes at `address` on `device` are live device memory.
+unsafe fn copy_bytes_from_device(device: DLDevice, address: u64, target: &mut [u8]) -> Result<()> {
+    let mut len = target.len() as i64;
+    let mut host_len = len;
+    let source = byte_tensor(address, device, &mut len);
+    let host = byte_tensor(target.as_mut_ptr() as usize as u64, cpu(), &mut host_len);
+    // SAFETY: both sides are live for the synchronous copy (guaranteed by the caller).
+    unsafe { registry::copy_tensor(&source, &host, None, true) }
+}
+
+fn cpu() -> DLDevice {
+    DLDevice {
+        device_type: kDLCPU,
+        device_id: 0,
+    }
+}

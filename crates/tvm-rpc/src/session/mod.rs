@@ -1,0 +1,70 @@
+//! Sessions: what one side of an RPC connection can do for the other.
+//!
+//! A session speaks in wire values ([`WireValue`]): remote functions, objects and memory are
+//! handles that only the serving side can resolve. [`LocalSession`] serves the machine itself;
+//! [`ClientSession`] forwards every request over an endpoint, so a server whose serving session
+//! is a client session forwards to a further server (a chain).
+
+mod client;
+mod handles;
+mod local;
+
+use std::io::{Read, Write};
+
+use tvm_ffi::Result;
+
+pub use client::ClientSession;
+pub use local::LocalSession;
+
+use crate::codec::{TensorMeta, WireValue};
+use crate::protocol::RpcCode;
+
+/// An error that the serving side raised, as it travels back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RemoteError {
+    /// The error kind (`ValueError`, ...), when the protocol carries it.
+    pub kind: Option<String>,
+    /// The message.
+    pub message: String,
+    /// The serving side's backtrace, when the protocol carries it.
+    pub backtrace: Option<String>,
+}
+
+/// What a session offers. Every method may be called from any thread.
+pub trait RpcSession: Send + Sync {
+    /// A short name for messages ("local", "client of 127.0.0.1:9090").
+    fn name(&self) -> String;
+
+    /// The handle of global function `name`; 0 when there is none.
+    fn get_function(&self, name: &str) -> Result<u64>;
+
+    /// Calls the function with `handle`; returns the encoded return list (the type index as an
+    /// int, then the value or values, as the protocol's return convention has it). Handles in the
+    /// result are owned by the caller, who frees them with [`RpcSession::free_handle`].
+    fn call_function(&self, handle: u64, args: Vec<WireValue>) -> Result<Vec<WireValue>>;
+
+    /// Writes `nbytes` read from `data` into `tensor` at its byte offset.
+    fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: &mut dyn Read) -> Result<()>;
+
+    /// Checks that `nbytes` of `tensor` can be read, before any byte is sent.
+    fn check_copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64) -> Result<()>;
+
+    /// Writes `nbytes` of `tensor`, from its byte offset, to `out`.
+    fn copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64, out: &mut dyn Write)
+    -> Result<()>;
+
+    /// Releases the object behind `handle`.
+    fn free_handle(&self, handle: u64) -> Result<()>;
+
+    /// A device system call ([`RpcCode::DevGetAttr`] and the others after
+    /// [`RpcCode::FreeHandle`]); returns its one value.
+    fn device_call(&self, code: RpcCode, args: Vec<WireValue>) -> Result<WireValue>;
+
+    /// Whether the session is the machine itself (its memory is this process's).
+    fn is_local(&self) -> bool {
+        false
+    }
+
+    /// Ends the session; later requests fail.
+    fn shutdown(&self) {}
+}

@@ -1,0 +1,149 @@
+//! Packets over a byte stream: the little-endian length, then the body, with size limits.
+
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::net::TcpStream;
+
+use tvm_ffi::{Error, ErrorKind, Result};
+
+/// Size of the read and write buffers of a connection.
+const IO_BUFFER: usize = 256 * 1024;
+
+/// The largest packet body held in memory (tensor bytes are streamed and not counted).
+pub const DEFAULT_MAX_PACKET: u64 = 1 << 30;
+
+/// The two directions of a connection, buffered.
+pub struct Transport {
+    reader: BufReader<Box<dyn Read + Send>>,
+    writer: BufWriter<Box<dyn Write + Send>>,
+    /// The largest packet body accepted into memory.
+    pub max_packet: u64,
+}
+
+/// A closed or broken connection, as the error users see.
+pub fn connection_error(err: io::Error, doing: &str) -> Error {
+    let kind = match err.kind() {
+        io::ErrorKind::UnexpectedEof => "the connection closed",
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => "the connection timed out",
+        _ => "the connection failed",
+    };
+    Error::new("RPCError", format!("{kind} while {doing}: {err}"))
+}
+
+impl Transport {
+    /// A transport over separate read and write halves.
+    pub fn new(reader: Box<dyn Read + Send>, writer: Box<dyn Write + Send>) -> Transport {
+        Transport {
+            reader: BufReader::with_capacity(IO_BUFFER, reader),
+            writer: BufWriter::with_capacity(IO_BUFFER, writer),
+            max_packet: DEFAULT_MAX_PACKET,
+        }
+    }
+
+    /// A transport over a connected socket.
+    pub fn from_socket(socket: TcpStream) -> Result<Transport> {
+        socket
+            .set_nodelay(true)
+            .map_err(|e| connection_error(e, "configuring the socket"))?;
+        let reader = socket
+            .try_clone()
+            .map_err(|e| connection_error(e, "configuring the socket"))?;
+        Ok(Transport::new(Box::new(reader), Box::new(socket)))
+    }
+
+    /// Reads exactly `buf.len()` bytes.
+    pub fn read_exact(&mut self, buf: &mut [u8], doing: &str) -> Result<()> {
+        self.reader
+            .read_exact(buf)
+            .map_err(|e| connection_error(e, doing))
+    }
+
+    /// Reads a little-endian `i32`.
+    pub fn read_i32(&mut self, doing: &str) -> Result<i32> {
+        let mut word = [0u8; 4];
+        self.read_exact(&mut word, doing)?;
+        Ok(i32::from_le_bytes(word))
+    }
+
+    /// Reads the length that starts a packet; `None` when the peer closed the connection
+    /// cleanly between packets.
+    pub fn read_packet_len(&mut self) -> Result<Option<u64>> {
+        let mut word = [0u8; 8];
+        let mut filled = 0;
+        while filled < word.len() {
+            match self.reader.read(&mut word[filled..]) {
+                Ok(0) if filled == 0 => return Ok(None),
+                Ok(0) => {
+                    return Err(Error::new(
+                        "RPCError",
+                        "the connection closed in the middle of a packet length",
+                    ));
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(connection_error(e, "reading a packet")),
+            }
+        }
+        Ok(Some(u64::from_le_bytes(word)))
+    }
+
+    /// Reads a packet body of `len` bytes into memory, refusing more than the limit.
+    pub fn read_body(&mut self, len: u64) -> Result<Vec<u8>> {
+        if len > self.max_packet {
+            tvm_ffi::bail!(
+                ErrorKind::ValueError,
+                "an RPC packet of {len} bytes exceeds the limit of {} bytes",
+                self.max_packet
+            );
+        }
+        let mut body = Vec::new();
+        let read = (&mut self.reader)
+            .take(len)
+            .read_to_end(&mut body)
+            .map_err(|e| connection_error(e, "reading a packet"))?;
+        if read as u64 != len {
+            return Err(Error::new(
+                "RPCError",
+                format!("the connection closed after {read} of a packet's {len} bytes"),
+            ));
+        }
+        Ok(body)
+    }
+
+    /// Reads and drops `len` bytes (the rest of a refused packet).
+    pub fn skip(&mut self, len: u64) -> Result<()> {
+        let copied = io::copy(&mut (&mut self.reader).take(len), &mut io::sink())
+            .map_err(|e| connection_error(e, "skipping a packet"))?;
+        if copied != len {
+            return Err(Error::new(
+                "RPCError",
+                "the connection closed in the middle of a packet",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The reader, for streaming tensor bytes.
+    pub fn reader(&mut self) -> &mut dyn Read {
+        &mut self.reader
+    }
+
+    /// Writes a whole packet: length, then body.
+    pub fn write_packet(&mut self, body: &[u8]) -> Result<()> {
+        self.write_all(&(body.len() as u64).to_le_bytes())?;
+        self.write_all(body)
+    }
+
+    /// Writes raw bytes (part of a packet).
+    pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        self.writer
+            .write_all(bytes)
+            .map_err(|e| connection_error(e, "sending a packet"))
+    }
+
+    /// Sends what is buffered.
+    pub fn flush(&mut self) -> Result<()> {
+        self.writer
+            .flush()
+            .map_err(|e| connection_error(e, "sending a packet"))
+    }
+}
