@@ -17,11 +17,13 @@ mod copy;
 mod dlpack;
 pub mod driver;
 pub mod input;
+mod rpc;
 mod text;
 
 pub use containers::containers;
 pub use copy::strided_copy;
 pub use dlpack::dlpack_import;
+pub use rpc::{rpc_message, rpc_serve};
 pub use text::{bigint_bytes, device_parse, dtype_parse, strings};
 
 /// A fuzz target: any bytes in, a panic on a failed check.
@@ -36,6 +38,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("dlpack_import", dlpack_import),
     ("strided_copy", strided_copy),
     ("containers", containers),
+    ("rpc_message", rpc_message),
+    ("rpc_serve", rpc_serve),
 ];
 
 /// The target called `name`.
