@@ -22,6 +22,7 @@ __all__ = [
     "InternalError",
     "OpError",
     "RPCError",
+    "RPCSessionTimeoutError",
     "ScheduleError",
     "register_error",
 ]
@@ -79,6 +80,11 @@ class InternalError(RuntimeError):
 @register_error
 class RPCError(RuntimeError):
     """An error raised by a remote session."""
+
+
+@register_error
+class RPCSessionTimeoutError(RPCError, TimeoutError):
+    """A remote session outlived the ``session_timeout`` it was opened with."""
 
 
 @register_error

@@ -150,8 +150,14 @@ impl FromStr for Device {
 }
 
 impl fmt::Display for Device {
-    /// Prints `cuda:1`, or `device(99):0` for a type without a name.
+    /// Prints `cuda:1`, `remote[0]:cpu:0` for a device of RPC session 0 (types from 128 up),
+    /// or `device(99):0` for a type without a name.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.device_type >= 128 {
+            let session = self.0.device_type / 128 - 1;
+            let local = Device::new(self.0.device_type % 128, self.0.device_id);
+            return write!(f, "remote[{session}]:{local}");
+        }
         match device_type_name(self.0.device_type) {
             Some(name) => write!(f, "{name}:{}", self.0.device_id),
             None => write!(f, "device({}):{}", self.0.device_type, self.0.device_id),

@@ -90,8 +90,20 @@ impl PyDevice {
     /// The device type's name, such as "cuda".
     #[getter]
     fn type_name(&self) -> String {
-        tvm_ffi::device::device_type_name(self.0.device_type)
-            .map_or_else(|| format!("device({})", self.0.device_type), str::to_owned)
+        let device_type = self.0.device_type;
+        let name = |t: i32| {
+            tvm_ffi::device::device_type_name(t)
+                .map_or_else(|| format!("device({t})"), str::to_owned)
+        };
+        if device_type >= 128 {
+            // A device of RPC session `device_type / 128 - 1`.
+            return format!(
+                "remote[{}]:{}",
+                device_type / 128 - 1,
+                name(device_type % 128)
+            );
+        }
+        name(device_type)
     }
 
     /// Whether the device is present (its backend is registered and reports it).

@@ -87,6 +87,7 @@ const PYTHON_FRAMES: tvm_ffi_capi::FrameFilter = tvm_ffi_capi::FrameFilter {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tvm_ffi_capi::register_frame_filter(PYTHON_FRAMES);
     tvm_runtime::init();
+    tvm_rpc::globals::init();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;
     m.add_class::<objects::PyObjectRef>()?;

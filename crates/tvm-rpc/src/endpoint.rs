@@ -117,9 +117,7 @@ impl Endpoint {
         let mut guard = self.lock();
         let transport = guard.as_mut().ok_or_else(|| closed(&self.name))?;
         let result = run(transport);
-        if let Err(err) = &result
-            && err.kind() == "RPCError"
-        {
+        if transport.is_broken() {
             *guard = None;
         }
         result
@@ -164,8 +162,11 @@ impl Endpoint {
         self.exchange(|transport| {
             transport.write_all(&(header.len() as u64 + nbytes).to_le_bytes())?;
             transport.write_all(&header)?;
-            forward(data, nbytes, |chunk| transport.write_all(chunk))
-                .map_err(|e| e.unwrap_or_else(|io| connection_error(io, "reading tensor bytes")))?;
+            if let Err(e) = forward(data, nbytes, |chunk| transport.write_all(chunk)) {
+                // Part of the packet is out: the stream cannot continue.
+                transport.mark_broken();
+                return Err(e.unwrap_or_else(|io| connection_error(io, "reading tensor bytes")));
+            }
             transport.flush()?;
             read_reply(transport, &self.name).map(drop)
         })
@@ -195,7 +196,7 @@ impl Endpoint {
                 }
                 let reader = transport.reader();
                 let mut failure = None;
-                forward(reader, nbytes, |chunk| {
+                let streamed = forward(reader, nbytes, |chunk| {
                     if failure.is_none()
                         && let Err(e) = out.write_all(chunk)
                     {
@@ -205,7 +206,12 @@ impl Endpoint {
                 })
                 .map_err(|e| {
                     e.unwrap_or_else(|io| connection_error(io, "receiving tensor bytes"))
-                })?;
+                });
+                if let Err(e) = streamed {
+                    // Part of the reply is unread: the stream cannot continue.
+                    transport.mark_broken();
+                    return Err(e);
+                }
                 return match failure {
                     Some(e) => Err(Error::new(
                         ErrorKind::RuntimeError,

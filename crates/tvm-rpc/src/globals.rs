@@ -195,6 +195,10 @@ fn plain_wire(value: &AnyView<'_>) -> Result<WireValue> {
 }
 
 fn register_server_helpers() {
+    register("rpc.SetWorkDirectory", |args| {
+        set_work_dir(text_arg(args, 0, "rpc.SetWorkDirectory")?);
+        Ok(Any::none())
+    });
     register("tvm.rpc.server.workpath", |args| {
         let name = text_arg(args, 0, "tvm.rpc.server.workpath")?;
         Ok(Any::from(work_path(&name)?.to_string_lossy().into_owned()))

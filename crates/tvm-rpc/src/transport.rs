@@ -17,6 +17,8 @@ pub struct Transport {
     writer: BufWriter<Box<dyn Write + Send>>,
     /// The largest packet body accepted into memory.
     pub max_packet: u64,
+    /// Set once a read or write failed: the byte stream is out of step and cannot be used.
+    broken: bool,
 }
 
 /// A closed or broken connection, as the error users see.
@@ -36,6 +38,7 @@ impl Transport {
             reader: BufReader::with_capacity(IO_BUFFER, reader),
             writer: BufWriter::with_capacity(IO_BUFFER, writer),
             max_packet: DEFAULT_MAX_PACKET,
+            broken: false,
         }
     }
 
@@ -50,11 +53,23 @@ impl Transport {
         Ok(Transport::new(Box::new(reader), Box::new(socket)))
     }
 
+    /// Whether a read or write failed (the connection is unusable).
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// Marks the connection unusable and returns `err` as the error users see.
+    fn fail(&mut self, err: io::Error, doing: &str) -> Error {
+        self.broken = true;
+        connection_error(err, doing)
+    }
+
     /// Reads exactly `buf.len()` bytes.
     pub fn read_exact(&mut self, buf: &mut [u8], doing: &str) -> Result<()> {
-        self.reader
-            .read_exact(buf)
-            .map_err(|e| connection_error(e, doing))
+        match self.reader.read_exact(buf) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(e, doing)),
+        }
     }
 
     /// Reads a little-endian `i32`.
@@ -73,6 +88,7 @@ impl Transport {
             match self.reader.read(&mut word[filled..]) {
                 Ok(0) if filled == 0 => return Ok(None),
                 Ok(0) => {
+                    self.broken = true;
                     return Err(Error::new(
                         "RPCError",
                         "the connection closed in the middle of a packet length",
@@ -80,7 +96,7 @@ impl Transport {
                 }
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(connection_error(e, "reading a packet")),
+                Err(e) => return Err(self.fail(e, "reading a packet")),
             }
         }
         Ok(Some(u64::from_le_bytes(word)))
@@ -96,11 +112,12 @@ impl Transport {
             );
         }
         let mut body = Vec::new();
-        let read = (&mut self.reader)
-            .take(len)
-            .read_to_end(&mut body)
-            .map_err(|e| connection_error(e, "reading a packet"))?;
+        let read = match (&mut self.reader).take(len).read_to_end(&mut body) {
+            Ok(read) => read,
+            Err(e) => return Err(self.fail(e, "reading a packet")),
+        };
         if read as u64 != len {
+            self.broken = true;
             return Err(Error::new(
                 "RPCError",
                 format!("the connection closed after {read} of a packet's {len} bytes"),
@@ -111,9 +128,12 @@ impl Transport {
 
     /// Reads and drops `len` bytes (the rest of a refused packet).
     pub fn skip(&mut self, len: u64) -> Result<()> {
-        let copied = io::copy(&mut (&mut self.reader).take(len), &mut io::sink())
-            .map_err(|e| connection_error(e, "skipping a packet"))?;
+        let copied = match io::copy(&mut (&mut self.reader).take(len), &mut io::sink()) {
+            Ok(copied) => copied,
+            Err(e) => return Err(self.fail(e, "skipping a packet")),
+        };
         if copied != len {
+            self.broken = true;
             return Err(Error::new(
                 "RPCError",
                 "the connection closed in the middle of a packet",
@@ -122,9 +142,15 @@ impl Transport {
         Ok(())
     }
 
-    /// The reader, for streaming tensor bytes.
+    /// The reader, for streaming tensor bytes. A caller whose read fails marks the transport
+    /// with [`Transport::mark_broken`].
     pub fn reader(&mut self) -> &mut dyn Read {
         &mut self.reader
+    }
+
+    /// Records that the byte stream is out of step (a streamed read or write failed).
+    pub fn mark_broken(&mut self) {
+        self.broken = true;
     }
 
     /// Writes a whole packet: length, then body.
@@ -135,15 +161,17 @@ impl Transport {
 
     /// Writes raw bytes (part of a packet).
     pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
-        self.writer
-            .write_all(bytes)
-            .map_err(|e| connection_error(e, "sending a packet"))
+        match self.writer.write_all(bytes) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(e, "sending a packet")),
+        }
     }
 
     /// Sends what is buffered.
     pub fn flush(&mut self) -> Result<()> {
-        self.writer
-            .flush()
-            .map_err(|e| connection_error(e, "sending a packet"))
+        match self.writer.flush() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(e, "sending a packet")),
+        }
     }
 }

@@ -1,0 +1,39 @@
+"""Starts an RPC server: ``python -m tvm.exec.rpc_server --host 127.0.0.1 --port 9090``."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Binds, prints the address, and serves until interrupted (SIGINT or SIGTERM)."""
+    parser = argparse.ArgumentParser(prog="python -m tvm.exec.rpc_server", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    parser.add_argument("--port", type=int, default=9090, help="first port to try (0: any)")
+    parser.add_argument("--port-end", type=int, default=9199, help="end of the port range")
+    parser.add_argument("--key", default="", help="the key clients must present")
+    parser.add_argument("--load-library", default=None, help="':'-separated libraries to load")
+    args = parser.parse_args(argv)
+
+    from ..rpc.server import bind_socket, serve_forever
+
+    sock = bind_socket(args.host, args.port, args.port_end)
+    host, port = sock.getsockname()[:2]
+    print(f"RPC server listening on {host}:{port}", flush=True)
+
+    def stop(signum: int, frame: object) -> None:
+        sock.close()
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        serve_forever(sock, args.key, args.load_library)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+"""Remote procedure calls: run functions and move tensors on other machines or processes.
+
+A server runs code its clients send; start it on the loopback address (the default) or a
+trusted network only.
+"""
+
+from .client import LocalSession, RPCSession, connect
+from .server import Server
+
+__all__ = ["LocalSession", "RPCSession", "Server", "connect"]

@@ -1,0 +1,173 @@
+"""Client sessions: connect to a server, call its functions, move tensors and files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import ffi
+from ..ffi import Device, Function, Module, get_global_func
+
+__all__ = ["LocalSession", "RPCSession", "connect"]
+
+#: Device types at or above this carry a session index: ``type + 128 * (index + 1)``.
+RPC_SESS_MASK = 128
+
+#: Bytes moved per step of an upload or download that reports progress.
+_CHUNK = 4 << 20
+
+
+def _api(name: str) -> Function:
+    func = get_global_func(name)
+    if func is None:  # pragma: no cover - the extension always registers these
+        raise RuntimeError(f"the native runtime has no {name}")
+    return func
+
+
+class RPCSession:
+    """A session with a remote (or the local machine): its functions are ordinary
+    :class:`tvm.ffi.Function` values and its devices are devices of this process."""
+
+    def __init__(self, sess: Module) -> None:
+        self._sess = sess
+        self._tbl_index: int = _api("rpc.SessTableIndex")(sess)
+
+    def get_function(self, name: str) -> Function:
+        """The remote global function ``name`` (``AttributeError`` when it has none)."""
+        return self._sess.get_function(name)
+
+    def system_lib(self) -> Module:
+        """The remote's system library."""
+        return self.get_function("ffi.SystemLib")()
+
+    def device(self, dev_type: str | int, dev_id: int = 0) -> Device:
+        """Device ``dev_type:dev_id`` of the remote, as a device of this process."""
+        local = ffi.device(dev_type, dev_id)
+        if local.device_type >= RPC_SESS_MASK:
+            raise ValueError(f"{local!r} is already a remote device")
+        return Device(local.device_type + RPC_SESS_MASK * (self._tbl_index + 1), local.device_id)
+
+    def cpu(self, dev_id: int = 0) -> Device:
+        """The remote CPU."""
+        return self.device("cpu", dev_id)
+
+    def cuda(self, dev_id: int = 0) -> Device:
+        """A remote CUDA GPU."""
+        return self.device("cuda", dev_id)
+
+    def rocm(self, dev_id: int = 0) -> Device:
+        """A remote ROCm GPU."""
+        return self.device("rocm", dev_id)
+
+    def vulkan(self, dev_id: int = 0) -> Device:
+        """A remote Vulkan device."""
+        return self.device("vulkan", dev_id)
+
+    def metal(self, dev_id: int = 0) -> Device:
+        """A remote Metal device."""
+        return self.device("metal", dev_id)
+
+    def webgpu(self, dev_id: int = 0) -> Device:
+        """A remote WebGPU device."""
+        return self.device("webgpu", dev_id)
+
+    def cl(self, dev_id: int = 0) -> Device:
+        """A remote OpenCL device."""
+        return self.device("opencl", dev_id)
+
+    def ext_dev(self, dev_id: int = 0) -> Device:
+        """A remote extension device."""
+        return self.device("ext_dev", dev_id)
+
+    def upload(
+        self,
+        data: str | os.PathLike[str] | bytes | bytearray,
+        target: str | None = None,
+        progress: Callable[[int, int], object] | None = None,
+    ) -> None:
+        """Uploads a local file (``target`` defaults to its name) or bytes (``target``
+        required) into the server's work directory. ``progress(done, total)`` is called as bytes
+        go out."""
+        if isinstance(data, (bytes, bytearray)):
+            if target is None:
+                raise ValueError("upload of bytes needs a target name")
+            blob = bytes(data)
+        else:
+            path = os.fspath(data)
+            target = target if target is not None else os.path.basename(path)
+            with open(path, "rb") as file:
+                blob = file.read()
+        _report(progress, 0, len(blob))
+        self.get_function("tvm.rpc.server.upload")(target, blob)
+        _report(progress, len(blob), len(blob))
+
+    def download(self, path: str, progress: Callable[[int, int], object] | None = None) -> bytes:
+        """The bytes of ``path`` in the server's work directory."""
+        blob = bytes(self.get_function("tvm.rpc.server.download")(path))
+        _report(progress, len(blob), len(blob))
+        return blob
+
+    def remove(self, path: str) -> None:
+        """Removes ``path`` (a file or directory) from the server's work directory."""
+        self.get_function("tvm.rpc.server.remove")(path)
+
+    def listdir(self, path: str = ".") -> list[str]:
+        """The names in ``path`` of the server's work directory."""
+        names = str(self.get_function("tvm.rpc.server.listdir")(path))
+        return [name for name in names.split(",") if name]
+
+    def load_module(self, path: str) -> Module:
+        """Loads an uploaded library on the remote; its functions run there."""
+        return _api("rpc.LoadRemoteModule")(self._sess, path)
+
+    def close(self) -> None:
+        """Ends the session; its remote functions and tensors stop working."""
+        self._sess.get_function("CloseRPCConnection")()
+
+    def __enter__(self) -> RPCSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<RPCSession {self._tbl_index}>"
+
+
+def _report(progress: Callable[[int, int], object] | None, done: int, total: int) -> None:
+    if progress is not None:
+        progress(done, total)
+
+
+class LocalSession(RPCSession):
+    """The local machine as a session: code written for a remote runs here unchanged."""
+
+    def __init__(self) -> None:
+        super().__init__(_api("rpc.LocalSession")())
+
+
+def connect(
+    url: str,
+    port: int,
+    key: str = "",
+    session_timeout: float = 0,
+    session_constructor_args: Sequence[Any] | None = None,
+    enable_logging: bool = False,
+) -> RPCSession:
+    """Opens a session with the RPC server at ``url:port`` (``"127.0.0.1"`` for this machine).
+
+    ``session_timeout`` (seconds) asks the server to end the session after that long;
+    ``session_constructor_args`` names the serving session, e.g. ``["rpc.Connect", host, port,
+    key, False]`` to reach a further server through this one."""
+    if session_constructor_args is None:
+        session_constructor_args = []
+    if not isinstance(session_constructor_args, (list, tuple)):
+        raise TypeError(
+            "session_constructor_args must be a list or tuple, "
+            f"got {type(session_constructor_args).__name__}"
+        )
+    if session_timeout:
+        key = f"{key} -timeout={session_timeout}"
+    sess = _api("rpc.Connect")(url, int(port), key, enable_logging, *session_constructor_args)
+    return RPCSession(sess)

@@ -1,0 +1,139 @@
+"""RPC with real processes on loopback: a server in a worker process, a session process per
+client, functions, tensors, files, errors and chains."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tvm
+from tvm import rpc
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = rpc.Server(port=0)
+    yield srv
+    srv.terminate()
+
+
+@pytest.fixture
+def remote(server):
+    sess = rpc.connect("127.0.0.1", server.port)
+    yield sess
+    sess.close()
+
+
+def test_server_reports_its_real_bound_port(server):
+    assert server.host == "127.0.0.1"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5):
+        pass
+
+
+def test_remote_functions_are_functions(remote):
+    addone = remote.get_function("rpc.test.addone")
+    assert isinstance(addone, tvm.ffi.Function)
+    assert addone(41) == 42
+    assert remote.get_function("rpc.test.strcat")("x", 7) == "x:7"
+    with pytest.raises(AttributeError, match=r"rpc\.test\.nothing"):
+        remote.get_function("rpc.test.nothing")
+
+
+def test_remote_errors_keep_their_class(remote):
+    with pytest.raises(ValueError, match="boom"):
+        remote.get_function("rpc.test.except")("boom")
+    # The session survives an error.
+    assert remote.get_function("rpc.test.addone")(1) == 2
+
+
+def test_tensors_round_trip_on_a_remote_device(remote):
+    dev = remote.cpu()
+    assert dev.device_type >= 128
+    assert "remote[" in repr(dev)
+    data = np.arange(24, dtype="float32").reshape(4, 6)
+    remote_tensor = tvm.runtime.tensor(data, dev)
+    assert remote_tensor.device == dev
+    np.testing.assert_array_equal(remote_tensor.numpy(), data)
+    strided = data[:, ::2]
+    back = tvm.runtime.tensor(strided, dev).numpy()
+    np.testing.assert_array_equal(back, strided)
+
+
+def test_files_upload_download_list_remove(remote, tmp_path):
+    local = tmp_path / "blob.bin"
+    local.write_bytes(bytes(range(256)) * 10)
+    seen = []
+    remote.upload(str(local), progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (2560, 2560)
+    remote.upload(b"abc", "other.txt")
+    assert remote.listdir() == ["blob.bin", "other.txt"]
+    assert remote.download("blob.bin") == local.read_bytes()
+    remote.remove("other.txt")
+    assert remote.listdir() == ["blob.bin"]
+    with pytest.raises(ValueError, match="inside the server's work directory"):
+        remote.download("../../etc/passwd")
+    with pytest.raises(ValueError, match="upload of bytes needs a target"):
+        remote.upload(b"x")
+
+
+def test_a_wrong_key_is_refused():
+    with rpc.Server(port=0, key="secret") as srv:
+        with pytest.raises(tvm.error.RPCError, match=r"key=\"other\""):
+            rpc.connect("127.0.0.1", srv.port, key="other")
+        sess = rpc.connect("127.0.0.1", srv.port, key="secret")
+        assert sess.get_function("rpc.test.addone")(0) == 1
+
+
+def test_chain_through_a_middle_server_across_three_processes():
+    with rpc.Server(port=0, key="far") as far, rpc.Server(port=0) as near:
+        sess = rpc.connect(
+            "127.0.0.1",
+            near.port,
+            session_constructor_args=["rpc.Connect", "127.0.0.1", far.port, "far", False],
+        )
+        assert sess.get_function("rpc.test.addone")(9) == 10
+        data = np.linspace(0, 1, 1000, dtype="float32")
+        np.testing.assert_array_equal(tvm.runtime.tensor(data, sess.cpu()).numpy(), data)
+
+
+def test_local_session_runs_the_same_code():
+    sess = rpc.LocalSession()
+    data = np.arange(5, dtype="int32")
+    np.testing.assert_array_equal(tvm.runtime.tensor(data, sess.cpu()).numpy(), data)
+
+
+def test_a_closed_session_fails_clearly(server):
+    sess = rpc.connect("127.0.0.1", server.port)
+    addone = sess.get_function("rpc.test.addone")
+    sess.close()
+    with pytest.raises(tvm.error.RPCError, match="closed"):
+        addone(1)
+
+
+def test_connect_refuses_bad_arguments():
+    with pytest.raises(TypeError, match="session_constructor_args"):
+        rpc.connect("127.0.0.1", 1, session_constructor_args="rpc.Connect")
+    with pytest.raises(tvm.error.RPCError, match="cannot connect"):
+        rpc.connect("127.0.0.1", 1)
+
+
+def test_command_line_server_serves_and_stops_on_sigterm():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tvm.exec.rpc_server", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("RPC server listening on 127.0.0.1:"), line
+        port = int(line.rsplit(":", 1)[1])
+        assert rpc.connect("127.0.0.1", port).get_function("rpc.test.addone")(1) == 2
+    finally:
+        proc.terminate()
+        code = proc.wait(timeout=20)
+        proc.stdout.close()
+    assert code == 0
