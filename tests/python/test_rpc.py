@@ -137,3 +137,23 @@ def test_command_line_server_serves_and_stops_on_sigterm():
         code = proc.wait(timeout=20)
         proc.stdout.close()
     assert code == 0
+
+
+def test_shared_secret_from_argument_or_environment(monkeypatch):
+    with rpc.Server(port=0, auth_key="s3cret") as srv:
+        sess = rpc.connect("127.0.0.1", srv.port, auth_key="s3cret")
+        assert sess.get_function("rpc.test.addone")(1) == 2
+        with pytest.raises(tvm.error.RPCError, match="refused the authentication key"):
+            rpc.connect("127.0.0.1", srv.port, auth_key="guess")
+        monkeypatch.delenv("TVM_RPC_KEY", raising=False)
+        with pytest.raises(tvm.error.RPCError, match="requires an authentication key"):
+            rpc.connect("127.0.0.1", srv.port)
+        monkeypatch.setenv("TVM_RPC_KEY", "s3cret")
+        assert rpc.connect("127.0.0.1", srv.port).get_function("rpc.test.addone")(2) == 3
+
+
+def test_session_timeout_raises_and_ends_the_session(server):
+    sess = rpc.connect("127.0.0.1", server.port, session_timeout=1)
+    sleep = sess.get_function("rpc.test.sleep")
+    with pytest.raises(tvm.error.RPCSessionTimeoutError, match="session has expired"):
+        sleep(10)

@@ -204,9 +204,7 @@ impl Endpoint {
                     }
                     Ok(())
                 })
-                .map_err(|e| {
-                    e.unwrap_or_else(|io| connection_error(io, "receiving tensor bytes"))
-                });
+                .map_err(|e| e.unwrap_or_else(|io| connection_error(io, "receiving tensor bytes")));
                 if let Err(e) = streamed {
                     // Part of the reply is unread: the stream cannot continue.
                     transport.mark_broken();

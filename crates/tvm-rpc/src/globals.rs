@@ -11,8 +11,9 @@ use tvm_runtime::Module;
 
 use crate::codec::WireValue;
 use crate::device::register_rpc_device_api;
+use crate::handshake::auth_key;
 use crate::remote::{SessionCore, session_core_of_module};
-use crate::server::{connect, serve_connection};
+use crate::server::{ServeOptions, connect, serve_connection};
 use crate::session::LocalSession;
 
 /// The directory the server-side file helpers work in.
@@ -101,27 +102,18 @@ pub fn init() {
 }
 
 fn register_session_functions() {
+    // The original's signature: (url, port, key, enable_logging, *constructor); the secret
+    // comes from TVM_RPC_KEY.
     register("rpc.Connect", |args| {
-        let host = text_arg(args, 0, "rpc.Connect")?;
-        let port = arg(args, 1, "rpc.Connect")?.cast::<i64>()?;
-        let port = u16::try_from(port).map_err(|_| {
-            Error::new(
-                ErrorKind::ValueError,
-                format!("port {port} is outside 0..65535"),
-            )
-        })?;
-        let key = args
-            .get(2)
-            .map(|k| k.cast::<String>())
-            .transpose()?
-            .unwrap_or_default();
-        let constructor = args
-            .iter()
-            .skip(4)
-            .map(plain_wire)
-            .collect::<Result<Vec<_>>>()?;
-        let core = connect(&host, port, &key, constructor)?;
-        Ok(session_module_any(&core))
+        connect_from_args(args, "rpc.Connect", None)
+    });
+    // (url, port, key, secret, *constructor): the secret given explicitly.
+    register("rpc.ConnectAuthenticated", |args| {
+        let secret = match args.get(3).filter(|a| !a.is_none()) {
+            Some(value) => Some(value.cast::<String>()?),
+            None => None,
+        };
+        connect_from_args(args, "rpc.ConnectAuthenticated", secret.as_deref())
     });
     register("rpc.LocalSession", |_| {
         let core = SessionCore::register(std::sync::Arc::new(LocalSession::new()))?;
@@ -152,6 +144,10 @@ fn register_session_functions() {
             .map(|k| k.cast::<String>())
             .transpose()?
             .unwrap_or_default();
+        let secret = match args.get(2).filter(|a| !a.is_none()) {
+            Some(value) => auth_key(Some(&value.cast::<String>()?)),
+            None => auth_key(None),
+        };
         let fd = i32::try_from(fd)
             .ok()
             .filter(|fd| *fd >= 0)
@@ -165,9 +161,38 @@ fn register_session_functions() {
                 format!("socket fd {fd} is not open: {e}"),
             )
         })?;
-        serve_connection(TcpStream::from(owned), &key)?;
+        let options = ServeOptions {
+            rpc_key: key,
+            auth_key: secret,
+            dedicated_process: true,
+        };
+        serve_connection(TcpStream::from(owned), &options)?;
         Ok(Any::none())
     });
+}
+
+fn connect_from_args(args: &[AnyView<'_>], function: &str, secret: Option<&str>) -> Result<Any> {
+    let host = text_arg(args, 0, function)?;
+    let port = arg(args, 1, function)?.cast::<i64>()?;
+    let port = u16::try_from(port).map_err(|_| {
+        Error::new(
+            ErrorKind::ValueError,
+            format!("port {port} is outside 0..65535"),
+        )
+    })?;
+    let key = args
+        .get(2)
+        .map(|k| k.cast::<String>())
+        .transpose()?
+        .unwrap_or_default();
+    let constructor = args
+        .iter()
+        .skip(4)
+        .map(plain_wire)
+        .collect::<Result<Vec<_>>>()?;
+    let secret = auth_key(secret);
+    let core = connect(&host, port, &key, secret.as_deref(), constructor)?;
+    Ok(session_module_any(&core))
 }
 
 /// A constructor argument as a wire value (plain values only).

@@ -4,9 +4,18 @@
 //! `i32` code (`RPC_MAGIC` accepted, `+1` duplicate, `+2` key mismatch) and, when accepted,
 //! `i32 len`, `server:<key>[ <options>]`. The options a peer does not know are ignored, which is
 //! how this runtime announces its own protocol version to a peer that may be Apache TVM's.
+//!
+//! A server with a shared secret adds `-nonce=<hex>` to its key; the client answers with the
+//! 32-byte HMAC-SHA256 of the nonce under the secret, and the server replies `RPC_MAGIC` (accepted)
+//! or `RPC_CODE_MISMATCH` (refused). Such a server refuses clients that cannot authenticate
+//! (Apache TVM's, or ours without the secret) with `RPC_CODE_MISMATCH` at once.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 use tvm_ffi::{Error, Result};
 
@@ -15,6 +24,35 @@ use crate::transport::connection_error;
 
 /// The longest key either side accepts.
 pub const MAX_KEY_LEN: i32 = 4096;
+
+/// How long a server waits for a client's handshake bytes.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The environment variable that holds the shared secret when none is passed.
+pub const AUTH_KEY_ENV: &str = "TVM_RPC_KEY";
+
+/// The shared secret: `explicit`, else `TVM_RPC_KEY` when set and not empty.
+pub fn auth_key(explicit: Option<&str>) -> Option<Vec<u8>> {
+    explicit
+        .map(str::to_owned)
+        .or_else(|| std::env::var(AUTH_KEY_ENV).ok())
+        .filter(|k| !k.is_empty())
+        .map(String::into_bytes)
+}
+
+/// The keyed hash of a challenge.
+fn challenge_mac(secret: &[u8], nonce: &str) -> Hmac<Sha256> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC accepts keys of any size");
+    mac.update(b"tvm-rpc-auth:");
+    mac.update(nonce.as_bytes());
+    mac
+}
+
+fn fresh_nonce() -> std::io::Result<String> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
 
 /// The option that announces [`OWN_PROTOCOL_VERSION`].
 fn own_protocol_option() -> String {
@@ -74,7 +112,12 @@ pub struct Accepted {
 
 /// Runs the client side on a connected socket. `key` is the user's key with its options
 /// (`"gpu -timeout=10"`).
-pub fn client_handshake(socket: &mut TcpStream, address: &str, key: &str) -> Result<Accepted> {
+pub fn client_handshake(
+    socket: &mut TcpStream,
+    address: &str,
+    key: &str,
+    secret: Option<&[u8]>,
+) -> Result<Accepted> {
     let full_key = format!("client:{key} {}", own_protocol_option());
     let io = |e| connection_error(e, &format!("opening a session with {address}"));
     write_key(socket, RPC_MAGIC, full_key.trim()).map_err(io)?;
@@ -105,6 +148,24 @@ pub fn client_handshake(socket: &mut TcpStream, address: &str, key: &str) -> Res
         .map_err(io)?
         .ok_or_else(|| Error::new("RPCError", format!("{address} sent a malformed server key")))?;
     let own_protocol = announces_own_protocol(&server_key);
+    if let Some(nonce) = key_options(&server_key).find_map(|o| o.strip_prefix("-nonce=")) {
+        let Some(secret) = secret else {
+            return Err(Error::new(
+                "RPCError",
+                format!(
+                    "{address} requires an authentication key: pass auth_key or set {AUTH_KEY_ENV}"
+                ),
+            ));
+        };
+        let response: [u8; 32] = challenge_mac(secret, nonce).finalize().into_bytes().into();
+        socket.write_all(&response).map_err(io)?;
+        if read_i32(socket).map_err(io)? != RPC_MAGIC {
+            return Err(Error::new(
+                "RPCError",
+                format!("{address} refused the authentication key"),
+            ));
+        }
+    }
     Ok(Accepted {
         server_key,
         own_protocol,
@@ -121,8 +182,15 @@ pub struct ClientHello {
 
 /// Runs the server side on an accepted socket: `Ok(None)` when the peer is not an RPC client
 /// (wrong magic, a key that does not match: it was answered and should be closed).
-pub fn server_handshake(socket: &mut TcpStream, rpc_key: &str) -> Result<Option<ClientHello>> {
+pub fn server_handshake(
+    socket: &mut TcpStream,
+    rpc_key: &str,
+    secret: Option<&[u8]>,
+) -> Result<Option<ClientHello>> {
     let io = |e| connection_error(e, "reading a client's handshake");
+    socket
+        .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+        .map_err(io)?;
     if read_i32(socket).map_err(io)? != RPC_MAGIC {
         return Ok(None);
     }
@@ -135,10 +203,36 @@ pub fn server_handshake(socket: &mut TcpStream, rpc_key: &str) -> Result<Option<
         return Ok(None);
     }
     let own_protocol = announces_own_protocol(&key);
+    if secret.is_some() && !own_protocol {
+        // A peer that cannot authenticate is refused before it sees anything else.
+        let _ = socket.write_all(&RPC_CODE_MISMATCH.to_le_bytes());
+        return Ok(None);
+    }
     let mut reply = format!("server:{rpc_key}");
     if own_protocol {
         reply = format!("{reply} {}", own_protocol_option());
     }
+    let nonce = match secret {
+        Some(_) => Some(fresh_nonce().map_err(io)?),
+        None => None,
+    };
+    if let Some(nonce) = &nonce {
+        reply = format!("{reply} -nonce={nonce}");
+    }
     write_key(socket, RPC_MAGIC, &reply).map_err(io)?;
+    if let (Some(secret), Some(nonce)) = (secret, nonce) {
+        let mut response = [0u8; 32];
+        socket.read_exact(&mut response).map_err(io)?;
+        // A constant-time comparison.
+        if challenge_mac(secret, &nonce)
+            .verify_slice(&response)
+            .is_err()
+        {
+            let _ = socket.write_all(&RPC_CODE_MISMATCH.to_le_bytes());
+            return Ok(None);
+        }
+        socket.write_all(&RPC_MAGIC.to_le_bytes()).map_err(io)?;
+    }
+    socket.set_read_timeout(None).map_err(io)?;
     Ok(Some(ClientHello { key, own_protocol }))
 }

@@ -1,27 +1,31 @@
 //! Serving connections: the handshake, `kInitServer` with the session constructor, then
 //! requests until the client leaves. Also the client side of opening a session.
 
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::Arc;
+use std::io::Write;
+use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread;
+use std::time::Duration;
 
 use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, Result};
 
-use crate::codec::{Message, WireValue, decode_message};
+use crate::codec::{Message, WireValue, decode_message, encode_message};
 use crate::endpoint::{Endpoint, send_reply, serve, version_supported};
-use crate::handshake::{client_handshake, server_handshake};
-use crate::protocol::{OWN_PROTOCOL_VERSION, PROTOCOL_VERSION};
+use crate::handshake::{auth_key, client_handshake, server_handshake, timeout_option};
+use crate::protocol::{OWN_PROTOCOL_VERSION, PROTOCOL_VERSION, SESSION_TIMEOUT_PREFIX};
 use crate::remote::{SessionCore, session_of_module};
 use crate::session::{ClientSession, LocalSession, RpcSession};
 use crate::transport::Transport;
 
 /// Opens a session with the server at `host:port`. `key` may carry options
 /// (`"gpu -timeout=10"`); `constructor` names the serving session (empty: the server's own
-/// machine; `["rpc.Connect", host, port, key, false]`: a further hop).
+/// machine; `["rpc.Connect", host, port, key, false]`: a further hop). `secret` is the shared
+/// secret of a server that requires one (see [`crate::handshake`]).
 pub fn connect(
     host: &str,
     port: u16,
     key: &str,
+    secret: Option<&[u8]>,
     constructor: Vec<WireValue>,
 ) -> Result<Arc<SessionCore>> {
     let address = format!("{host}:{port}");
@@ -49,7 +53,7 @@ pub fn connect(
             format!("cannot connect to RPC server at {address}: {why}"),
         )
     })?;
-    let accepted = client_handshake(&mut socket, &address, key)?;
+    let accepted = client_handshake(&mut socket, &address, key, secret)?;
     let transport = Transport::from_socket(socket)?;
     let endpoint = Endpoint::new(address, transport, accepted.own_protocol);
     let version = if accepted.own_protocol {
@@ -96,7 +100,7 @@ fn construct_session(args: Vec<WireValue>) -> Result<Arc<dyn RpcSession>> {
                 .ok_or_else(|| Error::new(ErrorKind::ValueError, "rpc.Connect needs a port"))?;
             let key = text(3).unwrap_or_default();
             let nested = args.into_iter().skip(5).collect();
-            let core = connect(&host, port, &key, nested)?;
+            let core = connect(&host, port, &key, auth_key(None).as_deref(), nested)?;
             Ok(Arc::clone(core.session()))
         }
         other => {
@@ -139,13 +143,43 @@ fn wire_to_plain_any(value: &WireValue) -> Result<Any> {
     })
 }
 
-/// Serves one accepted connection to the end: handshake with `rpc_key`, session construction,
-/// requests. A peer that is not an RPC client (wrong magic or key) is answered and dropped.
-pub fn serve_connection(mut socket: TcpStream, rpc_key: &str) -> Result<()> {
-    let Some(hello) = server_handshake(&mut socket, rpc_key)? else {
+/// How a server treats its connections.
+#[derive(Clone, Debug, Default)]
+pub struct ServeOptions {
+    /// The key clients must present (`client:<key>`).
+    pub rpc_key: String,
+    /// The shared secret clients must prove they hold (see [`crate::handshake`]); `None`: any
+    /// client with the key is served.
+    pub auth_key: Option<Vec<u8>>,
+    /// Whether this process serves only this connection: when a session outlives its timeout
+    /// inside a call that does not return, the process exits (the call cannot be interrupted).
+    pub dedicated_process: bool,
+}
+
+/// Serves one accepted connection to the end: handshake, session construction, requests. A
+/// peer that is not an RPC client (wrong magic, key or secret) is answered and dropped. A
+/// client key with `-timeout=<seconds>` ends the session after that long with
+/// `RPCSessionTimeoutError`.
+pub fn serve_connection(mut socket: TcpStream, options: &ServeOptions) -> Result<()> {
+    let Some(hello) = server_handshake(&mut socket, &options.rpc_key, options.auth_key.as_deref())?
+    else {
         return Ok(());
     };
+    let timer = timeout_option(&hello.key)
+        .map(|seconds| SessionTimer::start(&socket, seconds, options.dedicated_process))
+        .transpose()?;
     let mut transport = Transport::from_socket(socket)?;
+    if let Some(timer) = &timer {
+        transport.set_gate(Arc::clone(&timer.gate));
+    }
+    let result = serve_session(&mut transport, hello.own_protocol);
+    if let Some(timer) = timer {
+        timer.finish();
+    }
+    result
+}
+
+fn serve_session(transport: &mut Transport, announced_own: bool) -> Result<()> {
     let Some(len) = transport.read_packet_len()? else {
         return Ok(());
     };
@@ -165,36 +199,87 @@ pub fn serve_connection(mut socket: TcpStream, rpc_key: &str) -> Result<()> {
                 String::from_utf8_lossy(&version)
             ),
         );
-        return send_reply(&mut transport, Err(error), hello.own_protocol);
+        return send_reply(transport, Err(error), announced_own);
     }
-    let own_protocol = hello.own_protocol && version == OWN_PROTOCOL_VERSION.as_bytes();
+    let own_protocol = announced_own && version == OWN_PROTOCOL_VERSION.as_bytes();
     let session = match construct_session(args) {
         Ok(session) => session,
-        Err(error) => return send_reply(&mut transport, Err(error), own_protocol),
+        Err(error) => return send_reply(transport, Err(error), own_protocol),
     };
-    send_reply(&mut transport, Ok(vec![WireValue::None]), own_protocol)?;
-    serve(&mut transport, session.as_ref(), own_protocol)
+    send_reply(transport, Ok(vec![WireValue::None]), own_protocol)?;
+    serve(transport, session.as_ref(), own_protocol)
+}
+
+/// Ends a session that outlives its time limit: sends the client `RPCSessionTimeoutError` and
+/// closes the connection.
+struct SessionTimer {
+    gate: Arc<Mutex<bool>>,
+    done: mpsc::Sender<()>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl SessionTimer {
+    fn start(socket: &TcpStream, seconds: f64, dedicated_process: bool) -> Result<SessionTimer> {
+        let mut socket = socket.try_clone().map_err(|e| {
+            Error::new(
+                ErrorKind::RuntimeError,
+                format!("cannot watch the session: {e}"),
+            )
+        })?;
+        let gate = Arc::new(Mutex::new(false));
+        let (done, finished) = mpsc::channel::<()>();
+        let thread_gate = Arc::clone(&gate);
+        let limit = Duration::from_secs_f64(seconds);
+        let thread = thread::spawn(move || {
+            if finished.recv_timeout(limit) != Err(mpsc::RecvTimeoutError::Timeout) {
+                return;
+            }
+            {
+                let mut expired = thread_gate.lock().unwrap_or_else(PoisonError::into_inner);
+                *expired = true;
+                let message = format!(
+                    "{SESSION_TIMEOUT_PREFIX}Your {seconds}s session has expired, try to increase \
+                     the \"session_timeout\" value."
+                );
+                let body = encode_message(&Message::Exception(vec![WireValue::RawStr(
+                    message.into_bytes(),
+                )]));
+                let mut packet = (body.len() as u64).to_le_bytes().to_vec();
+                packet.extend_from_slice(&body);
+                let _ = socket.write_all(&packet);
+                let _ = socket.shutdown(Shutdown::Both);
+            }
+            // A call that never returns keeps the session alive; a process that serves only
+            // this session ends instead.
+            if dedicated_process && finished.recv_timeout(Duration::from_secs(2)).is_err() {
+                std::process::exit(0);
+            }
+        });
+        Ok(SessionTimer { gate, done, thread })
+    }
+
+    fn finish(self) {
+        let _ = self.done.send(());
+        let _ = self.thread.join();
+    }
 }
 
 /// A server on a listening socket, serving each connection on a thread of its own.
 pub struct Server {
     listener: TcpListener,
-    key: String,
+    options: ServeOptions,
 }
 
 impl Server {
     /// Binds `address` (use `127.0.0.1:0` for any free loopback port).
-    pub fn bind(address: &str, key: &str) -> Result<Server> {
+    pub fn bind(address: &str, options: ServeOptions) -> Result<Server> {
         let listener = TcpListener::bind(address).map_err(|e| {
             Error::new(
                 ErrorKind::RuntimeError,
                 format!("cannot bind an RPC server to {address}: {e}"),
             )
         })?;
-        Ok(Server {
-            listener,
-            key: key.to_string(),
-        })
+        Ok(Server { listener, options })
     }
 
     /// The bound port.
@@ -211,9 +296,9 @@ impl Server {
                     format!("accepting a connection: {e}"),
                 )
             })?;
-            let key = self.key.clone();
+            let options = self.options.clone();
             thread::spawn(move || {
-                if let Err(error) = serve_connection(socket, &key) {
+                if let Err(error) = serve_connection(socket, &options) {
                     eprintln!(
                         "tvm.rpc: a session ended with an error: {}",
                         error.message()

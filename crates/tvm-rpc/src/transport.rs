@@ -2,6 +2,7 @@
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::TcpStream;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tvm_ffi::{Error, ErrorKind, Result};
 
@@ -19,6 +20,8 @@ pub struct Transport {
     pub max_packet: u64,
     /// Set once a read or write failed: the byte stream is out of step and cannot be used.
     broken: bool,
+    /// Held while writing; `true` inside once the session expired (see [`Transport::gate`]).
+    gate: Option<Arc<Mutex<bool>>>,
 }
 
 /// A closed or broken connection, as the error users see.
@@ -39,6 +42,7 @@ impl Transport {
             writer: BufWriter::with_capacity(IO_BUFFER, writer),
             max_packet: DEFAULT_MAX_PACKET,
             broken: false,
+            gate: None,
         }
     }
 
@@ -51,6 +55,31 @@ impl Transport {
             .try_clone()
             .map_err(|e| connection_error(e, "configuring the socket"))?;
         Ok(Transport::new(Box::new(reader), Box::new(socket)))
+    }
+
+    /// Serializes this transport's writes with another writer of the same socket (a session
+    /// timer): writes hold the gate, and fail once the flag inside is set.
+    pub fn set_gate(&mut self, gate: Arc<Mutex<bool>>) {
+        self.gate = Some(gate);
+    }
+
+    fn gated<T>(
+        &mut self,
+        doing: &str,
+        write: impl FnOnce(&mut Self) -> io::Result<T>,
+    ) -> Result<T> {
+        let gate = self.gate.clone();
+        let guard = gate
+            .as_ref()
+            .map(|g| g.lock().unwrap_or_else(PoisonError::into_inner));
+        if guard.as_deref() == Some(&true) {
+            self.broken = true;
+            return Err(Error::new(
+                "RPCSessionTimeoutError",
+                "the session has expired",
+            ));
+        }
+        write(self).map_err(|e| self.fail(e, doing))
     }
 
     /// Whether a read or write failed (the connection is unusable).
@@ -161,17 +190,11 @@ impl Transport {
 
     /// Writes raw bytes (part of a packet).
     pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
-        match self.writer.write_all(bytes) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.fail(e, "sending a packet")),
-        }
+        self.gated("sending a packet", |t| t.writer.write_all(bytes))
     }
 
     /// Sends what is buffered.
     pub fn flush(&mut self) -> Result<()> {
-        match self.writer.flush() {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.fail(e, "sending a packet")),
-        }
+        self.gated("sending a packet", |t| t.writer.flush())
     }
 }

@@ -154,12 +154,15 @@ def connect(
     session_timeout: float = 0,
     session_constructor_args: Sequence[Any] | None = None,
     enable_logging: bool = False,
+    auth_key: str | None = None,
 ) -> RPCSession:
     """Opens a session with the RPC server at ``url:port`` (``"127.0.0.1"`` for this machine).
 
     ``session_timeout`` (seconds) asks the server to end the session after that long;
     ``session_constructor_args`` names the serving session, e.g. ``["rpc.Connect", host, port,
-    key, False]`` to reach a further server through this one."""
+    key, False]`` to reach a further server through this one. ``auth_key`` (default: the
+    ``TVM_RPC_KEY`` environment variable) is the secret of a server that requires one; it is
+    proven by a keyed hash of a fresh challenge, never sent."""
     if session_constructor_args is None:
         session_constructor_args = []
     if not isinstance(session_constructor_args, (list, tuple)):
@@ -169,5 +172,9 @@ def connect(
         )
     if session_timeout:
         key = f"{key} -timeout={session_timeout}"
-    sess = _api("rpc.Connect")(url, int(port), key, enable_logging, *session_constructor_args)
+    if auth_key is not None:
+        connect_native = _api("rpc.ConnectAuthenticated")
+        sess = connect_native(url, int(port), key, auth_key, *session_constructor_args)
+    else:
+        sess = _api("rpc.Connect")(url, int(port), key, enable_logging, *session_constructor_args)
     return RPCSession(sess)

@@ -41,27 +41,39 @@ def bind_socket(host: str, port: int, port_end: int, reuse_addr: bool = True) ->
     raise ValueError(f"cannot bind to any port in [{port}, {port_end})")
 
 
-def _spawn_session(conn: socket.socket, key: str, load_library: str | None) -> None:
-    """Serves one accepted connection in a fresh interpreter and reaps it when done."""
+def _spawn_session(
+    conn: socket.socket, key: str, load_library: str | None, auth_key: str | None
+) -> None:
+    """Serves one accepted connection in a fresh interpreter and reaps it when done. The
+    shared secret travels in the environment (``TVM_RPC_KEY``), never on a command line."""
     fd = conn.fileno()
     command = [sys.executable, "-m", "tvm.exec.rpc_session", str(fd), key]
     if load_library:
         command.append(load_library)
+    env = dict(os.environ)
+    if auth_key is not None:
+        env["TVM_RPC_KEY"] = auth_key
     try:
-        child = subprocess.Popen(command, pass_fds=[fd], stdin=subprocess.DEVNULL)
+        child = subprocess.Popen(command, pass_fds=[fd], stdin=subprocess.DEVNULL, env=env)
     finally:
         conn.close()
     threading.Thread(target=child.wait, daemon=True).start()
 
 
-def serve_forever(sock: socket.socket, key: str = "", load_library: str | None = None) -> None:
-    """Accepts connections on ``sock`` and serves each in a session process of its own."""
+def serve_forever(
+    sock: socket.socket,
+    key: str = "",
+    load_library: str | None = None,
+    auth_key: str | None = None,
+) -> None:
+    """Accepts connections on ``sock`` and serves each in a session process of its own.
+    ``auth_key`` (default: ``TVM_RPC_KEY``) is the secret clients must prove they hold."""
     while True:
         try:
             conn, _ = sock.accept()
         except OSError:
             return
-        _spawn_session(conn, key, load_library)
+        _spawn_session(conn, key, load_library, auth_key)
 
 
 def _start_in_worker(
@@ -72,18 +84,23 @@ def _start_in_worker(
     load_library: str | None,
     reuse_addr: bool,
     server_init_callback: Callable[[], object] | None,
+    auth_key: str | None,
 ) -> int:
     """Runs in the server's worker process: binds, starts accepting, returns the port."""
     if server_init_callback is not None:
         server_init_callback()
     sock = bind_socket(host, port, port_end, reuse_addr)
-    threading.Thread(target=serve_forever, args=(sock, key, load_library), daemon=True).start()
+    threading.Thread(
+        target=serve_forever, args=(sock, key, load_library, auth_key), daemon=True
+    ).start()
     return int(sock.getsockname()[1])
 
 
 class Server:
     """An RPC server in a worker process. Returns once the socket is bound; ``port`` is the
-    real port (pass ``port=0`` for any free one)."""
+    real port (pass ``port=0`` for any free one). With ``auth_key`` (default: the
+    ``TVM_RPC_KEY`` environment variable) only clients that prove they hold the same secret are
+    served; Apache TVM's clients cannot, and are refused."""
 
     def __init__(
         self,
@@ -94,6 +111,7 @@ class Server:
         load_library: Sequence[str] | str | None = None,
         reuse_addr: bool = True,
         server_init_callback: Callable[[], object] | None = None,
+        auth_key: str | None = None,
     ) -> None:
         if isinstance(load_library, (list, tuple)):
             load_library = ":".join(os.fspath(p) for p in load_library)
@@ -101,7 +119,7 @@ class Server:
         self.proc = PopenWorker()
         self.proc.send(
             _start_in_worker,
-            [host, port, port_end, key, load_library, reuse_addr, server_init_callback],
+            [host, port, port_end, key, load_library, reuse_addr, server_init_callback, auth_key],
         )
         self.port: int = self.proc.recv()
 

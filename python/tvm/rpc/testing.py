@@ -18,3 +18,11 @@ def _strcat(name: str, x: int) -> str:
 @register_func("rpc.test.except", override=True)
 def _except(name: str) -> None:
     raise ValueError(name)
+
+
+@register_func("rpc.test.sleep", override=True)
+def _sleep(seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds

@@ -7,7 +7,7 @@ use std::thread;
 use tvm_ffi::{Any, DataType, Device, Function, Tensor};
 use tvm_rpc::codec::WireValue;
 use tvm_rpc::remote::SessionCore;
-use tvm_rpc::server::{Server, connect};
+use tvm_rpc::server::{ServeOptions, Server, connect};
 use tvm_runtime::device::{TensorDeviceExt, empty_on};
 
 fn setup() {
@@ -27,6 +27,12 @@ fn setup() {
         })
         .register_global("rpc.test.sum", true)
         .unwrap();
+        Function::from_typed("rpc.test.sleep", |ms: i64| {
+            thread::sleep(std::time::Duration::from_millis(ms as u64));
+            ms
+        })
+        .register_global("rpc.test.sleep", true)
+        .unwrap();
         Function::from_typed("rpc.test.iota", |n: i64| -> tvm_ffi::Result<Tensor> {
             let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
             Tensor::from_slice(&values, &[n])
@@ -38,15 +44,22 @@ fn setup() {
 
 /// A server on a free loopback port, serving on a background thread.
 fn start_server(key: &str) -> u16 {
+    start_server_with(ServeOptions {
+        rpc_key: key.into(),
+        ..ServeOptions::default()
+    })
+}
+
+fn start_server_with(options: ServeOptions) -> u16 {
     setup();
-    let server = Server::bind("127.0.0.1:0", key).unwrap();
+    let server = Server::bind("127.0.0.1:0", options).unwrap();
     let port = server.port();
     thread::spawn(move || server.run());
     port
 }
 
 fn local_session(port: u16) -> Arc<SessionCore> {
-    connect("127.0.0.1", port, "", Vec::new()).unwrap()
+    connect("127.0.0.1", port, "", None, Vec::new()).unwrap()
 }
 
 #[test]
@@ -95,10 +108,10 @@ fn returned_tensors_live_on_the_remote_until_dropped() {
 #[test]
 fn a_wrong_key_is_refused_at_connect() {
     let port = start_server("secret");
-    let err = connect("127.0.0.1", port, "other", Vec::new()).unwrap_err();
+    let err = connect("127.0.0.1", port, "other", None, Vec::new()).unwrap_err();
     assert_eq!(err.kind(), "RPCError");
     assert!(err.message().contains("key=\"other\""), "{}", err.message());
-    assert!(connect("127.0.0.1", port, "secret", Vec::new()).is_ok());
+    assert!(connect("127.0.0.1", port, "secret", None, Vec::new()).is_ok());
 }
 
 #[test]
@@ -112,7 +125,7 @@ fn chains_forward_through_a_middle_server() {
         WireValue::RawStr(b"far".to_vec()),
         WireValue::Bool(false),
     ];
-    let core = connect("127.0.0.1", near, "", constructor).unwrap();
+    let core = connect("127.0.0.1", near, "", None, constructor).unwrap();
     let addone = core.get_function("rpc.test.addone").unwrap().unwrap();
     assert_eq!(addone.call((1i64,)).unwrap().cast::<i64>().unwrap(), 2);
     let device = core.device(Device::cpu(0).0).unwrap();
@@ -131,4 +144,42 @@ fn a_closed_session_fails_clearly() {
     assert_eq!(err.kind(), "RPCError");
     assert!(err.message().contains("closed"), "{}", err.message());
     drop(Any::from(addone));
+}
+
+#[test]
+fn a_shared_secret_is_proven_without_being_sent() {
+    let port = start_server_with(ServeOptions {
+        auth_key: Some(b"s3cret".to_vec()),
+        ..ServeOptions::default()
+    });
+    let ok = connect("127.0.0.1", port, "", Some(b"s3cret"), Vec::new()).unwrap();
+    let addone = ok.get_function("rpc.test.addone").unwrap().unwrap();
+    assert_eq!(addone.call((1i64,)).unwrap().cast::<i64>().unwrap(), 2);
+    let wrong = connect("127.0.0.1", port, "", Some(b"guess"), Vec::new()).unwrap_err();
+    assert!(
+        wrong.message().contains("refused the authentication key"),
+        "{}",
+        wrong.message()
+    );
+    let missing = connect("127.0.0.1", port, "", None, Vec::new()).unwrap_err();
+    assert!(
+        missing.message().contains("requires an authentication key"),
+        "{}",
+        missing.message()
+    );
+}
+
+#[test]
+fn a_session_past_its_timeout_ends_with_a_timeout_error() {
+    let port = start_server("");
+    let core = connect("127.0.0.1", port, " -timeout=0.3", None, Vec::new()).unwrap();
+    let sleep = core.get_function("rpc.test.sleep").unwrap().unwrap();
+    assert_eq!(sleep.call((10i64,)).unwrap().cast::<i64>().unwrap(), 10);
+    let err = sleep.call((2000i64,)).unwrap_err();
+    assert_eq!(err.kind(), "RPCSessionTimeoutError");
+    assert!(
+        err.message().contains("session has expired"),
+        "{}",
+        err.message()
+    );
 }
