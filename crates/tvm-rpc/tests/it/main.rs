@@ -5,4 +5,5 @@ use tvm_ffi_capi as _;
 use tvm_ffi_testing as _;
 
 mod codec;
+mod faults;
 mod sessions;

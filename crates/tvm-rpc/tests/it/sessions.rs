@@ -14,6 +14,8 @@ fn setup() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         tvm_rpc::globals::init();
+        // The strict simulated device, for allocations the tests can count.
+        tvm_runtime::device::register_test_device(Default::default()).unwrap();
         Function::from_typed("rpc.test.addone", |x: i64| x + 1)
             .register_global("rpc.test.addone", true)
             .unwrap();
@@ -43,7 +45,7 @@ fn setup() {
 }
 
 /// A server on a free loopback port, serving on a background thread.
-fn start_server(key: &str) -> u16 {
+pub fn start_server(key: &str) -> u16 {
     start_server_with(ServeOptions {
         rpc_key: key.into(),
         ..ServeOptions::default()
