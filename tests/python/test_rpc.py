@@ -3,9 +3,12 @@ client, functions, tensors, files, errors and chains."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+import time
+import uuid
 
 import numpy as np
 import pytest
@@ -157,3 +160,54 @@ def test_session_timeout_raises_and_ends_the_session(server):
     sleep = sess.get_function("rpc.test.sleep")
     with pytest.raises(tvm.error.RPCSessionTimeoutError, match="session has expired"):
         sleep(10)
+
+
+def test_popen_session_over_pipes():
+    sess = rpc.PopenSession()
+    assert sess.get_function("rpc.test.addone")(5) == 6
+    data = np.arange(10, dtype="float64")
+    np.testing.assert_array_equal(tvm.runtime.tensor(data, sess.cpu()).numpy(), data)
+    with pytest.raises(RuntimeError, match="not executable"):
+        rpc.PopenSession("/nonexistent/server.minrpc")
+
+
+def _processes_with_marker(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as file:
+                if marker.encode() in file.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def test_exit_with_live_sessions_prints_nothing_and_leaves_no_process():
+    marker = f"TVM_RPC_EXIT_TEST={uuid.uuid4().hex}"
+    script = (
+        "import tvm.rpc as rpc\n"
+        "srv = rpc.Server(port=0)\n"
+        "sess = rpc.connect('127.0.0.1', srv.port)\n"
+        "pipe = rpc.PopenSession()\n"
+        "assert sess.get_function('rpc.test.addone')(1) == 2\n"
+        "assert pipe.get_function('rpc.test.addone')(1) == 2\n"
+        "print(srv.port)\n"
+    )
+    env = dict(os.environ)
+    name, value = marker.split("=")
+    env[name] = value
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    port = int(result.stdout)
+    deadline = time.monotonic() + 10
+    while _processes_with_marker(value) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_with_marker(value) == []
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()

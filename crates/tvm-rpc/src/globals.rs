@@ -12,6 +12,7 @@ use tvm_runtime::Module;
 use crate::codec::WireValue;
 use crate::device::register_rpc_device_api;
 use crate::handshake::auth_key;
+use crate::pipe::{PipeSession, serve_pipe};
 use crate::remote::{SessionCore, session_core_of_module};
 use crate::server::{ServeOptions, connect, serve_connection};
 use crate::session::LocalSession;
@@ -115,6 +116,20 @@ fn register_session_functions() {
         };
         connect_from_args(args, "rpc.ConnectAuthenticated", secret.as_deref())
     });
+    // (cmd...): a 0.8.0 server program started as `cmd... <read_fd> <write_fd>`.
+    register("rpc.CreatePipeClient", |args| spawn_pipe(args, false));
+    // (cmd...): a program of this runtime (`python -m tvm.exec.rpc_pipe_server`, say).
+    register("rpc.CreatePipeClientOwnProtocol", |args| {
+        spawn_pipe(args, true)
+    });
+    register("rpc.ServePipe", |args| {
+        let fd = |i: usize| -> Result<i32> {
+            let v = arg(args, i, "rpc.ServePipe")?.cast::<i64>()?;
+            i32::try_from(v).map_err(|_| Error::new(ErrorKind::ValueError, format!("bad fd {v}")))
+        };
+        serve_pipe(fd(0)?, fd(1)?)?;
+        Ok(Any::none())
+    });
     register("rpc.LocalSession", |_| {
         let core = SessionCore::register(std::sync::Arc::new(LocalSession::new()))?;
         Ok(session_module_any(&core))
@@ -192,6 +207,15 @@ fn connect_from_args(args: &[AnyView<'_>], function: &str, secret: Option<&str>)
         .collect::<Result<Vec<_>>>()?;
     let secret = auth_key(secret);
     let core = connect(&host, port, &key, secret.as_deref(), constructor)?;
+    Ok(session_module_any(&core))
+}
+
+fn spawn_pipe(args: &[AnyView<'_>], own_protocol: bool) -> Result<Any> {
+    let command = args
+        .iter()
+        .map(|a| a.cast::<String>())
+        .collect::<Result<Vec<_>>>()?;
+    let core = PipeSession::spawn(&command, own_protocol)?;
     Ok(session_module_any(&core))
 }
 

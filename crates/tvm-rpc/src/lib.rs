@@ -22,6 +22,7 @@ pub mod endpoint;
 pub mod globals;
 pub mod handshake;
 pub mod module;
+pub mod pipe;
 pub mod protocol;
 pub mod remote;
 pub mod server;

@@ -179,7 +179,9 @@ pub fn serve_connection(mut socket: TcpStream, options: &ServeOptions) -> Result
     result
 }
 
-fn serve_session(transport: &mut Transport, announced_own: bool) -> Result<()> {
+/// Serves a session on a transport whose handshake is done: `kInitServer`, then requests.
+/// `announced_own`: whether the client may speak the own protocol version.
+pub(crate) fn serve_session(transport: &mut Transport, announced_own: bool) -> Result<()> {
     let Some(len) = transport.read_packet_len()? else {
         return Ok(());
     };

@@ -4,7 +4,7 @@ A server runs code its clients send; start it on the loopback address (the defau
 trusted network only.
 """
 
-from .client import LocalSession, RPCSession, connect
+from .client import LocalSession, PopenSession, RPCSession, connect
 from .server import Server
 
-__all__ = ["LocalSession", "RPCSession", "Server", "connect"]
+__all__ = ["LocalSession", "PopenSession", "RPCSession", "Server", "connect"]

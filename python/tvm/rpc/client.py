@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import ffi
 from ..ffi import Device, Function, Module, get_global_func
 
-__all__ = ["LocalSession", "RPCSession", "connect"]
+__all__ = ["LocalSession", "PopenSession", "RPCSession", "connect"]
 
 #: Device types at or above this carry a session index: ``type + 128 * (index + 1)``.
 RPC_SESS_MASK = 128
@@ -145,6 +146,32 @@ class LocalSession(RPCSession):
 
     def __init__(self) -> None:
         super().__init__(_api("rpc.LocalSession")())
+
+
+class PopenSession(RPCSession):
+    """A session with a child process over pipes. With no ``binary``, the child is this
+    runtime's own server (``python -m tvm.exec.rpc_pipe_server``); otherwise ``binary`` is a
+    program (a path, or its bytes to write to a temporary file) that speaks protocol 0.8.0 and
+    takes ``<read_fd> <write_fd>`` as its last arguments, such as a MinRPC server."""
+
+    def __init__(self, binary: str | os.PathLike[str] | bytes | None = None) -> None:
+        if binary is None:
+            command = [sys.executable, "-m", "tvm.exec.rpc_pipe_server"]
+            super().__init__(_api("rpc.CreatePipeClientOwnProtocol")(*command))
+            return
+        if isinstance(binary, (bytes, bytearray)):
+            from ..support import utils
+
+            self._temp = utils.tempdir()
+            path = self._temp.relpath("server.minrpc")
+            with open(path, "wb") as file:
+                file.write(binary)
+            os.chmod(path, 0o700)
+        else:
+            path = os.fspath(binary)
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                raise RuntimeError(f"{path} does not exist or is not executable")
+        super().__init__(_api("rpc.CreatePipeClient")(path))
 
 
 def connect(
