@@ -1,6 +1,7 @@
 //! RPC: the packet decoder, and a serving endpoint fed arbitrary byte streams.
 
 use std::io::{self, Cursor, Read, Write};
+use std::sync::Arc;
 
 use tvm_ffi::{ErrorKind, Result};
 use tvm_rpc::codec::{TensorMeta, WireValue, decode_message, encode_message};
@@ -68,12 +69,8 @@ impl RpcSession for Fenced {
 /// Serves a stream of packets to a fenced local session: the endpoint must answer or refuse
 /// each one and stop cleanly, never touch memory it did not hand out, and never panic.
 pub fn rpc_serve(data: &[u8]) {
-    let session = Fenced(LocalSession::new());
+    let session = Arc::new(Fenced(LocalSession::new()));
     let mut transport = Transport::new(Box::new(Cursor::new(data.to_vec())), Box::new(io::sink()));
     transport.max_packet = 1 << 20;
-    let _ = serve(
-        &mut transport,
-        &session,
-        data.first().is_some_and(|b| b & 1 == 1),
-    );
+    let _ = serve(transport, session, data.first().is_some_and(|b| b & 1 == 1));
 }

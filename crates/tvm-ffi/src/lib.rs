@@ -39,6 +39,7 @@ pub use any::{Any, AnyView, TryFromAnyView};
 pub use containers::array::{Array, List};
 pub use containers::map::{Dict, Map, MapRead};
 pub use containers::shape::Shape;
+pub use containers::sync::{ReentrantGuard, ReentrantLock};
 pub use device::Device;
 pub use dtype::DataType;
 pub use error::{Error, ErrorKind, Result};

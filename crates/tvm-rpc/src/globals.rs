@@ -9,13 +9,13 @@ use std::sync::{LazyLock, Mutex, Once, PoisonError};
 use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, Result};
 use tvm_runtime::Module;
 
-use crate::codec::WireValue;
 use crate::device::register_rpc_device_api;
 use crate::handshake::auth_key;
 use crate::pipe::{PipeSession, serve_pipe};
 use crate::remote::{SessionCore, session_core_of_module};
 use crate::server::{ServeOptions, connect, serve_connection};
 use crate::session::LocalSession;
+use crate::session::plain::plain_to_wire;
 
 /// The directory the server-side file helpers work in.
 static WORK_DIR: LazyLock<Mutex<Option<PathBuf>>> = LazyLock::new(Default::default);
@@ -203,7 +203,7 @@ fn connect_from_args(args: &[AnyView<'_>], function: &str, secret: Option<&str>)
     let constructor = args
         .iter()
         .skip(4)
-        .map(plain_wire)
+        .map(|a| plain_to_wire(a, "a session constructor argument"))
         .collect::<Result<Vec<_>>>()?;
     let secret = auth_key(secret);
     let core = connect(&host, port, &key, secret.as_deref(), constructor)?;
@@ -217,30 +217,6 @@ fn spawn_pipe(args: &[AnyView<'_>], own_protocol: bool) -> Result<Any> {
         .collect::<Result<Vec<_>>>()?;
     let core = PipeSession::spawn(&command, own_protocol)?;
     Ok(session_module_any(&core))
-}
-
-/// A constructor argument as a wire value (plain values only).
-fn plain_wire(value: &AnyView<'_>) -> Result<WireValue> {
-    if let Ok(text) = value.cast::<String>() {
-        return Ok(WireValue::RawStr(text.into_bytes()));
-    }
-    if value.type_index() == tvm_ffi::abi::kTVMFFIBool {
-        return Ok(WireValue::Bool(value.cast()?));
-    }
-    if let Ok(v) = value.cast::<i64>() {
-        return Ok(WireValue::Int(v));
-    }
-    if let Ok(v) = value.cast::<f64>() {
-        return Ok(WireValue::Float(v));
-    }
-    if value.is_none() {
-        return Ok(WireValue::None);
-    }
-    tvm_ffi::bail!(
-        ErrorKind::TypeError,
-        "a session constructor argument must be a str, int, float, bool or None, got {}",
-        value.type_key()
-    )
 }
 
 fn register_server_helpers() {

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tvm_ffi::{Error, ErrorKind, Result};
 
 use crate::codec::{TensorMeta, WireValue};
-use crate::endpoint::Endpoint;
 use crate::protocol::{OWN_PROTOCOL_VERSION, PROTOCOL_VERSION, RpcCode};
 use crate::remote::SessionCore;
 use crate::server::serve_session;
@@ -79,21 +78,21 @@ impl PipeSession {
             Box::new(File::from(parent_read)),
             Box::new(File::from(parent_write)),
         );
-        let endpoint = Arc::new(Endpoint::new(
+        let inner = ClientSession::new(
             format!("process {} ({program})", child.id()),
             transport,
             own_protocol,
-        ));
+        );
         let version = if own_protocol {
             OWN_PROTOCOL_VERSION
         } else {
             PROTOCOL_VERSION
         };
+        inner.endpoint().init_remote(version, Vec::new())?;
         let session = PipeSession {
-            inner: ClientSession::new(Arc::clone(&endpoint)),
+            inner,
             child: Mutex::new(Some(child)),
         };
-        endpoint.init_remote(version, Vec::new())?;
         SessionCore::register(Arc::new(session))
     }
 }
@@ -148,6 +147,9 @@ impl RpcSession for PipeSession {
     fn device_call(&self, code: RpcCode, args: Vec<WireValue>) -> Result<WireValue> {
         self.inner.device_call(code, args)
     }
+    fn export_callback(&self, function: tvm_ffi::Function) -> Result<WireValue> {
+        self.inner.export_callback(function)
+    }
     fn shutdown(&self) {
         self.inner.shutdown();
     }
@@ -170,6 +172,6 @@ pub fn serve_pipe(read_fd: i32, write_fd: i32) -> Result<()> {
         })?;
         Ok(File::from(owned))
     };
-    let mut transport = Transport::new(Box::new(open(read_fd)?), Box::new(open(write_fd)?));
-    serve_session(&mut transport, true)
+    let transport = Transport::new(Box::new(open(read_fd)?), Box::new(open(write_fd)?));
+    serve_session(transport, true)
 }

@@ -193,14 +193,12 @@ impl SessionCore {
                 WireValue::Bytes(bytes.as_bytes().to_vec())
             }
             kTVMFFITensor => WireValue::Tensor(self.tensor_meta(position, &arg.cast()?)?),
-            kTVMFFIFunction | kTVMFFIModule => {
-                let handle = self.own_handle(position, arg)?;
-                if index == kTVMFFIFunction {
-                    WireValue::Function(handle)
-                } else {
-                    WireValue::Module(handle)
-                }
+            kTVMFFIFunction if !self.is_own_object(arg) => {
+                // A local function: the remote calls it back (own protocol version only).
+                self.session.export_callback(arg.cast()?)?
             }
+            kTVMFFIFunction => WireValue::Function(self.own_handle(position, arg)?),
+            kTVMFFIModule => WireValue::Module(self.own_handle(position, arg)?),
             _ if arg.as_object_ptr().is_some() => WireValue::Object {
                 type_index: RPC_OBJECT_REF_INDEX,
                 handle: self.own_handle(position, arg)?,
@@ -211,6 +209,12 @@ impl SessionCore {
                 arg.type_key()
             ),
         })
+    }
+
+    /// Whether `arg` stands for an object on the remote side of some session.
+    fn is_own_object(&self, arg: &AnyView<'_>) -> bool {
+        let address = arg.as_object_ptr().map(|p| p as usize).unwrap_or(0);
+        lock(&REMOTE_OBJECTS).contains_key(&address)
     }
 
     /// The handle of an object of this session passed back to it.

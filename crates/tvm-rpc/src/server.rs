@@ -7,13 +7,14 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread;
 use std::time::Duration;
 
-use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, Result};
+use tvm_ffi::{AnyView, Error, ErrorKind, Function, Result};
 
 use crate::codec::{Message, WireValue, decode_message, encode_message};
-use crate::endpoint::{Endpoint, send_reply, serve, version_supported};
+use crate::endpoint::{send_reply, serve, version_supported};
 use crate::handshake::{auth_key, client_handshake, server_handshake, timeout_option};
 use crate::protocol::{OWN_PROTOCOL_VERSION, PROTOCOL_VERSION, SESSION_TIMEOUT_PREFIX};
 use crate::remote::{SessionCore, session_of_module};
+use crate::session::plain::plain_from_wire;
 use crate::session::{ClientSession, LocalSession, RpcSession};
 use crate::transport::Transport;
 
@@ -55,14 +56,14 @@ pub fn connect(
     })?;
     let accepted = client_handshake(&mut socket, &address, key, secret)?;
     let transport = Transport::from_socket(socket)?;
-    let endpoint = Endpoint::new(address, transport, accepted.own_protocol);
+    let session = ClientSession::new(address, transport, accepted.own_protocol);
     let version = if accepted.own_protocol {
         OWN_PROTOCOL_VERSION
     } else {
         PROTOCOL_VERSION
     };
-    endpoint.init_remote(version, constructor)?;
-    SessionCore::register(Arc::new(ClientSession::new(Arc::new(endpoint))))
+    session.endpoint().init_remote(version, constructor)?;
+    SessionCore::register(Arc::new(session))
 }
 
 /// Builds the serving session a client's `kInitServer` asks for.
@@ -112,7 +113,7 @@ fn construct_session(args: Vec<WireValue>) -> Result<Arc<dyn RpcSession>> {
             })?;
             let locals = args[1..]
                 .iter()
-                .map(wire_to_plain_any)
+                .map(|v| plain_from_wire(v, "a session constructor argument"))
                 .collect::<Result<Vec<_>>>()?;
             let views: Vec<AnyView<'_>> = locals.iter().map(AnyView::from).collect();
             let module = constructor.call_packed(&views)?;
@@ -124,23 +125,6 @@ fn construct_session(args: Vec<WireValue>) -> Result<Arc<dyn RpcSession>> {
             })
         }
     }
-}
-
-/// A constructor argument as a local value (plain values only).
-fn wire_to_plain_any(value: &WireValue) -> Result<Any> {
-    Ok(match value {
-        WireValue::None => Any::none(),
-        WireValue::Int(v) => Any::from(*v),
-        WireValue::Bool(v) => Any::from(*v),
-        WireValue::Float(v) => Any::from(*v),
-        WireValue::RawStr(s) | WireValue::Str(s) => tvm_ffi::String::from_bytes(s).into_any(),
-        WireValue::ByteArray(s) | WireValue::Bytes(s) => tvm_ffi::Bytes::from_bytes(s).into_any(),
-        other => tvm_ffi::bail!(
-            ErrorKind::TypeError,
-            "a session constructor argument cannot be a {}",
-            other.kind()
-        ),
-    })
 }
 
 /// How a server treats its connections.
@@ -172,7 +156,7 @@ pub fn serve_connection(mut socket: TcpStream, options: &ServeOptions) -> Result
     if let Some(timer) = &timer {
         transport.set_gate(Arc::clone(&timer.gate));
     }
-    let result = serve_session(&mut transport, hello.own_protocol);
+    let result = serve_session(transport, hello.own_protocol);
     if let Some(timer) = timer {
         timer.finish();
     }
@@ -181,7 +165,7 @@ pub fn serve_connection(mut socket: TcpStream, options: &ServeOptions) -> Result
 
 /// Serves a session on a transport whose handshake is done: `kInitServer`, then requests.
 /// `announced_own`: whether the client may speak the own protocol version.
-pub(crate) fn serve_session(transport: &mut Transport, announced_own: bool) -> Result<()> {
+pub(crate) fn serve_session(mut transport: Transport, announced_own: bool) -> Result<()> {
     let Some(len) = transport.read_packet_len()? else {
         return Ok(());
     };
@@ -201,15 +185,15 @@ pub(crate) fn serve_session(transport: &mut Transport, announced_own: bool) -> R
                 String::from_utf8_lossy(&version)
             ),
         );
-        return send_reply(transport, Err(error), announced_own);
+        return send_reply(&mut transport, Err(error), announced_own);
     }
     let own_protocol = announced_own && version == OWN_PROTOCOL_VERSION.as_bytes();
     let session = match construct_session(args) {
         Ok(session) => session,
-        Err(error) => return send_reply(transport, Err(error), own_protocol),
+        Err(error) => return send_reply(&mut transport, Err(error), own_protocol),
     };
-    send_reply(transport, Ok(vec![WireValue::None]), own_protocol)?;
-    serve(transport, session.as_ref(), own_protocol)
+    send_reply(&mut transport, Ok(vec![WireValue::None]), own_protocol)?;
+    serve(transport, session, own_protocol)
 }
 
 /// Ends a session that outlives its time limit: sends the client `RPCSessionTimeoutError` and

@@ -7,4 +7,4 @@ pub mod hash;
 pub mod map;
 pub mod map_globals;
 pub mod shape;
-mod sync;
+pub mod sync;

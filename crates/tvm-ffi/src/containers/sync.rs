@@ -17,29 +17,49 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 /// Number of stripes: enough that unrelated containers rarely share one.
 const STRIPES: usize = 64;
 
-/// One reentrant lock.
-struct Stripe {
+/// A lock that the thread holding it may take again (the std library's is unstable). It guards
+/// no data of its own: holders protect what they agree it protects.
+pub struct ReentrantLock {
     state: Mutex<Owner>,
     free: Condvar,
 }
 
-/// Which thread holds a stripe, and how many times.
+/// Which thread holds a lock, and how many times.
 #[derive(Clone, Copy)]
 struct Owner {
     thread: usize,
     depth: u32,
 }
 
-#[allow(clippy::declare_interior_mutable_const)]
-const UNLOCKED: Stripe = Stripe {
-    state: Mutex::new(Owner {
-        thread: 0,
-        depth: 0,
-    }),
-    free: Condvar::new(),
-};
+/// Holds a [`ReentrantLock`] until dropped.
+pub struct ReentrantGuard<'a> {
+    lock: &'a ReentrantLock,
+    depth: u32,
+}
 
-static LOCKS: [Stripe; STRIPES] = [UNLOCKED; STRIPES];
+impl ReentrantGuard<'_> {
+    /// How many times the holding thread holds the lock, this hold included (1: outermost).
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+}
+
+impl Drop for ReentrantGuard<'_> {
+    fn drop(&mut self) {
+        self.lock.release();
+    }
+}
+
+impl Default for ReentrantLock {
+    fn default() -> Self {
+        ReentrantLock::new()
+    }
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const UNLOCKED: ReentrantLock = ReentrantLock::new();
+
+static LOCKS: [ReentrantLock; STRIPES] = [UNLOCKED; STRIPES];
 
 thread_local! {
     /// Its address identifies the thread (never 0).
@@ -50,12 +70,30 @@ fn thread_token() -> usize {
     THREAD_TOKEN.with(|t| t as *const u8 as usize)
 }
 
-impl Stripe {
+impl ReentrantLock {
+    /// An unlocked lock.
+    pub const fn new() -> ReentrantLock {
+        ReentrantLock {
+            state: Mutex::new(Owner {
+                thread: 0,
+                depth: 0,
+            }),
+            free: Condvar::new(),
+        }
+    }
+
     fn state(&self) -> MutexGuard<'_, Owner> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes the stripe for this thread; returns the new depth.
+    /// Takes the lock for the calling thread: at once when it already holds it, otherwise
+    /// after the holder releases it.
+    pub fn lock(&self) -> ReentrantGuard<'_> {
+        let depth = self.acquire();
+        ReentrantGuard { lock: self, depth }
+    }
+
+    /// Takes the lock for this thread; returns the new depth.
     fn acquire(&self) -> u32 {
         let me = thread_token();
         let mut state = self.state();

@@ -14,7 +14,7 @@ pub use message::{
     Message, decode_copy_header, decode_message, encode_copy_header, encode_message,
     tensor_header_len,
 };
-pub use value::{RPC_OBJECT_REF_INDEX, TensorMeta, WireValue};
+pub use value::{RPC_CALLBACK_INDEX, RPC_OBJECT_REF_INDEX, TensorMeta, WireValue};
 
 /// The most dimensions a tensor on the wire may have.
 pub const MAX_NDIM: i32 = 64;

@@ -12,6 +12,10 @@ use super::{DecodeError, Decoder, Encoder, MAX_NDIM};
 /// The static type index of a reference to an object that lives on the remote side.
 pub const RPC_OBJECT_REF_INDEX: i32 = 115;
 
+/// The outer type index of a callback: a function that lives on the *sending* side, which the
+/// receiver calls back over the same connection (own protocol version only).
+pub const RPC_CALLBACK_INDEX: i32 = 116;
+
 /// A tensor as the protocol describes it: no strides (always compact), and a data address that
 /// is only meaningful on the side that owns the memory.
 #[derive(Clone, Debug, PartialEq, Eq)]

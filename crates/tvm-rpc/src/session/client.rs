@@ -3,22 +3,31 @@
 use std::io::{Read, Write};
 use std::sync::Arc;
 
-use tvm_ffi::Result;
+use tvm_ffi::{ErrorKind, Function, Result};
 
-use super::RpcSession;
-use crate::codec::{TensorMeta, WireValue};
+use super::{LocalSession, RpcSession};
+use crate::codec::{RPC_CALLBACK_INDEX, TensorMeta, WireValue};
 use crate::endpoint::Endpoint;
 use crate::protocol::RpcCode;
+use crate::transport::Transport;
 
 /// The remote side of a connection, as a session.
 pub struct ClientSession {
     endpoint: Arc<Endpoint>,
+    /// The local functions passed to the remote, which it may call back.
+    callbacks: Arc<LocalSession>,
 }
 
 impl ClientSession {
-    /// A session that forwards every request over `endpoint`.
-    pub fn new(endpoint: Arc<Endpoint>) -> ClientSession {
-        ClientSession { endpoint }
+    /// A session with the peer on `transport` (after the handshake, before `kInitServer`),
+    /// named `name` for messages.
+    pub fn new(name: impl Into<String>, transport: Transport, own_protocol: bool) -> ClientSession {
+        let callbacks = Arc::new(LocalSession::callbacks_only());
+        let endpoint = Endpoint::new(name, transport, own_protocol, callbacks.clone());
+        ClientSession {
+            endpoint,
+            callbacks,
+        }
     }
 
     /// The endpoint the session talks through.
@@ -70,6 +79,20 @@ impl RpcSession for ClientSession {
 
     fn device_call(&self, code: RpcCode, args: Vec<WireValue>) -> Result<WireValue> {
         self.endpoint.syscall(code, args)
+    }
+
+    fn export_callback(&self, function: Function) -> Result<WireValue> {
+        if !self.endpoint.own_protocol() {
+            tvm_ffi::bail!(
+                ErrorKind::TypeError,
+                "{} speaks protocol 0.8.0 (Apache TVM), which cannot call local functions back",
+                self.endpoint.name()
+            );
+        }
+        Ok(WireValue::Object {
+            type_index: RPC_CALLBACK_INDEX,
+            handle: self.callbacks.export(function),
+        })
     }
 
     fn shutdown(&self) {

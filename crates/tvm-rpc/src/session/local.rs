@@ -1,9 +1,10 @@
 //! The machine itself as a session: global functions, objects by handle, and the devices of
 //! the runtime's registry.
 
+use std::collections::HashSet;
 use std::ffi::c_void;
 use std::io::{Read, Write};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, Weak};
 
 use tvm_ffi::abi::{
     DLDevice, DLTensor, kDLCPU, kTVMFFIBool, kTVMFFIBytes, kTVMFFIDataType, kTVMFFIDevice,
@@ -16,7 +17,9 @@ use tvm_runtime::device::{self as registry, DeviceAttr, StreamHandle, TENSOR_ALI
 
 use super::RpcSession;
 use super::handles::HandleTable;
-use crate::codec::{TensorMeta, WireValue};
+use super::plain::{plain_from_return, plain_to_wire};
+use crate::codec::{RPC_CALLBACK_INDEX, TensorMeta, WireValue};
+use crate::endpoint::Endpoint;
 use crate::protocol::{RPC_SESS_MASK, RpcCode};
 
 /// Bytes staged per step when a copy goes through a device (host memory is written in place).
@@ -26,12 +29,77 @@ const STAGING_CHUNK: usize = 4 << 20;
 #[derive(Default)]
 pub struct LocalSession {
     table: Mutex<HandleTable>,
+    /// Serves only the functions handed to it ([`LocalSession::export`]): no globals, devices
+    /// or memory (the session a client offers its server for callbacks).
+    callbacks_only: bool,
+    /// The endpoint this session serves, for callbacks to the peer.
+    peer: Mutex<Weak<Endpoint>>,
+    /// Handles exported for the length of one call (in-process callbacks).
+    transient: Mutex<HashSet<u64>>,
 }
 
 impl LocalSession {
     /// A session with nothing handed out yet.
     pub fn new() -> LocalSession {
         LocalSession::default()
+    }
+
+    /// A session that serves only the functions exported to it.
+    pub fn callbacks_only() -> LocalSession {
+        LocalSession {
+            table: Mutex::default(),
+            callbacks_only: true,
+            peer: Mutex::default(),
+            transient: Mutex::default(),
+        }
+    }
+
+    /// Hands `function` out; the peer may call it until it frees the handle.
+    pub fn export(&self, function: Function) -> u64 {
+        self.table().insert(Any::from(function))
+    }
+
+    fn refuse_in_callback_session(&self, what: &str) -> Result<()> {
+        if self.callbacks_only {
+            tvm_ffi::bail!(
+                ErrorKind::ValueError,
+                "this side of the connection only runs the callbacks it passed; {what} is refused"
+            );
+        }
+        Ok(())
+    }
+
+    /// A function that calls back the peer's function `handle` through the endpoint this
+    /// session serves; the peer's function is released when the last reference goes.
+    fn callback(&self, handle: u64) -> Result<Any> {
+        let peer = self
+            .peer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if peer.upgrade().is_none() {
+            tvm_ffi::bail!(
+                ErrorKind::ValueError,
+                "a callback arrived outside of a connection"
+            );
+        }
+        let releaser = CallbackRelease {
+            peer: peer.clone(),
+            handle,
+        };
+        let function = Function::from_packed(move |args| {
+            let _ = &releaser;
+            let endpoint = peer.upgrade().ok_or_else(|| {
+                tvm_ffi::Error::new("RPCError", "the connection of this callback is closed")
+            })?;
+            let wire = args
+                .iter()
+                .map(|a| plain_to_wire(a, "a callback argument"))
+                .collect::<Result<Vec<_>>>()?;
+            let values = endpoint.call(handle, wire)?;
+            plain_from_return(&values, "a callback's result")
+        });
+        Ok(Any::from(function))
     }
 
     fn table(&self) -> MutexGuard<'_, HandleTable> {
@@ -58,6 +126,10 @@ impl LocalSession {
             WireValue::ByteArray(s) | WireValue::Bytes(s) => {
                 tvm_ffi::Bytes::from_bytes(&s).into_any()
             }
+            WireValue::Object {
+                type_index: RPC_CALLBACK_INDEX,
+                handle,
+            } => self.callback(handle)?,
             WireValue::Function(handle)
             | WireValue::Module(handle)
             | WireValue::Object { handle, .. } => self.table().get(handle)?,
@@ -176,6 +248,20 @@ impl LocalSession {
 
 extern "C" fn release_nothing(_: *mut c_void) {}
 
+/// Frees the peer's function when the local stand-in for it dies.
+struct CallbackRelease {
+    peer: Weak<Endpoint>,
+    handle: u64,
+}
+
+impl Drop for CallbackRelease {
+    fn drop(&mut self) {
+        if let Some(endpoint) = self.peer.upgrade() {
+            endpoint.free_handle(self.handle);
+        }
+    }
+}
+
 fn too_large(value: u64) -> tvm_ffi::Error {
     tvm_ffi::Error::new(
         ErrorKind::ValueError,
@@ -276,6 +362,9 @@ impl RpcSession for LocalSession {
     }
 
     fn get_function(&self, name: &str) -> Result<u64> {
+        if self.callbacks_only {
+            return Ok(0);
+        }
         Ok(match Function::get_global(name) {
             Some(function) => self.table().insert(Any::from(function)),
             None => 0,
@@ -283,6 +372,13 @@ impl RpcSession for LocalSession {
     }
 
     fn call_function(&self, handle: u64, args: Vec<WireValue>) -> Result<Vec<WireValue>> {
+        let transient: Vec<u64> = args
+            .iter()
+            .filter_map(|a| match a {
+                WireValue::Function(h) => Some(*h),
+                _ => None,
+            })
+            .collect();
         let function: Function = self.table().get(handle)?.cast().map_err(|_| {
             tvm_ffi::Error::new(
                 ErrorKind::TypeError,
@@ -292,12 +388,20 @@ impl RpcSession for LocalSession {
         let args = args
             .into_iter()
             .map(|value| self.to_local(value))
-            .collect::<Result<Vec<Any>>>()?;
+            .collect::<Result<Vec<Any>>>();
+        let args = match args {
+            Ok(args) => args,
+            Err(error) => {
+                self.release_transient(&transient);
+                return Err(error);
+            }
+        };
         let views: Vec<AnyView<'_>> = args.iter().map(AnyView::from).collect();
-        let result = function.call_packed(&views)?;
+        let result = function.call_packed(&views);
         drop(views);
         drop(args);
-        self.encode_return(result)
+        self.release_transient(&transient);
+        self.encode_return(result?)
     }
 
     fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: &mut dyn Read) -> Result<()> {
@@ -362,6 +466,7 @@ impl RpcSession for LocalSession {
     }
 
     fn device_call(&self, code: RpcCode, args: Vec<WireValue>) -> Result<WireValue> {
+        self.refuse_in_callback_session("a device call")?;
         let args = &args[..];
         match code {
             RpcCode::DevSetDevice => {
@@ -484,8 +589,44 @@ impl RpcSession for LocalSession {
         }
     }
 
+    fn export_callback(&self, function: Function) -> Result<WireValue> {
+        let handle = self.export(function);
+        self.transient
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(handle);
+        Ok(WireValue::Function(handle))
+    }
+
+    fn bind_peer(&self, peer: Weak<Endpoint>) {
+        *self.peer.lock().unwrap_or_else(PoisonError::into_inner) = peer;
+    }
+
     fn is_local(&self) -> bool {
         true
+    }
+}
+
+impl LocalSession {
+    /// Frees the handles among `handles` that were exported for one call only.
+    fn release_transient(&self, handles: &[u64]) {
+        let mut transient = self
+            .transient
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let done: Vec<u64> = handles
+            .iter()
+            .copied()
+            .filter(|h| transient.remove(h))
+            .collect();
+        drop(transient);
+        let mut released = Vec::new();
+        for handle in done {
+            if let Ok(value) = self.table().remove(handle) {
+                released.push(value);
+            }
+        }
+        drop(released);
     }
 }
 

@@ -8,27 +8,19 @@
 mod client;
 mod handles;
 mod local;
+pub mod plain;
 
 use std::io::{Read, Write};
+use std::sync::Weak;
 
-use tvm_ffi::Result;
+use tvm_ffi::{ErrorKind, Function, Result};
 
 pub use client::ClientSession;
 pub use local::LocalSession;
 
 use crate::codec::{TensorMeta, WireValue};
+use crate::endpoint::Endpoint;
 use crate::protocol::RpcCode;
-
-/// An error that the serving side raised, as it travels back.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RemoteError {
-    /// The error kind (`ValueError`, ...), when the protocol carries it.
-    pub kind: Option<String>,
-    /// The message.
-    pub message: String,
-    /// The serving side's backtrace, when the protocol carries it.
-    pub backtrace: Option<String>,
-}
 
 /// What a session offers. Every method may be called from any thread.
 pub trait RpcSession: Send + Sync {
@@ -59,6 +51,21 @@ pub trait RpcSession: Send + Sync {
     /// A device system call ([`RpcCode::DevGetAttr`] and the others after
     /// [`RpcCode::FreeHandle`]); returns its one value.
     fn device_call(&self, code: RpcCode, args: Vec<WireValue>) -> Result<WireValue>;
+
+    /// Makes `function` callable by the serving side for the length of a call (a callback),
+    /// as the wire value that stands for it. Sessions whose peer cannot call back refuse.
+    fn export_callback(&self, function: Function) -> Result<WireValue> {
+        drop(function);
+        tvm_ffi::bail!(
+            ErrorKind::TypeError,
+            "session {} cannot take local functions as arguments (callbacks need both sides to \
+             run this runtime's protocol)",
+            self.name()
+        )
+    }
+
+    /// Tells a session which endpoint it serves, for calls back to the peer.
+    fn bind_peer(&self, _peer: Weak<Endpoint>) {}
 
     /// Whether the session is the machine itself (its memory is this process's).
     fn is_local(&self) -> bool {

@@ -29,6 +29,12 @@ fn setup() {
         })
         .register_global("rpc.test.sum", true)
         .unwrap();
+        Function::from_typed(
+            "rpc.test.apply",
+            |f: Function, x: i64| -> tvm_ffi::Result<i64> { Ok(f.call((x,))?.cast::<i64>()? + 1) },
+        )
+        .register_global("rpc.test.apply", true)
+        .unwrap();
         Function::from_typed("rpc.test.sleep", |ms: i64| {
             thread::sleep(std::time::Duration::from_millis(ms as u64));
             ms
@@ -183,5 +189,32 @@ fn a_session_past_its_timeout_ends_with_a_timeout_error() {
         err.message().contains("session has expired"),
         "{}",
         err.message()
+    );
+}
+
+#[test]
+fn local_functions_passed_to_the_remote_are_called_back() {
+    let core = local_session(start_server(""));
+    let apply = core.get_function("rpc.test.apply").unwrap().unwrap();
+    let double = Function::from_typed("double", |x: i64| x * 2);
+    assert_eq!(
+        apply.call((double, 20i64)).unwrap().cast::<i64>().unwrap(),
+        41
+    );
+    // A callback that calls the remote again, on the same connection, while it is inside a call.
+    let addone = core.get_function("rpc.test.addone").unwrap().unwrap();
+    let nested = Function::from_packed(move |args| addone.call_packed(args));
+    assert_eq!(
+        apply.call((nested, 1i64)).unwrap().cast::<i64>().unwrap(),
+        3
+    );
+    // An error in the callback comes back with its kind.
+    let failing = Function::from_typed("failing", |_: i64| -> tvm_ffi::Result<i64> {
+        Err(tvm_ffi::Error::new("KeyError", "no such thing"))
+    });
+    let err = apply.call((failing, 1i64)).unwrap_err();
+    assert_eq!(
+        (err.kind().as_ref(), err.message().as_ref()),
+        ("KeyError", "no such thing")
     );
 }

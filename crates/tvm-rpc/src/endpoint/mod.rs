@@ -1,0 +1,298 @@
+//! The endpoint: one side of a connection, speaking the protocol over a [`Transport`].
+//!
+//! Both sides are the same: an endpoint sends requests to its peer and answers the peer's
+//! requests from its *serving* session. A server's serving session is the machine (or a further
+//! hop); a client's serves only the callbacks it passed to the remote. While an endpoint waits
+//! for a reply it answers requests that arrive first, so a remote function may call back into
+//! the client, and the callback may call the remote again: exchanges nest on one thread, and
+//! other threads wait for the outermost one to finish.
+//!
+//! Tensor bytes are streamed between the socket and the tensor's memory in both directions: no
+//! request holds a whole tensor in a buffer.
+
+mod errors;
+mod serving;
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use tvm_ffi::{Error, ReentrantLock, Result};
+
+pub use errors::{exception_values, remote_error};
+pub use serving::version_supported;
+
+use crate::codec::{
+    Message, TensorMeta, WireValue, decode_message, encode_copy_header, encode_message,
+};
+use crate::protocol::RpcCode;
+use crate::session::RpcSession;
+use crate::transport::{Transport, connection_error};
+
+/// Bytes moved per step when a stream is forwarded.
+const COPY_CHUNK: usize = 1 << 20;
+
+/// One side of a connection.
+pub struct Endpoint {
+    name: String,
+    /// Serializes exchanges between threads; the holding thread may nest (callbacks).
+    exchange: ReentrantLock,
+    /// Taken only for single reads and writes, never while a request runs.
+    transport: Mutex<Option<Transport>>,
+    /// Whether the peer speaks the own protocol version (error kinds and callbacks travel).
+    own_protocol: bool,
+    /// Answers the peer's requests.
+    serving: Arc<dyn RpcSession>,
+}
+
+fn closed(name: &str) -> Error {
+    Error::new(
+        "RPCError",
+        format!("the connection to {name} is closed; connect again"),
+    )
+}
+
+/// How a wait for the peer ended.
+enum Waited {
+    /// The reply's values.
+    Reply(Vec<WireValue>),
+    /// The peer shut the connection down (or closed it between packets).
+    Closed,
+}
+
+impl Endpoint {
+    /// An endpoint named `name` (for messages) over `transport`, answering the peer's requests
+    /// from `serving`, which learns the endpoint through [`RpcSession::bind_peer`].
+    pub fn new(
+        name: impl Into<String>,
+        transport: Transport,
+        own_protocol: bool,
+        serving: Arc<dyn RpcSession>,
+    ) -> Arc<Endpoint> {
+        let endpoint = Arc::new(Endpoint {
+            name: name.into(),
+            exchange: ReentrantLock::new(),
+            transport: Mutex::new(Some(transport)),
+            own_protocol,
+            serving,
+        });
+        endpoint.serving.bind_peer(Arc::downgrade(&endpoint));
+        endpoint
+    }
+
+    /// The peer's name, for messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the peer speaks this runtime's own protocol version.
+    pub fn own_protocol(&self) -> bool {
+        self.own_protocol
+    }
+
+    /// The session that answers the peer's requests.
+    pub fn serving(&self) -> &Arc<dyn RpcSession> {
+        &self.serving
+    }
+
+    fn transport(&self) -> MutexGuard<'_, Option<Transport>> {
+        self.transport
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs one step on the transport; a broken stream closes the endpoint for good.
+    fn io<T>(&self, step: impl FnOnce(&mut Transport) -> Result<T>) -> Result<T> {
+        let mut guard = self.transport();
+        let transport = guard.as_mut().ok_or_else(|| closed(&self.name))?;
+        let result = step(transport);
+        if transport.is_broken() {
+            *guard = None;
+        }
+        result
+    }
+
+    /// Sends `kInitServer` with `version` and the session constructor arguments.
+    pub fn init_remote(&self, version: &str, args: Vec<WireValue>) -> Result<()> {
+        let body = encode_message(&Message::InitServer {
+            version: version.as_bytes().to_vec(),
+            args,
+        });
+        self.request(&body).map(drop)
+    }
+
+    /// Calls remote function `handle`; returns the encoded return list.
+    pub fn call(&self, handle: u64, args: Vec<WireValue>) -> Result<Vec<WireValue>> {
+        self.request(&encode_message(&Message::CallFunc { handle, args }))
+    }
+
+    /// Runs a system call; returns its one value.
+    pub fn syscall(&self, code: RpcCode, args: Vec<WireValue>) -> Result<WireValue> {
+        let values = self.request(&encode_message(&Message::Syscall { code, args }))?;
+        Ok(values.into_iter().next().unwrap_or(WireValue::None))
+    }
+
+    fn request(&self, body: &[u8]) -> Result<Vec<WireValue>> {
+        let _exchange = self.exchange.lock();
+        self.io(|t| {
+            t.write_packet(body)?;
+            t.flush()
+        })?;
+        self.await_reply()
+    }
+
+    /// Reads until the reply, answering the peer's requests that come first.
+    fn await_reply(&self) -> Result<Vec<WireValue>> {
+        match self.run(true)? {
+            Waited::Reply(values) => Ok(values),
+            Waited::Closed => Err(Error::new(
+                "RPCError",
+                format!("{} closed the connection before replying", self.name),
+            )),
+        }
+    }
+
+    /// Answers the peer's requests until it shuts the connection down (the server side).
+    pub fn serve_forever(&self) -> Result<()> {
+        let _exchange = self.exchange.lock();
+        match self.run(false)? {
+            Waited::Closed => Ok(()),
+            Waited::Reply(_) => Err(Error::new(
+                "RPCError",
+                format!("{} sent a reply to a request never made", self.name),
+            )),
+        }
+    }
+
+    /// Streams `nbytes` from `data` into remote `tensor`.
+    pub fn copy_to_remote(
+        &self,
+        tensor: &TensorMeta,
+        nbytes: u64,
+        data: &mut dyn Read,
+    ) -> Result<()> {
+        let header = encode_copy_header(RpcCode::CopyToRemote, tensor, nbytes);
+        let _exchange = self.exchange.lock();
+        self.io(|t| {
+            t.write_all(&(header.len() as u64 + nbytes).to_le_bytes())?;
+            t.write_all(&header)?;
+            if let Err(e) = forward(data, nbytes, |chunk| t.write_all(chunk)) {
+                // Part of the packet is out: the stream cannot continue.
+                t.mark_broken();
+                return Err(e.unwrap_or_else(|io| connection_error(io, "reading tensor bytes")));
+            }
+            t.flush()
+        })?;
+        self.await_reply().map(drop)
+    }
+
+    /// Streams `nbytes` of remote `tensor` into `out`.
+    pub fn copy_from_remote(
+        &self,
+        tensor: &TensorMeta,
+        nbytes: u64,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        let header = encode_copy_header(RpcCode::CopyFromRemote, tensor, nbytes);
+        let _exchange = self.exchange.lock();
+        self.io(|t| {
+            t.write_packet(&header)?;
+            t.flush()
+        })?;
+        match self.run_copy_from(nbytes, out)? {
+            Some(values) => Err(remote_error(&values)),
+            None => Ok(()),
+        }
+    }
+
+    /// Frees a remote handle; errors (a closed connection) are dropped, since the remote
+    /// releases everything of a closed session itself.
+    pub fn free_handle(&self, handle: u64) {
+        let _ = self.syscall(RpcCode::FreeHandle, vec![WireValue::Handle(handle)]);
+    }
+
+    /// Tells the peer the session is over and closes the connection (idempotent).
+    pub fn shutdown(&self) {
+        let mut guard = self.transport();
+        if let Some(mut transport) = guard.take() {
+            let body = encode_message(&Message::Shutdown);
+            let _ = transport
+                .write_packet(&body)
+                .and_then(|()| transport.flush());
+        }
+    }
+
+    /// A weak reference for values that call back through this endpoint.
+    pub fn downgrade(self: &Arc<Self>) -> Weak<Endpoint> {
+        Arc::downgrade(self)
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn unexpected(name: &str, message: &Message<'_>) -> Error {
+    let what = match message {
+        Message::Return(_) => "a return",
+        Message::Exception(_) => "an exception",
+        Message::CopyAck(_) => "copy data",
+        Message::Shutdown => "a shutdown",
+        _ => "a request",
+    };
+    Error::new(
+        "RPCError",
+        format!("{name} sent {what} where it was not expected"),
+    )
+}
+
+/// Moves `nbytes` from `source` to `sink` in bounded chunks. The error is the sink's, or the
+/// source's I/O error.
+fn forward(
+    source: &mut dyn Read,
+    nbytes: u64,
+    mut sink: impl FnMut(&[u8]) -> Result<()>,
+) -> std::result::Result<(), std::result::Result<Error, std::io::Error>> {
+    let mut buffer = vec![0u8; (nbytes as usize).min(COPY_CHUNK)];
+    let mut left = nbytes;
+    while left > 0 {
+        let step = (left as usize).min(buffer.len());
+        source.read_exact(&mut buffer[..step]).map_err(Err)?;
+        sink(&buffer[..step]).map_err(Ok)?;
+        left -= step as u64;
+    }
+    Ok(())
+}
+
+/// Sends a reply: the values, or the error.
+pub fn send_reply(
+    transport: &mut Transport,
+    reply: Result<Vec<WireValue>>,
+    own_protocol: bool,
+) -> Result<()> {
+    let body = match reply {
+        Ok(values) => encode_message(&Message::Return(values)),
+        Err(error) => encode_message(&Message::Exception(exception_values(&error, own_protocol))),
+    };
+    transport.write_packet(&body)?;
+    transport.flush()
+}
+
+/// Serves `session` to the peer on `transport` until it shuts down or disconnects (a server
+/// with no callbacks to make). A clean end is `Ok`.
+pub fn serve(transport: Transport, session: Arc<dyn RpcSession>, own_protocol: bool) -> Result<()> {
+    Endpoint::new("the client", transport, own_protocol, session).serve_forever()
+}
+
+/// A reply packet read as a whole body: `Ok` values of a return, `Err` values of an exception.
+fn decode_reply(
+    name: &str,
+    body: &[u8],
+) -> Result<std::result::Result<Vec<WireValue>, Vec<WireValue>>> {
+    match decode_message(body)? {
+        Message::Return(values) => Ok(Ok(values)),
+        Message::Exception(values) => Ok(Err(values)),
+        other => Err(unexpected(name, &other)),
+    }
+}
