@@ -27,8 +27,9 @@ fn load_module_names_what_it_cannot_load() {
 
     let err = load_module("/tmp/kernel.weird").unwrap_err();
     assert!(
-        err.message()
-            .contains("Loader for `.weird` files is not registered (ffi.Module.load_from_file.weird)"),
+        err.message().contains(
+            "Loader for `.weird` files is not registered (ffi.Module.load_from_file.weird)"
+        ),
         "{err}"
     );
 
@@ -53,7 +54,11 @@ fn system_lib_global_takes_at_most_a_prefix() {
     let default: Module = system.call(()).unwrap().cast().unwrap();
     assert!(default.as_object().ptr_eq(system_lib("").as_object()));
     let prefixed: Module = system.call(("globals_test.",)).unwrap().cast().unwrap();
-    assert!(prefixed.as_object().ptr_eq(system_lib("globals_test.").as_object()));
+    assert!(
+        prefixed
+            .as_object()
+            .ptr_eq(system_lib("globals_test.").as_object())
+    );
     assert!(!prefixed.as_object().ptr_eq(default.as_object()));
 
     let err = system.call(("a.", "b.")).unwrap_err();
@@ -86,12 +91,21 @@ fn module_globals_see_kinds_functions_and_imports() {
         .unwrap();
     assert!(found.is_none());
     for name in ["ffi.ModuleGetFunctionMetadata", "ffi.ModuleGetFunctionDoc"] {
-        let value = global(name).call((lib.clone(), "no_such_function")).unwrap();
+        let value = global(name)
+            .call((lib.clone(), "no_such_function"))
+            .unwrap();
         assert!(value.is_none(), "{name}");
     }
 
     let imports = global("ffi.ModuleGetImports");
-    let import_count = |m: &Module| imports.call((m.clone(),)).unwrap().cast::<Array>().unwrap().len();
+    let import_count = |m: &Module| {
+        imports
+            .call((m.clone(),))
+            .unwrap()
+            .cast::<Array>()
+            .unwrap()
+            .len()
+    };
     assert_eq!(import_count(&lib), 0);
     global("ffi.ModuleImportModule")
         .call((lib.clone(), other.clone()))
@@ -101,7 +115,9 @@ fn module_globals_see_kinds_functions_and_imports() {
         .call((other.clone(), lib.clone()))
         .unwrap_err();
     assert!(err.message().contains("Cyclic dependency"), "{err}");
-    global("ffi.ModuleClearImports").call((lib.clone(),)).unwrap();
+    global("ffi.ModuleClearImports")
+        .call((lib.clone(),))
+        .unwrap();
     assert_eq!(import_count(&lib), 0);
 
     // A zero context (no library) finds nothing.
@@ -110,7 +126,9 @@ fn module_globals_see_kinds_functions_and_imports() {
 }
 
 fn attr(device: Device, kind: i32) -> Any {
-    global("runtime.DeviceGetAttr").call((device, kind)).unwrap()
+    global("runtime.DeviceGetAttr")
+        .call((device, kind))
+        .unwrap()
 }
 
 #[test]
@@ -123,7 +141,10 @@ fn cpu_attributes_through_the_global() {
     assert_eq!(processors, expected, "multi_processor_count");
     let total = attr(cpu, 14).cast::<i64>().unwrap();
     let available = attr(cpu, 15).cast::<i64>().unwrap();
-    assert!(total > 0 && available > 0 && available <= total, "{available} of {total}");
+    assert!(
+        total > 0 && available > 0 && available <= total,
+        "{available} of {total}"
+    );
     // Attributes a CPU has no answer for are None.
     for kind in [1, 2, 3, 4, 6, 8, 9, 10, 11, 12, 13, 16] {
         assert!(attr(cpu, kind).is_none(), "kind {kind}");
@@ -176,7 +197,11 @@ fn tensor_globals_allocate_and_copy_on_the_cpu() {
         .unwrap();
     assert_eq!(to.shape(), [2, 3]);
     assert_eq!(to.dtype(), DataType::float(32));
-    assert_eq!(to.dltensor().data as usize % 64, 0, "tensor data is 64-byte aligned");
+    assert_eq!(
+        to.dltensor().data as usize % 64,
+        0,
+        "tensor data is 64-byte aligned"
+    );
 
     let values = [1f32, 2.0, 3.0, 4.0, 5.0, 6.0];
     let from = Tensor::from_slice(&values, &[2, 3]).unwrap();
@@ -196,14 +221,21 @@ fn tensor_globals_allocate_and_copy_on_the_cpu() {
 fn device_attributes_are_named_as_python_spells_them() {
     use tvm_runtime::device::DeviceAttr;
     let names: Vec<String> = DeviceAttr::ALL.iter().map(|a| a.to_string()).collect();
-    assert_eq!(names[DeviceAttr::MaxThreadsPerBlock as usize], "max_threads_per_block");
-    assert_eq!(names[DeviceAttr::L2CacheSizeBytes as usize], "l2_cache_size_bytes");
+    assert_eq!(
+        names[DeviceAttr::MaxThreadsPerBlock as usize],
+        "max_threads_per_block"
+    );
+    assert_eq!(
+        names[DeviceAttr::L2CacheSizeBytes as usize],
+        "l2_cache_size_bytes"
+    );
     for (code, (attr, name)) in DeviceAttr::ALL.iter().zip(&names).enumerate() {
         assert_eq!(*attr as usize, code, "ALL is in TVM's numbering");
         assert_eq!(DeviceAttr::from_code(code as i32), Some(*attr));
         assert_eq!(attr.name(), name);
         assert!(
-            name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+            name.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
             "{name}"
         );
     }
