@@ -25,10 +25,8 @@ fn exports_share_data_and_hold_a_reference() {
     let tensor = row_major();
     let mut legacy: *mut DLManagedTensor = std::ptr::null_mut();
     // SAFETY: a live tensor and a valid out slot.
-    assert_eq!(
-        unsafe { abi::TVMFFITensorToDLPack(handle_of(&tensor), &mut legacy) },
-        0
-    );
+    let rc = unsafe { abi::TVMFFITensorToDLPack(handle_of(&tensor), &mut legacy) };
+    assert_eq!(rc, 0);
     let mut versioned: *mut DLManagedTensorVersioned = std::ptr::null_mut();
     // SAFETY: as above.
     let rc = unsafe { abi::TVMFFITensorToDLPackVersioned(handle_of(&tensor), &mut versioned) };
