@@ -7,6 +7,8 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # (includes the bounded fuzz pass, fuzz/tests/corpus.rs; long runs: bash scripts/fuzz.sh)
 cargo test --workspace --locked
+# Line coverage of the core crates by those tests (LLVM source-based): below 90% fails the run.
+bash scripts/coverage.sh
 # The same tests under valgrind memcheck: invalid accesses and definite leaks fail the run.
 bash scripts/memcheck.sh
 # libtvm_ffi_testing.so: the testing.* functions the Python suite loads (tests/python/conftest.py).

@@ -352,16 +352,6 @@ pub struct TVMFFIOpaqueObjectCell {
     pub handle: *mut c_void,
 }
 
-/// The payload cell of an object whose cell follows the 24-byte header (`ffi.OpaquePyObject`,
-/// and the other cells of the header: string, shape, error, function, ...).
-///
-/// # Safety
-/// `obj` points at a live object whose type stores a `T` right after the header.
-pub unsafe fn object_cell<T>(obj: *const TVMFFIObject) -> *mut T {
-    // SAFETY: the header is 24 bytes and the cell follows it, per the caller's promise.
-    unsafe { obj.cast_mut().add(1).cast() }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Reflection
 // ---------------------------------------------------------------------------------------------

@@ -14,5 +14,6 @@ mod object;
 mod opaque;
 mod string;
 mod tensor;
+mod tensor_capi;
 mod threads;
 mod types;

@@ -162,11 +162,6 @@ impl DeviceAttr {
             DeviceAttr::ImagePitchAlignment => "image_pitch_alignment",
         }
     }
-
-    /// The attribute named `name` (as [`DeviceAttr::name`] spells it).
-    pub fn from_name(name: &str) -> Option<DeviceAttr> {
-        DeviceAttr::ALL.into_iter().find(|a| a.name() == name)
-    }
 }
 
 impl fmt::Display for DeviceAttr {

@@ -6,4 +6,5 @@ use tvm_ffi_capi as _;
 use tvm_ffi_testing as _;
 
 mod device;
+mod globals;
 mod module;

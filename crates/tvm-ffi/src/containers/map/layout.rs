@@ -179,3 +179,20 @@ pub(super) unsafe fn cell(p: *mut MapBaseObj) -> *mut MapCell {
     // SAFETY: per the caller; the cell is an `UnsafeCell`, so writing through it is allowed.
     unsafe { UnsafeCell::raw_get(ptr::addr_of!((*p).cell)) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_table_grows_from_unit_steps_through_triangle_numbers_to_large_jumps() {
+        // Evaluated at run time here (PROBE itself is computed at compile time).
+        let table = build_probe();
+        assert_eq!(table, PROBE);
+        let first: Vec<u64> = (0..16).collect();
+        assert_eq!(table[..16], first[..]);
+        assert_eq!((table[16], table[16 + 66]), (21, 2628), "T(6) ..= T(72)");
+        assert_eq!(table[16 + 67..], PROBE_LARGE[..]);
+        assert!(table.windows(2).all(|w| w[0] < w[1]), "strictly increasing");
+    }
+}
