@@ -352,6 +352,16 @@ pub struct TVMFFIOpaqueObjectCell {
     pub handle: *mut c_void,
 }
 
+/// The payload cell of an object whose cell follows the 24-byte header (`ffi.OpaquePyObject`,
+/// and the other cells of the header: string, shape, error, function, ...).
+///
+/// # Safety
+/// `obj` points at a live object whose type stores a `T` right after the header.
+pub unsafe fn object_cell<T>(obj: *const TVMFFIObject) -> *mut T {
+    // SAFETY: the header is 24 bytes and the cell follows it, per the caller's promise.
+    unsafe { obj.cast_mut().add(1).cast() }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reflection
 // ---------------------------------------------------------------------------------------------
@@ -741,3 +751,33 @@ const _: () = {
     assert!(size_of::<TVMFFIMethodInfo>() == 72);
     assert!(size_of::<TVMFFIDeviceAPITable>() == 88);
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_cell_is_the_payload_after_the_header() {
+        #[repr(C)]
+        struct WithCell {
+            header: TVMFFIObject,
+            cell: TVMFFIOpaqueObjectCell,
+        }
+        let object = WithCell {
+            header: TVMFFIObject {
+                combined_ref_count: AtomicU64::new(1),
+                type_index: kTVMFFIOpaquePyObject,
+                __padding: 0,
+                deleter: None,
+            },
+            cell: TVMFFIOpaqueObjectCell {
+                handle: 0x1234 as *mut c_void,
+            },
+        };
+        // SAFETY: `WithCell` stores its cell right after the header.
+        let cell = unsafe { object_cell::<TVMFFIOpaqueObjectCell>(&object.header) };
+        assert_eq!(cell.cast_const(), &object.cell as *const _);
+        // SAFETY: `cell` points at the live cell of `object`.
+        assert_eq!(unsafe { (*cell).handle } as usize, 0x1234);
+    }
+}
