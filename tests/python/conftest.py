@@ -87,3 +87,15 @@ def compile_c(tmp_path: Path) -> CompileC:
         return output
 
     return compile_c
+
+
+@pytest.fixture
+def bare_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """PATH with no tools on it (an empty directory, returned, where tests put stand-ins), and no
+    variables pointing at toolkits."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    for name in ("CUDA_PATH", "CUDA_HOME", "ROCM_PATH", "TVM_NDK_CC", "TVM_HOME", "NVSHMEM_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    return empty

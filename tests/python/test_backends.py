@@ -59,7 +59,17 @@ def backend_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ).stdout.strip()
     # numpy too, for the device probe (wherever the test environment has it).
     numpy_parent = Path(np.__file__).resolve().parents[1]
-    Path(purelib, "tvm_under_test.pth").write_text(f"{tvm_parent}\n{numpy_parent}\n")
+    lines = [str(tvm_parent), str(numpy_parent)]
+    if os.environ.get("COVERAGE_PROCESS_CONFIG"):
+        # The suite runs under coverage (pyproject.toml), subprocesses included: these
+        # interpreters are measured too, with the coverage of the test environment.
+        import coverage
+
+        lines += [
+            str(Path(coverage.__file__).parents[1]),
+            "import coverage; coverage.process_startup()",
+        ]
+    Path(purelib, "tvm_under_test.pth").write_text("\n".join(lines) + "\n")
     # A broken installation that build tools would refuse to produce: a malformed entry point.
     broken = Path(purelib, "tvm_test_broken_backend-0.1.0.dist-info")
     broken.mkdir()

@@ -12,26 +12,8 @@ from pathlib import Path
 import pytest
 
 import tvm
+from stand_ins import fake_tool
 from tvm.support import clang, emcc, ndk, nvcc, rocm, xcode
-
-
-@pytest.fixture
-def bare_path(monkeypatch, tmp_path):
-    """PATH with no tools on it, and no variables pointing at toolkits."""
-    empty = tmp_path / "empty-bin"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    for name in ("CUDA_PATH", "CUDA_HOME", "ROCM_PATH", "TVM_NDK_CC", "TVM_HOME", "NVSHMEM_HOME"):
-        monkeypatch.delenv(name, raising=False)
-    return empty
-
-
-def fake_tool(directory: Path, name: str, script: str) -> Path:
-    path = directory / name
-    path.write_text(f"#!/bin/sh\n{script}\n")
-    path.chmod(0o755)
-    return path
-
 
 # ---- nvcc ----------------------------------------------------------------------------------
 

@@ -41,6 +41,23 @@ from tvm.support.popen_pool.pickling import _describe, _dumps
 from tvm.support.popen_pool.wire import StatusKind, _read_frame, _write_frame
 
 
+def _save_coverage() -> None:
+    """Saves the data of coverage.py when it measures this process (the test suite measures its
+    subprocesses): coverage writes it at exit, which a worker never reaches, being killed with
+    ``SIGKILL`` by its parent or by itself (its process group). Called before each result and
+    before the worker kills its group; nothing at all when coverage is not running."""
+    coverage = sys.modules.get("coverage")
+    current = getattr(getattr(coverage, "Coverage", None), "current", None)
+    if current is None:
+        return
+    try:
+        measuring = current()
+        if measuring is not None:
+            measuring.save()
+    except Exception:
+        pass
+
+
 def _kill_own_group_and_exit(flush: bool = False) -> None:
     if flush:  # not from the watchdog: a flush could block on a pipe nobody reads
         for stream in (sys.stdout, sys.stderr):
@@ -51,6 +68,7 @@ def _kill_own_group_and_exit(flush: bool = False) -> None:
     if os.name == "posix":
         try:
             if os.getpgid(0) == os.getpid():  # only a group we lead (started by the pool)
+                _save_coverage()
                 os.killpg(os.getpid(), signal.SIGKILL)
         except OSError:
             pass
@@ -153,6 +171,7 @@ def _guard_group(leader: int, watch: int, pidfd: int | None) -> None:
                 break  # nothing holds the worker's end any more: it has exited
             if pidfd is None and _has_ended(leader):
                 break  # a process forked by a job still holds the pipe
+        _save_coverage()
         os.killpg(leader, signal.SIGKILL)
     finally:
         os._exit(0)
@@ -204,6 +223,8 @@ def _start_group_guard() -> None:
 
 
 def _send(reply: int, message: tuple[Any, ...]) -> None:
+    if message[0] == "result":
+        _save_coverage()  # the parent may kill the worker as soon as it has the result
     _write_frame(reply, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
 
