@@ -125,8 +125,24 @@ impl FromStr for Device {
     type Err = String;
 
     /// Parses `TYPE[:ID]`, where TYPE is a name accepted by [`device_type_from_name`] or
-    /// `device(N)` (as printed for unknown types) and ID is an `i32` (default 0).
+    /// `device(N)` (as printed for unknown types) and ID is an `i32` (default 0), optionally
+    /// after `remote[K]:` (a device of RPC session K, as printed).
     fn from_str(s: &str) -> Result<Self, String> {
+        if let Some(rest) = s.strip_prefix("remote[") {
+            let session = rest
+                .split_once("]:")
+                .and_then(|(k, local)| Some((k.parse::<i32>().ok()?, local)));
+            let (session, local) =
+                session.ok_or_else(|| format!("unknown device type in `{s}`"))?;
+            let local = Device::from_str(local).map_err(|_| format!("invalid device `{s}`"))?;
+            let device_type = session
+                .checked_add(1)
+                .and_then(|k| k.checked_mul(128))
+                .and_then(|mask| mask.checked_add(local.device_type()))
+                .filter(|_| (0..128).contains(&local.device_type()) && session >= 0)
+                .ok_or_else(|| format!("invalid remote device in `{s}`"))?;
+            return Ok(Self::new(device_type, local.device_id()));
+        }
         let (type_part, id_part) = match s.split_once(':') {
             Some((t, id)) => (t, Some(id)),
             None => (s, None),
