@@ -1,0 +1,6 @@
+"""Command-line programs of ``tvm``, run as ``python -m tvm.exec.<name>``:
+
+``rpc_tracker``        an RPC tracker
+``rpc_proxy``          an RPC proxy
+``query_rpc_tracker``  print the state of a tracker
+"""
