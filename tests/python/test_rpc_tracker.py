@@ -631,6 +631,9 @@ def test_our_session_against_apache_tracker(apache_python: Path) -> None:
                 port = int(found.group(1))
                 break
         assert port is not None, "Apache TVM's tracker did not report its port"
+        # It reports the port between bind() and listen(): wait until it accepts.
+        found_port = port
+        wait_until(lambda: not refuses(found_port), "Apache TVM's tracker to listen")
         server = Conn(port)
         try:
             register_server(server, "apache-dev", port=9700)
