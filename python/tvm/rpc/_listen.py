@@ -1,0 +1,92 @@
+"""What the tracker and the proxy share as servers: a listening socket bound to the first free
+port of a range, a logger writing to stderr, and an asyncio event loop run in a daemon thread of
+the popen worker that hosts them."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+import sys
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from .base import get_addr_family
+
+
+def bind_listener(
+    host: str,
+    port: int,
+    port_end: int,
+    reuse_addr: bool = True,
+    timeout: float | None = None,
+) -> tuple[socket.socket, int]:
+    """A listening TCP socket on ``host`` and the first port of ``[port, port_end)`` that is
+    free, with that port.
+
+    ``port=0`` lets the system choose. Only "address in use" moves on to the next port; any
+    other error is raised. ``ValueError`` if no port of the range is free. ``SO_REUSEADDR`` is
+    set when ``reuse_addr`` (never on Windows, where it would let two live sockets share a
+    port); ``timeout`` is set as the socket's timeout.
+    """
+    candidates = [0] if port == 0 else range(port, port_end)
+    sock = socket.socket(get_addr_family((host, port)), socket.SOCK_STREAM)
+    try:
+        if reuse_addr and sys.platform != "win32":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if timeout is not None:
+            sock.settimeout(timeout)
+        for candidate in candidates:
+            try:
+                sock.bind((host, candidate))
+            except OSError as err:
+                if err.errno == errno.EADDRINUSE:
+                    continue
+                raise
+            sock.listen(128)
+            return sock, sock.getsockname()[1]
+    except BaseException:
+        sock.close()
+        raise
+    sock.close()
+    raise ValueError(f"cannot bind to any port in [{port}, {port_end})")
+
+
+def stderr_logger(name: str, silent: bool) -> logging.Logger:
+    """The logger ``name`` writing timestamped lines to stderr by itself (not propagated), at
+    INFO level, or WARNING when ``silent``."""
+    log = logging.getLogger(name)
+    if not any(getattr(h, "_tvm_rpc_handler", False) for h in log.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(
+            logging.Formatter(
+                fmt="%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s",
+                datefmt="%Y-%m-%d %H:%M:%S",
+            )
+        )
+        handler._tvm_rpc_handler = True  # type: ignore[attr-defined]
+        log.addHandler(handler)
+        log.propagate = False
+    log.setLevel(logging.WARNING if silent else logging.INFO)
+    return log
+
+
+def run_in_thread(main: Callable[[], Coroutine[Any, Any, None]], name: str) -> threading.Thread:
+    """Runs ``main()`` in a fresh event loop in a daemon thread; returns the started thread."""
+
+    def _run() -> None:
+        asyncio.run(main())
+
+    thread = threading.Thread(target=_run, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def peer_host(writer: asyncio.StreamWriter) -> str:
+    """The IP address of the peer of a stream ("" when it is unknown)."""
+    peer = writer.get_extra_info("peername")
+    if isinstance(peer, tuple) and peer:
+        return str(peer[0])
+    return ""

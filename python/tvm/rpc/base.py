@@ -1,0 +1,176 @@
+"""Constants and socket helpers shared by the RPC client, server, tracker and proxy.
+
+Two handshakes start every RPC connection:
+
+* the data plane (servers, clients, the proxy): ``<i RPC_MAGIC``, ``<i key length``, the key in
+  UTF-8; the answer is one of the ``RPC_CODE_*`` values, followed on success by the peer's key
+  in the same length-prefixed form;
+* the control plane (the tracker): ``<i RPC_TRACKER_MAGIC`` echoed back by the tracker, then
+  JSON messages framed as ``<i byte length`` + UTF-8 text (:func:`sendjson`, :func:`recvjson`).
+
+All integers are little-endian 32-bit.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import random
+import socket
+import struct
+import time
+from collections.abc import Container
+from enum import IntEnum
+from typing import Any
+
+__all__ = [
+    "MAX_TRACKER_MSG_BYTES",
+    "RPC_CODE_DUPLICATE",
+    "RPC_CODE_MISMATCH",
+    "RPC_CODE_SUCCESS",
+    "RPC_MAGIC",
+    "RPC_SESS_MASK",
+    "RPC_TRACKER_MAGIC",
+    "TrackerCode",
+    "connect_with_retry",
+    "get_addr_family",
+    "random_key",
+    "recvall",
+    "recvjson",
+    "sendjson",
+    "split_random_key",
+]
+
+#: Magic number of the data-plane handshake; also the "accepted" reply.
+RPC_MAGIC = 0xFF271
+#: Magic number of the tracker handshake, echoed back by the tracker.
+RPC_TRACKER_MAGIC = 0x2F271
+#: Handshake reply: the key was accepted.
+RPC_CODE_SUCCESS = RPC_MAGIC + 0
+#: Handshake reply (proxy): a server with the same key is already waiting.
+RPC_CODE_DUPLICATE = RPC_MAGIC + 1
+#: Handshake reply: no server matches the key.
+RPC_CODE_MISMATCH = RPC_MAGIC + 2
+#: Device types at or above this value denote a device of a remote session.
+RPC_SESS_MASK = 128
+#: Largest JSON frame the tracker accepts (and the helpers here send or receive).
+MAX_TRACKER_MSG_BYTES = 1 << 20
+
+logger = logging.getLogger("RPCServer")
+
+_INT32 = struct.Struct("<i")
+
+
+class TrackerCode(IntEnum):
+    """The first element of every tracker request (and the value of simple replies)."""
+
+    FAIL = -1
+    SUCCESS = 0
+    PING = 1
+    STOP = 2
+    PUT = 3
+    REQUEST = 4
+    UPDATE_INFO = 5
+    SUMMARY = 6
+    GET_PENDING_MATCHKEYS = 7
+
+
+def get_addr_family(addr: tuple[str, int]) -> socket.AddressFamily:
+    """The address family of the first address ``addr`` resolves to.
+
+    Name ``"127.0.0.1"`` or ``"::1"`` explicitly to force IPv4 or IPv6.
+    """
+    infos = socket.getaddrinfo(addr[0], addr[1], 0, 0, socket.IPPROTO_TCP)
+    return infos[0][0]
+
+
+def recvall(sock: socket.socket, nbytes: int) -> bytes:
+    """Receives exactly ``nbytes`` bytes from ``sock``.
+
+    Raises ``ConnectionError`` (an ``OSError``) naming how many bytes were expected if the peer
+    closes the connection first.
+    """
+    buffer = bytearray(nbytes)
+    view = memoryview(buffer)
+    received = 0
+    while received < nbytes:
+        count = sock.recv_into(view[received:], nbytes - received)
+        if count == 0:
+            raise ConnectionError(
+                f"connection closed by the peer after {received} of {nbytes} expected bytes"
+            )
+        received += count
+    return bytes(buffer)
+
+
+def sendjson(sock: socket.socket, data: Any) -> None:
+    """Sends ``data`` as one JSON frame: ``<i`` byte length, then the UTF-8 text.
+
+    The length is the number of encoded bytes. (Apache TVM sends the number of characters of
+    the JSON string, which is the same for ASCII text, and ``json.dumps`` escapes everything
+    else by default; the byte count is what a reader needs for any text.) A frame larger than
+    :data:`MAX_TRACKER_MSG_BYTES`, which a tracker would refuse, raises ``ValueError``.
+    """
+    payload = json.dumps(data).encode("utf-8")
+    if len(payload) > MAX_TRACKER_MSG_BYTES:
+        raise ValueError(
+            f"JSON message of {len(payload)} bytes exceeds the limit of "
+            f"{MAX_TRACKER_MSG_BYTES} bytes"
+        )
+    sock.sendall(_INT32.pack(len(payload)) + payload)
+
+
+def recvjson(sock: socket.socket) -> Any:
+    """Receives one JSON frame sent by :func:`sendjson` (or a tracker) and decodes it.
+
+    A frame size that is not in ``1..MAX_TRACKER_MSG_BYTES`` means the stream is corrupt or not
+    a tracker's: ``ConnectionError`` naming the size.
+    """
+    (size,) = _INT32.unpack(recvall(sock, 4))
+    if size <= 0 or size > MAX_TRACKER_MSG_BYTES:
+        raise ConnectionError(
+            f"invalid JSON frame size {size} (must be 1..{MAX_TRACKER_MSG_BYTES} bytes)"
+        )
+    return json.loads(recvall(sock, size).decode("utf-8"))
+
+
+def random_key(prefix: str, delimiter: str = ":", cmap: Container[str] | None = None) -> str:
+    """``prefix``, ``delimiter`` and a random number, retried until the key is not in
+    ``cmap``."""
+    while True:
+        key = f"{prefix}{delimiter}{random.random()}"
+        if not cmap or key not in cmap:
+            return key
+
+
+def split_random_key(key: str, delimiter: str = ":") -> list[str]:
+    """Splits a key made by :func:`random_key` into ``[prefix, random part]``.
+
+    Only the last delimiter counts, so prefixes may contain it (``"127.0.0.1:5555"``).
+    """
+    return key.rsplit(delimiter, 1)
+
+
+def connect_with_retry(
+    addr: tuple[str, int], timeout: float = 60, retry_period: float = 5
+) -> socket.socket:
+    """Connects a TCP socket to ``addr``, retrying while the connection is refused.
+
+    Meant to ride out a short restart of the peer: other errors are raised at once, and after
+    ``timeout`` seconds of refusals ``RuntimeError("Failed to connect to server <addr>")``.
+    """
+    start = time.monotonic()
+    while True:
+        sock = socket.socket(get_addr_family(addr), socket.SOCK_STREAM)
+        try:
+            sock.connect(addr)
+            return sock
+        except OSError as err:
+            sock.close()
+            if err.errno != errno.ECONNREFUSED:
+                raise
+            if time.monotonic() - start > timeout:
+                raise RuntimeError(f"Failed to connect to server {addr!s}") from err
+            logger.warning("Cannot connect to %s, retry in %g s...", addr, retry_period)
+            time.sleep(retry_period)

@@ -1,0 +1,453 @@
+"""The RPC proxy: pairs RPC servers and clients that cannot reach each other directly.
+
+Both sides connect to the proxy with the data-plane handshake (``<i RPC_MAGIC``, ``<i`` key
+length, key): servers with ``server:<key>``, clients with ``client:<key>[ options]``. The proxy
+pairs a server and a client of the same key, sends each ``<i RPC_CODE_SUCCESS`` and the other's
+key (``<i`` length, bytes), and from then on forwards bytes verbatim in both directions until
+either side closes, which closes the other.
+
+Without a tracker, whichever side comes first waits (``timeout_server`` or ``timeout_client``
+seconds) for the other, then gets ``RPC_CODE_MISMATCH``; a second connection of the same side
+and key while one waits gets ``RPC_CODE_DUPLICATE``.
+
+With a tracker (``tracker_addr``), every waiting server is offered to the tracker under its key
+with a fresh random match key (``PUT [key, [proxy port, match key], null]``), and the proxy
+describes itself with ``UPDATE_INFO {"key": "server:proxy[k1,k2,...]", "addr": [null, port]}``.
+Clients must present a match key the tracker handed out, else they get ``RPC_CODE_MISMATCH``.
+Every two seconds the proxy asks the tracker which of its keys are still on offer
+(``GET_PENDING_MATCHKEYS``); a key handed out to a client that does not connect within five
+seconds is replaced by a new one. A lost tracker connection is reopened, with new keys.
+
+The websocket and web-page side of Apache TVM's proxy (``web_port``, index page, resource
+files) is not provided.
+
+The proxy runs in a :class:`~tvm.support.popen_pool.PopenWorker` process, on an asyncio event
+loop (standard library only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..support._exit_guard import suppress_at_exit
+from ..support.popen_pool import PopenWorker
+from . import base
+from ._listen import bind_listener, run_in_thread, stderr_logger
+from .base import (
+    MAX_TRACKER_MSG_BYTES,
+    RPC_CODE_DUPLICATE,
+    RPC_CODE_MISMATCH,
+    RPC_CODE_SUCCESS,
+    RPC_MAGIC,
+    RPC_TRACKER_MAGIC,
+    TrackerCode,
+)
+
+__all__ = ["Proxy"]
+
+logger = logging.getLogger("RPCProxy")
+
+_INT32 = struct.Struct("<i")
+#: Longest handshake key the proxy accepts.
+MAX_KEY_BYTES = 1 << 16
+#: Bytes read at once when forwarding.
+_CHUNK = 1 << 20
+
+
+@dataclass(eq=False)
+class _Peer:
+    """One connection that completed the handshake and waits to be paired."""
+
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    rpc_key: str
+    match_key: str
+    paired: asyncio.Future[_Peer] = field(repr=False)
+    alloc_time: float | None = None
+
+    @property
+    def is_server(self) -> bool:
+        return self.rpc_key.startswith("server:")
+
+    @property
+    def name(self) -> str:
+        return f"{self.writer.get_extra_info('peername')} ({self.rpc_key})"
+
+
+class _Handshake(Exception):
+    """The peer broke the handshake; its connection is closed."""
+
+
+class _ProxyServer:
+    """The proxy's pools and its asyncio handlers."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        listen_port: int,
+        timeout_client: float,
+        timeout_server: float,
+        tracker_addr: tuple[str, int] | None,
+    ) -> None:
+        self._sock = sock
+        self._listen_port = listen_port
+        self._timeout_client = timeout_client
+        self._timeout_server = timeout_server
+        self._tracker_addr = tracker_addr
+        self._servers: dict[str, _Peer] = {}
+        self._clients: dict[str, _Peer] = {}
+        # Tracker mode
+        self.timeout_alloc = 5.0
+        self.update_period = 2.0
+        self._pending_puts: list[str] = []
+        self._reported_keys: set[str] = set()
+        self._wake: asyncio.Event | None = None
+
+    async def main(self) -> None:
+        """Serves forever (the worker process is killed to stop it)."""
+        self._wake = asyncio.Event()
+        server = await asyncio.start_server(self._serve, sock=self._sock, limit=_CHUNK)
+        async with server:
+            if self._tracker_addr is not None:
+                await self._tracker_loop(self._tracker_addr)
+            else:
+                await server.serve_forever()
+
+    # -- connections ------------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        name = str(writer.get_extra_info("peername"))
+        try:
+            peer = await self._handshake(reader, writer)
+            logger.info("Handler ready %s", peer.name)
+            partner = await self._pair(peer)
+            if partner is not None:
+                await self._forward(peer, partner)
+        except _Handshake as err:
+            logger.warning("%s: %s; closing the connection", name, err)
+        except (ConnectionError, asyncio.IncompleteReadError) as err:
+            logger.info("%s: connection lost: %s", name, err)
+        finally:
+            writer.close()
+
+    async def _handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> _Peer:
+        try:
+            (magic,) = _INT32.unpack(await reader.readexactly(4))
+            if magic != RPC_MAGIC:
+                raise _Handshake(f"invalid RPC magic {magic:#x}")
+            (length,) = _INT32.unpack(await reader.readexactly(4))
+            if length < 0 or length > MAX_KEY_BYTES:
+                raise _Handshake(f"invalid key length {length}")
+            raw = await reader.readexactly(length)
+        except asyncio.IncompleteReadError as err:
+            raise _Handshake(
+                f"connection closed during the handshake ({len(err.partial)} of "
+                f"{err.expected} bytes)"
+            ) from None
+        try:
+            rpc_key = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise _Handshake(f"key is not UTF-8: {err}") from None
+        if not rpc_key.startswith(("server:", "client:")):
+            raise _Handshake(f"key {rpc_key!r} starts with neither 'server:' nor 'client:'")
+        # "client:<key> -timeout=10" matches "server:<key>"
+        words = rpc_key[len("client:") :].split()
+        match_key = words[0] if words else ""
+        future: asyncio.Future[_Peer] = asyncio.get_running_loop().create_future()
+        return _Peer(reader, writer, rpc_key, match_key, future)
+
+    async def _pair(self, peer: _Peer) -> _Peer | None:
+        """Finds or awaits the partner of ``peer``; None if there is none (the peer has been
+        answered and is to be closed)."""
+        if self._tracker_addr is not None:
+            timeout: float | None = None
+            if peer.is_server:
+                key = base.random_key(peer.match_key, cmap=self._servers)
+                peer.match_key = key
+                self._servers[key] = peer
+                self._pending_puts.append(key)
+                assert self._wake is not None
+                self._wake.set()
+                pool = self._servers
+            else:
+                server = self._servers.pop(peer.match_key, None)
+                if server is None:
+                    peer.writer.write(_INT32.pack(RPC_CODE_MISMATCH))
+                    return None
+                return self._pair_up(server, peer)
+        else:
+            own, other = (
+                (self._servers, self._clients) if peer.is_server else (self._clients, self._servers)
+            )
+            timeout = self._timeout_server if peer.is_server else self._timeout_client
+            partner = other.pop(peer.match_key, None)
+            if partner is not None:
+                return self._pair_up(partner, peer)
+            if peer.match_key in own:
+                logger.info("Duplicate connection with same key=%s", peer.match_key)
+                peer.writer.write(_INT32.pack(RPC_CODE_DUPLICATE))
+                return None
+            own[peer.match_key] = peer
+            pool = own
+        return await self._wait_for_partner(peer, pool, timeout)
+
+    async def _wait_for_partner(
+        self, peer: _Peer, pool: dict[str, _Peer], timeout: float | None
+    ) -> _Peer | None:
+        # Watch the connection while waiting: a peer that leaves is taken out of the pool.
+        eof = asyncio.ensure_future(peer.reader.read(1))
+        waits: set[asyncio.Future[Any]] = {peer.paired, eof}
+        try:
+            done, _ = await asyncio.wait(
+                waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            if not eof.done():
+                eof.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await eof
+        if peer.paired.done():
+            if eof.done() and not eof.cancelled() and eof.exception() is None:
+                early = eof.result()
+                if early:
+                    partner = peer.paired.result()
+                    partner.writer.write(early)
+            return peer.paired.result()
+        if pool.get(peer.match_key) is peer:
+            del pool[peer.match_key]
+        if not done:
+            logger.info("Timeout %s, cannot find match key=%s", peer.name, peer.match_key)
+            peer.writer.write(_INT32.pack(RPC_CODE_MISMATCH))
+        elif eof.exception() is None and eof.result():
+            logger.warning("%s: data before the pairing; closing the connection", peer.name)
+        return None
+
+    def _pair_up(self, waiting: _Peer, arriving: _Peer) -> _Peer:
+        for side, other in ((waiting, arriving), (arriving, waiting)):
+            key = other.rpc_key.encode("utf-8")
+            side.writer.write(_INT32.pack(RPC_CODE_SUCCESS) + _INT32.pack(len(key)) + key)
+        logger.info("Pair up %s and %s", waiting.name, arriving.name)
+        waiting.paired.set_result(arriving)
+        return waiting
+
+    async def _forward(self, source: _Peer, target: _Peer) -> None:
+        """Copies what ``source`` sends to ``target`` until ``source`` ends; then closes
+        ``target`` (once what was written to it is flushed)."""
+        try:
+            while True:
+                chunk = await source.reader.read(_CHUNK)
+                if not chunk:
+                    break
+                target.writer.write(chunk)
+                await target.writer.drain()
+        except (ConnectionError, OSError) as err:
+            logger.info("%s: forwarding ended: %s", source.name, err)
+        finally:
+            target.writer.close()
+
+    # -- tracker ----------------------------------------------------------------------------
+
+    async def _tracker_loop(self, addr: tuple[str, int]) -> None:
+        assert self._wake is not None
+        logger.info("Tracker address: %s", addr)
+        conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        last_poll = time.monotonic()
+        while True:
+            periodic = time.monotonic() - last_poll >= self.update_period
+            try:
+                if conn is None:
+                    conn = await _open_tracker(addr)
+                    # A new connection: offer every waiting server again.
+                    self._pending_puts = list(self._servers)
+                if periodic:
+                    last_poll = time.monotonic()
+                    await self._refresh_keys(conn)
+                await self._report(conn)
+            except (OSError, asyncio.IncompleteReadError, ValueError) as err:
+                logger.warning(
+                    "Lost tracker connection: %s; reconnecting in %g s", err, self.update_period
+                )
+                if conn is not None:
+                    conn[1].close()
+                conn = None
+                self._reported_keys.clear()
+                self._regenerate(list(self._servers))
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                remaining = self.update_period - (time.monotonic() - last_poll)
+                await asyncio.wait_for(self._wake.wait(), max(remaining, 0.01))
+
+    async def _refresh_keys(self, conn: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
+        pending = set(await _tracker_call(conn, [TrackerCode.GET_PENDING_MATCHKEYS]))
+        stale = []
+        now = time.monotonic()
+        for key, peer in self._servers.items():
+            if key in pending:
+                peer.alloc_time = None
+            elif peer.alloc_time is None:
+                peer.alloc_time = now
+            elif now - peer.alloc_time > self.timeout_alloc:
+                stale.append(key)
+        if stale:
+            logger.info("No incoming connection on %s; new keys", stale)
+            self._pending_puts += self._regenerate(stale)
+
+    async def _report(self, conn: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
+        new_key = False
+        while self._pending_puts:
+            key = self._pending_puts[0]
+            if key in self._servers:
+                rpc_key = base.split_random_key(key)[0]
+                request = [TrackerCode.PUT, rpc_key, [self._listen_port, key], None]
+                reply = await _tracker_call(conn, request)
+                if reply != TrackerCode.SUCCESS:
+                    raise ValueError(f"tracker refused PUT: {reply!r}")
+                if rpc_key not in self._reported_keys:
+                    self._reported_keys.add(rpc_key)
+                    new_key = True
+            self._pending_puts.pop(0)
+        if new_key:
+            info = {
+                "key": "server:proxy[" + ",".join(sorted(self._reported_keys)) + "]",
+                "addr": [None, self._listen_port],
+            }
+            reply = await _tracker_call(conn, [TrackerCode.UPDATE_INFO, info])
+            if reply != TrackerCode.SUCCESS:
+                raise ValueError(f"tracker refused UPDATE_INFO: {reply!r}")
+
+    def _regenerate(self, keys: list[str]) -> list[str]:
+        """Gives the waiting servers of ``keys`` new match keys (old ones become invalid)."""
+        fresh = []
+        for key in keys:
+            peer = self._servers.pop(key, None)
+            if peer is None:
+                continue
+            new = base.random_key(base.split_random_key(key)[0], cmap=self._servers)
+            peer.match_key = new
+            peer.alloc_time = None
+            self._servers[new] = peer
+            fresh.append(new)
+        return fresh
+
+
+async def _open_tracker(
+    addr: tuple[str, int],
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await asyncio.open_connection(addr[0], addr[1])
+    writer.write(_INT32.pack(RPC_TRACKER_MAGIC))
+    (magic,) = _INT32.unpack(await reader.readexactly(4))
+    if magic != RPC_TRACKER_MAGIC:
+        writer.close()
+        raise ValueError(f"{addr} is not RPC Tracker")
+    return reader, writer
+
+
+async def _tracker_call(
+    conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], request: list[Any]
+) -> Any:
+    reader, writer = conn
+    payload = json.dumps(request).encode("utf-8")
+    writer.write(_INT32.pack(len(payload)) + payload)
+    await writer.drain()
+    (size,) = _INT32.unpack(await reader.readexactly(4))
+    if size <= 0 or size > MAX_TRACKER_MSG_BYTES:
+        raise ValueError(f"invalid JSON frame size {size} from the tracker")
+    return json.loads((await reader.readexactly(size)).decode("utf-8"))
+
+
+def _start_proxy(
+    host: str,
+    port: int,
+    port_end: int,
+    timeout_client: float,
+    timeout_server: float,
+    tracker_addr: tuple[str, int] | None,
+    silent: bool,
+) -> int:
+    """Runs in the popen worker: binds, starts the proxy thread, returns the port."""
+    stderr_logger("RPCProxy", silent)
+    sock, bound = bind_listener(host, port, port_end)
+    server = _ProxyServer(sock, bound, timeout_client, timeout_server, tracker_addr)
+    run_in_thread(server.main, "rpc-proxy")
+    logger.info("RPCProxy: client port bind to %s:%d", host, bound)
+    return bound
+
+
+class Proxy:
+    """An RPC proxy running in a worker process.
+
+    Parameters
+    ----------
+    host
+        The address to bind to; the loopback address by default.
+    port, port_end
+        The first free port of ``[port, port_end)`` is used; ``port=0`` lets the system choose.
+    timeout_client, timeout_server
+        Seconds a client (server) waits for its partner before it gets ``RPC_CODE_MISMATCH``.
+    tracker_addr
+        ``(host, port)`` of a tracker to offer the waiting servers to, or None.
+    web_port
+        Only 0: the websocket side of Apache TVM's proxy is not provided.
+    silent
+        Log warnings only.
+
+    The constructor returns once the proxy listens; ``port`` is the bound port. Call
+    :meth:`terminate` to stop it (or use the proxy as a context manager).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 9091,
+        port_end: int = 9199,
+        timeout_client: float = 600,
+        timeout_server: float = 600,
+        tracker_addr: tuple[str, int] | None = None,
+        web_port: int = 0,
+        silent: bool = False,
+    ) -> None:
+        self.proc: PopenWorker | None = None
+        if web_port:
+            raise NotImplementedError(
+                "the websocket/web side of the RPC proxy (web_port) is not provided"
+            )
+        self.host = host
+        addr = None if tracker_addr is None else (str(tracker_addr[0]), int(tracker_addr[1]))
+        proc = PopenWorker()
+        proc.send(
+            _start_proxy, [host, port, port_end, timeout_client, timeout_server, addr, silent]
+        )
+        try:
+            self.port: int = proc.recv()
+        except BaseException:
+            proc.kill()
+            raise
+        self.proc = proc
+
+    def terminate(self) -> None:
+        """Stops the proxy (ends its worker process, closing every connection). Idempotent."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            proc.kill()
+
+    def __enter__(self) -> Proxy:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.terminate()
+
+    def __del__(self) -> None:
+        # Exit-time fail-guard: modules may already be torn down.
+        try:
+            with suppress_at_exit():
+                self.terminate()
+        except (TypeError, ImportError, AttributeError):
+            pass

@@ -1,0 +1,206 @@
+"""The client side of the tracker: :class:`TrackerSession` and :func:`connect_tracker`."""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from ..support._exit_guard import suppress_at_exit
+from . import base
+from .base import RPC_TRACKER_MAGIC, TrackerCode
+
+__all__ = ["TrackerSession", "connect_tracker"]
+
+T = TypeVar("T")
+
+_INT32 = struct.Struct("<i")
+
+
+class TrackerSession:
+    """A connection to an RPC tracker.
+
+    Parameters
+    ----------
+    addr
+        ``(host, port)`` of the tracker. The connection is retried for a while if it is refused
+        (:func:`tvm.rpc.base.connect_with_retry`); ``RuntimeError`` if the peer is not a tracker.
+
+    Usable as a context manager, which closes the connection on exit.
+    """
+
+    def __init__(self, addr: tuple[str, int]) -> None:
+        self._addr = addr
+        self._sock: Any = None
+        self._connect()
+
+    def _connect(self) -> None:
+        sock = base.connect_with_retry(self._addr)
+        try:
+            sock.sendall(_INT32.pack(RPC_TRACKER_MAGIC))
+            magic = _INT32.unpack(base.recvall(sock, 4))[0]
+        except OSError as err:
+            sock.close()
+            raise RuntimeError(f"{self._addr!s} is not RPC Tracker: {err}") from err
+        if magic != RPC_TRACKER_MAGIC:
+            sock.close()
+            raise RuntimeError(f"{self._addr!s} is not RPC Tracker")
+        self._sock = sock
+
+    def close(self) -> None:
+        """Closes the connection to the tracker (a later request reconnects)."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+
+    def __enter__(self) -> TrackerSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            with suppress_at_exit():
+                self.close()
+        except (TypeError, ImportError, AttributeError):
+            pass
+
+    def _call(self, request: list[Any]) -> Any:
+        if self._sock is None:
+            self._connect()
+        base.sendjson(self._sock, request)
+        return base.recvjson(self._sock)
+
+    def ping(self) -> bool:
+        """Whether the tracker answers a PING."""
+        return bool(self._call([TrackerCode.PING]) == TrackerCode.SUCCESS)
+
+    def summary(self) -> dict[str, Any]:
+        """The tracker's state: ``{"queue_info": {key: {"free": n, "pending": m}},
+        "server_info": [{"key": "server:<key>", "addr": [host, port]}, ...]}``."""
+        value = self._call([TrackerCode.SUMMARY])
+        if not isinstance(value, list) or len(value) != 2 or value[0] != TrackerCode.SUCCESS:
+            raise RuntimeError(f"Invalid return value {value!s}")
+        result: dict[str, Any] = value[1]
+        return result
+
+    def text_summary(self) -> str:
+        """The summary as a table of servers and a table of queues."""
+        data = self.summary()
+        lines = [
+            "Server List",
+            "------------------------------",
+            "server-address           key",
+            "------------------------------",
+        ]
+        servers_per_key: dict[str, int] = {}
+        for item in sorted(data["server_info"], key=lambda x: str(x["key"])):
+            addr = ":".join(str(part) for part in item["addr"])
+            lines.append(f"{addr:21s}    {item['key']}")
+            # "server:rasp3b" counts for "rasp3b"
+            parts = str(item["key"]).split(":")
+            key = parts[1] if len(parts) > 1 else parts[0]
+            servers_per_key[key] = servers_per_key.get(key, 0) + 1
+        lines += ["------------------------------", "", "Queue Status"]
+        queues = data["queue_info"]
+        keys = sorted(queues)
+        width = max((len(k) for k in keys), default=0)
+        title = f"{'key':<{width}s}   total  free  pending"
+        rule = "-" * (len(title) + 1)
+        lines += [rule, title, rule]
+        for key in keys:
+            total = servers_per_key.get(key, 0)
+            free, pending = queues[key]["free"], queues[key]["pending"]
+            if total or pending:
+                lines.append(f"{key:<{width}}   {total:<5d}  {free:<4d}  {pending:<7d}")
+        lines.append(rule)
+        return "\n".join(lines) + "\n"
+
+    def request(
+        self,
+        key: str,
+        priority: int = 1,
+        session_timeout: float = 0,
+        max_retry: int = 5,
+        session_constructor_args: Sequence[Any] | None = None,
+    ) -> Any:
+        """A session on a server of ``key``, waiting until the tracker has one free.
+
+        Parameters
+        ----------
+        key
+            The device key the servers registered with.
+        priority
+            Requests of higher priority are served first.
+        session_timeout
+            Seconds after which the server may end the session; 0 for never.
+        max_retry
+            Attempts before giving up with ``RuntimeError``; a lost tracker connection is
+            reopened on the next attempt.
+        session_constructor_args
+            The remote session's constructor name and its arguments (see
+            :func:`tvm.rpc.connect`).
+        """
+        # client.py is imported here: it needs the native RPC functions, the tracker does not.
+        from .client import connect  # type: ignore[import-not-found, unused-ignore]
+
+        last_error: Exception | None = None
+        for _ in range(max_retry):
+            try:
+                value = self._call([TrackerCode.REQUEST, key, "", priority])
+                if not isinstance(value, list) or len(value) != 2 or value[0] != 0:
+                    raise RuntimeError(f"Invalid return value {value!s}")
+                url, port, matchkey = value[1]
+                return connect(
+                    url,
+                    port,
+                    matchkey,
+                    session_timeout=session_timeout,
+                    session_constructor_args=session_constructor_args,
+                )
+            except OSError as err:
+                self.close()
+                last_error = err
+            except RuntimeError as err:
+                last_error = err
+        raise RuntimeError(
+            f"Cannot request {key} after {max_retry} retry, last_error:{last_error!s}"
+        )
+
+    def request_and_run(
+        self,
+        key: str,
+        func: Callable[[Any], T],
+        priority: int = 1,
+        session_timeout: float = 0,
+        max_retry: int = 2,
+    ) -> T:
+        """Runs ``func(session)`` on a session of ``key``; if it raises ``RuntimeError`` (a
+        server that dropped out), runs it again on a new session, up to ``max_retry`` times.
+
+        An error after 95% of ``session_timeout`` is taken as the session's end:
+        ``RuntimeError("Session timeout when running <func>")``.
+        """
+        last_error: Exception | None = None
+        name = getattr(func, "__name__", repr(func))
+        for _ in range(max_retry):
+            start = time.monotonic()
+            try:
+                session = self.request(key, priority=priority, session_timeout=session_timeout)
+                start = time.monotonic()
+                return func(session)
+            except RuntimeError as err:
+                elapsed = time.monotonic() - start
+                if session_timeout and elapsed >= session_timeout * 0.95:
+                    raise RuntimeError(f"Session timeout when running {name}") from err
+                last_error = err
+        raise RuntimeError(
+            f"Failed to run on {key} after {max_retry} retry, last_error:{last_error!s}"
+        )
+
+
+def connect_tracker(url: str, port: int) -> TrackerSession:
+    """A :class:`TrackerSession` with the tracker at ``url:port``."""
+    return TrackerSession((url, port))
