@@ -211,3 +211,19 @@ def test_exit_with_live_sessions_prints_nothing_and_leaves_no_process():
     assert _processes_with_marker(value) == []
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_tracker_hands_out_servers_by_key_and_queues():
+    with rpc.Tracker(port=0) as tracker:
+        with rpc.Server(port=0, key="gpu", tracker_addr=("127.0.0.1", tracker.port)):
+            client = rpc.connect_tracker("127.0.0.1", tracker.port)
+            deadline = time.monotonic() + 30
+            while client.summary()["queue_info"].get("gpu", {}).get("free", 0) < 1:
+                assert time.monotonic() < deadline, client.summary()
+                time.sleep(0.02)
+            first = client.request("gpu")
+            assert first.get_function("rpc.test.addone")(1) == 2
+            # The server offers a fresh key once a session starts: a second client is served.
+            second = client.request("gpu")
+            assert second.get_function("rpc.test.addone")(2) == 3
+            assert "gpu" in client.text_summary()

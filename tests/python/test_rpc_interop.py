@@ -3,11 +3,15 @@ client running in a virtual environment of their own (tests/python/apache_tvm_en
 
 from __future__ import annotations
 
+import os
+import queue
 import re
+import signal
 import socket
 import struct
 import subprocess
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -25,31 +29,47 @@ def apache_python():
 
 @pytest.fixture(scope="module")
 def apache_server(apache_python):
-    """Apache TVM's RPC server on a free loopback port."""
+    """Apache TVM's RPC server on a free loopback port (it serves one client at a time: every
+    test closes its session)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         start = probe.getsockname()[1]
     proc = subprocess.Popen(
-        [str(apache_python), "-m", "tvm.exec.rpc_server", "--host", "127.0.0.1",
-         "--port", str(start), "--port-end", str(start + 200)],
+        [
+            str(apache_python),
+            "-m",
+            "tvm.exec.rpc_server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(start),
+            "--port-end",
+            str(start + 200),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         env=apache_tvm_env.apache_tvm_environ(),
+        start_new_session=True,
     )
-    port = None
-    deadline = time.monotonic() + 120
-    while port is None and time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        match = re.search(r"bind to 127\.0\.0\.1:(\d+)", line)
-        if match:
-            port = int(match.group(1))
-    if port is None:
-        proc.kill()
+    ports: queue.Queue[int] = queue.Queue()
+
+    def drain() -> None:
+        # Reads the log to the end, so that the server never blocks on a full pipe.
+        for line in proc.stderr:
+            match = re.search(r"bind to 127\.0\.0\.1:(\d+)", line)
+            if match:
+                ports.put(int(match.group(1)))
+
+    drainer = threading.Thread(target=drain, daemon=True)
+    drainer.start()
+    try:
+        port = ports.get(timeout=120)
+    except queue.Empty:
+        os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail("Apache TVM's RPC server did not report its port")
     # It reports the port between bind and listen: wait until it accepts.
+    deadline = time.monotonic() + 60
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=5).close()
@@ -59,13 +79,19 @@ def apache_server(apache_python):
                 raise
             time.sleep(0.02)
     yield port
-    proc.kill()
+    # Its worker processes outlive a signal to the server alone: end the whole group.
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    drainer.join(timeout=10)
     proc.stderr.close()
 
 
 def test_our_client_with_apache_server(apache_server):
-    sess = rpc.connect("127.0.0.1", apache_server)
+    with rpc.connect("127.0.0.1", apache_server) as sess:
+        _exercise_apache_server(sess)
+
+
+def _exercise_apache_server(sess):
     assert sess.get_function("rpc.test.addone")(41) == 42
     assert sess.get_function("rpc.test.strcat")("a", 3) == "a:3"
     data = np.arange(64, dtype="float32").reshape(8, 8)
@@ -76,18 +102,18 @@ def test_our_client_with_apache_server(apache_server):
 
 
 def test_apache_errors_arrive_as_rpc_errors_with_the_message(apache_server):
-    sess = rpc.connect("127.0.0.1", apache_server)
-    with pytest.raises(tvm.error.RPCError, match="boom"):
-        sess.get_function("rpc.test.except")("boom")
-    # The session goes on after a remote error.
-    assert sess.get_function("rpc.test.addone")(1) == 2
+    with rpc.connect("127.0.0.1", apache_server) as sess:
+        with pytest.raises(tvm.error.RPCError, match="boom"):
+            sess.get_function("rpc.test.except")("boom")
+        # The session goes on after a remote error.
+        assert sess.get_function("rpc.test.addone")(1) == 2
 
 
 def test_callbacks_to_a_0_8_0_server_are_refused_clearly(apache_server):
-    sess = rpc.connect("127.0.0.1", apache_server)
-    addone = sess.get_function("rpc.test.addone")
-    with pytest.raises(TypeError, match="protocol 0.8.0"):
-        addone(lambda x: x)
+    with rpc.connect("127.0.0.1", apache_server) as sess:
+        addone = sess.get_function("rpc.test.addone")
+        with pytest.raises(TypeError, match=r"protocol 0\.8\.0"):
+            addone(lambda x: x)
 
 
 def _run_apache_client(apache_python, port: int, body: str) -> str:

@@ -28,6 +28,10 @@ pub const MAX_KEY_LEN: i32 = 4096;
 /// How long a server waits for a client's handshake bytes.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a client waits for a server to answer its handshake (a server that serves one
+/// client at a time, as Apache TVM's does, answers only when it is free).
+pub const CLIENT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// The environment variable that holds the shared secret when none is passed.
 pub const AUTH_KEY_ENV: &str = "TVM_RPC_KEY";
 
@@ -119,7 +123,22 @@ pub fn client_handshake(
     secret: Option<&[u8]>,
 ) -> Result<Accepted> {
     let full_key = format!("client:{key} {}", own_protocol_option());
-    let io = |e| connection_error(e, &format!("opening a session with {address}"));
+    let io = |e: std::io::Error| {
+        if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
+            return Error::new(
+                "RPCError",
+                format!(
+                    "{address} did not answer the handshake within {} s (a server that serves \
+                     one client at a time may be busy)",
+                    CLIENT_HANDSHAKE_TIMEOUT.as_secs()
+                ),
+            );
+        }
+        connection_error(e, &format!("opening a session with {address}"))
+    };
+    socket
+        .set_read_timeout(Some(CLIENT_HANDSHAKE_TIMEOUT))
+        .map_err(io)?;
     write_key(socket, RPC_MAGIC, full_key.trim()).map_err(io)?;
     let code = read_i32(socket).map_err(io)?;
     let user_key = key.split_whitespace().next().unwrap_or("");
@@ -166,6 +185,7 @@ pub fn client_handshake(
             ));
         }
     }
+    socket.set_read_timeout(None).map_err(io)?;
     Ok(Accepted {
         server_key,
         own_protocol,

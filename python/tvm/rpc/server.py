@@ -10,12 +10,15 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import struct
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
 
 from ..support.popen_pool import PopenWorker
+from . import base
+from .base import TrackerCode
 
 __all__ = ["Server", "bind_socket", "serve_forever"]
 
@@ -60,20 +63,64 @@ def _spawn_session(
     threading.Thread(target=child.wait, daemon=True).start()
 
 
+class _TrackerLink:
+    """The server's registration with a tracker: it offers one match key at a time
+    (``<key>:<random>``), which a client gets from the tracker and presents to this server; each
+    accepted connection consumes it and a fresh one is offered."""
+
+    def __init__(
+        self, tracker_addr: tuple[str, int], key: str, port: int, custom_addr: str | None
+    ) -> None:
+        self.key = key
+        self.port = port
+        self.custom_addr = custom_addr
+        self.sock = base.connect_with_retry(tracker_addr)
+        self.sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
+        (magic,) = struct.unpack("<i", base.recvall(self.sock, 4))
+        if magic != base.RPC_TRACKER_MAGIC:
+            raise RuntimeError(f"{tracker_addr} is not an RPC tracker")
+        info = {"key": "server:" + key, "addr": [custom_addr, port]}
+        self._call([TrackerCode.UPDATE_INFO, info])
+        self.matchkey = ""
+        self.offer()
+
+    def _call(self, request: list[object]) -> object:
+        base.sendjson(self.sock, request)
+        reply = base.recvjson(self.sock)
+        if reply != TrackerCode.SUCCESS:
+            raise RuntimeError(f"the tracker refused {request[0]!r}: {reply!r}")
+        return reply
+
+    def offer(self) -> str:
+        """Offers a fresh match key; returns it."""
+        self.matchkey = base.random_key(self.key, cmap={self.matchkey})
+        self._call([TrackerCode.PUT, self.key, [self.port, self.matchkey], self.custom_addr])
+        return self.matchkey
+
+
 def serve_forever(
     sock: socket.socket,
     key: str = "",
     load_library: str | None = None,
     auth_key: str | None = None,
+    tracker: _TrackerLink | None = None,
 ) -> None:
     """Accepts connections on ``sock`` and serves each in a session process of its own.
-    ``auth_key`` (default: ``TVM_RPC_KEY``) is the secret clients must prove they hold."""
+    ``auth_key`` (default: ``TVM_RPC_KEY``) is the secret clients must prove they hold. With a
+    ``tracker``, clients present the match key it handed them."""
     while True:
         try:
             conn, _ = sock.accept()
         except OSError:
             return
-        _spawn_session(conn, key, load_library, auth_key)
+        if tracker is None:
+            _spawn_session(conn, key, load_library, auth_key)
+            continue
+        _spawn_session(conn, tracker.matchkey, load_library, auth_key)
+        try:
+            tracker.offer()
+        except (OSError, RuntimeError):
+            return
 
 
 def _start_in_worker(
@@ -85,22 +132,32 @@ def _start_in_worker(
     reuse_addr: bool,
     server_init_callback: Callable[[], object] | None,
     auth_key: str | None,
+    tracker_addr: tuple[str, int] | None,
+    custom_addr: str | None,
 ) -> int:
-    """Runs in the server's worker process: binds, starts accepting, returns the port."""
+    """Runs in the server's worker process: binds, registers with the tracker if any, starts
+    accepting, returns the port."""
     if server_init_callback is not None:
         server_init_callback()
     sock = bind_socket(host, port, port_end, reuse_addr)
+    bound = int(sock.getsockname()[1])
+    tracker = None
+    if tracker_addr is not None:
+        tracker = _TrackerLink(tuple(tracker_addr), key, bound, custom_addr)  # type: ignore[arg-type]
     threading.Thread(
-        target=serve_forever, args=(sock, key, load_library, auth_key), daemon=True
+        target=serve_forever, args=(sock, key, load_library, auth_key, tracker), daemon=True
     ).start()
-    return int(sock.getsockname()[1])
+    return bound
 
 
 class Server:
     """An RPC server in a worker process. Returns once the socket is bound; ``port`` is the
     real port (pass ``port=0`` for any free one). With ``auth_key`` (default: the
     ``TVM_RPC_KEY`` environment variable) only clients that prove they hold the same secret are
-    served; Apache TVM's clients cannot, and are refused."""
+    served; Apache TVM's clients cannot, and are refused. With ``tracker_addr`` the server
+    registers with that tracker under ``key``, and clients reach it through
+    ``connect_tracker(...).request(key)``; ``custom_addr`` is the address the tracker hands out
+    (default: the one the tracker sees)."""
 
     def __init__(
         self,
@@ -112,6 +169,8 @@ class Server:
         reuse_addr: bool = True,
         server_init_callback: Callable[[], object] | None = None,
         auth_key: str | None = None,
+        tracker_addr: tuple[str, int] | None = None,
+        custom_addr: str | None = None,
     ) -> None:
         if isinstance(load_library, (list, tuple)):
             load_library = ":".join(os.fspath(p) for p in load_library)
@@ -119,7 +178,18 @@ class Server:
         self.proc = PopenWorker()
         self.proc.send(
             _start_in_worker,
-            [host, port, port_end, key, load_library, reuse_addr, server_init_callback, auth_key],
+            [
+                host,
+                port,
+                port_end,
+                key,
+                load_library,
+                reuse_addr,
+                server_init_callback,
+                auth_key,
+                tracker_addr,
+                custom_addr,
+            ],
         )
         self.port: int = self.proc.recv()
 
