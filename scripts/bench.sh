@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Benchmarks: the Rust criterion benchmarks of the core, then the Python side-by-side table of
-# `tvm` (this repository, `dist` profile build) against the reference `apache-tvm-ffi==0.1.15.post2`.
+# `tvm` (this repository, `dist` profile build) against the reference `apache-tvm-ffi==0.1.15.post2`,
+# then RPC on loopback: `tvm` against `apache-tvm==0.27.0.post1` and a raw socket.
 #
 # Usage: bash scripts/bench.sh [--quick] [-- BENCH_FFI_ARGS...]
-#   --quick   short runs: criterion's --quick, and one round of tiny iteration counts in Python
+#   --quick   short runs: criterion's --quick, one round of tiny iteration counts in Python, and
+#             two RPC rounds of 64 MiB transfers only
 #   -- ...    anything after `--` goes to benches/python/bench_ffi.py (e.g. `-- --rounds 11`)
 #
-# Prepares its own virtual environment, .venv-bench, so the reference package never lands in the
-# test environment (.venv). Exits non-zero on errors only: rows that miss their target are marked
-# in the table, not failures. docs/benchmarks.md says how to read the table.
+# Prepares its own virtual environments, .venv-bench and .venv-bench-apache-tvm, so the reference
+# packages never land in the test environment (.venv). Exits non-zero on errors only: rows that
+# miss their target are marked in the tables, not failures. docs/benchmarks.md says how to read them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +20,7 @@ while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
         --) shift; bench_args+=("$@"); break ;;
-        -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -44,6 +46,23 @@ py="$venv/bin/python"
 "$py" -m pip install --quiet --disable-pip-version-check --upgrade pip
 "$py" -m pip install --quiet --disable-pip-version-check \
     "maturin>=1.9,<2" numpy "apache-tvm-ffi==0.1.15.post2"
+
+# apache-tvm 0.27 for the RPC rows, in an environment of its own: its import name is `tvm` too.
+# Its RPC needs cloudpickle, tornado and psutil, which it does not declare.
+phase "virtual environment .venv-bench-apache-tvm"
+apache_venv=.venv-bench-apache-tvm
+apache_py="$apache_venv/bin/python"
+apache_reqs=("apache-tvm==0.27.0.post1" cloudpickle tornado psutil numpy)
+apache_ready='import importlib.metadata as m, sys
+sys.exit(m.version("apache-tvm") != "0.27.0.post1" or not all(
+    m.version(p) for p in ("cloudpickle", "tornado", "psutil", "numpy")))'
+if ! "$apache_py" -c "$apache_ready" >/dev/null 2>&1; then
+    if ! "$apache_py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; then
+        python3 -m venv --clear "$apache_venv"
+    fi
+    "$apache_py" -m pip install --quiet --disable-pip-version-check --upgrade pip
+    "$apache_py" -m pip install --quiet --disable-pip-version-check "${apache_reqs[@]}"
+fi
 
 # The current tree as the wheel `pip install .` builds (the `dist` profile: fat LTO, one codegen
 # unit). Its own target directory: the dev wheel (target/maturin) and the cargo commands (target/)
@@ -75,5 +94,11 @@ cargo build --locked --release --quiet -p tvm-ffi-testing --lib
 TVM_FFI_TESTING_LIB="$PWD/target/release/libtvm_ffi_testing.so" \
     "$py" benches/python/bench_ffi.py "${python_args[@]}" "${bench_args[@]}"
 
+# ---- Python: RPC -------------------------------------------------------------------------------
+phase "Python RPC: tvm vs apache-tvm vs raw socket (benches/python/bench_rpc.py)"
+rpc_args=(--ours "$py" --apache "$apache_py" --json target/bench/bench_rpc.json)
+((quick)) && rpc_args+=(--quick)
+"$py" benches/python/bench_rpc.py "${rpc_args[@]}"
+
 phase "done"
-echo "JSON results: target/bench/bench_ffi.json; criterion reports: target/criterion/"
+echo "JSON results: target/bench/bench_ffi.json, target/bench/bench_rpc.json; criterion reports: target/criterion/"
