@@ -124,7 +124,10 @@ pub fn client_handshake(
 ) -> Result<Accepted> {
     let full_key = format!("client:{key} {}", own_protocol_option());
     let io = |e: std::io::Error| {
-        if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ) {
             return Error::new(
                 "RPCError",
                 format!(
