@@ -1,13 +1,13 @@
 //! RPC: the packet decoder, and a serving endpoint fed arbitrary byte streams.
 
-use std::io::{self, Cursor, Read, Write};
+use std::io::{self, Cursor};
 use std::sync::Arc;
 
 use tvm_ffi::{ErrorKind, Result};
 use tvm_rpc::codec::{TensorMeta, WireValue, decode_message, encode_message};
 use tvm_rpc::endpoint::serve;
 use tvm_rpc::protocol::RpcCode;
-use tvm_rpc::session::{LocalSession, RpcSession};
+use tvm_rpc::session::{CopySink, CopySource, LocalSession, RpcSession};
 use tvm_rpc::transport::Transport;
 
 /// Decodes a packet body; whatever decodes must encode to bytes that decode to the same packet.
@@ -33,18 +33,13 @@ impl RpcSession for Fenced {
     fn call_function(&self, handle: u64, args: Vec<WireValue>) -> Result<Vec<WireValue>> {
         self.0.call_function(handle, args)
     }
-    fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: &mut dyn Read) -> Result<()> {
+    fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: CopySource<'_>) -> Result<()> {
         self.0.copy_to_remote(tensor, nbytes, data)
     }
     fn check_copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64) -> Result<()> {
         self.0.check_copy_from_remote(tensor, nbytes)
     }
-    fn copy_from_remote(
-        &self,
-        tensor: &TensorMeta,
-        nbytes: u64,
-        out: &mut dyn Write,
-    ) -> Result<()> {
+    fn copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64, out: CopySink<'_>) -> Result<()> {
         self.0.copy_from_remote(tensor, nbytes, out)
     }
     fn free_handle(&self, handle: u64) -> Result<()> {

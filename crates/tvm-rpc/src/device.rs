@@ -15,6 +15,7 @@ use tvm_runtime::device::{
 use crate::codec::{TensorMeta, WireValue};
 use crate::protocol::RpcCode;
 use crate::remote::SessionCore;
+use crate::session::{CopySink, CopySource};
 
 /// Forwards device operations to the session a device belongs to.
 pub struct RpcDeviceApi;
@@ -101,6 +102,9 @@ impl DeviceApi for RpcDeviceApi {
         let Ok((core, remote)) = SessionCore::of_device(device.0) else {
             return Ok((attr == DeviceAttr::Exist).then(|| Any::from(0i64)));
         };
+        if attr == DeviceAttr::Exist {
+            return Ok(Some(Any::from(i64::from(core.device_exists(remote)?))));
+        }
         let value = core.session().device_call(
             RpcCode::DevGetAttr,
             vec![WireValue::Device(remote), WireValue::Int(attr as i64)],
@@ -169,9 +173,11 @@ impl DeviceApi for RpcDeviceApi {
                             nbytes,
                         )
                     };
-                    return core
-                        .session()
-                        .copy_to_remote(&meta, nbytes as u64, &mut &bytes[..]);
+                    return core.session().copy_to_remote(
+                        &meta,
+                        nbytes as u64,
+                        CopySource::Bytes(bytes),
+                    );
                 }
                 let mut buffer = vec![0u8; nbytes];
                 // SAFETY: `from` is valid.
@@ -180,7 +186,7 @@ impl DeviceApi for RpcDeviceApi {
                 // SAFETY: both are host tensors of the same shape and dtype.
                 unsafe { copy_host_strided(from, &compact) };
                 core.session()
-                    .copy_to_remote(&meta, nbytes as u64, &mut &buffer[..])
+                    .copy_to_remote(&meta, nbytes as u64, CopySource::Bytes(&buffer))
             }
             (false, true) => {
                 let (core, remote) = SessionCore::of_device(from.device)?;
@@ -189,19 +195,24 @@ impl DeviceApi for RpcDeviceApi {
                 // SAFETY: `to` is valid.
                 if unsafe { is_compact(to) } {
                     // SAFETY: a compact host tensor holds `nbytes` bytes from its offset.
-                    let mut bytes = unsafe {
+                    let bytes = unsafe {
                         std::slice::from_raw_parts_mut(
                             to.data.cast::<u8>().add(to.byte_offset as usize),
                             nbytes,
                         )
                     };
-                    return core
-                        .session()
-                        .copy_from_remote(&meta, nbytes as u64, &mut bytes);
+                    return core.session().copy_from_remote(
+                        &meta,
+                        nbytes as u64,
+                        CopySink::Bytes(bytes),
+                    );
                 }
                 let mut buffer = vec![0u8; nbytes];
-                core.session()
-                    .copy_from_remote(&meta, nbytes as u64, &mut &mut buffer[..])?;
+                core.session().copy_from_remote(
+                    &meta,
+                    nbytes as u64,
+                    CopySink::Bytes(&mut buffer),
+                )?;
                 // SAFETY: `to` is valid.
                 let mut shape = unsafe { shape_of(to) };
                 let compact = compact_host(to, &mut shape, &mut buffer);

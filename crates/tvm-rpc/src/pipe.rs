@@ -12,7 +12,7 @@ use crate::codec::{TensorMeta, WireValue};
 use crate::protocol::{OWN_PROTOCOL_VERSION, PROTOCOL_VERSION, RpcCode};
 use crate::remote::SessionCore;
 use crate::server::serve_session;
-use crate::session::{ClientSession, RpcSession};
+use crate::session::{ClientSession, CopySink, CopySource, RpcSession};
 use crate::transport::Transport;
 
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {
@@ -122,23 +122,13 @@ impl RpcSession for PipeSession {
     fn call_function(&self, handle: u64, args: Vec<WireValue>) -> Result<Vec<WireValue>> {
         self.inner.call_function(handle, args)
     }
-    fn copy_to_remote(
-        &self,
-        tensor: &TensorMeta,
-        nbytes: u64,
-        data: &mut dyn std::io::Read,
-    ) -> Result<()> {
+    fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: CopySource<'_>) -> Result<()> {
         self.inner.copy_to_remote(tensor, nbytes, data)
     }
     fn check_copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64) -> Result<()> {
         self.inner.check_copy_from_remote(tensor, nbytes)
     }
-    fn copy_from_remote(
-        &self,
-        tensor: &TensorMeta,
-        nbytes: u64,
-        out: &mut dyn std::io::Write,
-    ) -> Result<()> {
+    fn copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64, out: CopySink<'_>) -> Result<()> {
         self.inner.copy_from_remote(tensor, nbytes, out)
     }
     fn free_handle(&self, handle: u64) -> Result<()> {

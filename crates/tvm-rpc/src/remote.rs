@@ -2,7 +2,7 @@
 //! device of the registry (`device_type + 128 * (index + 1)`), returned tensors are [`Tensor`]s
 //! on that device, and remote objects are freed when their last local reference goes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, Weak};
@@ -27,6 +27,8 @@ pub const MAX_SESSIONS: usize = 1024;
 pub struct SessionCore {
     session: Arc<dyn RpcSession>,
     index: usize,
+    /// Remote devices known to exist (asked once: every allocation and copy checks).
+    existing_devices: Mutex<HashSet<(i32, i32)>>,
 }
 
 impl std::fmt::Debug for SessionCore {
@@ -61,7 +63,11 @@ impl SessionCore {
                 "the maximum number of RPC sessions ({MAX_SESSIONS}) is reached; close some"
             ),
         };
-        let core = Arc::new(SessionCore { session, index });
+        let core = Arc::new(SessionCore {
+            session,
+            index,
+            existing_devices: Mutex::default(),
+        });
         table[index] = Arc::downgrade(&core);
         Ok(core)
     }
@@ -102,6 +108,23 @@ impl SessionCore {
     /// The session.
     pub fn session(&self) -> &Arc<dyn RpcSession> {
         &self.session
+    }
+
+    /// Whether remote `device` exists, asking the remote only until it said yes once.
+    pub fn device_exists(&self, device: DLDevice) -> Result<bool> {
+        let key = (device.device_type, device.device_id);
+        if lock(&self.existing_devices).contains(&key) {
+            return Ok(true);
+        }
+        let answer = self.session.device_call(
+            crate::protocol::RpcCode::DevGetAttr,
+            vec![WireValue::Device(device), WireValue::Int(0)],
+        )?;
+        let exists = answer.as_int().is_some_and(|v| v != 0);
+        if exists {
+            lock(&self.existing_devices).insert(key);
+        }
+        Ok(exists)
     }
 
     /// The slot in the session table.

@@ -13,7 +13,7 @@
 mod errors;
 mod serving;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tvm_ffi::{Error, ReentrantLock, Result};
@@ -25,7 +25,7 @@ use crate::codec::{
     Message, TensorMeta, WireValue, decode_message, encode_copy_header, encode_message,
 };
 use crate::protocol::RpcCode;
-use crate::session::RpcSession;
+use crate::session::{CopySink, CopySource, RpcSession};
 use crate::transport::{Transport, connection_error};
 
 /// Bytes moved per step when a stream is forwarded.
@@ -163,19 +163,29 @@ impl Endpoint {
         }
     }
 
-    /// Streams `nbytes` from `data` into remote `tensor`.
+    /// Streams `nbytes` from `data` into remote `tensor` (bytes in memory go out as they are).
     pub fn copy_to_remote(
         &self,
         tensor: &TensorMeta,
         nbytes: u64,
-        data: &mut dyn Read,
+        data: CopySource<'_>,
     ) -> Result<()> {
         let header = encode_copy_header(RpcCode::CopyToRemote, tensor, nbytes);
         let _exchange = self.exchange.lock();
         self.io(|t| {
             t.write_all(&(header.len() as u64 + nbytes).to_le_bytes())?;
             t.write_all(&header)?;
-            if let Err(e) = forward(data, nbytes, |chunk| t.write_all(chunk)) {
+            let sent = match data {
+                CopySource::Bytes(bytes) if bytes.len() as u64 == nbytes => {
+                    t.write_all(bytes).map_err(Ok)
+                }
+                CopySource::Bytes(bytes) => Err(Ok(Error::new(
+                    tvm_ffi::ErrorKind::ValueError,
+                    format!("a copy of {nbytes} bytes was given {} bytes", bytes.len()),
+                ))),
+                CopySource::Stream(reader) => forward(reader, nbytes, |chunk| t.write_all(chunk)),
+            };
+            if let Err(e) = sent {
                 // Part of the packet is out: the stream cannot continue.
                 t.mark_broken();
                 return Err(e.unwrap_or_else(|io| connection_error(io, "reading tensor bytes")));
@@ -185,12 +195,12 @@ impl Endpoint {
         self.await_reply().map(drop)
     }
 
-    /// Streams `nbytes` of remote `tensor` into `out`.
+    /// Streams `nbytes` of remote `tensor` into `out` (memory is read into directly).
     pub fn copy_from_remote(
         &self,
         tensor: &TensorMeta,
         nbytes: u64,
-        out: &mut dyn Write,
+        out: CopySink<'_>,
     ) -> Result<()> {
         let header = encode_copy_header(RpcCode::CopyFromRemote, tensor, nbytes);
         let _exchange = self.exchange.lock();

@@ -9,7 +9,7 @@ use crate::codec::{
     MAX_NDIM, Message, TensorMeta, WireValue, decode_copy_header, decode_message, tensor_header_len,
 };
 use crate::protocol::{OWN_PROTOCOL_VERSION, PROTOCOL_VERSION, RpcCode};
-use crate::session::RpcSession;
+use crate::session::{CopySink, CopySource, RpcSession};
 use crate::transport::{Transport, connection_error};
 
 /// Whether `version` is one this runtime serves.
@@ -79,7 +79,7 @@ impl Endpoint {
     pub(super) fn run_copy_from(
         &self,
         nbytes: u64,
-        out: &mut dyn Write,
+        mut out: CopySink<'_>,
     ) -> Result<Option<Vec<WireValue>>> {
         loop {
             let Some((len, code)) = self.io(read_header)? else {
@@ -90,7 +90,7 @@ impl Endpoint {
             };
             if code == RpcCode::CopyAck as i32 {
                 return self
-                    .io(|t| receive_copy_ack(t, &self.name, len, nbytes, out))
+                    .io(|t| receive_copy_ack(t, &self.name, len, nbytes, &mut out))
                     .map(|()| None);
             }
             let body = self.io(|t| read_message_body(t, len, code))?;
@@ -142,15 +142,19 @@ fn receive_copy_ack(
     name: &str,
     len: u64,
     nbytes: u64,
-    out: &mut dyn Write,
+    out: &mut CopySink<'_>,
 ) -> Result<()> {
-    if len != 4 + nbytes {
+    if len != 4 + nbytes || matches!(out, CopySink::Bytes(b) if b.len() as u64 != nbytes) {
         t.mark_broken();
         return Err(Error::new(
             "RPCError",
             format!("{name} answered a copy of {nbytes} bytes with {len}"),
         ));
     }
+    let out = match out {
+        CopySink::Bytes(bytes) => return t.read_exact(bytes, "receiving tensor bytes"),
+        CopySink::Stream(out) => out,
+    };
     let mut failure = None;
     let streamed = forward(t.reader(), nbytes, |chunk| {
         if failure.is_none()
@@ -225,7 +229,7 @@ fn serve_copy_to(
         }
     };
     let mut data = transport.reader().take(nbytes);
-    let result = session.copy_to_remote(&tensor, nbytes, &mut data);
+    let result = session.copy_to_remote(&tensor, nbytes, CopySource::Stream(&mut data));
     let unread = data.limit();
     if unread > 0 {
         // A refused copy still consumes its bytes, so the next packet starts where it should.
@@ -249,7 +253,7 @@ fn serve_copy_from(
     let mut sink = TransportWriter(transport);
     // After the header has gone out, a failure can only end the connection: the peer expects
     // exactly `nbytes` more bytes.
-    if let Err(error) = session.copy_from_remote(tensor, nbytes, &mut sink) {
+    if let Err(error) = session.copy_from_remote(tensor, nbytes, CopySink::Stream(&mut sink)) {
         transport.mark_broken();
         return Err(error);
     }

@@ -1,11 +1,10 @@
 //! A session on the other side of a connection: every request goes over an [`Endpoint`].
 
-use std::io::{Read, Write};
 use std::sync::Arc;
 
 use tvm_ffi::{ErrorKind, Function, Result};
 
-use super::{LocalSession, RpcSession};
+use super::{CopySink, CopySource, LocalSession, RpcSession};
 use crate::codec::{RPC_CALLBACK_INDEX, TensorMeta, WireValue};
 use crate::endpoint::Endpoint;
 use crate::protocol::RpcCode;
@@ -53,7 +52,7 @@ impl RpcSession for ClientSession {
         self.endpoint.call(handle, args)
     }
 
-    fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: &mut dyn Read) -> Result<()> {
+    fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: CopySource<'_>) -> Result<()> {
         self.endpoint.copy_to_remote(tensor, nbytes, data)
     }
 
@@ -62,12 +61,7 @@ impl RpcSession for ClientSession {
         Ok(())
     }
 
-    fn copy_from_remote(
-        &self,
-        tensor: &TensorMeta,
-        nbytes: u64,
-        out: &mut dyn Write,
-    ) -> Result<()> {
+    fn copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64, out: CopySink<'_>) -> Result<()> {
         self.endpoint.copy_from_remote(tensor, nbytes, out)
     }
 

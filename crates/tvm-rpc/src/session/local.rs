@@ -3,7 +3,6 @@
 
 use std::collections::HashSet;
 use std::ffi::c_void;
-use std::io::{Read, Write};
 use std::sync::{Mutex, MutexGuard, PoisonError, Weak};
 
 use tvm_ffi::abi::{
@@ -15,9 +14,9 @@ use tvm_ffi::string::bytes_of_any;
 use tvm_ffi::{Any, AnyView, DataType, Device, ErrorKind, Function, Result, Tensor};
 use tvm_runtime::device::{self as registry, DeviceAttr, StreamHandle, TENSOR_ALIGNMENT};
 
-use super::RpcSession;
 use super::handles::HandleTable;
 use super::plain::{plain_from_return, plain_to_wire};
+use super::{CopySink, CopySource, RpcSession};
 use crate::codec::{RPC_CALLBACK_INDEX, TensorMeta, WireValue};
 use crate::endpoint::Endpoint;
 use crate::protocol::{RPC_SESS_MASK, RpcCode};
@@ -262,6 +261,16 @@ impl Drop for CallbackRelease {
     }
 }
 
+fn checked_len(given: usize, expected: usize) -> Result<()> {
+    if given != expected {
+        tvm_ffi::bail!(
+            ErrorKind::ValueError,
+            "a copy of {expected} bytes was given a buffer of {given} bytes"
+        );
+    }
+    Ok(())
+}
+
 fn too_large(value: u64) -> tvm_ffi::Error {
     tvm_ffi::Error::new(
         ErrorKind::ValueError,
@@ -404,17 +413,34 @@ impl RpcSession for LocalSession {
         self.encode_return(result?)
     }
 
-    fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: &mut dyn Read) -> Result<()> {
+    fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: CopySource<'_>) -> Result<()> {
+        self.refuse_in_callback_session("writing memory")?;
         let (device, start) = self.checked_span(tensor, nbytes)?;
         let len = usize::try_from(nbytes).map_err(|_| too_large(nbytes))?;
         if device.device_type == kDLCPU {
             // SAFETY: the span was checked to lie in host memory this session handed out and
             // that is still alive.
             let target = unsafe { std::slice::from_raw_parts_mut(start as usize as *mut u8, len) };
-            return data
-                .read_exact(target)
-                .map_err(|e| crate::transport::connection_error(e, "receiving tensor bytes"));
+            return match data {
+                CopySource::Bytes(bytes) => {
+                    checked_len(bytes.len(), len)?;
+                    target.copy_from_slice(bytes);
+                    Ok(())
+                }
+                CopySource::Stream(reader) => reader
+                    .read_exact(target)
+                    .map_err(|e| crate::transport::connection_error(e, "receiving tensor bytes")),
+            };
         }
+        let data = match data {
+            CopySource::Bytes(bytes) => {
+                checked_len(bytes.len(), len)?;
+                // SAFETY: the destination span was checked above; `bytes` outlives the
+                // synchronous copy.
+                return unsafe { copy_bytes_to_device(bytes, device, start) };
+            }
+            CopySource::Stream(reader) => reader,
+        };
         let mut staging = vec![0u8; len.min(STAGING_CHUNK)];
         let mut done = 0usize;
         while done < len {
@@ -433,20 +459,31 @@ impl RpcSession for LocalSession {
         self.checked_span(tensor, nbytes).map(|_| ())
     }
 
-    fn copy_from_remote(
-        &self,
-        tensor: &TensorMeta,
-        nbytes: u64,
-        out: &mut dyn Write,
-    ) -> Result<()> {
+    fn copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64, out: CopySink<'_>) -> Result<()> {
+        self.refuse_in_callback_session("reading memory")?;
         let (device, start) = self.checked_span(tensor, nbytes)?;
         let len = usize::try_from(nbytes).map_err(|_| too_large(nbytes))?;
         let sent = |e| crate::transport::connection_error(e, "sending tensor bytes");
         if device.device_type == kDLCPU {
             // SAFETY: the span was checked to lie in live host memory this session handed out.
             let source = unsafe { std::slice::from_raw_parts(start as usize as *const u8, len) };
-            return out.write_all(source).map_err(sent);
+            return match out {
+                CopySink::Bytes(bytes) => {
+                    checked_len(bytes.len(), len)?;
+                    bytes.copy_from_slice(source);
+                    Ok(())
+                }
+                CopySink::Stream(out) => out.write_all(source).map_err(sent),
+            };
         }
+        let out = match out {
+            CopySink::Bytes(bytes) => {
+                checked_len(bytes.len(), len)?;
+                // SAFETY: the source span was checked above; `bytes` has `len` bytes.
+                return unsafe { copy_bytes_from_device(device, start, bytes) };
+            }
+            CopySink::Stream(out) => out,
+        };
         let mut staging = vec![0u8; len.min(STAGING_CHUNK)];
         let mut done = 0usize;
         while done < len {

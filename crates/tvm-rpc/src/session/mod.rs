@@ -22,6 +22,22 @@ use crate::codec::{TensorMeta, WireValue};
 use crate::endpoint::Endpoint;
 use crate::protocol::RpcCode;
 
+/// Where the bytes of a copy to the remote come from.
+pub enum CopySource<'a> {
+    /// Memory this process holds: written out as it is.
+    Bytes(&'a [u8]),
+    /// A stream (the rest of a packet), read as the copy proceeds.
+    Stream(&'a mut dyn Read),
+}
+
+/// Where the bytes of a copy from the remote go.
+pub enum CopySink<'a> {
+    /// Memory this process holds: read into as it is.
+    Bytes(&'a mut [u8]),
+    /// A stream (the reply being sent), written as the copy proceeds.
+    Stream(&'a mut dyn Write),
+}
+
 /// What a session offers. Every method may be called from any thread.
 pub trait RpcSession: Send + Sync {
     /// A short name for messages ("local", "client of 127.0.0.1:9090").
@@ -36,14 +52,13 @@ pub trait RpcSession: Send + Sync {
     fn call_function(&self, handle: u64, args: Vec<WireValue>) -> Result<Vec<WireValue>>;
 
     /// Writes `nbytes` read from `data` into `tensor` at its byte offset.
-    fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: &mut dyn Read) -> Result<()>;
+    fn copy_to_remote(&self, tensor: &TensorMeta, nbytes: u64, data: CopySource<'_>) -> Result<()>;
 
     /// Checks that `nbytes` of `tensor` can be read, before any byte is sent.
     fn check_copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64) -> Result<()>;
 
     /// Writes `nbytes` of `tensor`, from its byte offset, to `out`.
-    fn copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64, out: &mut dyn Write)
-    -> Result<()>;
+    fn copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64, out: CopySink<'_>) -> Result<()>;
 
     /// Releases the object behind `handle`.
     fn free_handle(&self, handle: u64) -> Result<()>;
