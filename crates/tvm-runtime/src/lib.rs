@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use tvm_ffi::function::TypedFunction;
-use tvm_ffi::{Any, AnyView, Array, Error, ErrorKind, Function, ObjectRef, Result};
+use tvm_ffi::{AnyView, Array, Error, ErrorKind, Function, Result};
 
 // Unit tests run in a binary of their own, which links the process state.
 #[cfg(test)]
@@ -78,11 +78,7 @@ fn lookup_from_imports(ctx: i64, name: &str) -> Result<Option<Function>> {
     if ctx == 0 {
         return Ok(None);
     }
-    // SAFETY: the context cookie handed to libraries is the header pointer of their (live)
-    // library module, which generated code passes back unchanged.
-    let obj = unsafe { ObjectRef::<ModuleObj>::from_borrowed(ctx as usize as *mut _) };
-    let module: Module = Any::from(obj).cast()?;
-    module.find_in_imports(name)
+    library::module_of_context(ctx)?.find_in_imports(name)
 }
 
 /// Registers the runtime's global functions and installs the device registry as the

@@ -2,9 +2,10 @@
 //! (`__tvm_ffi_<name>`, `__tvm_ffi__metadata_<name>`, `__tvm_ffi__doc_<name>`), context symbols,
 //! `__tvm_ffi__library_ctx`, the ABI version record, and embedded module blobs.
 
+use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_void};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use tvm_ffi::abi::{self, TVMFFISafeCallType};
 use tvm_ffi::function::SafeCall;
@@ -234,9 +235,74 @@ pub fn load_library(path: &Path) -> Result<Module> {
         None => lib_module.clone(),
     };
     if let Some(slot) = library.symbol("__tvm_ffi__library_ctx") {
-        // SAFETY: `__tvm_ffi__library_ctx` is a `void*` global; the cookie is the library
-        // module's header pointer, which generated code only hands back to the runtime.
-        unsafe { *slot.cast::<*mut c_void>() = lib_module.as_object().as_raw().cast() };
+        let cookie = lib_module.as_object().as_raw() as usize;
+        if !is_writable_pointer_slot(slot as usize) {
+            tvm_ffi::bail!(
+                ErrorKind::ValueError,
+                "{}: `__tvm_ffi__library_ctx` must be a writable, pointer-aligned `void*` \
+                 global (it is read-only or misaligned)",
+                path.display()
+            );
+        }
+        // The cookie stays valid for the process, as the library does.
+        LIBRARY_CONTEXTS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(cookie, lib_module.clone());
+        // SAFETY: the slot is a writable, aligned pointer-sized global of the library (checked
+        // above); the cookie is only handed back to the runtime, which checks it.
+        unsafe { *slot.cast::<*mut c_void>() = cookie as *mut c_void };
     }
     Ok(root)
+}
+
+/// The library modules whose cookies were handed out through `__tvm_ffi__library_ctx`, by
+/// cookie: generated code hands a cookie back, and only these are accepted.
+static LIBRARY_CONTEXTS: LazyLock<Mutex<HashMap<usize, Module>>> = LazyLock::new(Default::default);
+
+/// The library module behind a context cookie; a `ValueError` for anything else.
+pub(crate) fn module_of_context(cookie: i64) -> Result<Module> {
+    usize::try_from(cookie)
+        .ok()
+        .and_then(|c| {
+            LIBRARY_CONTEXTS
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&c)
+                .cloned()
+        })
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::ValueError,
+                format!("{cookie:#x} is not the context of a loaded library"),
+            )
+        })
+}
+
+/// Whether a pointer-sized global at `address` can be written: aligned, and inside a writable
+/// mapping of this process (`/proc/self/maps`).
+fn is_writable_pointer_slot(address: usize) -> bool {
+    let size = std::mem::size_of::<*mut c_void>();
+    if address % size != 0 {
+        return false;
+    }
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return false;
+    };
+    maps.lines().any(|line| {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+            return false;
+        };
+        let Some((start, end)) = range.split_once('-') else {
+            return false;
+        };
+        let (Ok(start), Ok(end)) = (
+            usize::from_str_radix(start, 16),
+            usize::from_str_radix(end, 16),
+        ) else {
+            return false;
+        };
+        perms.as_bytes().get(1) == Some(&b'w') && start <= address && address + size <= end
+    })
 }

@@ -258,3 +258,38 @@ fn embedding_example_runs_a_kernel() {
         "add_one([1.0, 2.0, 3.0, 4.5]) = [2.0, 3.0, 4.0, 5.5]"
     );
 }
+
+#[test]
+fn only_handed_out_library_contexts_are_accepted() {
+    tvm_runtime::init();
+    let lookup = Function::get_global_required("ffi.ModuleLookupFromImports").unwrap();
+    for cookie in [5i64, -1, 0x7fff_0000_0000] {
+        let err = lookup.call((cookie, "x")).unwrap_err();
+        assert_eq!(err.kind(), "ValueError", "{cookie}: {err}");
+        assert!(
+            err.message()
+                .contains("not the context of a loaded library"),
+            "{err}"
+        );
+    }
+    // The cookie a library received works.
+    let module = load_module(kernel("basic")).unwrap();
+    let context = module.get_function_required("context").unwrap();
+    let cookie: *mut c_void = context.call((0i64,)).unwrap().cast().unwrap();
+    assert!(lookup.call((cookie as i64, "nothing")).unwrap().is_none());
+}
+
+#[test]
+fn a_read_only_library_context_is_a_load_error() {
+    let dir = std::env::temp_dir().join(format!("tvm-runtime-ctx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("const_ctx.c");
+    std::fs::write(
+        &source,
+        "#include <tvm/ffi/c_api.h>\nTVM_FFI_DLL_EXPORT const int __tvm_ffi__library_ctx = 3;\n",
+    )
+    .unwrap();
+    let err = load_module(compile_kernel(&source, "const_ctx")).unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(err.message().contains("__tvm_ffi__library_ctx"), "{err}");
+}
