@@ -570,3 +570,15 @@ def test_reading_items_does_not_leak_references():
         pair in array
     gc.collect()
     assert use_count(pair) == 3
+
+
+def test_huge_indices_are_index_errors_and_pop_takes_one_default():
+    arr = tvm.ffi.Array([1, 2, 3])
+    with pytest.raises(IndexError, match=str(2**70)):
+        arr[2**70]
+    with pytest.raises(TypeError, match="indices must be integers or slices, not str"):
+        arr["0"]
+    d = tvm.ffi.Dict()
+    with pytest.raises(TypeError, match="at most 2 arguments, got 3"):
+        d.pop("x", 1, 2)
+    assert d.pop("x", 1) == 1

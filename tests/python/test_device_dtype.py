@@ -229,3 +229,12 @@ def test_empty_dtype_text_is_a_value_error():
 def test_an_empty_function_name_is_refused():
     with pytest.raises(ValueError, match="empty"):
         tvm.register_func("", lambda: 0)
+
+
+def test_device_numbers_out_of_range_name_the_value():
+    with pytest.raises(OverflowError, match=str(2**31)):
+        tvm.ffi.Device("cpu", 2**31)
+    with pytest.raises(OverflowError, match=str(2**63)):
+        tvm.ffi.Device(2**63)
+    with pytest.raises(TypeError, match=r"device index must be an int, got 1\.5"):
+        tvm.ffi.Device("cpu", 1.5)

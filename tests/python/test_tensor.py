@@ -450,3 +450,9 @@ def test_legacy_only_producer_is_accepted():
     tensor = ffi.from_dlpack(LegacyOnly())
     assert tensor.data_ptr == array.ctypes.data
     np.testing.assert_array_equal(tensor.numpy(), array)
+
+
+def test_copyto_none_is_a_type_error():
+    t = tvm.runtime.tensor(np.arange(3, dtype="float32"))
+    with pytest.raises(TypeError, match="copyto needs a target"):
+        t.copyto(None)

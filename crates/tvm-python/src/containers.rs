@@ -64,12 +64,21 @@ fn sequence_getitem(py: Python<'_>, items: &[Any], key: &Bound<'_, PyAny>) -> Py
         }
         return Ok(PyList::new(py, out)?.into_any().unbind());
     }
-    let index: isize = key.extract().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "indices must be integers or slices, not {}",
-            key.get_type()
-        ))
-    })?;
+    let index: isize = match key.extract() {
+        Ok(index) => index,
+        Err(_) if key.is_instance_of::<pyo3::types::PyInt>() => {
+            return Err(PyIndexError::new_err(format!(
+                "index {key} out of range for a sequence of length {}",
+                items.len()
+            )));
+        }
+        Err(_) => {
+            return Err(PyTypeError::new_err(format!(
+                "indices must be integers or slices, not {}",
+                key.get_type().name()?
+            )));
+        }
+    };
     any_to_py(py, items[resolve_index(index, items.len())?].clone())
 }
 
@@ -532,6 +541,12 @@ mapping_methods!(PyDictObj {
     /// Removes `key` and returns its value (or `default`, or a `KeyError`).
     #[pyo3(signature = (key, *default))]
     fn pop(&self, py: Python<'_>, key: &Bound<'_, PyAny>, default: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        if default.len() > 1 {
+            return Err(PyTypeError::new_err(format!(
+                "pop expected at most 2 arguments, got {}",
+                default.len() + 1
+            )));
+        }
         match self.0.remove(&py_to_any(key)?) {
             Some(v) => any_to_py(py, v),
             None if !default.is_empty() => Ok(default.get_item(0)?.unbind()),

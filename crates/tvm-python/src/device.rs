@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use tvm_ffi::abi::DLDevice;
@@ -44,14 +44,36 @@ impl PyDevice {
     /// `Device("cuda", 1)`, `Device("cuda:1")` or `Device(2, 1)`.
     #[new]
     #[pyo3(signature = (device_type, device_id = None))]
-    fn py_new(device_type: &Bound<'_, PyAny>, device_id: Option<i32>) -> PyResult<PyDevice> {
+    fn py_new(
+        device_type: &Bound<'_, PyAny>,
+        device_id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyDevice> {
+        let device_id = device_id
+            .filter(|id| !id.is_none())
+            .map(|id| {
+                id.extract::<i32>().map_err(|_| {
+                    let shown = id.repr().map(|r| r.to_string()).unwrap_or_default();
+                    if id.is_instance_of::<pyo3::types::PyInt>() {
+                        PyOverflowError::new_err(format!(
+                            "device index {shown} does not fit in 32 bits"
+                        ))
+                    } else {
+                        PyTypeError::new_err(format!("device index must be an int, got {shown}"))
+                    }
+                })
+            })
+            .transpose()?;
         if let Some(id) = device_id.filter(|id| *id < 0) {
             return Err(PyValueError::new_err(format!(
                 "device index must be non-negative, got {id}"
             )));
         }
         if device_type.is_instance_of::<pyo3::types::PyInt>() {
-            let code: i32 = device_type.extract()?;
+            let code: i32 = device_type.extract().map_err(|_| {
+                PyOverflowError::new_err(format!(
+                    "device type {device_type} does not fit in 32 bits"
+                ))
+            })?;
             return Ok(PyDevice(Device::new(code, device_id.unwrap_or(0)).0));
         }
         let text: String = device_type.extract().map_err(|_| {

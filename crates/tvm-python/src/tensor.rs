@@ -1,7 +1,7 @@
 //! `tvm.ffi.Tensor`: shape, dtype, device and data, shared with other frameworks through DLPack
 //! and copied between devices through the runtime's device registry.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use tvm_ffi::{DataType, Device, Tensor};
@@ -121,6 +121,11 @@ impl PyTensor {
             py.detach(|| destination.copy_from(&self.0))
                 .map_err(|err| raise_error(py, err))?;
             return Ok(target.clone().unbind());
+        }
+        if target.is_none() {
+            return Err(PyTypeError::new_err(
+                "copyto needs a target: a Device, a device string or a Tensor, got None",
+            ));
         }
         let device = device_arg(Some(target))?;
         let copy = py
