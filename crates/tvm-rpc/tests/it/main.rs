@@ -5,5 +5,6 @@ use tvm_ffi_capi as _;
 use tvm_ffi_testing as _;
 
 mod codec;
+mod example;
 mod faults;
 mod sessions;
