@@ -3,6 +3,7 @@ client, functions, tensors, files, errors and chains."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -227,3 +228,33 @@ def test_tracker_hands_out_servers_by_key_and_queues():
             second = client.request("gpu")
             assert second.get_function("rpc.test.addone")(2) == 3
             assert "gpu" in client.text_summary()
+
+
+def test_coroutine_functions_are_served_and_remote_calls_awaited(tmp_path, monkeypatch):
+    (tmp_path / "rpc_async_funcs.py").write_text(
+        "import asyncio\n"
+        "from tvm.rpc.aio import register_async_func\n"
+        "@register_async_func('test.async_add')\n"
+        "async def _add(x, y):\n"
+        "    await asyncio.sleep(0.01)\n"
+        "    return x + y\n"
+        "@register_async_func('test.async_fail')\n"
+        "async def _fail(x):\n"
+        "    await asyncio.sleep(0)\n"
+        "    raise KeyError(x)\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    with rpc.Server(port=0, init_modules=["rpc_async_funcs"]) as srv:
+        sess = rpc.connect("127.0.0.1", srv.port)
+        assert sess.get_function("test.async_add")(2, 3) == 5
+        with pytest.raises(KeyError, match="nope"):
+            sess.get_function("test.async_fail")("nope")
+
+        async def both():
+            return await asyncio.gather(
+                sess.async_call("test.async_add", 1, 1), rpc.aio.call(lambda: 7)
+            )
+
+        assert asyncio.run(both()) == [2, 7]
+    with pytest.raises(TypeError, match="async def"):
+        rpc.aio.register_async_func("test.not_async", lambda: 1)

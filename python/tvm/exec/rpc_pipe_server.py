@@ -16,6 +16,9 @@ def main(argv: list[str]) -> int:
     from tvm.ffi import get_global_func
 
     from ..rpc import testing  # noqa: F401  (registers rpc.test.* for clients)
+    from ..rpc.server import import_init_modules
+
+    import_init_modules()
 
     work = tempfile.mkdtemp(prefix="tvm-rpc-")
     try:

@@ -19,6 +19,9 @@ def main(argv: list[str]) -> int:
     from tvm.ffi import get_global_func
 
     from ..rpc import testing  # noqa: F401  (registers rpc.test.* for clients)
+    from ..rpc.server import import_init_modules
+
+    import_init_modules()
 
     paths = argv[2].split(":") if len(argv) > 2 else []
     libraries = [ctypes.CDLL(p, ctypes.RTLD_GLOBAL) for p in paths]

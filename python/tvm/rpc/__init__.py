@@ -14,9 +14,8 @@ and give servers a shared secret (``auth_key`` or ``TVM_RPC_KEY``) beyond one ma
 
 from __future__ import annotations
 
-from . import base
-
 # Data plane: sessions and the server.
+from . import aio, base
 from .client import LocalSession, PopenSession, RPCSession, connect
 
 # Control plane: tracker and proxy.
@@ -33,6 +32,7 @@ __all__ = [
     "Server",
     "Tracker",
     "TrackerSession",
+    "aio",
     "base",
     "connect",
     "connect_tracker",

@@ -35,8 +35,18 @@ class RPCSession:
         self._tbl_index: int = _api("rpc.SessTableIndex")(sess)
 
     def get_function(self, name: str) -> Function:
-        """The remote global function ``name`` (``AttributeError`` when it has none)."""
-        return self._sess.get_function(name)
+        """The remote global function ``name`` (``AttributeError`` when it has none). It
+        releases the interpreter lock while it waits for the remote."""
+        func = self._sess.get_function(name)
+        func.release_gil = True
+        return func
+
+    async def async_call(self, name: str, *args: Any) -> Any:
+        """Awaits remote function ``name`` called with ``args`` without blocking the event
+        loop (see :func:`tvm.rpc.aio.call`)."""
+        from .aio import call
+
+        return await call(self.get_function(name), *args)
 
     def system_lib(self) -> Module:
         """The remote's system library."""

@@ -44,8 +44,21 @@ def bind_socket(host: str, port: int, port_end: int, reuse_addr: bool = True) ->
     raise ValueError(f"cannot bind to any port in [{port}, {port_end})")
 
 
+def import_init_modules() -> None:
+    """Imports the modules a server asks every session process to import
+    (``TVM_RPC_INIT_MODULES``, comma-separated)."""
+    import importlib
+
+    for name in filter(None, os.environ.get("TVM_RPC_INIT_MODULES", "").split(",")):
+        importlib.import_module(name)
+
+
 def _spawn_session(
-    conn: socket.socket, key: str, load_library: str | None, auth_key: str | None
+    conn: socket.socket,
+    key: str,
+    load_library: str | None,
+    auth_key: str | None,
+    init_modules: Sequence[str] = (),
 ) -> None:
     """Serves one accepted connection in a fresh interpreter and reaps it when done. The
     shared secret travels in the environment (``TVM_RPC_KEY``), never on a command line."""
@@ -56,6 +69,8 @@ def _spawn_session(
     env = dict(os.environ)
     if auth_key is not None:
         env["TVM_RPC_KEY"] = auth_key
+    if init_modules:
+        env["TVM_RPC_INIT_MODULES"] = ",".join(init_modules)
     try:
         child = subprocess.Popen(command, pass_fds=[fd], stdin=subprocess.DEVNULL, env=env)
     finally:
@@ -104,6 +119,7 @@ def serve_forever(
     load_library: str | None = None,
     auth_key: str | None = None,
     tracker: _TrackerLink | None = None,
+    init_modules: Sequence[str] = (),
 ) -> None:
     """Accepts connections on ``sock`` and serves each in a session process of its own.
     ``auth_key`` (default: ``TVM_RPC_KEY``) is the secret clients must prove they hold. With a
@@ -114,9 +130,9 @@ def serve_forever(
         except OSError:
             return
         if tracker is None:
-            _spawn_session(conn, key, load_library, auth_key)
+            _spawn_session(conn, key, load_library, auth_key, init_modules)
             continue
-        _spawn_session(conn, tracker.matchkey, load_library, auth_key)
+        _spawn_session(conn, tracker.matchkey, load_library, auth_key, init_modules)
         try:
             tracker.offer()
         except (OSError, RuntimeError):
@@ -134,6 +150,7 @@ def _start_in_worker(
     auth_key: str | None,
     tracker_addr: tuple[str, int] | None,
     custom_addr: str | None,
+    init_modules: Sequence[str],
 ) -> int:
     """Runs in the server's worker process: binds, registers with the tracker if any, starts
     accepting, returns the port."""
@@ -145,7 +162,9 @@ def _start_in_worker(
     if tracker_addr is not None:
         tracker = _TrackerLink(tuple(tracker_addr), key, bound, custom_addr)  # type: ignore[arg-type]
     threading.Thread(
-        target=serve_forever, args=(sock, key, load_library, auth_key, tracker), daemon=True
+        target=serve_forever,
+        args=(sock, key, load_library, auth_key, tracker, init_modules),
+        daemon=True,
     ).start()
     return bound
 
@@ -157,7 +176,9 @@ class Server:
     served; Apache TVM's clients cannot, and are refused. With ``tracker_addr`` the server
     registers with that tracker under ``key``, and clients reach it through
     ``connect_tracker(...).request(key)``; ``custom_addr`` is the address the tracker hands out
-    (default: the one the tracker sees)."""
+    (default: the one the tracker sees). ``init_modules`` names Python modules that every session
+    process imports before serving: they register the functions the server offers (with
+    :func:`tvm.ffi.register_func` or :func:`tvm.rpc.aio.register_async_func`)."""
 
     def __init__(
         self,
@@ -171,6 +192,7 @@ class Server:
         auth_key: str | None = None,
         tracker_addr: tuple[str, int] | None = None,
         custom_addr: str | None = None,
+        init_modules: Sequence[str] = (),
     ) -> None:
         if isinstance(load_library, (list, tuple)):
             load_library = ":".join(os.fspath(p) for p in load_library)
@@ -189,6 +211,7 @@ class Server:
                 auth_key,
                 tracker_addr,
                 custom_addr,
+                list(init_modules),
             ],
         )
         self.port: int = self.proc.recv()
