@@ -43,5 +43,6 @@ int test_type_table(char* msg_buf, size_t n);
 int test_echo(char* msg_buf, size_t n);
 int test_handle_init_once(char* msg_buf, size_t n);
 int test_env_stream(char* msg_buf, size_t n);
+int test_opaque_object(char* msg_buf, size_t n);
 
 #endif  // TVM_FFI_ABI_TESTS_H_

@@ -585,6 +585,11 @@ int test_global_function(char* msg_buf, size_t n) {
   got = (TVMFFIObjectHandle)&name; /* must be overwritten */
   CHECK(TVMFFIFunctionGetGlobal(&absent, &got) == 0, "lookup of an absent name did not return 0");
   CHECK(got == NULL, "lookup of an absent name did not produce NULL");
+  /* A name that is not UTF-8 names no function: absent as well. */
+  TVMFFIByteArray not_utf8 = {"\xff\xfe", 2};
+  got = (TVMFFIObjectHandle)&name;
+  CHECK(TVMFFIFunctionGetGlobal(&not_utf8, &got) == 0 && got == NULL,
+        "a name that is not UTF-8 was not treated as absent");
 
   TVMFFIObjectDecRef(f1);
   TVMFFIObjectDecRef(f2);
@@ -916,6 +921,9 @@ int test_type_table(char* msg_buf, size_t n) {
   TVMFFIByteArray unknown = bytes_of("abitest.NoSuchType");
   CHECK(TVMFFITypeKeyToIndex(&unknown, &index) == -1, "an unknown key did not give -1");
   CHECK_RAISED("KeyError", "abitest.NoSuchType");
+  TVMFFIByteArray not_utf8 = {"\xff", 1};
+  CHECK(TVMFFITypeKeyToIndex(&not_utf8, &index) == -1, "a key that is not UTF-8 did not give -1");
+  CHECK_RAISED("KeyError", "Cannot find type");
 
   const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(kTVMFFIStr);
   CHECK(info != NULL, "TVMFFIGetTypeInfo(65) is NULL");
@@ -1024,6 +1032,12 @@ static int init_null(void** result) {
   return 0;
 }
 
+static int init_failing(void** result) {
+  (void)result;
+  TVMFFIErrorSetRaisedFromCStr("ValueError", "the init function refused");
+  return -3;
+}
+
 static int deinit_sentinel(void* handle) {
   g_deinit_calls++;
   return handle == &g_sentinel ? 0 : 7;
@@ -1043,6 +1057,10 @@ int test_handle_init_once(char* msg_buf, size_t n) {
   void* other = NULL;
   CHECK(TVMFFIHandleInitOnce(&other, init_null) == -1, "an init producing NULL did not give -1");
   CHECK_RAISED("RuntimeError", NULL);
+  /* The init function's own code comes back, with its error. */
+  CHECK(TVMFFIHandleInitOnce(&other, init_failing) == -3, "the init function's code was not kept");
+  CHECK_RAISED("ValueError", "the init function refused");
+  CHECK(other == NULL, "a failed init stored a handle");
 
   CHECK(TVMFFIHandleDeinitOnce(&handle, deinit_sentinel) == 0, "deinit failed");
   CHECK(handle == NULL && g_deinit_calls == 1, "deinit: handle %p, %d calls", handle,
@@ -1065,5 +1083,30 @@ int test_env_stream(char* msg_buf, size_t n) {
   CHECK(original == stream, "the previous stream was not reported");
   CHECK(TVMFFIEnvGetStream(kDLCUDA, 7) == NULL, "the stream was not reset");
   CHECK(TVMFFIEnvSetStream(kDLCUDA, 7, NULL, NULL) == 0, "a NULL opt_out must be accepted");
+  return 0;
+}
+
+static int g_opaque_released = 0;
+
+static void release_opaque(void* handle) {
+  g_opaque_released += handle == &g_opaque_released;
+}
+
+int test_opaque_object(char* msg_buf, size_t n) {
+  clear_error();
+  TVMFFIObjectHandle obj = NULL;
+  CHECK(TVMFFIObjectCreateOpaque(&g_opaque_released, kTVMFFIOpaquePyObject, release_opaque, &obj) ==
+            0,
+        "TVMFFIObjectCreateOpaque failed");
+  CHECK(TVMFFIObjectGetTypeIndex(obj) == kTVMFFIOpaquePyObject, "opaque object of type %d",
+        TVMFFIObjectGetTypeIndex(obj));
+  CHECK(TVMFFIObjectDecRef(obj) == 0 && g_opaque_released == 1,
+        "the handle was released %d times", g_opaque_released);
+  /* Any other type index is refused with the error the header names. */
+  obj = NULL;
+  CHECK(TVMFFIObjectCreateOpaque(&g_opaque_released, kTVMFFIStr, release_opaque, &obj) == -1,
+        "an opaque object of type index kTVMFFIStr was created");
+  CHECK_RAISED("RuntimeError", "opaque objects must have type index");
+  CHECK(obj == NULL && g_opaque_released == 1, "a refused object was written or released");
   return 0;
 }

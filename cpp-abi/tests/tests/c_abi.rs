@@ -93,6 +93,7 @@ c_tests!(
     test_echo,
     test_handle_init_once,
     test_env_stream,
+    test_opaque_object,
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -221,9 +221,11 @@ pub unsafe extern "C" fn TVMFFIFunctionGetGlobal(
 ) -> c_int {
     ffi_status("TVMFFIFunctionGetGlobal", || {
         // SAFETY: per the contract.
-        let (name, out) = unsafe { (text_arg(name, "name")?, out_arg(out, "out")?) };
-        *out = Registry::global()
-            .get(name)
+        let (name, out) = unsafe { (bytes_arg(name, "name")?, out_arg(out, "out")?) };
+        // A name that is not UTF-8 names no function: absent, like any other missing name.
+        *out = std::str::from_utf8(name)
+            .ok()
+            .and_then(|name| Registry::global().get(name))
             .map_or(std::ptr::null_mut(), |f| {
                 f.as_object().clone().into_raw().cast()
             });

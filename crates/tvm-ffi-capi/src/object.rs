@@ -104,7 +104,7 @@ pub unsafe extern "C" fn TVMFFIObjectCreateOpaque(
         let out = unsafe { out_arg(out, "out")? };
         if type_index != kTVMFFIOpaquePyObject {
             tvm_ffi::bail!(
-                ErrorKind::ValueError,
+                ErrorKind::RuntimeError,
                 "opaque objects must have type index {kTVMFFIOpaquePyObject}, got {type_index}"
             );
         }
@@ -190,7 +190,7 @@ pub unsafe extern "C" fn TVMFFIHandleInitOnce(
     handle_addr: *mut *mut c_void,
     init: Option<unsafe extern "C" fn(result: *mut *mut c_void) -> c_int>,
 ) -> c_int {
-    ffi_status("TVMFFIHandleInitOnce", || {
+    ffi_boundary_result("TVMFFIHandleInitOnce", || {
         if handle_addr.is_null() {
             tvm_ffi::bail!(
                 ErrorKind::ValueError,
@@ -200,11 +200,11 @@ pub unsafe extern "C" fn TVMFFIHandleInitOnce(
         // SAFETY: the address is valid and treated atomically by every user of these functions.
         let slot = unsafe { AtomicPtr::from_ptr(handle_addr) };
         if !slot.load(Ordering::Acquire).is_null() {
-            return Ok(());
+            return Ok(0);
         }
         let _lock = INIT_ONCE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         if !slot.load(Ordering::Acquire).is_null() {
-            return Ok(());
+            return Ok(0);
         }
         let Some(init) = init else {
             tvm_ffi::bail!(
@@ -214,11 +214,12 @@ pub unsafe extern "C" fn TVMFFIHandleInitOnce(
         };
         let mut result = std::ptr::null_mut();
         // SAFETY: the init function follows its contract.
-        if unsafe { init(&mut result) } != 0 {
-            return Err(Error::take_raised_or(
-                ErrorKind::RuntimeError,
-                "TVMFFIHandleInitOnce",
-            ));
+        let code = unsafe { init(&mut result) };
+        if code != 0 {
+            // The callee's code goes back as it is, with the error it raised (or one saying
+            // it raised none).
+            Error::take_raised_or(ErrorKind::RuntimeError, "TVMFFIHandleInitOnce").set_raised();
+            return Ok(code);
         }
         if result.is_null() {
             tvm_ffi::bail!(
@@ -227,7 +228,7 @@ pub unsafe extern "C" fn TVMFFIHandleInitOnce(
             );
         }
         slot.store(result, Ordering::Release);
-        Ok(())
+        Ok(0)
     })
 }
 

@@ -17,7 +17,7 @@ use tvm_ffi_sys::{
     TVMFFITypeInfo, TVMFFITypeMetadata, kTVMFFIDynObjectBegin,
 };
 
-use crate::{non_null, out_arg, text_arg};
+use crate::{bytes_arg, non_null, out_arg, text_arg};
 
 /// One registered type. `info` is first, so a pointer to the entry is a pointer to the info.
 #[repr(C)]
@@ -408,12 +408,16 @@ pub unsafe extern "C" fn TVMFFITypeKeyToIndex(
 ) -> c_int {
     ffi_status("TVMFFITypeKeyToIndex", || {
         // SAFETY: per the contract.
-        let (key, out) = unsafe { (text_arg(type_key, "type_key")?, out_arg(out, "out")?) };
+        let (key, out) = unsafe { (bytes_arg(type_key, "type_key")?, out_arg(out, "out")?) };
         // The core's own types (such as the testing types) register with its functions.
         crate::function::Registry::global();
-        *out = TypeTable::global()
-            .index_of(key)
-            .ok_or_else(|| Error::new(ErrorKind::KeyError, format!("Cannot find type `{key}`")))?;
+        let missing = || {
+            let key = String::from_utf8_lossy(key);
+            Error::new(ErrorKind::KeyError, format!("Cannot find type `{key}`"))
+        };
+        // A key that is not UTF-8 names no type.
+        let key = std::str::from_utf8(key).map_err(|_| missing())?;
+        *out = TypeTable::global().index_of(key).ok_or_else(missing)?;
         Ok(())
     })
 }
