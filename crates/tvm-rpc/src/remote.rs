@@ -12,7 +12,10 @@ use tvm_ffi::abi::{
     kTVMFFIDevice, kTVMFFIFloat, kTVMFFIFunction, kTVMFFIInt, kTVMFFIModule, kTVMFFINone,
     kTVMFFIOpaquePtr, kTVMFFIRawStr, kTVMFFISmallBytes, kTVMFFISmallStr, kTVMFFIStr, kTVMFFITensor,
 };
-use tvm_ffi::{Any, AnyView, DataType, Device, Error, ErrorKind, Function, Result, Tensor};
+use tvm_ffi::{
+    Any, AnyView, DataType, Device, Error, ErrorKind, Function, Object, ObjectCore, ObjectRef,
+    Result, Tensor,
+};
 use tvm_runtime::Module;
 
 use crate::codec::{RPC_OBJECT_REF_INDEX, TensorMeta, WireValue};
@@ -184,6 +187,19 @@ impl SessionCore {
         module
     }
 
+    /// A local object standing for any other remote object (an `ffi.Array` the remote
+    /// returned, say): opaque here, usable as an argument of this session's functions, and
+    /// freed on the remote with its last local reference.
+    pub fn wrap_object(self: &Arc<Self>, handle: u64) -> ObjectRef<RemoteObjectObj> {
+        let holder = RemoteHandle::new(self, handle);
+        let object = ObjectRef::new(RemoteObjectObj {
+            base: Object::header(),
+            holder: Arc::clone(&holder),
+        });
+        holder.publish(object.as_raw() as usize);
+        object
+    }
+
     /// The module that stands for the whole session.
     pub fn session_module(self: &Arc<Self>) -> Module {
         let cell = Arc::new(AtomicUsize::new(0));
@@ -331,14 +347,7 @@ impl SessionCore {
                 tvm_ffi::Bytes::from_bytes(bytes).into_any()
             }
             index if index >= tvm_ffi::abi::kTVMFFIStaticObjectBegin => {
-                let handle = handle(&first)?;
-                // No local type stands for other remote objects yet: release it and say so.
-                let _ = self.session.free_handle(handle);
-                tvm_ffi::bail!(
-                    ErrorKind::TypeError,
-                    "the remote function returned an object of type index {index}, which RPC \
-                     cannot bring back (return values, strings, tensors, functions or modules)"
-                );
+                Any::from(self.wrap_object(handle(&first)?))
             }
             _ => match first {
                 WireValue::None => Any::none(),
@@ -380,6 +389,41 @@ unsafe extern "C" fn release_remote(record: *mut c_void) {
     let address = unsafe { record.cast::<usize>().read_unaligned() };
     // SAFETY: the address came from `Arc::into_raw` of a holder, consumed once here.
     drop(unsafe { Arc::from_raw(address as *const RemoteHandle) });
+}
+
+/// `runtime.RPCObjectRef`: a reference to an object that lives on the remote side of a session
+/// (see [`SessionCore::wrap_object`]).
+#[repr(C)]
+pub struct RemoteObjectObj {
+    base: Object,
+    holder: Arc<RemoteHandle>,
+}
+
+impl RemoteObjectObj {
+    /// The remote handle.
+    pub fn handle(&self) -> u64 {
+        self.holder.handle
+    }
+}
+
+// SAFETY: repr(C) with the header first; the index is the one the runtime assigned to the key,
+// registered with this struct's size.
+unsafe impl ObjectCore for RemoteObjectObj {
+    const TYPE_KEY: &'static str = "runtime.RPCObjectRef";
+    fn type_index() -> i32 {
+        static INDEX: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+        *INDEX.get_or_init(|| {
+            let index = tvm_ffi::types::register_type(
+                Self::TYPE_KEY,
+                <Object as ObjectCore>::type_index(),
+                0,
+                true,
+            )
+            .unwrap_or_else(|e| panic!("cannot register runtime.RPCObjectRef: {e}"));
+            let _ = tvm_ffi::reflection::register_metadata(index, std::mem::size_of::<Self>());
+            index
+        })
+    }
 }
 
 /// A remote object held on behalf of a local value; freed on the remote when dropped.

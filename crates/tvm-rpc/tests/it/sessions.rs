@@ -35,6 +35,14 @@ fn setup() {
         )
         .register_global("rpc.test.apply", true)
         .unwrap();
+        Function::from_typed("rpc.test.make_array", |n: i64| {
+            (0..n).map(Any::from).collect::<tvm_ffi::Array>()
+        })
+        .register_global("rpc.test.make_array", true)
+        .unwrap();
+        Function::from_typed("rpc.test.array_len", |a: tvm_ffi::Array| a.len() as i64)
+            .register_global("rpc.test.array_len", true)
+            .unwrap();
         Function::from_typed("rpc.test.sleep", |ms: i64| {
             thread::sleep(std::time::Duration::from_millis(ms as u64));
             ms
@@ -217,4 +225,25 @@ fn local_functions_passed_to_the_remote_are_called_back() {
         (err.kind().as_ref(), err.message().as_ref()),
         ("KeyError", "no such thing")
     );
+}
+
+#[test]
+fn other_remote_objects_come_back_as_references_usable_by_the_remote() {
+    let core = local_session(start_server(""));
+    let make = core.get_function("rpc.test.make_array").unwrap().unwrap();
+    let len = core.get_function("rpc.test.array_len").unwrap().unwrap();
+    let reference = make.call((4i64,)).unwrap();
+    assert_eq!(reference.type_key(), "runtime.RPCObjectRef");
+    assert_eq!(
+        len.call((reference.clone(),))
+            .unwrap()
+            .cast::<i64>()
+            .unwrap(),
+        4
+    );
+    // A reference of one session is refused by another.
+    let other = local_session(start_server(""));
+    let other_len = other.get_function("rpc.test.array_len").unwrap().unwrap();
+    let err = other_len.call((reference,)).unwrap_err();
+    assert!(err.message().contains("another RPC session"), "{err}");
 }
