@@ -258,3 +258,39 @@ def test_coroutine_functions_are_served_and_remote_calls_awaited(tmp_path, monke
         assert asyncio.run(both()) == [2, 7]
     with pytest.raises(TypeError, match="async def"):
         rpc.aio.register_async_func("test.not_async", lambda: 1)
+
+
+def test_large_files_move_in_chunks_with_progress(remote, tmp_path):
+    blob = os.urandom(9 << 20)
+    local = tmp_path / "big.bin"
+    local.write_bytes(blob)
+    sent = []
+    remote.upload(str(local), progress=lambda done, total: sent.append((done, total)))
+    assert sent[0] == (0, len(blob)) and sent[-1] == (len(blob), len(blob))
+    assert len(sent) >= 4 and [d for d, _ in sent] == sorted(d for d, _ in sent)
+    received = []
+    assert remote.download("big.bin", progress=lambda d, t: received.append(d)) == blob
+    assert received[-1] == len(blob) and len(received) >= 4
+    # A progress bar when tqdm is installed, nothing otherwise: the transfer is the same.
+    remote.upload(blob[:1000], "small.bin", progress=True)
+    assert remote.download("small.bin", progress=True) == blob[:1000]
+
+
+def test_a_crashing_kernel_ends_only_its_session(tmp_path, monkeypatch):
+    (tmp_path / "rpc_crash_funcs.py").write_text(
+        "import ctypes\n"
+        "from tvm.ffi import register_func\n"
+        "@register_func('test.segfault')\n"
+        "def _segfault():\n"
+        "    ctypes.string_at(0)\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    with rpc.Server(port=0, init_modules=["rpc_crash_funcs"]) as srv:
+        doomed = rpc.connect("127.0.0.1", srv.port)
+        survivor = rpc.connect("127.0.0.1", srv.port)
+        with pytest.raises(tvm.error.RPCError, match="closed"):
+            doomed.get_function("test.segfault")()
+        with pytest.raises(tvm.error.RPCError, match="closed"):
+            doomed.get_function("rpc.test.addone")(1)
+        assert survivor.get_function("rpc.test.addone")(1) == 2
+        assert rpc.connect("127.0.0.1", srv.port).get_function("rpc.test.addone")(2) == 3

@@ -241,6 +241,53 @@ fn register_server_helpers() {
         std::fs::write(&path, data.as_bytes()).map_err(|e| io_error("write", &path, e))?;
         Ok(Any::none())
     });
+    // Chunked transfers (this runtime's servers): append to a file, read a range of one.
+    register("tvm.rpc.server.upload_append", |args| {
+        let name = text_arg(args, 0, "tvm.rpc.server.upload_append")?;
+        let data = tvm_ffi::Bytes::try_from_view(arg(args, 1, "tvm.rpc.server.upload_append")?)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::TypeError,
+                    "tvm.rpc.server.upload_append expects bytes",
+                )
+            })?;
+        let path = work_path(&name)?;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| io_error("append to", &path, e))?;
+        std::io::Write::write_all(&mut file, data.as_bytes())
+            .map_err(|e| io_error("append to", &path, e))?;
+        Ok(Any::none())
+    });
+    register("tvm.rpc.server.download_range", |args| {
+        let path = work_path(&text_arg(args, 0, "tvm.rpc.server.download_range")?)?;
+        let offset = arg(args, 1, "tvm.rpc.server.download_range")?.cast::<i64>()?;
+        let length = arg(args, 2, "tvm.rpc.server.download_range")?.cast::<i64>()?;
+        let (Ok(offset), Ok(length)) = (u64::try_from(offset), usize::try_from(length)) else {
+            tvm_ffi::bail!(
+                ErrorKind::ValueError,
+                "download_range needs a non-negative offset and length, got {offset} and {length}"
+            );
+        };
+        let mut file = std::fs::File::open(&path).map_err(|e| io_error("read", &path, e))?;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(offset))
+            .map_err(|e| io_error("read", &path, e))?;
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(&mut file, length as u64),
+            &mut data,
+        )
+        .map_err(|e| io_error("read", &path, e))?;
+        Ok(tvm_ffi::Bytes::from_bytes(&data).into_any())
+    });
+    register("tvm.rpc.server.file_size", |args| {
+        let path = work_path(&text_arg(args, 0, "tvm.rpc.server.file_size")?)?;
+        let size = std::fs::metadata(&path)
+            .map_err(|e| io_error("read", &path, e))?
+            .len();
+        Ok(Any::from(size as i64))
+    });
     register("tvm.rpc.server.download", |args| {
         let path = work_path(&text_arg(args, 0, "tvm.rpc.server.download")?)?;
         let data = std::fs::read(&path).map_err(|e| io_error("read", &path, e))?;

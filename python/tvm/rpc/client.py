@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .. import ffi
@@ -95,29 +95,65 @@ class RPCSession:
         self,
         data: str | os.PathLike[str] | bytes | bytearray,
         target: str | None = None,
-        progress: Callable[[int, int], object] | None = None,
+        progress: Callable[[int, int], object] | bool | None = None,
     ) -> None:
         """Uploads a local file (``target`` defaults to its name) or bytes (``target``
-        required) into the server's work directory. ``progress(done, total)`` is called as bytes
-        go out."""
+        required) into the server's work directory. ``progress`` is ``progress(done, total)``
+        called as bytes go out, or ``True`` for a progress bar (with ``tqdm`` installed). A
+        server of this runtime receives the file in chunks, read from disk as they go."""
         if isinstance(data, (bytes, bytearray)):
             if target is None:
                 raise ValueError("upload of bytes needs a target name")
-            blob = bytes(data)
+            total = len(data)
+            chunks: Iterator[bytes] = (bytes(data[i : i + _CHUNK]) for i in range(0, total, _CHUNK))
         else:
             path = os.fspath(data)
             target = target if target is not None else os.path.basename(path)
-            with open(path, "rb") as file:
-                blob = file.read()
-        _report(progress, 0, len(blob))
-        self.get_function("tvm.rpc.server.upload")(target, blob)
-        _report(progress, len(blob), len(blob))
+            total = os.path.getsize(path)
+            chunks = _file_chunks(path)
+        report = _progress(progress, total, f"upload {target}")
+        append = self._optional_function("tvm.rpc.server.upload_append")
+        if append is None:  # a server without chunked transfers (Apache TVM's)
+            self.get_function("tvm.rpc.server.upload")(target, b"".join(chunks))
+            report(total)
+            return
+        self.get_function("tvm.rpc.server.upload")(target, b"")
+        done = 0
+        report(0)
+        for chunk in chunks:
+            append(target, chunk)
+            done += len(chunk)
+            report(done)
 
-    def download(self, path: str, progress: Callable[[int, int], object] | None = None) -> bytes:
-        """The bytes of ``path`` in the server's work directory."""
-        blob = bytes(self.get_function("tvm.rpc.server.download")(path))
-        _report(progress, len(blob), len(blob))
-        return blob
+    def download(
+        self, path: str, progress: Callable[[int, int], object] | bool | None = None
+    ) -> bytes:
+        """The bytes of ``path`` in the server's work directory; ``progress`` as for
+        :meth:`upload`."""
+        read_range = self._optional_function("tvm.rpc.server.download_range")
+        if read_range is None:
+            blob = bytes(self.get_function("tvm.rpc.server.download")(path))
+            _progress(progress, len(blob), f"download {path}")(len(blob))
+            return blob
+        total = int(self.get_function("tvm.rpc.server.file_size")(path))
+        report = _progress(progress, total, f"download {path}")
+        parts = []
+        done = 0
+        report(0)
+        while done < total:
+            part = bytes(read_range(path, done, min(_CHUNK, total - done)))
+            if not part:
+                break
+            parts.append(part)
+            done += len(part)
+            report(done)
+        return b"".join(parts)
+
+    def _optional_function(self, name: str) -> Function | None:
+        try:
+            return self.get_function(name)
+        except AttributeError:
+            return None
 
     def remove(self, path: str) -> None:
         """Removes ``path`` (a file or directory) from the server's work directory."""
@@ -146,9 +182,40 @@ class RPCSession:
         return f"<RPCSession {self._tbl_index}>"
 
 
-def _report(progress: Callable[[int, int], object] | None, done: int, total: int) -> None:
-    if progress is not None:
-        progress(done, total)
+def _file_chunks(path: str) -> Iterator[bytes]:
+    with open(path, "rb") as file:
+        while chunk := file.read(_CHUNK):
+            yield chunk
+
+
+def _progress(
+    progress: Callable[[int, int], object] | bool | None, total: int, what: str
+) -> Callable[[int], None]:
+    """A reporter of bytes done: the user's callback, a ``tqdm`` bar for ``True`` (nothing
+    when tqdm is not installed), or nothing."""
+    if progress is None or progress is False:
+        return lambda done: None
+    if progress is True:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return lambda done: None
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc=what)
+        shown = [0]
+
+        def advance(done: int) -> None:
+            bar.update(done - shown[0])
+            shown[0] = done
+            if done >= total:
+                bar.close()
+
+        return advance
+    callback = progress
+
+    def call(done: int) -> None:
+        callback(done, total)
+
+    return call
 
 
 class LocalSession(RPCSession):

@@ -50,6 +50,8 @@ impl Endpoint {
     pub(super) fn run(&self, expect_reply: bool) -> Result<Waited> {
         loop {
             let Some((len, code)) = self.io(read_header)? else {
+                // The peer is gone: later requests fail at once with a clear error.
+                *self.transport() = None;
                 return Ok(Waited::Closed);
             };
             if code == RpcCode::CopyToRemote as i32 {
