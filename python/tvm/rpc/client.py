@@ -197,7 +197,7 @@ def _progress(
         return lambda done: None
     if progress is True:
         try:
-            from tqdm import tqdm
+            from tqdm import tqdm  # type: ignore[import-untyped]
         except ImportError:
             return lambda done: None
         bar = tqdm(total=total, unit="B", unit_scale=True, desc=what)
