@@ -18,7 +18,7 @@ cargo build --locked --quiet -p tvm-ffi-testing --lib
 
 # shellcheck source=scripts/python-env.sh
 source scripts/python-env.sh
-install_python_package numpy pytest pytest-cov "coverage>=7.10" hypothesis ruff abi3audit setuptools wheel mypy
+install_python_package numpy pytest pytest-cov "coverage>=7.10" hypothesis ruff abi3audit setuptools wheel mypy tqdm
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -294,3 +295,40 @@ def test_a_crashing_kernel_ends_only_its_session(tmp_path, monkeypatch):
             doomed.get_function("rpc.test.addone")(1)
         assert survivor.get_function("rpc.test.addone")(1) == 2
         assert rpc.connect("127.0.0.1", srv.port).get_function("rpc.test.addone")(2) == 3
+
+
+def test_an_uploaded_kernel_runs_on_remote_tensors(remote, compile_c):
+    source = (Path(__file__).resolve().parents[2] / "cpp-abi/examples/add_one_c.c").read_text()
+    library = compile_c(source, name="libadd_one_c.so")
+    remote.upload(str(library))
+    module = remote.load_module("libadd_one_c.so")
+    assert module.kind == "rpc"
+    dev = remote.cpu()
+    x = tvm.runtime.tensor(np.arange(5, dtype="float32"), dev)
+    y = tvm.runtime.empty((5,), "float32", dev)
+    module["add_one"](x, y)
+    np.testing.assert_array_equal(y.numpy(), np.arange(5, dtype="float32") + 1)
+    assert module["concat"]("ab", "cd") == "abcd"
+    with pytest.raises(AttributeError, match="no_such_function"):
+        module["no_such_function"]
+
+
+def test_session_devices_and_attributes(remote):
+    index = remote._tbl_index
+    expected = {
+        "cpu": 1,
+        "cuda": 2,
+        "cl": 4,
+        "vulkan": 7,
+        "metal": 8,
+        "rocm": 10,
+        "ext_dev": 12,
+        "webgpu": 15,
+    }
+    for name, code in expected.items():
+        dev = getattr(remote, name)(0)
+        assert dev.device_type == code + 128 * (index + 1), name
+    assert remote.cpu().exist
+    assert not remote.cuda().exist
+    with pytest.raises(ValueError, match="already a remote device"):
+        remote.device(remote.cpu().device_type)

@@ -5,6 +5,7 @@ the popen worker that hosts them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import socket
@@ -77,7 +78,9 @@ def run_in_thread(main: Callable[[], Coroutine[Any, Any, None]], name: str) -> t
     """Runs ``main()`` in a fresh event loop in a daemon thread; returns the started thread."""
 
     def _run() -> None:
-        asyncio.run(main())
+        # A stop request cancels the main task: that is the end, not an error.
+        with contextlib.suppress(asyncio.CancelledError):
+            asyncio.run(main())
 
     thread = threading.Thread(target=_run, name=name, daemon=True)
     thread.start()

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..support._exit_guard import suppress_at_exit
+from ..support._exit_guard import interpreter_exiting, suppress_at_exit
 from ..support.popen_pool import PopenWorker
 from . import base
 from ._listen import bind_listener, run_in_thread, stderr_logger
@@ -112,7 +112,9 @@ class _ProxyServer:
         self._wake: asyncio.Event | None = None
 
     async def main(self) -> None:
-        """Serves forever (the worker process is killed to stop it)."""
+        """Serves until :func:`_stop_proxy` cancels it (or the worker process is killed)."""
+        _RUNNING["loop"] = asyncio.get_running_loop()
+        _RUNNING["task"] = asyncio.current_task()
         self._wake = asyncio.Event()
         server = await asyncio.start_server(self._serve, sock=self._sock, limit=_CHUNK)
         async with server:
@@ -135,6 +137,10 @@ class _ProxyServer:
             logger.warning("%s: %s; closing the connection", name, err)
         except (ConnectionError, asyncio.IncompleteReadError) as err:
             logger.info("%s: connection lost: %s", name, err)
+        except asyncio.CancelledError:
+            # The proxy is stopping. Ending normally (not cancelled) keeps Python 3.11's
+            # stream callback from reporting the cancellation as an error.
+            logger.info("%s: closed, the proxy is stopping", name)
         finally:
             writer.close()
 
@@ -376,9 +382,36 @@ def _start_proxy(
     stderr_logger("RPCProxy", silent)
     sock, bound = bind_listener(host, port, port_end)
     server = _ProxyServer(sock, bound, timeout_client, timeout_server, tracker_addr)
-    run_in_thread(server.main, "rpc-proxy")
+    _RUNNING["thread"] = run_in_thread(server.main, "rpc-proxy")
     logger.info("RPCProxy: client port bind to %s:%d", host, bound)
     return bound
+
+
+#: The proxy of this worker process: its thread, event loop and main task.
+_RUNNING: dict[str, Any] = {}
+
+
+def _stop_proxy(timeout: float) -> bool:
+    """Runs in the popen worker: cancels the proxy's main task (closing the listening socket
+    and every connection) and waits for its thread; whether it ended within ``timeout`` s."""
+    loop, task, thread = _RUNNING.get("loop"), _RUNNING.get("task"), _RUNNING.get("thread")
+    if loop is not None and task is not None and not loop.is_closed():
+
+        async def shutdown() -> None:
+            # Connections first, each awaited to its end, then the main task (which closes
+            # the listening socket): nothing is left to report an error at exit.
+            others = [t for t in asyncio.all_tasks() if t not in (task, asyncio.current_task())]
+            for other in others:
+                other.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
+            task.cancel()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(shutdown(), loop).result(timeout)
+    if thread is None:
+        return True
+    thread.join(timeout)
+    return not thread.is_alive()
 
 
 class Proxy:
@@ -433,9 +466,19 @@ class Proxy:
         self.proc = proc
 
     def terminate(self) -> None:
-        """Stops the proxy (ends its worker process, closing every connection). Idempotent."""
+        """Stops the proxy (closing the listening socket and every connection), then ends its
+        worker process. Idempotent."""
         proc, self.proc = self.proc, None
-        if proc is not None:
+        if proc is None:
+            return
+        try:
+            if not interpreter_exiting() and proc.is_alive():
+                try:
+                    proc.send(_stop_proxy, [5.0])
+                    proc.recv()
+                except (OSError, RuntimeError, ChildProcessError) as err:
+                    logger.warning("Proxy did not stop cleanly (%s); killing it", err)
+        finally:
             proc.kill()
 
     def __enter__(self) -> Proxy:

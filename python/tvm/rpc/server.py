@@ -7,6 +7,7 @@ trusted network only.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket
@@ -15,7 +16,9 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
+from ..support._exit_guard import interpreter_exiting
 from ..support.popen_pool import PopenWorker
 from . import base
 from .base import TrackerCode
@@ -158,15 +161,36 @@ def _start_in_worker(
         server_init_callback()
     sock = bind_socket(host, port, port_end, reuse_addr)
     bound = int(sock.getsockname()[1])
+    _LISTENING["socket"] = sock
     tracker = None
     if tracker_addr is not None:
         tracker = _TrackerLink(tuple(tracker_addr), key, bound, custom_addr)  # type: ignore[arg-type]
-    threading.Thread(
+    thread = threading.Thread(
         target=serve_forever,
         args=(sock, key, load_library, auth_key, tracker, init_modules),
         daemon=True,
-    ).start()
+    )
+    thread.start()
+    _LISTENING["thread"] = thread
     return bound
+
+
+#: The listening socket and accepting thread of this worker process.
+_LISTENING: dict[str, Any] = {}
+
+
+def _stop_in_worker(timeout: float) -> bool:
+    """Runs in the server's worker process: stops accepting (sessions being served go on until
+    the worker ends) and waits for the accepting thread; whether it ended in ``timeout`` s."""
+    sock, thread = _LISTENING.get("socket"), _LISTENING.get("thread")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+    if thread is None:
+        return True
+    thread.join(timeout)
+    return not thread.is_alive()
 
 
 class Server:
@@ -197,8 +221,9 @@ class Server:
         if isinstance(load_library, (list, tuple)):
             load_library = ":".join(os.fspath(p) for p in load_library)
         self.host = host
-        self.proc = PopenWorker()
-        self.proc.send(
+        proc = PopenWorker()
+        self.proc: PopenWorker | None = proc
+        proc.send(
             _start_in_worker,
             [
                 host,
@@ -214,11 +239,20 @@ class Server:
                 list(init_modules),
             ],
         )
-        self.port: int = self.proc.recv()
+        self.port: int = proc.recv()
 
     def terminate(self) -> None:
-        """Stops the server and every session it is serving."""
-        self.proc.kill()
+        """Stops the server and every session it is serving. Idempotent."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            if not interpreter_exiting() and proc.is_alive():
+                with contextlib.suppress(OSError, RuntimeError, ChildProcessError):
+                    proc.send(_stop_in_worker, [5.0])
+                    proc.recv()
+        finally:
+            proc.kill()
 
     def __enter__(self) -> Server:
         return self
