@@ -70,3 +70,34 @@ fn eight_threads_call_register_and_mutate_shared_containers() {
     assert!(dict.len() <= 32);
     assert!(Function::remove_global("stress.add").unwrap());
 }
+
+#[test]
+fn copying_a_list_while_another_thread_reallocates_it() {
+    // Converting a list to an array copies it under the list's lock, so a copy never reads a
+    // buffer that a concurrent `reserve` has freed: every copy is a prefix 0, 1, 2, ...
+    let list = List::new();
+    let rounds = rounds();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let writer = list.clone();
+        let done = &done;
+        scope.spawn(move || {
+            for i in 0..rounds {
+                writer.push(i as i64);
+                // One more than now: every round moves the elements to a new buffer.
+                writer.reserve(i + 2);
+            }
+            done.store(true, Ordering::Release);
+        });
+        let value = Any::from(list.clone());
+        let mut copies = 0usize;
+        while !done.load(Ordering::Acquire) || copies == 0 {
+            let copy = value.cast::<tvm_ffi::Array>().unwrap();
+            for (k, v) in copy.iter().enumerate() {
+                assert_eq!(v.cast::<i64>().ok(), Some(k as i64), "element {k}");
+            }
+            copies += 1;
+        }
+    });
+    assert_eq!(list.len(), rounds);
+}
