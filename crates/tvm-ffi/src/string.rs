@@ -386,6 +386,8 @@ impl PartialEq<[u8]> for Bytes {
 
 impl fmt::Debug for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "b{:?}", self.as_bytes().escape_ascii().to_string())
+        // `escape_ascii` already escapes quotes and backslashes: quoting its output with `{:?}`
+        // would escape them a second time (`b"\\x00"` for a NUL byte).
+        write!(f, "b\"{}\"", self.as_bytes().escape_ascii())
     }
 }

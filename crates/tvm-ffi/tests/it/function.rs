@@ -201,3 +201,31 @@ fn packed_views_call() {
         2
     );
 }
+
+#[test]
+fn debug_shows_the_object_address() {
+    let f = Function::from_packed(|_| Ok(Any::none()));
+    assert_eq!(
+        format!("{f:?}"),
+        format!("Function({:p})", f.as_object().as_raw())
+    );
+}
+
+#[test]
+fn a_slice_of_values_passes_every_element() {
+    let f = Function::from_packed(|args: &[AnyView<'_>]| {
+        let parts = args
+            .iter()
+            .map(|a| format!("{a:?}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        Ok(Any::from(format!("{}:{parts}", args.len())))
+    });
+    let values = [Any::from(1i64), Any::from("two"), Any::none()];
+    let out = f.call(&values[..]).unwrap().cast::<String>().unwrap();
+    assert_eq!(out, r#"3:1,"two",None"#);
+    let out = f.call(&values[..0]).unwrap().cast::<String>().unwrap();
+    assert_eq!(out, "0:");
+    // The slice is copied: the caller keeps its values.
+    assert_eq!(values[1].cast::<String>().unwrap(), "two");
+}

@@ -7,12 +7,16 @@ use tvm_ffi_testing as _;
 
 mod any;
 mod containers;
+mod dtype;
 mod error;
 mod function;
 mod map;
 mod object;
+mod object_markers;
 mod opaque;
+mod sequences;
 mod string;
+mod string_values;
 mod tensor;
 mod tensor_capi;
 mod threads;

@@ -70,3 +70,44 @@ fn eight_threads_call_register_and_mutate_shared_containers() {
     assert!(dict.len() <= 32);
     assert!(Function::remove_global("stress.add").unwrap());
 }
+
+#[test]
+fn copying_a_list_while_another_thread_reallocates_it() {
+    // Converting a list to an array copies it under the list's lock, so a copy never reads a
+    // buffer that a concurrent `reserve` has freed: every copy is a prefix 0, 1, 2, ...
+    let length = rounds().min(1_000);
+    let run_for = std::time::Duration::from_millis(500);
+    let current = std::sync::Mutex::new(Any::from(List::new()));
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let start = std::sync::Barrier::new(2);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            start.wait();
+            let began = std::time::Instant::now();
+            // Fresh lists until the time is up (one under valgrind).
+            loop {
+                let list = List::new();
+                *current.lock().unwrap() = Any::from(list.clone());
+                for i in 0..length {
+                    list.push(i as i64);
+                    // One more than now: every push moves the elements to a new buffer.
+                    list.reserve(i + 2);
+                }
+                if began.elapsed() >= run_for || length < 1_000 {
+                    break;
+                }
+            }
+            done.store(true, Ordering::Release);
+        });
+        start.wait();
+        let mut copies = 0usize;
+        while !done.load(Ordering::Acquire) || copies == 0 {
+            let value = current.lock().unwrap().clone();
+            let copy = value.cast::<tvm_ffi::Array>().unwrap();
+            for (k, v) in copy.iter().enumerate() {
+                assert_eq!(v.cast::<i64>().ok(), Some(k as i64), "element {k}");
+            }
+            copies += 1;
+        }
+    });
+}

@@ -1,0 +1,56 @@
+//! The dtype parser accepts only the bit counts each named type family has.
+
+use tvm_ffi::DataType;
+use tvm_ffi::abi::{kDLBfloat, kDLBool, kDLComplex, kDLFloat, kDLOpaqueHandle};
+use tvm_ffi::dtype::parse_dtype;
+
+/// Each family with the bit counts it has and some that it does not.
+const FAMILIES: [(&str, u8, &[u8], &[u8]); 5] = [
+    ("float", kDLFloat, &[16, 32, 64], &[8, 24, 128]),
+    ("bfloat", kDLBfloat, &[16], &[8, 32]),
+    ("complex", kDLComplex, &[64, 128], &[32, 16]),
+    ("bool", kDLBool, &[1, 8], &[2, 16]),
+    ("handle", kDLOpaqueHandle, &[32, 64], &[8, 16]),
+];
+
+#[test]
+fn named_families_accept_their_own_bit_counts() {
+    for (name, code, valid, _) in FAMILIES {
+        for bits in valid {
+            let input = format!("{name}{bits}");
+            let t = parse_dtype(&input).unwrap_or_else(|e| panic!("`{input}`: {e}"));
+            assert_eq!((t.code, t.bits, t.lanes), (code, *bits, 1), "`{input}`");
+        }
+    }
+}
+
+#[test]
+fn named_families_reject_other_bit_counts() {
+    for (name, _, valid, invalid) in FAMILIES {
+        let listed = valid
+            .iter()
+            .map(u8::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        for bits in invalid {
+            let input = format!("{name}{bits}");
+            let err = parse_dtype(&input).expect_err(&input);
+            assert_eq!(
+                err,
+                format!("invalid bits in `{input}`: this type has {listed}"),
+                "`{input}`"
+            );
+            // With lanes too, and through `DataType`.
+            let with_lanes = format!("{input}x4");
+            assert!(with_lanes.parse::<DataType>().is_err(), "`{with_lanes}`");
+        }
+    }
+}
+
+#[test]
+fn short_float_aliases_are_checked_like_the_full_names() {
+    assert_eq!("f16".parse::<DataType>().unwrap(), DataType::float(16));
+    assert_eq!("bf16".parse::<DataType>().unwrap(), DataType::bfloat16());
+    assert!("f8".parse::<DataType>().is_err());
+    assert!("bf32".parse::<DataType>().is_err());
+}

@@ -1,0 +1,123 @@
+//! `Array` and `List` as values: emptiness, equality, formatting, snapshots, and the capacity a
+//! list reserves and grows by.
+
+use tvm_ffi::abi;
+use tvm_ffi::{Any, Array, List};
+
+/// The buffer, size and capacity in a list's sequence cell.
+struct Cell {
+    data: *mut std::ffi::c_void,
+    size: i64,
+    capacity: i64,
+}
+
+/// Reads the sequence cell of a list (offset 24 of the object).
+fn cell(list: &List) -> Cell {
+    // SAFETY: a list object: header, then the sequence cell; read while the list lives.
+    let raw = unsafe {
+        &*list
+            .as_object()
+            .as_raw()
+            .cast::<u8>()
+            .add(24)
+            .cast::<abi::TVMFFISeqCell>()
+    };
+    Cell {
+        data: raw.data,
+        size: raw.size,
+        capacity: raw.capacity,
+    }
+}
+
+fn ints(values: &[Any]) -> Vec<i64> {
+    values.iter().map(|v| v.cast::<i64>().unwrap()).collect()
+}
+
+#[test]
+fn emptiness() {
+    assert!(Array::new().is_empty());
+    assert!(!Array::from_vec(vec![Any::none()]).is_empty());
+    assert!(List::new().is_empty());
+    let list = List::from_iter([1i64]);
+    assert!(!list.is_empty());
+    list.clear();
+    assert!(list.is_empty());
+}
+
+#[test]
+fn arrays_compare_element_by_element() {
+    let a = Array::from_iter([1i64, 2, 3]);
+    assert_eq!(a, Array::from_iter([1i64, 2, 3]));
+    assert_ne!(a, Array::from_iter([1i64, 2, 4]));
+    assert_ne!(a, Array::from_iter([1i64, 2]));
+    assert_ne!(a, Array::new());
+    assert_eq!(Array::new(), Array::new());
+    let text = Array::from_iter(["a heap string of some length"]);
+    assert_eq!(text, Array::from_iter(["a heap string of some length"]));
+}
+
+#[test]
+fn debug_lists_the_elements() {
+    let a = Array::from_vec(vec![Any::from(1i64), Any::from("x"), Any::none()]);
+    assert_eq!(format!("{a:?}"), r#"[1, "x", None]"#);
+    assert_eq!(format!("{:?}", Array::new()), "[]");
+    let list = List::from_iter([Any::from(2i64), Any::from(true)]);
+    assert_eq!(format!("{list:?}"), "[2, true]");
+    assert_eq!(format!("{:?}", List::new()), "[]");
+}
+
+#[test]
+fn to_vec_is_a_snapshot() {
+    let list = List::from_iter([1i64, 2, 3]);
+    let snapshot = list.to_vec();
+    assert_eq!(ints(&snapshot), [1, 2, 3]);
+    list.push(4i64);
+    assert_eq!(snapshot.len(), 3);
+    assert_eq!(ints(&list.to_vec()), [1, 2, 3, 4]);
+    assert!(List::new().to_vec().is_empty());
+}
+
+#[test]
+fn with_capacity_and_reserve_make_room_without_touching_contents() {
+    let list = List::with_capacity(10);
+    assert!(list.is_empty());
+    assert_eq!(cell(&list).capacity, 10);
+    for i in 0..3i64 {
+        list.push(i);
+    }
+    list.reserve(100);
+    let reserved = cell(&list);
+    assert_eq!(reserved.capacity, 100);
+    assert_eq!(ints(&list.to_vec()), [0, 1, 2]);
+    // A smaller request keeps the buffer.
+    list.reserve(5);
+    assert_eq!(cell(&list).capacity, 100);
+    assert_eq!(cell(&list).data, reserved.data);
+    assert_eq!(ints(&list.to_vec()), [0, 1, 2]);
+    // Pushing up to the reserved capacity does not move the elements.
+    for i in 3..100i64 {
+        list.push(i);
+    }
+    assert_eq!(cell(&list).data, reserved.data);
+    assert_eq!(list.len(), 100);
+}
+
+#[test]
+fn pushing_grows_the_buffer_geometrically() {
+    let list = List::new();
+    let mut buffers = 0;
+    let mut data = cell(&list).data;
+    for i in 0..4096i64 {
+        list.push(i);
+        let now = cell(&list);
+        assert!(now.capacity >= now.size);
+        if now.data != data {
+            buffers += 1;
+            data = now.data;
+        }
+    }
+    // 4, 8, ..., 4096: eleven buffers; a constant increment would need hundreds.
+    assert!(buffers <= 12, "{buffers} reallocations for 4096 pushes");
+    assert_eq!(cell(&list).capacity, 4096);
+    assert_eq!(ints(&list.to_vec()), (0..4096).collect::<Vec<_>>());
+}

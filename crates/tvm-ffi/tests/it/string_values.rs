@@ -1,0 +1,144 @@
+//! `String` and `Bytes` as values: equality, hashing, emptiness, formatting, conversions, the
+//! borrowed bytes of an `Any`, and the NUL that ends every heap value.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use tvm_ffi::string::bytes_of_any;
+use tvm_ffi::{Any, Bytes, String};
+
+fn hash_of<T: Hash>(value: &T) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Contents on both sides of the small/heap boundary.
+const TEXTS: [&str; 6] = ["", "a", "b", "seven!!", "eight!!!", "a longer heap string"];
+
+#[test]
+fn equality_follows_the_content() {
+    for (i, a) in TEXTS.iter().enumerate() {
+        for (j, b) in TEXTS.iter().enumerate() {
+            assert_eq!(String::new(a) == String::new(b), i == j, "{a:?} vs {b:?}");
+            let (x, y) = (Bytes::from(a.as_bytes()), Bytes::from(b.as_bytes()));
+            assert_eq!(x == y, i == j, "bytes {a:?} vs {b:?}");
+        }
+    }
+}
+
+#[test]
+fn comparisons_with_rust_strings_and_slices() {
+    for (i, a) in TEXTS.iter().enumerate() {
+        let s = String::new(a);
+        let b = Bytes::from(a.as_bytes());
+        for (j, other) in TEXTS.iter().enumerate() {
+            assert_eq!(s == **other, i == j, "{a:?} == str {other:?}");
+            assert_eq!(s == *other, i == j, "{a:?} == &str {other:?}");
+            assert_eq!(b == *other.as_bytes(), i == j, "bytes {a:?} == {other:?}");
+        }
+    }
+}
+
+#[test]
+fn hashes_agree_with_equality() {
+    for (i, a) in TEXTS.iter().enumerate() {
+        // Two separately built values with the same content hash alike.
+        assert_eq!(hash_of(&String::new(a)), hash_of(&String::new(a)));
+        assert_eq!(
+            hash_of(&Bytes::from(a.as_bytes())),
+            hash_of(&Bytes::from(a.as_bytes()))
+        );
+        for b in &TEXTS[i + 1..] {
+            assert_ne!(
+                hash_of(&String::new(a)),
+                hash_of(&String::new(b)),
+                "{a:?} {b:?}"
+            );
+            assert_ne!(
+                hash_of(&Bytes::from(a.as_bytes())),
+                hash_of(&Bytes::from(b.as_bytes())),
+                "{a:?} {b:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn emptiness() {
+    assert!(String::new("").is_empty());
+    assert!(String::default().is_empty());
+    assert!(Bytes::from(&b""[..]).is_empty());
+    for text in &TEXTS[1..] {
+        assert!(!String::new(text).is_empty(), "{text:?}");
+        assert!(!Bytes::from(text.as_bytes()).is_empty(), "{text:?}");
+    }
+}
+
+#[test]
+fn display_and_debug() {
+    for text in TEXTS {
+        assert_eq!(String::new(text).to_string(), text);
+        assert_eq!(format!("{:?}", String::new(text)), format!("{text:?}"));
+    }
+    assert_eq!(String::from_bytes(b"a\xffb").to_string(), "a\u{fffd}b");
+    // Bytes print as a Rust byte-string literal of the same bytes.
+    assert_eq!(format!("{:?}", Bytes::from(&b"abc"[..])), r#"b"abc""#);
+    assert_eq!(
+        format!("{:?}", Bytes::from(&b"\x00\xff\"q\\\n"[..])),
+        r#"b"\x00\xff\"q\\\n""#
+    );
+    assert_eq!(
+        format!("{:?}", Bytes::from(vec![b'z'; 9])),
+        r#"b"zzzzzzzzz""#
+    );
+    assert_eq!(
+        format!("{:?}", Any::from(Bytes::from(&b"\x01"[..]))),
+        r#"b"\x01""#
+    );
+}
+
+#[test]
+fn conversions_from_rust_strings_copy_the_text() {
+    for text in TEXTS {
+        let owned = String::from(text.to_owned());
+        assert_eq!(owned.as_bytes(), text.as_bytes());
+        assert_eq!(String::from(text).as_bytes(), text.as_bytes());
+    }
+}
+
+#[test]
+fn bytes_of_any_borrows_strings_and_bytes_only() {
+    for text in TEXTS {
+        let s = Any::from(String::new(text));
+        assert_eq!(bytes_of_any(&s), Some(text.as_bytes()), "{text:?}");
+        let b = Any::from(Bytes::from(text.as_bytes()));
+        assert_eq!(bytes_of_any(&b), Some(text.as_bytes()), "bytes {text:?}");
+    }
+    assert_eq!(bytes_of_any(&Any::from(3i64)), None);
+    assert_eq!(bytes_of_any(&Any::none()), None);
+    assert_eq!(bytes_of_any(&Any::from(tvm_ffi::Array::new())), None);
+}
+
+#[test]
+fn heap_values_end_with_a_nul_at_every_length() {
+    for len in 8..=80usize {
+        let text: std::string::String = (0..len)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        for any in [
+            Any::from(String::new(&text)),
+            Any::from(Bytes::from(text.as_bytes())),
+        ] {
+            let obj = any.as_object_ptr().expect("a heap value");
+            // SAFETY: a heap string or bytes object: the content at offset 40 is followed by a
+            // NUL inside the same block.
+            let (content, nul) = unsafe {
+                let data = obj.cast::<u8>().add(40);
+                (std::slice::from_raw_parts(data, len), *data.add(len))
+            };
+            assert_eq!(content, text.as_bytes());
+            assert_eq!(nul, 0, "length {len}");
+        }
+    }
+}
