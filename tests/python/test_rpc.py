@@ -257,6 +257,7 @@ def test_coroutine_functions_are_served_and_remote_calls_awaited(tmp_path, monke
             )
 
         assert asyncio.run(both()) == [2, 7]
+        sess.close()
     with pytest.raises(TypeError, match="async def"):
         rpc.aio.register_async_func("test.not_async", lambda: 1)
 

@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -78,6 +79,8 @@ def _spawn_session(
         child = subprocess.Popen(command, pass_fds=[fd], stdin=subprocess.DEVNULL, env=env)
     finally:
         conn.close()
+    live = [c for c in _LISTENING.get("sessions", []) if c.poll() is None]
+    _LISTENING["sessions"] = [*live, child]
     threading.Thread(target=child.wait, daemon=True).start()
 
 
@@ -187,10 +190,15 @@ def _stop_in_worker(timeout: float) -> bool:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
         sock.close()
-    if thread is None:
-        return True
-    thread.join(timeout)
-    return not thread.is_alive()
+    if thread is not None:
+        thread.join(timeout)
+    # Sessions whose clients have left are finishing: let them end on their own (a killed
+    # session process skips its cleanup) for a moment before the worker's group is ended.
+    deadline = time.monotonic() + min(timeout, 0.5)
+    for child in _LISTENING.get("sessions", []):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(max(0.0, deadline - time.monotonic()))
+    return thread is None or not thread.is_alive()
 
 
 class Server:

@@ -99,7 +99,9 @@ fn huge_slot_counts_and_static_indices_are_errors_not_aliases() {
 }
 
 #[test]
-fn non_utf8_type_keys_are_value_errors() {
+fn non_utf8_type_keys_are_not_found() {
+    // The header: -1 with a KeyError naming the key when it is not registered; a key that is not
+    // UTF-8 names no type.
     let bad = b"bad\xffkey";
     let array = TVMFFIByteArray {
         data: bad.as_ptr().cast(),
@@ -109,7 +111,7 @@ fn non_utf8_type_keys_are_value_errors() {
     // SAFETY: valid pointers.
     assert_eq!(unsafe { abi::TVMFFITypeKeyToIndex(&array, &mut out) }, -1);
     let err = Error::take_raised().unwrap();
-    assert_eq!(err.kind(), "ValueError");
+    assert_eq!(err.kind(), "KeyError");
     assert!(err.message().contains("bad"), "{err}");
 }
 
