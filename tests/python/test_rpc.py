@@ -231,8 +231,22 @@ def test_tracker_hands_out_servers_by_key_and_queues():
             assert "gpu" in client.text_summary()
 
 
-def test_coroutine_functions_are_served_and_remote_calls_awaited(tmp_path, monkeypatch):
-    (tmp_path / "rpc_async_funcs.py").write_text(
+@pytest.fixture
+def init_module(tmp_path, monkeypatch):
+    """Writes a Python module that session processes can import (``init_modules``)."""
+
+    def write(name: str, source: str) -> str:
+        (tmp_path / f"{name}.py").write_text(source)
+        path = os.environ.get("PYTHONPATH", "")
+        monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{path}")
+        return name
+
+    return write
+
+
+def test_coroutine_functions_are_served_and_remote_calls_awaited(init_module):
+    module = init_module(
+        "rpc_async_funcs",
         "import asyncio\n"
         "from tvm.rpc.aio import register_async_func\n"
         "@register_async_func('test.async_add')\n"
@@ -242,10 +256,9 @@ def test_coroutine_functions_are_served_and_remote_calls_awaited(tmp_path, monke
         "@register_async_func('test.async_fail')\n"
         "async def _fail(x):\n"
         "    await asyncio.sleep(0)\n"
-        "    raise KeyError(x)\n"
+        "    raise KeyError(x)\n",
     )
-    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    with rpc.Server(port=0, init_modules=["rpc_async_funcs"]) as srv:
+    with rpc.Server(port=0, init_modules=[module]) as srv:
         sess = rpc.connect("127.0.0.1", srv.port)
         assert sess.get_function("test.async_add")(2, 3) == 5
         with pytest.raises(KeyError, match="nope"):
@@ -278,16 +291,16 @@ def test_large_files_move_in_chunks_with_progress(remote, tmp_path):
     assert remote.download("small.bin", progress=True) == blob[:1000]
 
 
-def test_a_crashing_kernel_ends_only_its_session(tmp_path, monkeypatch):
-    (tmp_path / "rpc_crash_funcs.py").write_text(
+def test_a_crashing_kernel_ends_only_its_session(init_module):
+    module = init_module(
+        "rpc_crash_funcs",
         "import ctypes\n"
         "from tvm.ffi import register_func\n"
         "@register_func('test.segfault')\n"
         "def _segfault():\n"
-        "    ctypes.string_at(0)\n"
+        "    ctypes.string_at(0)\n",
     )
-    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    with rpc.Server(port=0, init_modules=["rpc_crash_funcs"]) as srv:
+    with rpc.Server(port=0, init_modules=[module]) as srv:
         doomed = rpc.connect("127.0.0.1", srv.port)
         survivor = rpc.connect("127.0.0.1", srv.port)
         with pytest.raises(tvm.error.RPCError, match="closed"):

@@ -1,6 +1,6 @@
-"""What the tracker and the proxy share as servers: a listening socket bound to the first free
-port of a range, a logger writing to stderr, and an asyncio event loop run in a daemon thread of
-the popen worker that hosts them."""
+"""What the tracker, the proxy and the server share: a listening socket bound to the first free
+port of a range, a logger writing to stderr, an asyncio event loop run in a daemon thread of the
+popen worker that hosts them, and the graceful stop of that worker."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ import logging
 import socket
 import sys
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from ..support._exit_guard import interpreter_exiting
+from ..support.popen_pool import PopenWorker
 from .base import get_addr_family
 
 
@@ -93,3 +95,29 @@ def peer_host(writer: asyncio.StreamWriter) -> str:
     if isinstance(peer, tuple) and peer:
         return str(peer[0])
     return ""
+
+
+def stop_worker(
+    proc: PopenWorker | None,
+    stop: Callable[..., object],
+    args: Sequence[object],
+    what: str,
+    log: logging.Logger,
+    before: Callable[[], object] | None = None,
+) -> None:
+    """Stops the service in worker ``proc`` gracefully: ``before()`` (a request from outside,
+    if the service takes one), then the job ``stop(*args)`` in the worker; kills the worker in
+    any case. Nothing is tried at interpreter exit or on a dead worker."""
+    if proc is None:
+        return
+    try:
+        if not interpreter_exiting() and proc.is_alive():
+            try:
+                if before is not None:
+                    before()
+                proc.send(stop, list(args))
+                proc.recv()
+            except (OSError, RuntimeError, ChildProcessError) as err:
+                log.warning("%s did not stop cleanly (%s); killing it", what, err)
+    finally:
+        proc.kill()

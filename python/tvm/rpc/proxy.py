@@ -37,10 +37,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..support._exit_guard import interpreter_exiting, suppress_at_exit
+from ..support._exit_guard import suppress_at_exit
 from ..support.popen_pool import PopenWorker
 from . import base
-from ._listen import bind_listener, run_in_thread, stderr_logger
+from ._listen import bind_listener, run_in_thread, stderr_logger, stop_worker
 from .base import (
     MAX_TRACKER_MSG_BYTES,
     RPC_CODE_DUPLICATE,
@@ -469,17 +469,7 @@ class Proxy:
         """Stops the proxy (closing the listening socket and every connection), then ends its
         worker process. Idempotent."""
         proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        try:
-            if not interpreter_exiting() and proc.is_alive():
-                try:
-                    proc.send(_stop_proxy, [5.0])
-                    proc.recv()
-                except (OSError, RuntimeError, ChildProcessError) as err:
-                    logger.warning("Proxy did not stop cleanly (%s); killing it", err)
-        finally:
-            proc.kill()
+        stop_worker(proc, _stop_proxy, [5.0], "Proxy", logger)
 
     def __enter__(self) -> Proxy:
         return self

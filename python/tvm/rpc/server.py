@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import socket
 import struct
@@ -19,12 +20,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..support._exit_guard import interpreter_exiting
 from ..support.popen_pool import PopenWorker
 from . import base
+from ._listen import stop_worker
 from .base import TrackerCode
 
 __all__ = ["Server", "bind_socket", "serve_forever"]
+
+_logger = logging.getLogger("RPCServer")
 
 
 def bind_socket(host: str, port: int, port_end: int, reuse_addr: bool = True) -> socket.socket:
@@ -48,13 +51,39 @@ def bind_socket(host: str, port: int, port_end: int, reuse_addr: bool = True) ->
     raise ValueError(f"cannot bind to any port in [{port}, {port_end})")
 
 
-def import_init_modules() -> None:
-    """Imports the modules a server asks every session process to import
-    (``TVM_RPC_INIT_MODULES``, comma-separated)."""
+def serve_session_process(serve_name: str, *serve_args: object, libraries: str = "") -> int:
+    """The body of a process that serves one session (``tvm.exec.rpc_session``,
+    ``tvm.exec.rpc_pipe_server``): registers ``rpc.test.*``, imports the modules the server asks
+    for (``TVM_RPC_INIT_MODULES``, comma-separated), loads ``libraries`` (``:``-separated) into the
+    global symbol space, then runs native ``serve_name(*serve_args)`` in a fresh work directory,
+    removed afterwards. Returns the exit status: 1 when the session ended with an RPC error."""
+    import ctypes
     import importlib
+    import shutil
+    import tempfile
+
+    from ..error import RPCError
+    from ..ffi import get_global_func
+    from . import testing  # noqa: F401  (registers rpc.test.* for clients)
 
     for name in filter(None, os.environ.get("TVM_RPC_INIT_MODULES", "").split(",")):
         importlib.import_module(name)
+    loaded = [ctypes.CDLL(p, ctypes.RTLD_GLOBAL) for p in filter(None, libraries.split(":"))]
+    set_work_dir = get_global_func("rpc.SetWorkDirectory")
+    serve = get_global_func(serve_name)
+    assert set_work_dir is not None and serve is not None
+    work = tempfile.mkdtemp(prefix="tvm-rpc-")
+    try:
+        set_work_dir(work)
+        # The loop waits on its channel: other threads of this interpreter keep running.
+        serve.release_gil = True
+        serve(*serve_args)
+    except RPCError:
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        del loaded
+    return 0
 
 
 def _spawn_session(
@@ -252,15 +281,7 @@ class Server:
     def terminate(self) -> None:
         """Stops the server and every session it is serving. Idempotent."""
         proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        try:
-            if not interpreter_exiting() and proc.is_alive():
-                with contextlib.suppress(OSError, RuntimeError, ChildProcessError):
-                    proc.send(_stop_in_worker, [5.0])
-                    proc.recv()
-        finally:
-            proc.kill()
+        stop_worker(proc, _stop_in_worker, [5.0], "RPC server", _logger)
 
     def __enter__(self) -> Server:
         return self

@@ -47,10 +47,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..support._exit_guard import interpreter_exiting, suppress_at_exit
+from ..support._exit_guard import suppress_at_exit
 from ..support.popen_pool import PopenWorker
 from . import base
-from ._listen import bind_listener, peer_host, run_in_thread, stderr_logger
+from ._listen import bind_listener, peer_host, run_in_thread, stderr_logger, stop_worker
 from .base import MAX_TRACKER_MSG_BYTES, RPC_TRACKER_MAGIC, TrackerCode
 
 __all__ = ["PriorityScheduler", "Tracker"]
@@ -424,18 +424,9 @@ class Tracker:
         """Stops the tracker (a STOP request with its key, which closes every connection and
         the listening socket), then ends its worker process. Idempotent."""
         proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        try:
-            if not interpreter_exiting() and proc.is_alive():
-                try:
-                    self._stop_tracker()
-                    proc.send(_wait_tracker_stopped, [5.0])
-                    proc.recv()
-                except (OSError, RuntimeError, ChildProcessError) as err:
-                    logger.warning("Tracker did not stop cleanly (%s); killing it", err)
-        finally:
-            proc.kill()
+        stop_worker(
+            proc, _wait_tracker_stopped, [5.0], "Tracker", logger, before=self._stop_tracker
+        )
 
     def __enter__(self) -> Tracker:
         return self
