@@ -8,37 +8,20 @@ import re
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from rpc_helpers import DEADLINE, HOST, INT32, fresh_key, wait_until
 from tvm import rpc
 from tvm.rpc import base
 from tvm.rpc.base import TrackerCode
 
 pytestmark = pytest.mark.rpc
-
-HOST = "127.0.0.1"
-DEADLINE = 30.0
-INT32 = struct.Struct("<i")
-
-
-def wait_until(condition: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    """Polls ``condition`` until it returns a true value (returned), failing after ``timeout``."""
-    end = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 class Side:
@@ -86,13 +69,6 @@ def sides() -> Iterator[Callable[..., Side]]:
     yield open_side
     for side in opened:
         side.close()
-
-
-_KEYS = iter(range(1_000_000))
-
-
-def fresh_key() -> str:
-    return f"dev{next(_KEYS)}-{os.getpid()}"
 
 
 def exchange(left: Side, right: Side, nbytes: int) -> None:

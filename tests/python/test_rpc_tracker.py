@@ -11,11 +11,9 @@ import re
 import selectors
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
-import time
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,30 +22,15 @@ from typing import Any
 import pytest
 
 import apache_tvm_env
+from rpc_helpers import DEADLINE, HOST, INT32, fresh_key, wait_until
 from tvm import rpc
 from tvm.rpc import base
 from tvm.rpc.base import TrackerCode
 
 pytestmark = pytest.mark.rpc
 
-HOST = "127.0.0.1"
-DEADLINE = 30.0
-INT32 = struct.Struct("<i")
-
 
 # -- helpers ------------------------------------------------------------------------------------
-
-
-def wait_until(condition: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    """Polls ``condition`` until it returns a true value (returned), failing after ``timeout``."""
-    end = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def pid_gone(pid: int) -> bool:
@@ -121,14 +104,6 @@ def connect(tracker: rpc.Tracker) -> Iterator[Callable[..., Conn]]:
     yield open_conn
     for conn in opened:
         conn.close()
-
-
-_KEYS = iter(range(1_000_000))
-
-
-def fresh_key() -> str:
-    """A device key no other test of the module uses (they share one tracker)."""
-    return f"dev{next(_KEYS)}-{os.getpid()}"
 
 
 def register_server(conn: Conn, key: str, port: int = 9000, addr: str | None = None) -> None:

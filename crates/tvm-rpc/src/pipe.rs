@@ -88,11 +88,12 @@ impl PipeSession {
         } else {
             PROTOCOL_VERSION
         };
-        inner.endpoint().init_remote(version, Vec::new())?;
         let session = PipeSession {
             inner,
             child: Mutex::new(Some(child)),
         };
+        // On failure the session drops here: the pipes close and the child is reaped.
+        session.inner.endpoint().init_remote(version, Vec::new())?;
         SessionCore::register(Arc::new(session))
     }
 }

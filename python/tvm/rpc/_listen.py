@@ -12,9 +12,9 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, Self
 
-from ..support._exit_guard import interpreter_exiting
+from ..support._exit_guard import interpreter_exiting, suppress_at_exit
 from ..support.popen_pool import PopenWorker
 from .base import get_addr_family
 
@@ -121,3 +121,26 @@ def stop_worker(
                 log.warning("%s did not stop cleanly (%s); killing it", what, err)
     finally:
         proc.kill()
+
+
+class WorkerService:
+    """A service running in a popen worker (server, tracker, proxy): a context manager whose
+    ``terminate()`` stops it, also stopped when collected (quietly at interpreter exit)."""
+
+    def terminate(self) -> None:
+        """Stops the service; idempotent."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.terminate()
+
+    def __del__(self) -> None:
+        # Exit-time fail-guard: modules may already be torn down, or __init__ may have failed.
+        try:
+            with suppress_at_exit():
+                self.terminate()
+        except (TypeError, ImportError, AttributeError):
+            pass

@@ -37,10 +37,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..support._exit_guard import suppress_at_exit
 from ..support.popen_pool import PopenWorker
 from . import base
-from ._listen import bind_listener, run_in_thread, stderr_logger, stop_worker
+from ._listen import WorkerService, bind_listener, run_in_thread, stderr_logger, stop_worker
 from .base import (
     MAX_TRACKER_MSG_BYTES,
     RPC_CODE_DUPLICATE,
@@ -414,7 +413,7 @@ def _stop_proxy(timeout: float) -> bool:
     return not thread.is_alive()
 
 
-class Proxy:
+class Proxy(WorkerService):
     """An RPC proxy running in a worker process.
 
     Parameters
@@ -470,17 +469,3 @@ class Proxy:
         worker process. Idempotent."""
         proc, self.proc = self.proc, None
         stop_worker(proc, _stop_proxy, [5.0], "Proxy", logger)
-
-    def __enter__(self) -> Proxy:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.terminate()
-
-    def __del__(self) -> None:
-        # Exit-time fail-guard: modules may already be torn down.
-        try:
-            with suppress_at_exit():
-                self.terminate()
-        except (TypeError, ImportError, AttributeError):
-            pass

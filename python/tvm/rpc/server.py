@@ -22,7 +22,7 @@ from typing import Any
 
 from ..support.popen_pool import PopenWorker
 from . import base
-from ._listen import stop_worker
+from ._listen import WorkerService, stop_worker
 from .base import TrackerCode
 
 __all__ = ["Server", "bind_socket", "serve_forever"]
@@ -230,7 +230,7 @@ def _stop_in_worker(timeout: float) -> bool:
     return thread is None or not thread.is_alive()
 
 
-class Server:
+class Server(WorkerService):
     """An RPC server in a worker process. Returns once the socket is bound; ``port`` is the
     real port (pass ``port=0`` for any free one). With ``auth_key`` (default: the
     ``TVM_RPC_KEY`` environment variable) only clients that prove they hold the same secret are
@@ -282,15 +282,3 @@ class Server:
         """Stops the server and every session it is serving. Idempotent."""
         proc, self.proc = self.proc, None
         stop_worker(proc, _stop_in_worker, [5.0], "RPC server", _logger)
-
-    def __enter__(self) -> Server:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.terminate()
-
-    def __del__(self) -> None:
-        try:
-            self.terminate()
-        except (ImportError, AttributeError):  # interpreter shutdown
-            pass

@@ -47,10 +47,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..support._exit_guard import suppress_at_exit
 from ..support.popen_pool import PopenWorker
 from . import base
-from ._listen import bind_listener, peer_host, run_in_thread, stderr_logger, stop_worker
+from ._listen import (
+    WorkerService,
+    bind_listener,
+    peer_host,
+    run_in_thread,
+    stderr_logger,
+    stop_worker,
+)
 from .base import MAX_TRACKER_MSG_BYTES, RPC_TRACKER_MAGIC, TrackerCode
 
 __all__ = ["PriorityScheduler", "Tracker"]
@@ -367,7 +373,7 @@ def _local_address(host: str) -> str:
     return host
 
 
-class Tracker:
+class Tracker(WorkerService):
     """An RPC tracker running in a worker process.
 
     Parameters
@@ -427,17 +433,3 @@ class Tracker:
         stop_worker(
             proc, _wait_tracker_stopped, [5.0], "Tracker", logger, before=self._stop_tracker
         )
-
-    def __enter__(self) -> Tracker:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.terminate()
-
-    def __del__(self) -> None:
-        # Exit-time fail-guard: modules may already be torn down.
-        try:
-            with suppress_at_exit():
-                self.terminate()
-        except (TypeError, ImportError, AttributeError):
-            pass
