@@ -103,6 +103,8 @@ def test_chain_through_a_middle_server_across_three_processes():
         assert sess.get_function("rpc.test.addone")(9) == 10
         data = np.linspace(0, 1, 1000, dtype="float32")
         np.testing.assert_array_equal(tvm.runtime.tensor(data, sess.cpu()).numpy(), data)
+        timer = sess._sess.time_evaluator("rpc.test.addone", sess.cpu(), repeat=2)
+        assert len(timer(1).results) == 2
 
 
 def test_local_session_runs_the_same_code():
@@ -346,3 +348,68 @@ def test_session_devices_and_attributes(remote):
     assert not remote.cuda().exist
     with pytest.raises(ValueError, match="already a remote device"):
         remote.device(remote.cpu().device_type)
+
+
+def test_time_evaluator_times_kernels_where_they_run(remote, compile_c):
+    source = (Path(__file__).resolve().parents[2] / "cpp-abi/examples/add_one_c.c").read_text()
+    library = compile_c(source, name="libtimed.so")
+    remote.upload(str(library))
+    module = remote.load_module("libtimed.so")
+    dev = remote.cpu()
+    x = tvm.runtime.tensor(np.arange(1024, dtype="float32"), dev)
+    y = tvm.runtime.empty((1024,), "float32", dev)
+    timer = module.time_evaluator(
+        "add_one", dev, number=3, repeat=4, f_preproc="cache_flush_cpu_non_first_arg"
+    )
+    result = timer(x, y)
+    assert isinstance(result, tvm.runtime.BenchmarkResult)
+    assert len(result.results) == 4
+    assert all(0 < r < 1 for r in result.results)
+    assert result.min <= result.median <= result.max
+    assert "mean (ms)" in str(result) and "results=" in repr(result)
+    np.testing.assert_array_equal(y.numpy(), np.arange(1024, dtype="float32") + 1)
+    # The same kernel loaded here is timed here.
+    local = tvm.runtime.load_module(library).time_evaluator("add_one", tvm.runtime.cpu(), repeat=2)
+    x_here, y_here = tvm.runtime.tensor(np.ones(8, "float32")), tvm.runtime.empty((8,), "float32")
+    assert len(local(x_here, y_here).results) == 2
+    # Global functions of the remote are timed through the session.
+    remote_global = remote._sess.time_evaluator("rpc.test.addone", dev, repeat=2, min_repeat_ms=1)
+    assert all(r > 0 for r in remote_global(1).results)
+    with pytest.raises(AttributeError, match="no_such_kernel"):
+        module.time_evaluator("no_such_kernel", dev)
+    with pytest.raises(ValueError, match="number must be at least 1"):
+        module.time_evaluator("add_one", dev, number=0)
+    other = rpc.LocalSession()
+    with pytest.raises(ValueError, match="another RPC session"):
+        module.time_evaluator("add_one", other.cpu())
+
+
+def test_download_linked_module_links_objects_on_the_server(remote, tmp_path):
+    import tarfile
+
+    source = tmp_path / "twice.c"
+    source.write_text(
+        "#include <tvm/ffi/c_api.h>\n"
+        "TVM_FFI_DLL int __tvm_ffi_twice(void* h, const TVMFFIAny* a, int n, TVMFFIAny* r) {\n"
+        "  (void)h; (void)n; r->type_index = kTVMFFIInt; r->zero_padding = 0;\n"
+        "  r->v_int64 = 2 * a[0].v_int64; return 0; }\n"
+    )
+    obj = tmp_path / "twice.o"
+    include = Path(__file__).resolve().parents[2] / "cpp-abi/include"
+    subprocess.run(["gcc", "-c", "-fPIC", f"-I{include}", "-o", str(obj), str(source)], check=True)
+    tvm.support.tar.tar(str(tmp_path / "twice.tar"), [str(obj)])
+    with tarfile.open(tmp_path / "empty.tar", "w"):
+        pass
+    for name in ("twice.o", "twice.tar", "empty.tar"):
+        remote.upload(str(tmp_path / name))
+    for name in ("twice.o", "twice.tar"):
+        linked = tmp_path / f"linked-{name}.so"
+        linked.write_bytes(remote.download_linked_module(name))
+        assert tvm.runtime.load_module(linked)["twice"](21) == 42
+    remote.upload(str(linked), "again.so")
+    assert remote.download_linked_module("again.so") == linked.read_bytes()
+    remote.upload(b"text", "notes.txt")
+    with pytest.raises(ValueError, match=r"cannot link 'notes.txt'"):
+        remote.download_linked_module("notes.txt")
+    with pytest.raises(ValueError, match="no object files"):
+        remote.download_linked_module("empty.tar")

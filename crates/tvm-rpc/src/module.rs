@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, Result};
+use tvm_ffi::{Any, AnyView, Device, Error, ErrorKind, Function, Result};
+use tvm_runtime::profiling::TimerConfig;
 use tvm_runtime::{Module, ModuleImpl};
 
 use crate::remote::{RemoteHandle, SessionCore, forget_session_module};
@@ -50,6 +51,17 @@ impl ModuleImpl for SessionModule {
         }
         self.core.get_function(name)
     }
+
+    fn time_evaluator(
+        &self,
+        _module: &Module,
+        name: &str,
+        device: Device,
+        config: &TimerConfig,
+        preprocess: &str,
+    ) -> Result<Option<Function>> {
+        remote_time_evaluator(&self.core, Any::none(), name, device, config, preprocess).map(Some)
+    }
 }
 
 /// A module that lives on the remote (a library it loaded, say).
@@ -91,4 +103,68 @@ impl ModuleImpl for RemoteModule {
         }
         found.cast().map(Some)
     }
+
+    fn time_evaluator(
+        &self,
+        module: &Module,
+        name: &str,
+        device: Device,
+        config: &TimerConfig,
+        preprocess: &str,
+    ) -> Result<Option<Function>> {
+        let module_value = Any::from(module.as_object().clone());
+        let core = self.handle.core();
+        remote_time_evaluator(core, module_value, name, device, config, preprocess).map(Some)
+    }
+}
+
+/// A time evaluator made by the remote (`runtime.RPCTimeEvaluator` there), so that the
+/// function is timed next to the device it runs on; `module` is the remote module or None for
+/// a global function of the remote. `device` is a device of this session (or one as the remote
+/// names it).
+fn remote_time_evaluator(
+    core: &Arc<SessionCore>,
+    module: Any,
+    name: &str,
+    device: Device,
+    config: &TimerConfig,
+    preprocess: &str,
+) -> Result<Function> {
+    let remote_device = if device.device_type() >= tvm_runtime::device::RPC_SESSION_DEVICE_TYPES {
+        let (owner, remote) = SessionCore::of_device(device.0)?;
+        if !Arc::ptr_eq(&owner, core) {
+            tvm_ffi::bail!(
+                ErrorKind::ValueError,
+                "device {device} belongs to another RPC session than the module timed on it"
+            );
+        }
+        remote
+    } else {
+        device.0
+    };
+    let make = core
+        .get_function("runtime.RPCTimeEvaluator")?
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::AttributeError,
+                "the remote has no runtime.RPCTimeEvaluator",
+            )
+        })?;
+    let int = |value: u32| Any::from(i64::from(value));
+    let values = [
+        module,
+        Any::from(name),
+        Any::from(i64::from(remote_device.device_type)),
+        Any::from(i64::from(remote_device.device_id)),
+        int(config.number),
+        int(config.repeat),
+        int(config.min_repeat_ms),
+        int(config.limit_zero_time_iterations),
+        int(config.cooldown_interval_ms),
+        int(config.repeats_to_cooldown),
+        Any::from(config.cache_flush_bytes as i64),
+        Any::from(preprocess),
+    ];
+    let views: Vec<AnyView<'_>> = values.iter().map(AnyView::from).collect();
+    make.call_packed(&views)?.cast()
 }

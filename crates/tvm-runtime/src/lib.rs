@@ -10,6 +10,7 @@ mod blob;
 pub mod device;
 mod library;
 mod module;
+pub mod profiling;
 mod system_lib;
 
 use std::path::Path;
@@ -134,6 +135,14 @@ pub fn init() {
         register_typed("ffi.ModuleLookupFromImports", |ctx: i64, name: String| {
             lookup_from_imports(ctx, &name)
         });
+        register(
+            "runtime.RPCTimeEvaluator",
+            Function::from_packed(profiling::time_evaluator_from_args),
+        );
+        register(
+            "cache_flush_cpu_non_first_arg",
+            Function::from_packed(profiling::flush_cpu_caches_of_inputs),
+        );
         device::register_globals();
         device::install_dlpack_allocator();
     });

@@ -3,6 +3,8 @@
 
 use std::sync::Mutex;
 
+use crate::profiling::TimerConfig;
+
 use tvm_ffi::abi::kTVMFFIModule;
 use tvm_ffi::{
     Any, AnyView, Error, ErrorKind, Function, Object, ObjectCore, ObjectRef, Result, TryFromAnyView,
@@ -24,6 +26,19 @@ pub trait ModuleImpl: Send + Sync + 'static {
 
     /// The documentation of function `name`, if the module records one.
     fn function_doc(&self, _name: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
+
+    /// A time evaluator of function `name` that measures where the module lives, for modules
+    /// whose functions run elsewhere (a remote module); `None` times the function here.
+    fn time_evaluator(
+        &self,
+        _module: &Module,
+        _name: &str,
+        _device: tvm_ffi::Device,
+        _config: &TimerConfig,
+        _preprocess: &str,
+    ) -> Result<Option<Function>> {
         Ok(None)
     }
 }
@@ -118,6 +133,20 @@ impl Module {
     /// Whether the module (not its imports) has function `name`.
     pub fn implements_function(&self, name: &str) -> Result<bool> {
         Ok(self.obj.inner.get_function(self, name)?.is_some())
+    }
+
+    /// The time evaluator of function `name` that the module's kind provides, if it measures
+    /// elsewhere (see [`ModuleImpl::time_evaluator`]).
+    pub(crate) fn remote_time_evaluator(
+        &self,
+        name: &str,
+        device: tvm_ffi::Device,
+        config: &TimerConfig,
+        preprocess: &str,
+    ) -> Result<Option<Function>> {
+        self.obj
+            .inner
+            .time_evaluator(self, name, device, config, preprocess)
     }
 
     /// The JSON type schema of function `name`, if recorded.

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import struct
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._native import Function, Object
@@ -11,6 +13,9 @@ from .registry import get_global_func, register_object
 
 if TYPE_CHECKING:
     import inspect
+
+    from .._native import Device
+    from ..runtime.benchmark import BenchmarkResult
 
 __all__ = ["Module", "load_module", "system_lib"]
 
@@ -93,6 +98,52 @@ class Module(Object):
     def import_module(self, other: Module) -> None:
         """Add ``other`` to the imports (a cycle is a ``RuntimeError``)."""
         _api("ffi.ModuleImportModule")(self, other)
+
+    def time_evaluator(
+        self,
+        func_name: str,
+        dev: Device,
+        number: int = 10,
+        repeat: int = 1,
+        min_repeat_ms: int = 0,
+        limit_zero_time_iterations: int = 100,
+        cooldown_interval_ms: int = 0,
+        repeats_to_cooldown: int = 1,
+        cache_flush_bytes: int = 0,
+        f_preproc: str = "",
+    ) -> Callable[..., BenchmarkResult]:
+        """A function that times ``func_name`` on ``dev`` and returns a
+        :class:`~tvm.runtime.benchmark.BenchmarkResult` of seconds per call.
+
+        After a warm-up call, each of ``repeat`` measurements runs the function ``number`` times
+        back to back (more when one measurement takes under ``min_repeat_ms``), synchronizing
+        the device around it. ``f_preproc`` names a global function run with the same arguments
+        before each measurement (``"cache_flush_cpu_non_first_arg"`` evicts the inputs from the
+        CPU caches); ``cache_flush_bytes`` copies that many bytes on the device first. A module
+        of an RPC session is timed on the remote, next to its device.
+        """
+        from ..runtime.benchmark import BenchmarkResult
+
+        feval = _api("runtime.RPCTimeEvaluator")(
+            self,
+            func_name,
+            dev.device_type,
+            dev.device_id,
+            number,
+            repeat,
+            min_repeat_ms,
+            limit_zero_time_iterations,
+            cooldown_interval_ms,
+            repeats_to_cooldown,
+            cache_flush_bytes,
+            f_preproc,
+        )
+
+        def evaluator(*args: Any) -> BenchmarkResult:
+            blob = bytes(feval(*args))
+            return BenchmarkResult(struct.unpack(f"@{repeat}d", blob))
+
+        return evaluator
 
     def __getitem__(self, name: str) -> Function:
         return self.get_function(name)

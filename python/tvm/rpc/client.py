@@ -149,6 +149,11 @@ class RPCSession:
             report(done)
         return b"".join(parts)
 
+    def download_linked_module(self, path: str) -> bytes:
+        """The bytes of a shared library the server links from uploaded ``path`` (an object
+        file ``.o`` or a ``.tar`` of them; a library comes back as it is)."""
+        return bytes(self.get_function("tvm.rpc.server.download_linked_module")(path))
+
     def _optional_function(self, name: str) -> Function | None:
         try:
             return self.get_function(name)
@@ -222,6 +227,9 @@ class LocalSession(RPCSession):
     """The local machine as a session: code written for a remote runs here unchanged."""
 
     def __init__(self) -> None:
+        from .server import register_download_linked_module
+
+        register_download_linked_module()
         super().__init__(_api("rpc.LocalSession")())
 
 

@@ -25,7 +25,7 @@ from . import base
 from ._listen import WorkerService, stop_worker
 from .base import TrackerCode
 
-__all__ = ["Server", "bind_socket", "serve_forever"]
+__all__ = ["Server", "bind_socket", "register_download_linked_module", "serve_forever"]
 
 _logger = logging.getLogger("RPCServer")
 
@@ -66,6 +66,7 @@ def serve_session_process(serve_name: str, *serve_args: object, libraries: str =
     from ..ffi import get_global_func
     from . import testing  # noqa: F401  (registers rpc.test.* for clients)
 
+    register_download_linked_module()
     for name in filter(None, os.environ.get("TVM_RPC_INIT_MODULES", "").split(",")):
         importlib.import_module(name)
     loaded = [ctypes.CDLL(p, ctypes.RTLD_GLOBAL) for p in filter(None, libraries.split(":"))]
@@ -84,6 +85,45 @@ def serve_session_process(serve_name: str, *serve_args: object, libraries: str =
         shutil.rmtree(work, ignore_errors=True)
         del loaded
     return 0
+
+
+def register_download_linked_module() -> None:
+    """Registers ``tvm.rpc.server.download_linked_module(name)``: the bytes of a shared library
+    linked on the server from an uploaded object file (``.o``) or a tar of them (``.tar``); a
+    ``.so``/``.dylib``/``.dll`` comes back as it is. Clients use it to get a library built by the
+    remote's own toolchain."""
+    import glob
+    import tempfile
+
+    from ..ffi import get_global_func, register_func
+    from ..support import cc, tar
+
+    workpath = get_global_func("tvm.rpc.server.workpath")
+    assert workpath is not None
+
+    def download_linked_module(name: str) -> bytearray:
+        path = str(workpath(name))
+        if path.endswith((".so", ".dylib", ".dll")):
+            with open(path, "rb") as library:
+                return bytearray(library.read())
+        with tempfile.TemporaryDirectory(prefix="tvm-link-") as scratch:
+            if path.endswith(".o"):
+                objects = [path]
+            elif path.endswith(".tar"):
+                tar.untar(path, scratch)
+                objects = sorted(glob.glob(os.path.join(scratch, "*.o")))
+                if not objects:
+                    raise ValueError(f"{name!r} holds no object files (.o) to link")
+            else:
+                raise ValueError(
+                    f"cannot link {name!r}: download_linked_module takes .o, .tar or a library"
+                )
+            linked = os.path.join(scratch, "linked.so")
+            cc.create_shared(linked, objects)
+            with open(linked, "rb") as library:
+                return bytearray(library.read())
+
+    register_func("tvm.rpc.server.download_linked_module", download_linked_module, override=True)
 
 
 def _spawn_session(

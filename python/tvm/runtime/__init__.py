@@ -7,8 +7,10 @@ from typing import Any
 from .. import _native
 from ..ffi import Device, Module, Tensor, device, from_dlpack, load_module, system_lib
 from ..ffi import dtype as _make_dtype
+from .benchmark import BenchmarkResult
 
 __all__ = [
+    "BenchmarkResult",
     "Device",
     "Module",
     "Tensor",

@@ -14,7 +14,7 @@ use tvm_runtime::device::{
 const TEST_DEVICE_MEMORY: u64 = 64 << 20;
 
 /// The runtime's globals and the test device (`ext_dev:0` and `ext_dev:1`), once per process.
-fn setup() {
+pub fn setup() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         tvm_runtime::init();

@@ -8,3 +8,4 @@ use tvm_ffi_testing as _;
 mod device;
 mod globals;
 mod module;
+mod profiling;
