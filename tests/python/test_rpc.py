@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 import tvm
+from rpc_helpers import wait_until
 from tvm import rpc
+from tvm.rpc import base
 
 
 @pytest.fixture(scope="module")
@@ -231,6 +233,39 @@ def test_tracker_hands_out_servers_by_key_and_queues():
             second = client.request("gpu")
             assert second.get_function("rpc.test.addone")(2) == 3
             assert "gpu" in client.text_summary()
+
+
+def _free_servers(client, key: str) -> int:
+    return client.summary()["queue_info"].get(key, {}).get("free", 0)
+
+
+def test_a_key_taken_but_unused_is_renewed_and_a_lost_tracker_is_rejoined():
+    tracker = rpc.Tracker(port=0)
+    port = tracker.port
+    try:
+        addr = ("127.0.0.1", port)
+        with rpc.Server(port=0, key="npu", tracker_addr=addr, matchkey_timeout=0.3) as server:
+            client = rpc.connect_tracker(*addr)
+            wait_until(lambda: _free_servers(client, "npu") == 1, "the server to register")
+            # A client takes the key from the tracker and never connects.
+            taken = client._call([base.TrackerCode.REQUEST, "npu", "", 1])
+            assert taken[1][1] == server.port
+            # The server notices and offers a new key: the next client is served.
+            sess = client.request("npu")
+            assert sess.get_function("rpc.test.addone")(1) == 2
+            sess.close()
+            client.close()
+            # The tracker goes away and a new one comes up at the same address.
+            tracker.terminate()
+            tracker = rpc.Tracker(port=port, port_end=port + 1)
+            client = rpc.connect_tracker(*addr)
+            wait_until(lambda: _free_servers(client, "npu") == 1, "the server to register again")
+            assert client.request("npu").get_function("rpc.test.addone")(2) == 3
+            client.close()
+        with pytest.raises(ValueError, match="matchkey_timeout must be positive"):
+            rpc.Server(port=0, tracker_addr=addr, matchkey_timeout=0)
+    finally:
+        tracker.terminate()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import logging
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -156,36 +157,102 @@ def _spawn_session(
 class _TrackerLink:
     """The server's registration with a tracker: it offers one match key at a time
     (``<key>:<random>``), which a client gets from the tracker and presents to this server; each
-    accepted connection consumes it and a fresh one is offered."""
+    accepted connection consumes it and a fresh one is offered. A key handed to a client that
+    does not connect within ``matchkey_timeout`` seconds is replaced, so the server stays in the
+    pool; a lost tracker connection is re-established while the server goes on serving."""
 
     def __init__(
-        self, tracker_addr: tuple[str, int], key: str, port: int, custom_addr: str | None
+        self,
+        tracker_addr: tuple[str, int],
+        key: str,
+        port: int,
+        custom_addr: str | None,
+        matchkey_timeout: float = 5.0,
     ) -> None:
+        if not matchkey_timeout > 0:
+            raise ValueError(f"matchkey_timeout must be positive, got {matchkey_timeout!r}")
+        self.addr = tracker_addr
         self.key = key
         self.port = port
         self.custom_addr = custom_addr
-        self.sock = base.connect_with_retry(tracker_addr)
-        self.sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
-        (magic,) = struct.unpack("<i", base.recvall(self.sock, 4))
-        if magic != base.RPC_TRACKER_MAGIC:
-            raise RuntimeError(f"{tracker_addr} is not an RPC tracker")
-        info = {"key": "server:" + key, "addr": [custom_addr, port]}
-        self._call([TrackerCode.UPDATE_INFO, info])
+        self.matchkey_timeout = matchkey_timeout
+        #: How often an idle server asks the tracker which of its keys are still pending.
+        self.ping_period = min(2.0, matchkey_timeout / 2)
         self.matchkey = ""
-        self.offer()
+        self._taken_since: float | None = None
+        self.sock: socket.socket | None = None
+        self._register(base.connect_with_retry(tracker_addr))
 
-    def _call(self, request: list[object]) -> object:
+    def _register(self, sock: socket.socket) -> None:
+        try:
+            sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
+            (magic,) = struct.unpack("<i", base.recvall(sock, 4))
+            if magic != base.RPC_TRACKER_MAGIC:
+                raise RuntimeError(f"{self.addr} is not an RPC tracker")
+            self.sock = sock
+            info = {"key": "server:" + self.key, "addr": [self.custom_addr, self.port]}
+            self._expect_success([TrackerCode.UPDATE_INFO, info])
+            self.offer()
+        except BaseException:
+            self.sock = None
+            sock.close()
+            raise
+
+    def _request(self, request: list[object]) -> object:
+        if self.sock is None:
+            raise ConnectionError(f"not connected to the tracker at {self.addr}")
         base.sendjson(self.sock, request)
-        reply = base.recvjson(self.sock)
+        return base.recvjson(self.sock)
+
+    def _expect_success(self, request: list[object]) -> None:
+        reply = self._request(request)
         if reply != TrackerCode.SUCCESS:
             raise RuntimeError(f"the tracker refused {request[0]!r}: {reply!r}")
-        return reply
 
     def offer(self) -> str:
         """Offers a fresh match key; returns it."""
         self.matchkey = base.random_key(self.key, cmap={self.matchkey})
-        self._call([TrackerCode.PUT, self.key, [self.port, self.matchkey], self.custom_addr])
+        self._taken_since = None
+        self._expect_success(
+            [TrackerCode.PUT, self.key, [self.port, self.matchkey], self.custom_addr]
+        )
         return self.matchkey
+
+    def consume(self) -> None:
+        """The offered key was used by a connection: offers the next one."""
+        try:
+            self.offer()
+        except (OSError, RuntimeError, ValueError) as err:
+            self._lose(err)
+
+    def tick(self) -> None:
+        """Called while the server is idle, every ``ping_period``: reconnects to a lost tracker,
+        and replaces a key that a client took from the tracker but has not used in time."""
+        try:
+            if self.sock is None:
+                self._register(socket.create_connection(self.addr, timeout=self.ping_period))
+                _logger.info("registered again with the tracker at %s", self.addr)
+                return
+            pending = self._request([TrackerCode.GET_PENDING_MATCHKEYS])
+            if not isinstance(pending, list):
+                raise RuntimeError(f"the tracker answered {pending!r} to GET_PENDING_MATCHKEYS")
+            now = time.monotonic()
+            if self.matchkey in pending:
+                self._taken_since = None
+            elif self._taken_since is None:
+                self._taken_since = now
+            elif now - self._taken_since >= self.matchkey_timeout:
+                _logger.info("match key %s went unused; offering a new one", self.matchkey)
+                self.offer()
+        except (OSError, RuntimeError, ValueError) as err:
+            self._lose(err)
+
+    def _lose(self, err: Exception) -> None:
+        if self.sock is not None:
+            _logger.warning("lost the tracker at %s (%s); reconnecting", self.addr, err)
+            with contextlib.suppress(OSError):
+                self.sock.close()
+        self.sock = None
 
 
 def serve_forever(
@@ -198,20 +265,23 @@ def serve_forever(
 ) -> None:
     """Accepts connections on ``sock`` and serves each in a session process of its own.
     ``auth_key`` (default: ``TVM_RPC_KEY``) is the secret clients must prove they hold. With a
-    ``tracker``, clients present the match key it handed them."""
+    ``tracker``, clients present the match key it handed them, and the server keeps its
+    registration fresh while idle."""
     while True:
         try:
+            if tracker is not None:
+                ready, _, _ = select.select([sock], [], [], tracker.ping_period)
+                if not ready:
+                    tracker.tick()
+                    continue
             conn, _ = sock.accept()
-        except OSError:
+        except (OSError, ValueError):  # the socket was shut down or closed: stop serving
             return
         if tracker is None:
             _spawn_session(conn, key, load_library, auth_key, init_modules)
             continue
         _spawn_session(conn, tracker.matchkey, load_library, auth_key, init_modules)
-        try:
-            tracker.offer()
-        except (OSError, RuntimeError):
-            return
+        tracker.consume()
 
 
 def _start_in_worker(
@@ -226,6 +296,7 @@ def _start_in_worker(
     tracker_addr: tuple[str, int] | None,
     custom_addr: str | None,
     init_modules: Sequence[str],
+    matchkey_timeout: float,
 ) -> int:
     """Runs in the server's worker process: binds, registers with the tracker if any, starts
     accepting, returns the port."""
@@ -236,7 +307,8 @@ def _start_in_worker(
     _LISTENING["socket"] = sock
     tracker = None
     if tracker_addr is not None:
-        tracker = _TrackerLink(tuple(tracker_addr), key, bound, custom_addr)  # type: ignore[arg-type]
+        addr = (str(tracker_addr[0]), int(tracker_addr[1]))
+        tracker = _TrackerLink(addr, key, bound, custom_addr, matchkey_timeout)
     thread = threading.Thread(
         target=serve_forever,
         args=(sock, key, load_library, auth_key, tracker, init_modules),
@@ -279,7 +351,9 @@ class Server(WorkerService):
     ``connect_tracker(...).request(key)``; ``custom_addr`` is the address the tracker hands out
     (default: the one the tracker sees). ``init_modules`` names Python modules that every session
     process imports before serving: they register the functions the server offers (with
-    :func:`tvm.ffi.register_func` or :func:`tvm.rpc.aio.register_async_func`)."""
+    :func:`tvm.ffi.register_func` or :func:`tvm.rpc.aio.register_async_func`).
+    ``matchkey_timeout`` is how long a key the tracker handed to a client may go unused before
+    the server offers a new one."""
 
     def __init__(
         self,
@@ -294,6 +368,7 @@ class Server(WorkerService):
         tracker_addr: tuple[str, int] | None = None,
         custom_addr: str | None = None,
         init_modules: Sequence[str] = (),
+        matchkey_timeout: float = 5.0,
     ) -> None:
         if isinstance(load_library, (list, tuple)):
             load_library = ":".join(os.fspath(p) for p in load_library)
@@ -314,6 +389,7 @@ class Server(WorkerService):
                 tracker_addr,
                 custom_addr,
                 list(init_modules),
+                matchkey_timeout,
             ],
         )
         self.port: int = proc.recv()
