@@ -148,6 +148,23 @@ def test_command_line_server_serves_and_stops_on_sigterm():
     assert code == 0
 
 
+def test_command_line_server_registers_with_a_tracker():
+    with rpc.Tracker(port=0) as tracker:
+        address = f"127.0.0.1:{tracker.port}"
+        command = [sys.executable, "-m", "tvm.exec.rpc_server", "--port", "0", "--silent"]
+        proc = subprocess.Popen([*command, "--tracker", address, "--key", "board"])
+        try:
+            client = rpc.connect_tracker("127.0.0.1", tracker.port)
+            wait_until(lambda: _free_servers(client, "board") == 1, "the server to register")
+            assert client.request("board").get_function("rpc.test.addone")(4) == 5
+            client.close()
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=20) == 0
+    bad = subprocess.run([*command, "--tracker", "nowhere"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--tracker takes HOST:PORT, got 'nowhere'" in bad.stderr
+
+
 def test_shared_secret_from_argument_or_environment(monkeypatch):
     with rpc.Server(port=0, auth_key="s3cret") as srv:
         sess = rpc.connect("127.0.0.1", srv.port, auth_key="s3cret")

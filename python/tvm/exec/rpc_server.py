@@ -15,12 +15,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port-end", type=int, default=9199, help="end of the port range")
     parser.add_argument("--key", default="", help="the key clients must present")
     parser.add_argument("--load-library", default=None, help="':'-separated libraries to load")
+    parser.add_argument(
+        "--tracker", default=None, help="register with the tracker at HOST:PORT under --key"
+    )
+    parser.add_argument(
+        "--custom-addr", default=None, help="the address the tracker hands out for this server"
+    )
+    parser.add_argument("--silent", action="store_true", help="log only warnings and errors")
     args = parser.parse_args(argv)
 
-    from ..rpc.server import bind_socket, serve_forever
+    import logging
 
+    from ..rpc.server import TrackerRegistration, bind_socket, serve_forever
+
+    logging.basicConfig(level=logging.WARNING if args.silent else logging.INFO)
+    tracker_addr = None
+    if args.tracker is not None:
+        host, sep, port_text = args.tracker.rpartition(":")
+        if not sep or not host or not port_text.isdigit():
+            parser.error(f"--tracker takes HOST:PORT, got {args.tracker!r}")
+        tracker_addr = (host, int(port_text))
     sock = bind_socket(args.host, args.port, args.port_end)
     host, port = sock.getsockname()[:2]
+    tracker = None
+    if tracker_addr is not None:
+        tracker = TrackerRegistration(tracker_addr, args.key, port, args.custom_addr)
     print(f"RPC server listening on {host}:{port}", flush=True)
 
     def stop(signum: int, frame: object) -> None:
@@ -29,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        serve_forever(sock, args.key, args.load_library)
+        serve_forever(sock, args.key, args.load_library, tracker=tracker)
     except KeyboardInterrupt:
         pass
     return 0

@@ -26,7 +26,13 @@ from . import base
 from ._listen import WorkerService, stop_worker
 from .base import TrackerCode
 
-__all__ = ["Server", "bind_socket", "register_download_linked_module", "serve_forever"]
+__all__ = [
+    "Server",
+    "TrackerRegistration",
+    "bind_socket",
+    "register_download_linked_module",
+    "serve_forever",
+]
 
 _logger = logging.getLogger("RPCServer")
 
@@ -154,7 +160,7 @@ def _spawn_session(
     threading.Thread(target=child.wait, daemon=True).start()
 
 
-class _TrackerLink:
+class TrackerRegistration:
     """The server's registration with a tracker: it offers one match key at a time
     (``<key>:<random>``), which a client gets from the tracker and presents to this server; each
     accepted connection consumes it and a fresh one is offered. A key handed to a client that
@@ -260,7 +266,7 @@ def serve_forever(
     key: str = "",
     load_library: str | None = None,
     auth_key: str | None = None,
-    tracker: _TrackerLink | None = None,
+    tracker: TrackerRegistration | None = None,
     init_modules: Sequence[str] = (),
 ) -> None:
     """Accepts connections on ``sock`` and serves each in a session process of its own.
@@ -308,7 +314,7 @@ def _start_in_worker(
     tracker = None
     if tracker_addr is not None:
         addr = (str(tracker_addr[0]), int(tracker_addr[1]))
-        tracker = _TrackerLink(addr, key, bound, custom_addr, matchkey_timeout)
+        tracker = TrackerRegistration(addr, key, bound, custom_addr, matchkey_timeout)
     thread = threading.Thread(
         target=serve_forever,
         args=(sock, key, load_library, auth_key, tracker, init_modules),
