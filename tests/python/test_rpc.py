@@ -107,6 +107,14 @@ def test_chain_through_a_middle_server_across_three_processes():
         np.testing.assert_array_equal(tvm.runtime.tensor(data, sess.cpu()).numpy(), data)
         timer = sess._sess.time_evaluator("rpc.test.addone", sess.cpu(), repeat=2)
         assert len(timer(1).results) == 2
+        # A local function passed through the middle server is called back from the far one.
+        assert sess.get_function("rpc.test.call_back")(lambda a, b: a * b, 6, 7) == 42
+
+        def refuse(value: int) -> None:
+            raise KeyError(f"no entry {value}")
+
+        with pytest.raises(KeyError, match="no entry 5"):
+            sess.get_function("rpc.test.call_back")(refuse, 5)
 
 
 def test_local_session_runs_the_same_code():

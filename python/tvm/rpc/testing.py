@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..ffi import register_func
 
 
@@ -26,3 +29,8 @@ def _sleep(seconds: float) -> float:
 
     time.sleep(seconds)
     return seconds
+
+
+@register_func("rpc.test.call_back", override=True)
+def _call_back(func: Callable[..., Any], *args: Any) -> Any:
+    return func(*args)

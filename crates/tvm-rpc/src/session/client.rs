@@ -15,6 +15,8 @@ pub struct ClientSession {
     endpoint: Arc<Endpoint>,
     /// The local functions passed to the remote, which it may call back.
     callbacks: Arc<LocalSession>,
+    /// In a chain, the peer this session serves, whose callbacks are forwarded to the remote.
+    upstream: LocalSession,
 }
 
 impl ClientSession {
@@ -26,6 +28,22 @@ impl ClientSession {
         ClientSession {
             endpoint,
             callbacks,
+            upstream: LocalSession::callbacks_only(),
+        }
+    }
+
+    /// A callback of the upstream peer (in a chain) as a callback of this session: the remote
+    /// calls it here, and the call goes on to the peer that passed it.
+    fn forward_callback(&self, value: WireValue) -> Result<WireValue> {
+        match value {
+            WireValue::Object {
+                type_index: RPC_CALLBACK_INDEX,
+                handle,
+            } if self.upstream.has_peer() => {
+                let upstream_function: Function = self.upstream.callback(handle)?.cast()?;
+                self.export_callback(upstream_function)
+            }
+            other => Ok(other),
         }
     }
 
@@ -49,6 +67,10 @@ impl RpcSession for ClientSession {
     }
 
     fn call_function(&self, handle: u64, args: Vec<WireValue>) -> Result<Vec<WireValue>> {
+        let args = args
+            .into_iter()
+            .map(|value| self.forward_callback(value))
+            .collect::<Result<Vec<_>>>()?;
         self.endpoint.call(handle, args)
     }
 
@@ -87,6 +109,10 @@ impl RpcSession for ClientSession {
             type_index: RPC_CALLBACK_INDEX,
             handle: self.callbacks.export(function),
         })
+    }
+
+    fn bind_peer(&self, peer: std::sync::Weak<Endpoint>) {
+        self.upstream.bind_peer(peer);
     }
 
     fn shutdown(&self) {

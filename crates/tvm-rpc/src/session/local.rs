@@ -68,9 +68,18 @@ impl LocalSession {
         Ok(())
     }
 
+    /// Whether the session serves an endpoint (set by [`RpcSession::bind_peer`]).
+    pub(crate) fn has_peer(&self) -> bool {
+        self.peer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .upgrade()
+            .is_some()
+    }
+
     /// A function that calls back the peer's function `handle` through the endpoint this
     /// session serves; the peer's function is released when the last reference goes.
-    fn callback(&self, handle: u64) -> Result<Any> {
+    pub(crate) fn callback(&self, handle: u64) -> Result<Any> {
         let peer = self
             .peer
             .lock()

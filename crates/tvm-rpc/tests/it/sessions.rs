@@ -149,6 +149,10 @@ fn chains_forward_through_a_middle_server() {
     let values: Vec<f32> = (0..1000).map(|v| v as f32).collect();
     remote.copy_from_slice(&values).unwrap();
     assert_eq!(remote.to_vec::<f32>().unwrap(), values);
+    // A local function passed through the middle server is called back from the far one.
+    let apply = core.get_function("rpc.test.apply").unwrap().unwrap();
+    let triple = Function::from_typed("triple", |x: i64| 3 * x);
+    assert_eq!(apply.call((triple, 5i64)).unwrap().cast::<i64>().unwrap(), 16);
 }
 
 #[test]
