@@ -19,7 +19,8 @@ Rows (the table shows the median over rounds):
 - ``upload_<N>``: ``tvm.runtime.tensor(x, sess.cpu())`` of an N MiB uint8 array, and
   ``download_<N>``: ``t.numpy()`` of that remote tensor, in MB/s (10^6 bytes per second).
   Raw socket: ``sendall`` of N bytes, received with ``recv_into`` into a preallocated buffer
-  (the upload waits for a 1-byte acknowledgement). Target: ours at least 0.7x the raw socket.
+  (the upload waits for a 1-byte acknowledgement). Every column first moves one untimed
+  transfer of each size both ways. Target: ours at least 0.7x the raw socket.
   Also shown under the table: the raw socket into a buffer allocated for each transfer, whose
   pages are faulted in as the bytes arrive (an RPC allocates its tensor, or the numpy array of
   a download, for each transfer too).
@@ -158,6 +159,9 @@ def rpc_worker(args: argparse.Namespace) -> dict[str, Any]:
             raise AssertionError("a 1 MiB tensor came back different")
         for size in args.sizes:
             data = np.arange(size * MIB, dtype="uint8")  # written: every page is touched
+            # One untimed transfer of this size each way first, as the raw socket has.
+            tensor(data, dev).numpy()
+            gc.collect()
             start = time.perf_counter()
             remote = tensor(data, dev)
             up = time.perf_counter() - start

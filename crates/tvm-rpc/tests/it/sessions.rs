@@ -152,7 +152,10 @@ fn chains_forward_through_a_middle_server() {
     // A local function passed through the middle server is called back from the far one.
     let apply = core.get_function("rpc.test.apply").unwrap().unwrap();
     let triple = Function::from_typed("triple", |x: i64| 3 * x);
-    assert_eq!(apply.call((triple, 5i64)).unwrap().cast::<i64>().unwrap(), 16);
+    assert_eq!(
+        apply.call((triple, 5i64)).unwrap().cast::<i64>().unwrap(),
+        16
+    );
 }
 
 #[test]

@@ -12,6 +12,13 @@ use super::{DeviceApi, DeviceAttr, StreamHandle};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuDeviceApi;
 
+/// A transparent huge page of x86-64 and most arm64 kernels; allocations from this size up are
+/// aligned to it and advised to use huge pages.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// The smallest page size of the platforms served (madvise ranges are counted in pages).
+const PAGE: usize = 4096;
+
 /// Total and available physical memory, in bytes, from `sysconf`.
 fn physical_memory(pages: libc::c_int) -> Option<i64> {
     // SAFETY: sysconf has no preconditions.
@@ -46,7 +53,10 @@ impl DeviceApi for CpuDeviceApi {
         alignment: usize,
         _dtype_hint: DataType,
     ) -> Result<*mut c_void> {
-        let alignment = alignment.max(std::mem::size_of::<*mut c_void>());
+        let large = nbytes >= HUGE_PAGE;
+        let alignment = alignment
+            .max(std::mem::size_of::<*mut c_void>())
+            .max(if large { HUGE_PAGE } else { 1 });
         let mut ptr = std::ptr::null_mut();
         // SAFETY: posix_memalign with a power-of-two multiple of the pointer size.
         if unsafe { libc::posix_memalign(&mut ptr, alignment, nbytes.max(1)) } != 0 {
@@ -54,6 +64,15 @@ impl DeviceApi for CpuDeviceApi {
                 ErrorKind::MemoryError,
                 format!("cannot allocate {nbytes} bytes of host memory"),
             ));
+        }
+        if large {
+            // Tensors this large are filled by streams of bytes (a copy, a socket): backing them
+            // with transparent huge pages makes filling fresh memory take 512x fewer page faults.
+            // The advice is a hint: a kernel without it (or with THP off) keeps small pages.
+            let whole_pages = nbytes & !(PAGE - 1);
+            // SAFETY: `ptr` is page-aligned (HUGE_PAGE-aligned) and the allocation covers
+            // `whole_pages` bytes from it; the advice changes no contents.
+            unsafe { libc::madvise(ptr, whole_pages, libc::MADV_HUGEPAGE) };
         }
         Ok(ptr)
     }

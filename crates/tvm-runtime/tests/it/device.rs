@@ -61,6 +61,24 @@ fn cpu_is_registered_and_unknown_types_are_named() {
 }
 
 #[test]
+fn large_host_tensors_start_on_a_huge_page_boundary() {
+    setup();
+    let huge_page = 2 << 20;
+    let large = empty_on(&[(3 << 20) + 100], DataType::uint(8), Device::cpu(0)).unwrap();
+    assert_eq!(large.dltensor().data as usize % huge_page, 0);
+    let small = empty_on(&[100], DataType::uint(8), Device::cpu(0)).unwrap();
+    assert_eq!(
+        small.dltensor().data as usize % 64,
+        0,
+        "small ones keep the tensor alignment"
+    );
+    // Every byte is usable, the ones past the last whole page included.
+    let values: Vec<u8> = (0..(3 << 20) + 100).map(|i| (i % 251) as u8).collect();
+    large.copy_from_slice(&values).unwrap();
+    assert_eq!(large.to_vec::<u8>().unwrap(), values);
+}
+
+#[test]
 fn attributes_of_the_test_device() {
     setup();
     let name = device_attr(ext(0), DeviceAttr::DeviceName)
