@@ -8,6 +8,7 @@
 
 mod blob;
 pub mod device;
+pub mod kernel;
 mod library;
 mod module;
 pub mod profiling;

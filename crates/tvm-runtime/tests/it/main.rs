@@ -7,5 +7,6 @@ use tvm_ffi_testing as _;
 
 mod device;
 mod globals;
+mod kernel;
 mod module;
 mod profiling;

@@ -1,0 +1,320 @@
+//! The launch convention GPU backends share. A kernel is called with its own arguments (in
+//! `arg_types` order), then one integer per launch dimension tag (grid, block, cluster), in tag
+//! order, then the dynamic shared memory size when its tag (always the last) is present.
+
+use tvm_ffi::abi::{kDLFloat, kDLInt, kDLOpaqueHandle, kDLUInt};
+use tvm_ffi::{AnyView, DataType, Error, ErrorKind, Result};
+
+use super::info::FunctionInfo;
+
+/// What a launch dimension tag sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dimension {
+    /// `blockIdx.{x,y,z}`.
+    Grid(usize),
+    /// `threadIdx.{x,y,z}`.
+    Block(usize),
+    /// `clusterCtaIdx.{x,y,z}`.
+    Cluster(usize),
+    /// `preferredClusterCtaIdx.{x,y,z}`.
+    PreferredCluster(usize),
+}
+
+/// Tag of the dynamic shared memory size argument; it must be the last tag.
+pub const DYN_SHARED_MEMORY_TAG: &str = "tirx.use_dyn_shared_memory";
+/// Tag asking for a cooperative launch (no argument).
+pub const COOPERATIVE_LAUNCH_TAG: &str = "tirx.use_cooperative_launch";
+/// Tag asking for programmatic dependent launch (no argument).
+pub const PROGRAMMATIC_DEPENDENT_LAUNCH_TAG: &str = "tirx.use_programtic_dependent_launch";
+
+/// How a kernel's launch arguments are read, from its tags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    kernel: String,
+    dimensions: Vec<(Dimension, String)>,
+    dyn_shared_memory: bool,
+    cooperative: bool,
+    programmatic_dependent_launch: bool,
+}
+
+/// The dimensions of one launch. Unset dimensions are 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchDims {
+    /// Blocks per grid, x y z.
+    pub grid: [u32; 3],
+    /// Threads per block, x y z.
+    pub block: [u32; 3],
+    /// Blocks per cluster (all 1: no clusters).
+    pub cluster: [u32; 3],
+    /// Preferred blocks per cluster (all 1: none).
+    pub preferred_cluster: [u32; 3],
+    /// Bytes of dynamic shared memory.
+    pub dyn_shared_memory: u32,
+    /// Whether the launch is cooperative.
+    pub cooperative: bool,
+    /// Whether programmatic dependent launch is asked for.
+    pub programmatic_dependent_launch: bool,
+}
+
+impl LaunchDims {
+    /// Number of grid and block dimensions used (1 to 3): the highest one not 1, plus one.
+    pub fn work_dim(&self) -> usize {
+        (0..3)
+            .rev()
+            .find(|&i| self.grid[i] != 1 || self.block[i] != 1)
+            .map_or(1, |i| i + 1)
+    }
+
+    /// Total threads of the launch, or `None` past `u64`.
+    pub fn total_threads(&self) -> Option<u64> {
+        self.grid
+            .iter()
+            .chain(&self.block)
+            .try_fold(1u64, |acc, d| acc.checked_mul(u64::from(*d)))
+    }
+}
+
+fn axis(suffix: &str) -> Option<usize> {
+    match suffix {
+        "x" => Some(0),
+        "y" => Some(1),
+        "z" => Some(2),
+        _ => None,
+    }
+}
+
+fn dimension_of(tag: &str) -> Option<Dimension> {
+    let (scope, suffix) = tag.rsplit_once('.')?;
+    let index = axis(suffix)?;
+    Some(match scope {
+        "blockIdx" => Dimension::Grid(index),
+        "threadIdx" => Dimension::Block(index),
+        "clusterCtaIdx" => Dimension::Cluster(index),
+        "preferredClusterCtaIdx" => Dimension::PreferredCluster(index),
+        _ => return None,
+    })
+}
+
+impl LaunchConfig {
+    /// The configuration of kernel `kernel` with launch tags `tags`; an unknown tag, or the
+    /// dynamic shared memory tag anywhere but last, is a `ValueError` naming it.
+    pub fn new(kernel: &str, tags: &[String]) -> Result<LaunchConfig> {
+        let mut config = LaunchConfig {
+            kernel: kernel.to_owned(),
+            dimensions: Vec::new(),
+            dyn_shared_memory: false,
+            cooperative: false,
+            programmatic_dependent_launch: false,
+        };
+        for (position, tag) in tags.iter().enumerate() {
+            if let Some(dimension) = dimension_of(tag) {
+                config.dimensions.push((dimension, tag.clone()));
+            } else if tag == DYN_SHARED_MEMORY_TAG {
+                if position + 1 != tags.len() {
+                    tvm_ffi::bail!(
+                        ErrorKind::ValueError,
+                        "kernel `{kernel}`: {DYN_SHARED_MEMORY_TAG} must be the last launch tag"
+                    );
+                }
+                config.dyn_shared_memory = true;
+            } else if tag == COOPERATIVE_LAUNCH_TAG {
+                config.cooperative = true;
+            } else if tag == PROGRAMMATIC_DEPENDENT_LAUNCH_TAG {
+                config.programmatic_dependent_launch = true;
+            } else if !(tag.starts_with("vthread") || tag == "cthread") {
+                tvm_ffi::bail!(
+                    ErrorKind::ValueError,
+                    "kernel `{kernel}`: unknown launch tag {tag:?} (blockIdx.*, threadIdx.*, \
+                     clusterCtaIdx.*, preferredClusterCtaIdx.*, vthread*, {DYN_SHARED_MEMORY_TAG}, \
+                     {COOPERATIVE_LAUNCH_TAG} or {PROGRAMMATIC_DEPENDENT_LAUNCH_TAG})"
+                );
+            }
+        }
+        Ok(config)
+    }
+
+    /// The configuration of the kernel `info` describes.
+    pub fn of(info: &FunctionInfo) -> Result<LaunchConfig> {
+        LaunchConfig::new(&info.name, &info.launch_param_tags)
+    }
+
+    /// Number of launch arguments that follow the kernel's own.
+    pub fn num_args(&self) -> usize {
+        self.dimensions.len() + usize::from(self.dyn_shared_memory)
+    }
+
+    /// Whether the launch takes a dynamic shared memory size.
+    pub fn uses_dyn_shared_memory(&self) -> bool {
+        self.dyn_shared_memory
+    }
+
+    /// The dimensions of a launch from its launch arguments (the tail of a call's arguments,
+    /// [`LaunchConfig::num_args`] of them). A dimension of zero or past `u32` is a
+    /// `ValueError` naming the tag and the value.
+    pub fn dims(&self, launch_args: &[AnyView<'_>]) -> Result<LaunchDims> {
+        if launch_args.len() != self.num_args() {
+            tvm_ffi::bail!(
+                ErrorKind::TypeError,
+                "kernel `{}` takes {} launch arguments after its own, got {}",
+                self.kernel,
+                self.num_args(),
+                launch_args.len()
+            );
+        }
+        let mut dims = LaunchDims {
+            grid: [1; 3],
+            block: [1; 3],
+            cluster: [1; 3],
+            preferred_cluster: [1; 3],
+            dyn_shared_memory: 0,
+            cooperative: self.cooperative,
+            programmatic_dependent_launch: self.programmatic_dependent_launch,
+        };
+        for ((dimension, tag), value) in self.dimensions.iter().zip(launch_args) {
+            let value = self.extent(tag, value, 1)?;
+            let (slot, index) = match *dimension {
+                Dimension::Grid(i) => (&mut dims.grid, i),
+                Dimension::Block(i) => (&mut dims.block, i),
+                Dimension::Cluster(i) => (&mut dims.cluster, i),
+                Dimension::PreferredCluster(i) => (&mut dims.preferred_cluster, i),
+            };
+            slot[index] = value;
+        }
+        if self.dyn_shared_memory {
+            let last = &launch_args[launch_args.len() - 1];
+            dims.dyn_shared_memory = self.extent(DYN_SHARED_MEMORY_TAG, last, 0)?;
+        }
+        Ok(dims)
+    }
+
+    fn extent(&self, tag: &str, value: &AnyView<'_>, least: i64) -> Result<u32> {
+        let number: i64 = value.cast().map_err(|_| {
+            Error::new(
+                ErrorKind::TypeError,
+                format!(
+                    "kernel `{}`: launch argument {tag} must be an int, got {}",
+                    self.kernel,
+                    value.type_key()
+                ),
+            )
+        })?;
+        u32::try_from(number)
+            .ok()
+            .filter(|n| i64::from(*n) >= least)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::ValueError,
+                    format!(
+                        "kernel `{}`: launch argument {tag} is {number}, outside {least}..={}",
+                        self.kernel,
+                        u32::MAX
+                    ),
+                )
+            })
+    }
+}
+
+/// How a kernel argument travels to the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A tensor or pointer: a device address or buffer.
+    Handle,
+    /// A 64-bit signed integer.
+    Int64,
+    /// A 32-bit signed integer (narrowed from the call's int, checked).
+    Int32,
+    /// A 32-bit unsigned integer (checked).
+    UInt32,
+    /// A double.
+    Float64,
+    /// A float (narrowed from the call's float).
+    Float32,
+}
+
+impl ArgKind {
+    /// The kind of argument `index` of `kernel`, of type `dtype`; types a device function cannot
+    /// take are a `TypeError` naming them.
+    pub fn of(kernel: &str, index: usize, dtype: DataType) -> Result<ArgKind> {
+        let DataType(raw) = dtype;
+        if raw.lanes != 1 {
+            tvm_ffi::bail!(
+                ErrorKind::TypeError,
+                "kernel `{kernel}`: argument {index} has vector type {dtype}, which device \
+                 functions cannot take"
+            );
+        }
+        Ok(match (raw.code, raw.bits) {
+            (c, 64) if c == kDLOpaqueHandle => ArgKind::Handle,
+            (c, 64) if c == kDLInt => ArgKind::Int64,
+            (c, 32) if c == kDLInt => ArgKind::Int32,
+            (c, 32) if c == kDLUInt => ArgKind::UInt32,
+            (c, 64) if c == kDLFloat => ArgKind::Float64,
+            (c, 32) if c == kDLFloat => ArgKind::Float32,
+            _ => tvm_ffi::bail!(
+                ErrorKind::TypeError,
+                "kernel `{kernel}`: argument {index} has type {dtype}; device functions take \
+                 handle, int32, int64, uint32, float32 or float64"
+            ),
+        })
+    }
+
+    /// Bytes of the value on the device (handles: a pointer).
+    pub fn size(self) -> usize {
+        match self {
+            ArgKind::Int32 | ArgKind::UInt32 | ArgKind::Float32 => 4,
+            ArgKind::Handle | ArgKind::Int64 | ArgKind::Float64 => 8,
+        }
+    }
+
+    /// The scalar `value` as its little-endian bytes, 8 wide with a 32-bit value in the low
+    /// four (TVM's `ArgUnion64`). A value of the wrong type or out of range is an error naming
+    /// the argument.
+    pub fn scalar_bytes(self, kernel: &str, index: usize, value: &AnyView<'_>) -> Result<[u8; 8]> {
+        let wrong = |what: &str| {
+            Error::new(
+                ErrorKind::TypeError,
+                format!(
+                    "kernel `{kernel}`: argument {index} must be {what}, got {}",
+                    value.type_key()
+                ),
+            )
+        };
+        let out_of_range = |number: i64, what: &str| {
+            Error::new(
+                ErrorKind::ValueError,
+                format!("kernel `{kernel}`: argument {index} is {number}, outside {what}"),
+            )
+        };
+        let mut out = [0u8; 8];
+        match self {
+            ArgKind::Handle => return Err(wrong("a scalar, not a handle")),
+            ArgKind::Int64 => {
+                out = value
+                    .cast::<i64>()
+                    .map_err(|_| wrong("an int"))?
+                    .to_le_bytes()
+            }
+            ArgKind::Int32 => {
+                let number = value.cast::<i64>().map_err(|_| wrong("an int"))?;
+                let narrow = i32::try_from(number).map_err(|_| out_of_range(number, "int32"))?;
+                out[..4].copy_from_slice(&narrow.to_le_bytes());
+            }
+            ArgKind::UInt32 => {
+                let number = value.cast::<i64>().map_err(|_| wrong("an int"))?;
+                let narrow = u32::try_from(number).map_err(|_| out_of_range(number, "uint32"))?;
+                out[..4].copy_from_slice(&narrow.to_le_bytes());
+            }
+            ArgKind::Float64 => {
+                out = value
+                    .cast::<f64>()
+                    .map_err(|_| wrong("a float"))?
+                    .to_le_bytes()
+            }
+            ArgKind::Float32 => {
+                let number = value.cast::<f64>().map_err(|_| wrong("a float"))? as f32;
+                out[..4].copy_from_slice(&number.to_le_bytes());
+            }
+        }
+        Ok(out)
+    }
+}

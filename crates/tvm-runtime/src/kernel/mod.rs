@@ -1,0 +1,17 @@
+//! What GPU backends share about kernels: their metadata ([`FunctionInfo`]), the launch
+//! convention ([`LaunchConfig`]: which call arguments are grid and block dimensions), how
+//! scalar arguments are packed ([`ArgKind`]), and the binary container of serialized device
+//! modules ([`BinaryReader`], [`BinaryWriter`]).
+
+mod binary;
+mod info;
+mod launch;
+
+pub use binary::{BinaryReader, BinaryWriter};
+pub use info::{
+    ArgExtraTag, FunctionInfo, function_map_from_json, read_function_map, write_function_map,
+};
+pub use launch::{
+    ArgKind, COOPERATIVE_LAUNCH_TAG, DYN_SHARED_MEMORY_TAG, LaunchConfig, LaunchDims,
+    PROGRAMMATIC_DEPENDENT_LAUNCH_TAG,
+};
