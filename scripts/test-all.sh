@@ -26,6 +26,8 @@ echo
 # The stub of the extension against the extension itself, and the package type-checked.
 "$py" -m mypy.stubtest tvm._native
 (cd python && "../$py" -m mypy -p tvm)
+# The sdist builds and installs into a fresh environment, as `pip install tvm-<v>.tar.gz` does.
+bash scripts/sdist-check.sh
 
 # pytest exits 5 when it collects no tests; with `set -e` that fails the script like any error.
 # Under coverage, subprocesses included ([tool.coverage.*] in pyproject.toml): line and branch

@@ -1,5 +1,5 @@
 //! The process state of the TVM FFI and the exported `TVMFFI*` C functions of
-//! `cpp-abi/include/tvm/ffi/c_api.h`: the type table, the global function registry, the
+//! `python/tvm/include/tvm/ffi/c_api.h`: the type table, the global function registry, the
 //! per-thread error slot and the environment (streams, allocators, context symbols).
 //!
 //! Exactly one library per process may define these symbols, so only a final artifact links this

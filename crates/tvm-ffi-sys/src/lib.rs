@@ -1,4 +1,4 @@
-//! Raw bindings of the TVM FFI C ABI: `#[repr(C)]` mirrors of `cpp-abi/include/tvm/ffi/c_api.h`
+//! Raw bindings of the TVM FFI C ABI: `#[repr(C)]` mirrors of `python/tvm/include/tvm/ffi/c_api.h`
 //! and `dlpack/dlpack.h`, their constants, and the `extern "C"` declarations of the `TVMFFI*`
 //! functions.
 //!

@@ -1,5 +1,5 @@
 //! TVM FFI core: values, objects, functions, errors, strings, containers and tensors behind the
-//! stable C ABI of `cpp-abi/include/tvm/ffi/c_api.h` (the binary layout of Apache TVM FFI 0.1).
+//! stable C ABI of `python/tvm/include/tvm/ffi/c_api.h` (the binary layout of Apache TVM FFI 0.1).
 //!
 //! The safe API in this crate is a client of the C ABI: process-wide state (the type table, the
 //! global function registry, the per-thread error slot) is reached only through the exported

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the source distribution, installs it into a fresh virtual environment the way pip does
+# for a user (an isolated build with maturin from PyPI), and imports the package there: the
+# sdist must hold everything a build needs (the workspace, Cargo.lock, the headers).
+#
+# The dev profile keeps the build short (the sdist's own default is the `dist` profile); the
+# Cargo target directory is kept between runs (target/sdist-check).
+#
+# Usage: bash scripts/sdist-check.sh [PYTHON]   (default: python3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${1:-python3}
+work=target/sdist-check
+rm -rf "$work/dist" "$work/venv"
+mkdir -p "$work/dist"
+
+maturin=.venv/bin/maturin
+[[ -x $maturin ]] || maturin=maturin
+"$maturin" sdist --out "$work/dist"
+sdists=("$work"/dist/tvm-*.tar.gz)
+if ((${#sdists[@]} != 1)); then
+    echo "sdist-check: expected one sdist in $work/dist, found: ${sdists[*]}" >&2
+    exit 1
+fi
+
+"$python" -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+CARGO_TARGET_DIR=$PWD/$work/cargo MATURIN_PEP517_ARGS="--profile dev" \
+    "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "${sdists[0]}"
+
+# Outside the source tree, so that only the installed package can be imported.
+(cd "$work" && venv/bin/python - <<'PY'
+import os
+
+import tvm
+from tvm.support import libinfo
+
+assert tvm.ffi.get_global_func("ffi.Map") is not None
+assert tvm.ffi.Array([1, 2, 3])[2] == 3
+header = os.path.join(libinfo.find_include_path()[0], "tvm", "ffi", "c_api.h")
+assert os.path.isfile(header), header
+print(f"sdist-check: {os.path.basename(tvm.__file__)} from {os.path.dirname(tvm.__file__)} imports; headers at {header}")
+PY
+)
