@@ -122,6 +122,23 @@ def test_functions_outlive_their_module(tmp_path: Path) -> None:
     assert concat("still ", "here") == "still here"
 
 
+def test_libraries_load_by_the_names_users_type(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build(EXAMPLES / "add_one_c.c", tmp_path / "libk.so", "gcc", "c11")
+    shutil.copy(tmp_path / "libk.so", tmp_path / "libk.so.6")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    # A bare name is the file in the current directory, not one on the system's library path.
+    for name in ("../libk.so", "../libk.so.6"):
+        assert tvm.runtime.load_module(name)["concat"]("a", name) == "a" + name
+    monkeypatch.chdir(tmp_path)
+    for name in ("libk.so", "libk.so.6", "./sub/../libk.so"):
+        assert tvm.runtime.load_module(name)["concat"]("x", "y") == "xy"
+    with pytest.raises(FileNotFoundError, match="libm.so.6"):
+        tvm.runtime.load_module("libm.so.6")  # system libraries are not searched for
+
+
 def test_missing_file_and_non_library(tmp_path: Path) -> None:
     missing = tmp_path / "missing.so"
     with pytest.raises(FileNotFoundError, match=r"missing\.so"):

@@ -41,6 +41,8 @@ pub fn load_module(path: impl AsRef<Path>) -> Result<Module> {
         )
     })?;
     let format = match text.rsplit_once('.') {
+        // A versioned shared library: libfoo.so.6, libfoo.so.1.2.3.
+        _ if is_versioned_shared_library(text) => "so",
         Some((_, ext)) if !ext.contains('/') => ext,
         _ => {
             return Err(Error::new(
@@ -64,6 +66,17 @@ pub fn load_module(path: impl AsRef<Path>) -> Result<Module> {
         )
     })?;
     loader.call((text, format))?.cast()
+}
+
+/// Whether the file name of `path` is `<name>.so.<number>[.<number>...]`.
+fn is_versioned_shared_library(path: &str) -> bool {
+    let file_name = path.rsplit('/').next().unwrap_or(path);
+    file_name.split_once(".so.").is_some_and(|(stem, version)| {
+        !stem.is_empty()
+            && version
+                .split('.')
+                .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 fn register(name: &str, f: Function) {

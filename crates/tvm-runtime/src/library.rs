@@ -70,7 +70,15 @@ impl Library {
                 ),
             ));
         }
-        let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
+        // dlopen searches the system's library path for a name without a slash; the file
+        // meant is the one found above, relative to the current directory.
+        let absolute = std::path::absolute(path).map_err(|err| {
+            Error::new(
+                "OSError",
+                format!("cannot resolve '{}': {err}", path.display()),
+            )
+        })?;
+        let c_path = CString::new(absolute.as_os_str().as_encoded_bytes()).map_err(|_| {
             Error::new(
                 ErrorKind::ValueError,
                 format!("path contains a NUL byte: {}", path.display()),

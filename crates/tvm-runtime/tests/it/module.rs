@@ -156,6 +156,22 @@ fn bad_paths_and_files_are_named() {
     assert!(err.message().contains(text.to_str().unwrap()), "{err}");
     let err = load_module("/tmp/no_extension").unwrap_err();
     assert!(err.message().contains("extension"), "{err}");
+    let err = load_module("/tmp/libx.so.6a").unwrap_err();
+    assert!(err.message().contains("Loader for `.6a` files"), "{err}");
+}
+
+#[test]
+fn versioned_library_names_load_as_shared_libraries() {
+    let library = kernel("basic");
+    for version in ["6", "1.2.3"] {
+        let versioned = library.with_file_name(format!("libbasic.so.{version}"));
+        std::fs::copy(&library, &versioned).unwrap();
+        let module = load_module(&versioned).unwrap();
+        assert!(
+            module.get_function("add_int", false).unwrap().is_some(),
+            "{version}"
+        );
+    }
 }
 
 #[test]
