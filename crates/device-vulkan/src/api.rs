@@ -139,9 +139,7 @@ impl VulkanDeviceApi {
         lock(&self.buffers)
             .get(&(data as usize))
             .cloned()
-            .ok_or_else(|| {
-                VulkanError::invalid(format!("{data:p} is not a live Vulkan buffer"))
-            })
+            .ok_or_else(|| VulkanError::invalid(format!("{data:p} is not a live Vulkan buffer")))
     }
 
     fn attr_of(&self, device: Device, attr: DeviceAttr) -> VkResult<Option<Any>> {
@@ -163,9 +161,7 @@ impl VulkanDeviceApi {
             DeviceAttr::ComputeVersion | DeviceAttr::ApiVersion => {
                 Any::from(version_text(physical.properties.api_version))
             }
-            DeviceAttr::DriverVersion => {
-                Any::from(i64::from(physical.properties.driver_version))
-            }
+            DeviceAttr::DriverVersion => Any::from(i64::from(physical.properties.driver_version)),
             DeviceAttr::MaxThreadDimensions => Any::from(format!("[{x}, {y}, {z}]")),
             DeviceAttr::TotalGlobalMemory => {
                 let memory = &physical.memory;

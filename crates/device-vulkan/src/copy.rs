@@ -95,7 +95,8 @@ pub(crate) unsafe fn copy_tensors(
                     DeviceSide::resolve(api, to, "the copy's destination")?,
                 )
             };
-            let compact = src.len() == nbytes as u64 && dst.len() == nbytes as u64;
+            // SAFETY: guaranteed by the caller.
+            let compact = unsafe { is_row_major(from) && is_row_major(to) };
             if compact && Arc::ptr_eq(&src.buffer.device, &dst.buffer.device) {
                 return copy_on_device(&src, &dst);
             }
@@ -103,6 +104,25 @@ pub(crate) unsafe fn copy_tensors(
             unsafe { copy_through_host(&src, from, &dst, to, nbytes) }
         }
     }
+}
+
+/// Whether `t`'s elements are compact and in row-major order.
+///
+/// # Safety
+/// `t` is a valid descriptor.
+unsafe fn is_row_major(t: &DLTensor) -> bool {
+    let ndim = usize::try_from(t.ndim).unwrap_or(0);
+    if t.strides.is_null() || ndim == 0 {
+        return true;
+    }
+    // SAFETY: a valid descriptor's shape and strides hold `ndim` values.
+    let (shape, strides) = unsafe {
+        (
+            std::slice::from_raw_parts(t.shape, ndim),
+            std::slice::from_raw_parts(t.strides, ndim),
+        )
+    };
+    tvm_ffi::tensor::is_contiguous(shape, Some(strides))
 }
 
 /// A compact copy between two buffers of one device, queued on the device.

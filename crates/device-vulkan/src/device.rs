@@ -55,7 +55,10 @@ fn memory_type(
     flags: vk::MemoryPropertyFlags,
 ) -> Option<u32> {
     (0..memory.memory_type_count).find(|i| {
-        bits & (1 << i) != 0 && memory.memory_types[*i as usize].property_flags.contains(flags)
+        bits & (1 << i) != 0
+            && memory.memory_types[*i as usize]
+                .property_flags
+                .contains(flags)
     })
 }
 
@@ -81,7 +84,9 @@ impl VulkanDevice {
         let mut features12 = vk::PhysicalDeviceVulkan12Features::default();
         let mut features = vk::PhysicalDeviceFeatures2::default();
         if supports_1_2 {
-            features = features.push_next(&mut features11).push_next(&mut features12);
+            features = features
+                .push_next(&mut features11)
+                .push_next(&mut features12);
         }
         // SAFETY: a query of this instance's device; the chain lives across the call.
         unsafe {
@@ -335,9 +340,10 @@ impl VulkanDevice {
             let _ = self
                 .raw
                 .reset_command_pool(queue.command_pool, vk::CommandPoolResetFlags::empty());
-            let _ = self
-                .raw
-                .reset_descriptor_pool(queue.descriptor_pool, vk::DescriptorPoolResetFlags::empty());
+            let _ = self.raw.reset_descriptor_pool(
+                queue.descriptor_pool,
+                vk::DescriptorPoolResetFlags::empty(),
+            );
         }
         queue.keep_alive.clear();
         result

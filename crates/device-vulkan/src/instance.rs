@@ -72,8 +72,8 @@ unsafe extern "system" fn on_validation_message(
     data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
     user_data: *mut c_void,
 ) -> vk::Bool32 {
-    let serious =
-        vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR;
+    let serious = vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+        | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR;
     if !severity.intersects(serious) || data.is_null() || user_data.is_null() {
         return vk::FALSE;
     }
@@ -175,7 +175,11 @@ impl Instance {
                     | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
             )
             .pfn_user_callback(Some(on_validation_message))
-            .user_data(std::ptr::from_ref::<ValidationLog>(&self.log).cast_mut().cast());
+            .user_data(
+                std::ptr::from_ref::<ValidationLog>(&self.log)
+                    .cast_mut()
+                    .cast(),
+            );
         // SAFETY: the log the callback writes to outlives the messenger (destroyed in Drop).
         let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) }
             .map_err(|e| vk_error("vkCreateDebugUtilsMessengerEXT", e))?;

@@ -125,7 +125,9 @@ impl Scalar {
                 out[..4].copy_from_slice(&v.to_le_bytes());
             }
             Scalar::Float64 => out = value.cast::<f64>().ok()?.to_le_bytes(),
-            Scalar::Float32 => out[..4].copy_from_slice(&(value.cast::<f64>().ok()? as f32).to_le_bytes()),
+            Scalar::Float32 => {
+                out[..4].copy_from_slice(&(value.cast::<f64>().ok()? as f32).to_le_bytes())
+            }
         }
         Some(out)
     }
@@ -245,7 +247,8 @@ impl Kernel {
         match raw.type_index {
             abi::kTVMFFITensor => {
                 let tensor = value
-                    .cast::<Tensor>().ok()
+                    .cast::<Tensor>()
+                    .ok()
                     .ok_or_else(|| self.fail(format!("argument {index} is not a tensor")))?;
                 tensor_buffer(tensor.dltensor())
             }
@@ -257,9 +260,10 @@ impl Kernel {
             abi::kTVMFFIOpaquePtr => {
                 // SAFETY: opaque pointers store `v_ptr`.
                 let handle = unsafe { raw.payload.v_ptr };
-                let buffer = self.api.buffer_anywhere(handle).map_err(|e| {
-                    self.fail(format!("argument {index}: {e}"))
-                })?;
+                let buffer = self
+                    .api
+                    .buffer_anywhere(handle)
+                    .map_err(|e| self.fail(format!("argument {index}: {e}")))?;
                 Ok(BoundBuffer { buffer, offset: 0 })
             }
             _ => Err(VulkanError::WrongType(format!(
@@ -272,7 +276,10 @@ impl Kernel {
 
     /// The pipeline of this kernel on `device`, made on first use.
     fn pipeline(&self, device: &Arc<VulkanDevice>) -> VkResult<Arc<Pipeline>> {
-        let mut cache = self.pipelines.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cache = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(p) = cache.get(&device.physical_index) {
             return Ok(Arc::clone(p));
         }

@@ -55,15 +55,17 @@ impl VulkanBuffer {
             .memory_type_index(memory_type);
         // SAFETY: allocation and binding on a live device; on failure Drop frees what exists.
         unsafe {
-            buffer.memory = device.raw.allocate_memory(&info, None).map_err(|e| match e {
-                vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
-                    VulkanError::OutOfMemory(format!(
+            buffer.memory = device
+                .raw
+                .allocate_memory(&info, None)
+                .map_err(|e| match e {
+                    vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
+                    | vk::Result::ERROR_OUT_OF_HOST_MEMORY => VulkanError::OutOfMemory(format!(
                         "cannot allocate {size} bytes on Vulkan device '{}' ({e})",
                         device.physical.name
-                    ))
-                }
-                e => vk_error("vkAllocateMemory", e),
-            })?;
+                    )),
+                    e => vk_error("vkAllocateMemory", e),
+                })?;
             device
                 .raw
                 .bind_buffer_memory(raw, buffer.memory, 0)
@@ -71,7 +73,12 @@ impl VulkanBuffer {
             if map {
                 let ptr = device
                     .raw
-                    .map_memory(buffer.memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
+                    .map_memory(
+                        buffer.memory,
+                        0,
+                        vk::WHOLE_SIZE,
+                        vk::MemoryMapFlags::empty(),
+                    )
                     .map_err(|e| vk_error("vkMapMemory", e))?;
                 buffer.mapped = Some(MappedPtr(ptr.cast()));
             }

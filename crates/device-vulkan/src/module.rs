@@ -123,22 +123,30 @@ impl<'a> Reader<'a> {
     }
 
     fn u32(&mut self, what: &str) -> VkResult<u32> {
-        Ok(u32::from_le_bytes(self.take(4, what)?.try_into().expect("4 bytes")))
+        Ok(u32::from_le_bytes(
+            self.take(4, what)?.try_into().expect("4 bytes"),
+        ))
     }
 
     fn u64(&mut self, what: &str) -> VkResult<u64> {
-        Ok(u64::from_le_bytes(self.take(8, what)?.try_into().expect("8 bytes")))
+        Ok(u64::from_le_bytes(
+            self.take(8, what)?.try_into().expect("8 bytes"),
+        ))
     }
 
     /// A count of items of `item_bytes` bytes each (at least 1), checked against what is left.
     fn count(&mut self, item_bytes: usize, what: &str) -> VkResult<usize> {
         let n = self.u64(what)?;
         let left = (self.bytes.len() - self.pos) / item_bytes.max(1);
-        usize::try_from(n).ok().filter(|n| *n <= left).ok_or_else(|| {
-            VulkanError::invalid(format!(
-                "vulkan module bytes: {what} claims {n} items, more than the bytes hold"
-            ))
-        })
+        usize::try_from(n)
+            .ok()
+            .filter(|n| *n <= left)
+            .ok_or_else(|| {
+                VulkanError::invalid(format!(
+                    "vulkan module bytes are truncated: {what} claims {n} items, more than the \
+                 bytes left hold"
+                ))
+            })
     }
 
     fn string(&mut self, what: &str) -> VkResult<String> {

@@ -70,7 +70,9 @@ pub(crate) fn compute_entry_points(
                     .ok_or_else(|| bad(format!("the entry point at word {at} has no name")))?;
                 names.insert(operands[1], name);
             }
-            OP_EXECUTION_MODE if operands.len() >= 5 && operands[1] == EXECUTION_MODE_LOCAL_SIZE => {
+            OP_EXECUTION_MODE
+                if operands.len() >= 5 && operands[1] == EXECUTION_MODE_LOCAL_SIZE =>
+            {
                 sizes.insert(operands[0], [operands[2], operands[3], operands[4]]);
             }
             _ => {}
