@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import tvm.base
+# The Vulkan tests run with the validation layer on (read when Vulkan is first used).
+os.environ.setdefault("TVM_VULKAN_VALIDATION", "1")
+
+import tvm.base  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The C header directory: kernels in the tests see the ABI exactly as a kernel author does.

@@ -17,7 +17,8 @@ use crate::memory::VulkanBuffer;
 
 /// The Vulkan backend (device type `kDLVulkan`, 7): devices by their index in the loader's list.
 pub struct VulkanDeviceApi {
-    options: VulkanOptions,
+    /// `None`: read from the environment when the instance is created.
+    options: Option<VulkanOptions>,
     instance: OnceLock<VkResult<Arc<Instance>>>,
     devices: Mutex<HashMap<usize, Arc<VulkanDevice>>>,
     /// Live allocations by handle (the address of the buffer object).
@@ -41,6 +42,16 @@ fn version_text(v: u32) -> String {
 impl VulkanDeviceApi {
     /// A backend with the given options; nothing is loaded until it is used.
     pub fn new(options: VulkanOptions) -> VulkanDeviceApi {
+        VulkanDeviceApi::with_options(Some(options))
+    }
+
+    /// A backend that reads its options from the environment ([`VulkanOptions::from_env`]) when
+    /// it is first used.
+    pub fn from_env() -> VulkanDeviceApi {
+        VulkanDeviceApi::with_options(None)
+    }
+
+    fn with_options(options: Option<VulkanOptions>) -> VulkanDeviceApi {
         VulkanDeviceApi {
             options,
             instance: OnceLock::new(),
@@ -52,7 +63,10 @@ impl VulkanDeviceApi {
     /// The instance, created on first use (the error, if creating it failed, is kept).
     pub(crate) fn instance(&self) -> VkResult<Arc<Instance>> {
         self.instance
-            .get_or_init(|| Instance::load(self.options).map(Arc::new))
+            .get_or_init(|| {
+                let options = self.options.unwrap_or_else(VulkanOptions::from_env);
+                Instance::load(options).map(Arc::new)
+            })
             .clone()
     }
 

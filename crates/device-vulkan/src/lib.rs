@@ -51,18 +51,22 @@ fn register_global(name: &str, f: Function) {
     let _ = f.register_global(name, false);
 }
 
-/// Registers the backend for `kDLVulkan` (with [`VulkanOptions::from_env`]) and the `vulkan`
-/// module loaders. Loads nothing; later calls do nothing.
+/// Registers the backend for `kDLVulkan` (reading [`VulkanOptions::from_env`] on first use) and
+/// the `vulkan` module loaders. Loads nothing; later calls do nothing.
 pub fn register() -> Result<()> {
-    register_with(VulkanOptions::from_env()).map(|_| ())
+    register_api(VulkanDeviceApi::from_env).map(|_| ())
 }
 
 /// [`register`] with explicit options; returns the registered backend (the first one, when
 /// called again).
 pub fn register_with(options: VulkanOptions) -> Result<Arc<VulkanDeviceApi>> {
+    register_api(|| VulkanDeviceApi::new(options))
+}
+
+fn register_api(make: impl FnOnce() -> VulkanDeviceApi) -> Result<Arc<VulkanDeviceApi>> {
     let mut outcome = Ok(());
     let api = BACKEND.get_or_init(|| {
-        let api = Arc::new(VulkanDeviceApi::new(options));
+        let api = Arc::new(make());
         outcome = tvm_runtime::device::register_device_api(VULKAN_DEVICE_TYPE, api.clone());
         let name = "ffi.Module.load_from_bytes.vulkan";
         let backend = api.clone();
