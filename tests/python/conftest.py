@@ -11,7 +11,7 @@ import pytest
 # The Vulkan tests run with the validation layer on (read when Vulkan is first used).
 os.environ.setdefault("TVM_VULKAN_VALIDATION", "1")
 
-import tvm.base  # noqa: E402
+import tvm.base
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The C header directory: kernels in the tests see the ABI exactly as a kernel author does.

@@ -102,7 +102,9 @@ def module_bytes(kernels: list[tuple[dict, bytes]]) -> bytes:
 @pytest.fixture(scope="module")
 def kernels(spirv_dir: Path) -> tvm.ffi.Module:
     """``add_one`` and ``scale_2d`` in one module, loaded from its serialized form."""
-    pairs = [(info, (spirv_dir / f"{info['name']}.spv").read_bytes()) for info in (ADD_ONE, SCALE_2D)]
+    pairs = [
+        (info, (spirv_dir / f"{info['name']}.spv").read_bytes()) for info in (ADD_ONE, SCALE_2D)
+    ]
     module = tvm.get_global_func("ffi.Module.load_from_bytes.vulkan")(module_bytes(pairs))
     assert module.kind == "vulkan"
     return module
@@ -142,7 +144,9 @@ try:
 except ValueError as err:
     print("ERROR:", err)
 """
-    env = dict(os.environ, VK_DRIVER_FILES="/nonexistent.json", VK_ICD_FILENAMES="/nonexistent.json")
+    env = dict(
+        os.environ, VK_DRIVER_FILES="/nonexistent.json", VK_ICD_FILENAMES="/nonexistent.json"
+    )
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "ERROR:" in result.stdout and "ERROR_INCOMPATIBLE_DRIVER" in result.stdout, result.stdout
@@ -150,8 +154,10 @@ except ValueError as err:
 
 @pytest.mark.parametrize(
     "dtype",
-    ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
-    + ["float16", "float32", "float64", "bool"],
+    [
+        *("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"),
+        *("float16", "float32", "float64", "bool"),
+    ],
 )
 def test_every_dtype_round_trips(dtype):
     data = (np.arange(-20, 40).reshape(6, 10) % 7).astype(dtype)
@@ -233,11 +239,11 @@ def test_bad_launches_name_the_kernel_and_leave_the_device_usable(kernels: tvm.f
     on_cpu = tensor(np.zeros(64, "float32"))
     with pytest.raises(ValueError, match="kernel `add_one`: argument 0 is a tensor on cpu:0"):
         add_one(on_cpu, b, 64, 1, 64)
-    with pytest.raises(ValueError, match="kernel `add_one`: blockIdx.x=0 is outside"):
+    with pytest.raises(ValueError, match=r"kernel `add_one`: blockIdx\.x=0 is outside"):
         add_one(a, b, 64, 0, 64)
-    with pytest.raises(ValueError, match="blockIdx.x=4294967296 is outside"):
+    with pytest.raises(ValueError, match=r"blockIdx\.x=4294967296 is outside"):
         add_one(a, b, 64, 1 << 32, 64)
-    with pytest.raises(ValueError, match=r"threadIdx.x=128 does not match .*\[64, 1, 1\]"):
+    with pytest.raises(ValueError, match=r"threadIdx\.x=128 does not match .*\[64, 1, 1\]"):
         add_one(a, b, 64, 1, 128)
     with pytest.raises(TypeError, match="kernel `add_one` takes 3 arguments and 2 launch"):
         add_one(a, b, 64)
@@ -250,12 +256,12 @@ def test_modules_that_do_not_match_their_shaders_are_refused(spirv_dir: Path):
     spirv = (spirv_dir / "add_one.spv").read_bytes()
     load = tvm.get_global_func("ffi.Module.load_from_bytes.vulkan")
     renamed = dict(ADD_ONE, name="add_two")
-    with pytest.raises(ValueError, match="`add_two` is not a compute entry point .*add_one"):
+    with pytest.raises(ValueError, match=r"`add_two` is not a compute entry point .*add_one"):
         load(module_bytes([(renamed, spirv)]))
     with pytest.raises(ValueError, match="not valid SPIR-V"):
         load(module_bytes([(ADD_ONE, b"\0" * 64)]))
     with pytest.raises(ValueError, match="truncated"):
         load(module_bytes([(ADD_ONE, spirv)])[:-5])
     (spirv_dir / "lonely.spv").write_bytes(spirv)
-    with pytest.raises(FileNotFoundError, match="lonely.tvm_meta.json"):
+    with pytest.raises(FileNotFoundError, match=r"lonely\.tvm_meta\.json"):
         tvm.runtime.load_module(spirv_dir / "lonely.spv")
