@@ -3,6 +3,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Vulkan on the CPU for the device-vulkan tests (Mesa lavapipe), the validation layer the debug
+# test runs enable, and the tools the tests compile and check GLSL shaders with.
+vulkan_packages=()
+for package in mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslang-tools spirv-tools; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+        vulkan_packages+=("$package")
+done
+if ((${#vulkan_packages[@]})) && command -v apt-get >/dev/null 2>&1; then
+    sudo=""
+    [[ $(id -u) -eq 0 ]] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+        "${vulkan_packages[@]}" >/dev/null
+fi
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # (includes the bounded fuzz pass, fuzz/tests/corpus.rs; long runs: bash scripts/fuzz.sh)

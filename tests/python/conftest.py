@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# The Vulkan tests run with the validation layer on (read when Vulkan is first used).
+os.environ.setdefault("TVM_VULKAN_VALIDATION", "1")
+
 import tvm.base
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

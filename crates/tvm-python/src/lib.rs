@@ -88,6 +88,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tvm_ffi_capi::register_frame_filter(PYTHON_FRAMES);
     tvm_runtime::init();
     tvm_rpc::globals::init();
+    // Loads nothing: libvulkan is opened on the first use of a Vulkan device.
+    #[cfg(feature = "vulkan")]
+    device_vulkan::register().map_err(|e| errors::raise_error(m.py(), e))?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;
     m.add_class::<objects::PyObjectRef>()?;

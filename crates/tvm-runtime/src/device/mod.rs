@@ -28,7 +28,7 @@ use tvm_ffi::abi::DLTensor;
 use tvm_ffi::{Any, DataType, Device, Result};
 
 pub use export::{export_table, register_external};
-pub use host_copy::{check_copy_shapes, copy_host_strided, tensor_nbytes};
+pub use host_copy::{byte_extent, check_copy_shapes, copy_host_strided, tensor_nbytes};
 pub use registry::{
     RPC_SESSION_DEVICE_TYPES, alloc_data, copy_tensor, create_stream, current_stream, device_api,
     device_attr, device_exists, free_data, free_stream, register_device_api,
@@ -184,6 +184,12 @@ pub trait DeviceApi: Send + Sync + 'static {
     /// An attribute of `device`; `Ok(None)` when the backend does not know it. [`DeviceAttr::Exist`]
     /// must be answered for every index, with an int.
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>>;
+
+    /// Why `device` does not exist (a missing driver library, no such index), for the error that
+    /// refuses an operation on it; `None` when the backend has nothing to add.
+    fn unavailable_reason(&self, _device: Device) -> Option<String> {
+        None
+    }
 
     /// Allocates `nbytes` (at least one byte is reserved for 0) aligned to `alignment`, a power
     /// of two. `dtype_hint` is the element type the memory will hold.

@@ -89,9 +89,13 @@ fn attr_is_true(value: Option<Any>) -> bool {
 fn existing(device: Device) -> Result<Arc<dyn DeviceApi>> {
     let api = device_api(device)?;
     if device.device_id() < 0 || !attr_is_true(api.attr(device, DeviceAttr::Exist)?) {
+        let reason = api
+            .unavailable_reason(device)
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
         tvm_ffi::bail!(
             ErrorKind::ValueError,
-            "device {device} does not exist (backend '{}')",
+            "device {device} does not exist (backend '{}'){reason}",
             api.name()
         );
     }

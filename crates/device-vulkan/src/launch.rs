@@ -1,0 +1,526 @@
+//! Kernel metadata and launches: [`FunctionInfo`] (TVM's `runtime.FunctionInfo`), the launch
+//! parameters of the shared convention ([`LaunchParams`]), compute pipelines (one per kernel and
+//! device, made on first launch) and the packed function that records a dispatch.
+//!
+//! Call convention of a kernel: its arguments in `arg_types` order (tensors first, bound as
+//! storage buffers 0..n-1 of set 0; then scalars, packed as 8-byte push constants), then one
+//! int per thread or block tag of `launch_param_tags`, in tag order. The grid is `blockIdx.*`;
+//! the block (`threadIdx.*`) is fixed by the shader and must match its `LocalSize`.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use ash::vk;
+use tvm_ffi::abi::{self, DLTensor, kDLFloat, kDLInt, kDLOpaqueHandle, kDLUInt};
+use tvm_ffi::{Any, AnyView, DataType, Device, Tensor};
+
+use crate::api::VulkanDeviceApi;
+use crate::device::VulkanDevice;
+use crate::error::{VkResult, VulkanError, vk_error};
+use crate::memory::VulkanBuffer;
+use crate::spirv::EntryPoint;
+
+/// The metadata of one kernel (TVM's `FunctionInfo`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FunctionInfo {
+    /// The kernel's name, also its SPIR-V entry point.
+    pub name: String,
+    /// The types of its arguments (`handle` for tensors).
+    pub arg_types: Vec<DataType>,
+    /// The launch parameters that follow the arguments (`blockIdx.x`, `threadIdx.x`, ...).
+    pub launch_param_tags: Vec<String>,
+    /// Extra tags of the arguments (0: none, 1: tensor map).
+    pub arg_extra_tags: Vec<i32>,
+}
+
+/// Where one launch argument goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LaunchDim {
+    /// `blockIdx.{x,y,z}`: a grid dimension.
+    Grid(usize),
+    /// `threadIdx.{x,y,z}`: a block dimension.
+    Block(usize),
+}
+
+/// The launch parameters of a kernel, parsed from its tags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchParams {
+    dims: Vec<LaunchDim>,
+}
+
+impl LaunchParams {
+    /// Parses the tags of `kernel`; an error names an unknown or unsupported tag.
+    pub fn parse(kernel: &str, tags: &[String]) -> Result<LaunchParams, VulkanError> {
+        let mut dims = Vec::new();
+        for tag in tags {
+            let axis = |rest: &str| match rest {
+                "x" => Some(0),
+                "y" => Some(1),
+                "z" => Some(2),
+                _ => None,
+            };
+            let dim = if let Some(rest) = tag.strip_prefix("blockIdx.") {
+                axis(rest).map(LaunchDim::Grid)
+            } else if let Some(rest) = tag.strip_prefix("threadIdx.") {
+                axis(rest).map(LaunchDim::Block)
+            } else if tag.starts_with("vthread") || tag == "cthread" {
+                // Virtual threads take no launch argument.
+                continue;
+            } else if tag == "tirx.use_dyn_shared_memory" {
+                return Err(VulkanError::invalid(format!(
+                    "kernel `{kernel}`: dynamic shared memory is not supported by Vulkan"
+                )));
+            } else {
+                None
+            };
+            dims.push(dim.ok_or_else(|| {
+                VulkanError::invalid(format!(
+                    "kernel `{kernel}`: unknown launch parameter tag '{tag}' (Unknown threadscope)"
+                ))
+            })?);
+        }
+        Ok(LaunchParams { dims })
+    }
+
+    /// How many launch arguments follow the kernel's own.
+    pub fn count(&self) -> usize {
+        self.dims.len()
+    }
+}
+
+/// How a scalar argument is packed into its 8 push-constant bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scalar {
+    Int64,
+    Int32,
+    UInt32,
+    Float64,
+    Float32,
+}
+
+impl Scalar {
+    fn of(dtype: DataType) -> Option<Scalar> {
+        Some(match (dtype.code(), dtype.bits(), dtype.lanes()) {
+            (c, 64, 1) if c == kDLInt => Scalar::Int64,
+            (c, 32, 1) if c == kDLInt => Scalar::Int32,
+            (c, 32, 1) if c == kDLUInt => Scalar::UInt32,
+            (c, 64, 1) if c == kDLFloat => Scalar::Float64,
+            (c, 32, 1) if c == kDLFloat => Scalar::Float32,
+            _ => return None,
+        })
+    }
+
+    /// The value's `ArgUnion64` bytes (32-bit values in the low four).
+    fn pack(self, value: &AnyView<'_>) -> Option<[u8; 8]> {
+        let mut out = [0u8; 8];
+        match self {
+            Scalar::Int64 => out = value.cast::<i64>().ok()?.to_le_bytes(),
+            Scalar::Int32 => {
+                let v = i32::try_from(value.cast::<i64>().ok()?).ok()?;
+                out[..4].copy_from_slice(&v.to_le_bytes());
+            }
+            Scalar::UInt32 => {
+                let v = u32::try_from(value.cast::<i64>().ok()?).ok()?;
+                out[..4].copy_from_slice(&v.to_le_bytes());
+            }
+            Scalar::Float64 => out = value.cast::<f64>().ok()?.to_le_bytes(),
+            Scalar::Float32 => {
+                out[..4].copy_from_slice(&(value.cast::<f64>().ok()? as f32).to_le_bytes())
+            }
+        }
+        Some(out)
+    }
+}
+
+/// A compute pipeline of one kernel on one device, with its layouts.
+struct Pipeline {
+    device: Arc<VulkanDevice>,
+    shader: vk::ShaderModule,
+    set_layout: vk::DescriptorSetLayout,
+    layout: vk::PipelineLayout,
+    raw: vk::Pipeline,
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        // SAFETY: the last reference is gone and no pending batch uses the pipeline (batches
+        // keep theirs alive); null handles are skipped by Vulkan.
+        unsafe {
+            let raw = &self.device.raw;
+            raw.destroy_pipeline(self.raw, None);
+            raw.destroy_pipeline_layout(self.layout, None);
+            raw.destroy_descriptor_set_layout(self.set_layout, None);
+            raw.destroy_shader_module(self.shader, None);
+        }
+    }
+}
+
+/// A kernel of a module, ready to launch on any device of its backend.
+pub(crate) struct Kernel {
+    api: Arc<VulkanDeviceApi>,
+    info: FunctionInfo,
+    words: Arc<Vec<u32>>,
+    entry: EntryPoint,
+    launch: LaunchParams,
+    num_buffers: usize,
+    scalars: Vec<Scalar>,
+    pipelines: Mutex<HashMap<usize, Arc<Pipeline>>>,
+}
+
+/// A tensor argument: its buffer and the byte offset its binding starts at.
+struct BoundBuffer {
+    buffer: Arc<VulkanBuffer>,
+    offset: u64,
+}
+
+impl Kernel {
+    /// Checks `info` against the convention: tensors first, then supported scalars, known tags.
+    pub(crate) fn new(
+        api: Arc<VulkanDeviceApi>,
+        info: FunctionInfo,
+        words: Arc<Vec<u32>>,
+        entry: EntryPoint,
+    ) -> VkResult<Kernel> {
+        let name = &info.name;
+        let launch = LaunchParams::parse(name, &info.launch_param_tags)?;
+        let num_buffers = info
+            .arg_types
+            .iter()
+            .take_while(|t| t.code() == kDLOpaqueHandle)
+            .count();
+        let scalars = info.arg_types[num_buffers..]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if t.code() == kDLOpaqueHandle {
+                    return Err(VulkanError::invalid(format!(
+                        "kernel `{name}`: tensor argument {} comes after a scalar; tensors must \
+                         come first (Device function need to be organized)",
+                        num_buffers + i
+                    )));
+                }
+                Scalar::of(*t).ok_or_else(|| {
+                    VulkanError::invalid(format!(
+                        "kernel `{name}`: cannot handle {t} as device function argument {}",
+                        num_buffers + i
+                    ))
+                })
+            })
+            .collect::<VkResult<Vec<_>>>()?;
+        Ok(Kernel {
+            api,
+            info,
+            words,
+            entry,
+            launch,
+            num_buffers,
+            scalars,
+            pipelines: Mutex::default(),
+        })
+    }
+
+    fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    fn fail(&self, what: String) -> VulkanError {
+        VulkanError::invalid(format!("kernel `{}`: {what}", self.name()))
+    }
+
+    /// The buffer behind tensor argument `index`.
+    fn bind(&self, index: usize, value: &AnyView<'_>) -> VkResult<BoundBuffer> {
+        let raw = value.as_raw();
+        let tensor_buffer = |t: &DLTensor| {
+            if t.device.device_type != abi::kDLVulkan {
+                return Err(self.fail(format!(
+                    "argument {index} is a tensor on {}, not on a Vulkan device",
+                    Device(t.device)
+                )));
+            }
+            let buffer = self.api.buffer(t.data, t.device.device_id)?;
+            Ok(BoundBuffer {
+                buffer,
+                offset: t.byte_offset,
+            })
+        };
+        match raw.type_index {
+            abi::kTVMFFITensor => {
+                let tensor = value
+                    .cast::<Tensor>()
+                    .ok()
+                    .ok_or_else(|| self.fail(format!("argument {index} is not a tensor")))?;
+                tensor_buffer(tensor.dltensor())
+            }
+            abi::kTVMFFIDLTensorPtr => {
+                // SAFETY: a DLTensor pointer argument points at a descriptor valid for the call.
+                let t = unsafe { &*raw.payload.v_ptr.cast::<DLTensor>() };
+                tensor_buffer(t)
+            }
+            abi::kTVMFFIOpaquePtr => {
+                // SAFETY: opaque pointers store `v_ptr`.
+                let handle = unsafe { raw.payload.v_ptr };
+                let buffer = self
+                    .api
+                    .buffer_anywhere(handle)
+                    .map_err(|e| self.fail(format!("argument {index}: {e}")))?;
+                Ok(BoundBuffer { buffer, offset: 0 })
+            }
+            _ => Err(VulkanError::WrongType(format!(
+                "kernel `{}`: argument {index} must be a Vulkan tensor or buffer handle, got {}",
+                self.name(),
+                value.type_name()
+            ))),
+        }
+    }
+
+    /// The pipeline of this kernel on `device`, made on first use.
+    fn pipeline(&self, device: &Arc<VulkanDevice>) -> VkResult<Arc<Pipeline>> {
+        let mut cache = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = cache.get(&device.physical_index) {
+            return Ok(Arc::clone(p));
+        }
+        let pipeline = Arc::new(self.create_pipeline(device)?);
+        cache.insert(device.physical_index, Arc::clone(&pipeline));
+        Ok(pipeline)
+    }
+
+    fn create_pipeline(&self, device: &Arc<VulkanDevice>) -> VkResult<Pipeline> {
+        let push_bytes = (self.scalars.len() * 8) as u32;
+        let limit = device.physical.properties.limits.max_push_constants_size;
+        if push_bytes > limit {
+            return Err(self.fail(format!(
+                "{} scalar arguments take {push_bytes} bytes of push constants; the device \
+                 allows {limit}",
+                self.scalars.len()
+            )));
+        }
+        let mut pipeline = Pipeline {
+            device: Arc::clone(device),
+            shader: vk::ShaderModule::null(),
+            set_layout: vk::DescriptorSetLayout::null(),
+            layout: vk::PipelineLayout::null(),
+            raw: vk::Pipeline::null(),
+        };
+        let raw = &device.raw;
+        let bindings: Vec<_> = (0..self.num_buffers as u32)
+            .map(|b| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(b)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            })
+            .collect();
+        let push = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .size(push_bytes)];
+        let entry = CString::new(self.name())
+            .map_err(|_| self.fail("the name contains a NUL byte".to_owned()))?;
+        // SAFETY: creations on a live device from infos that live across each call; each
+        // handle is stored at once so that Drop destroys it if a later step fails.
+        unsafe {
+            let info = vk::ShaderModuleCreateInfo::default().code(&self.words);
+            pipeline.shader = raw
+                .create_shader_module(&info, None)
+                .map_err(|e| vk_error("vkCreateShaderModule", e))?;
+            let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+            pipeline.set_layout = raw
+                .create_descriptor_set_layout(&info, None)
+                .map_err(|e| vk_error("vkCreateDescriptorSetLayout", e))?;
+            let set_layouts = [pipeline.set_layout];
+            let mut info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
+            if push_bytes > 0 {
+                info = info.push_constant_ranges(&push);
+            }
+            pipeline.layout = raw
+                .create_pipeline_layout(&info, None)
+                .map_err(|e| vk_error("vkCreatePipelineLayout", e))?;
+            let stage = vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(pipeline.shader)
+                .name(&entry);
+            let info = [vk::ComputePipelineCreateInfo::default()
+                .stage(stage)
+                .layout(pipeline.layout)];
+            pipeline.raw = raw
+                .create_compute_pipelines(vk::PipelineCache::null(), &info, None)
+                .map_err(|(_, e)| vk_error("vkCreateComputePipelines", e))?[0];
+        }
+        Ok(pipeline)
+    }
+
+    /// The grid of a launch from its launch arguments, checked against the shader and device.
+    fn grid(&self, device: &VulkanDevice, values: &[AnyView<'_>]) -> VkResult<[u32; 3]> {
+        let limits = &device.physical.properties.limits;
+        let mut grid = [1u32; 3];
+        for (i, (dim, value)) in self.launch.dims.iter().zip(values).enumerate() {
+            let tag = &self.info.launch_param_tags[i];
+            let v = value.cast::<i64>().ok().ok_or_else(|| {
+                VulkanError::WrongType(format!(
+                    "kernel `{}`: launch parameter {tag} must be an int, got {}",
+                    self.name(),
+                    value.type_name()
+                ))
+            })?;
+            match *dim {
+                LaunchDim::Grid(axis) => {
+                    let max = limits.max_compute_work_group_count[axis];
+                    if v < 1 || v > i64::from(max) {
+                        return Err(self.fail(format!(
+                            "{tag}={v} is outside the device's grid range 1..={max}"
+                        )));
+                    }
+                    grid[axis] = v as u32;
+                }
+                LaunchDim::Block(axis) => {
+                    if let Some(size) = self.entry.local_size
+                        && v != i64::from(size[axis])
+                    {
+                        return Err(self.fail(format!(
+                            "{tag}={v} does not match the shader's work-group size {size:?}"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(grid)
+    }
+
+    /// Launches the kernel with packed arguments (see the module docs for the convention).
+    pub(crate) fn call(&self, args: &[AnyView<'_>]) -> VkResult<()> {
+        let nargs = self.info.arg_types.len();
+        if args.len() != nargs + self.launch.count() {
+            return Err(VulkanError::WrongType(format!(
+                "kernel `{}` takes {nargs} arguments and {} launch parameters ({}), got {} values",
+                self.name(),
+                self.launch.count(),
+                self.info.launch_param_tags.join(", "),
+                args.len()
+            )));
+        }
+        let buffers = (0..self.num_buffers)
+            .map(|i| self.bind(i, &args[i]))
+            .collect::<VkResult<Vec<_>>>()?;
+        let device = match buffers.first() {
+            Some(b) => Arc::clone(&b.buffer.device),
+            None => self.api.device(Device::vulkan(0))?,
+        };
+        let mut push = Vec::with_capacity(self.scalars.len() * 8);
+        for (i, scalar) in self.scalars.iter().enumerate() {
+            let index = self.num_buffers + i;
+            let value = &args[index];
+            let bytes = scalar.pack(value).ok_or_else(|| {
+                VulkanError::WrongType(format!(
+                    "kernel `{}`: argument {index} must be a {} value, got {value:?}",
+                    self.name(),
+                    self.info.arg_types[index]
+                ))
+            })?;
+            push.extend_from_slice(&bytes);
+        }
+        let grid = self.grid(&device, &args[nargs..])?;
+        let infos = self.buffer_infos(&device, &buffers)?;
+        let pipeline = self.pipeline(&device)?;
+        let mut keep: Vec<Arc<dyn std::any::Any + Send + Sync>> =
+            buffers.iter().map(|b| b.buffer.clone() as _).collect();
+        keep.push(pipeline.clone());
+        device.record(keep, |cmd, pool| {
+            let Some(set) = device.allocate_descriptor_set(pool, pipeline.set_layout)? else {
+                return Ok(false);
+            };
+            let writes: Vec<_> = infos
+                .iter()
+                .enumerate()
+                .map(|(b, info)| {
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(set)
+                        .dst_binding(b as u32)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .buffer_info(std::slice::from_ref(info))
+                })
+                .collect();
+            let raw = &device.raw;
+            // SAFETY: `cmd` is recording; the set, pipeline and buffers are live and kept alive
+            // by the batch.
+            unsafe {
+                raw.update_descriptor_sets(&writes, &[]);
+                raw.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline.raw);
+                raw.cmd_bind_descriptor_sets(
+                    cmd,
+                    vk::PipelineBindPoint::COMPUTE,
+                    pipeline.layout,
+                    0,
+                    &[set],
+                    &[],
+                );
+                if !push.is_empty() {
+                    raw.cmd_push_constants(
+                        cmd,
+                        pipeline.layout,
+                        vk::ShaderStageFlags::COMPUTE,
+                        0,
+                        &push,
+                    );
+                }
+                raw.cmd_dispatch(cmd, grid[0], grid[1], grid[2]);
+            }
+            Ok(true)
+        })
+    }
+
+    /// The descriptor of each tensor argument, checked against the device's binding limits.
+    fn buffer_infos(
+        &self,
+        device: &Arc<VulkanDevice>,
+        buffers: &[BoundBuffer],
+    ) -> VkResult<Vec<vk::DescriptorBufferInfo>> {
+        let limits = &device.physical.properties.limits;
+        let alignment = limits.min_storage_buffer_offset_alignment.max(1);
+        let max_range = u64::from(limits.max_storage_buffer_range);
+        buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                if !Arc::ptr_eq(&b.buffer.device, device) {
+                    return Err(self.fail(format!(
+                        "argument {i} is on vulkan:{}, argument 0 on vulkan:{}",
+                        b.buffer.device.physical_index, device.physical_index
+                    )));
+                }
+                let size = b.buffer.size.max(1);
+                if b.offset >= size || b.offset % alignment != 0 {
+                    return Err(self.fail(format!(
+                        "argument {i} starts at byte offset {}, which is not inside its buffer of \
+                         {size} bytes at a multiple of {alignment}",
+                        b.offset
+                    )));
+                }
+                let range = size - b.offset;
+                if range > max_range {
+                    return Err(self.fail(format!(
+                        "argument {i} spans {range} bytes; one storage binding of '{}' holds at \
+                         most {max_range}",
+                        device.physical.name
+                    )));
+                }
+                Ok(vk::DescriptorBufferInfo {
+                    buffer: b.buffer.raw,
+                    offset: b.offset,
+                    range,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The packed function of a kernel: launches it and returns None.
+pub(crate) fn kernel_function(kernel: Arc<Kernel>) -> tvm_ffi::Function {
+    tvm_ffi::Function::from_packed(move |args| {
+        kernel.call(args)?;
+        Ok(Any::default())
+    })
+}

@@ -1,0 +1,267 @@
+"""The Vulkan backend on a real driver (Mesa lavapipe in CI): devices and attributes, tensors
+moved between numpy, the CPU and Vulkan, DLPack export, SPIR-V kernels (GLSL from
+``crates/device-vulkan/tests/shaders`` compiled with ``glslangValidator`` at test time) loaded from
+``.spv`` files, from bytes and from a library compiled by the test, and the bad-input list.
+
+Every test skips, saying why, only when no Vulkan driver (or no shader compiler) is installed. The
+conftest turns the validation layer on (``TVM_VULKAN_VALIDATION=1``); each test fails if the layer
+printed anything."""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tvm
+from tvm.runtime import cpu, empty, tensor, vulkan
+
+SHADERS = Path(__file__).resolve().parents[2] / "crates" / "device-vulkan" / "tests" / "shaders"
+
+
+def _unavailable() -> str | None:
+    try:
+        names = list(tvm.get_global_func("runtime.vulkan.device_names")())
+    except Exception as err:
+        return str(err)
+    return None if names else "the Vulkan driver lists no device"
+
+
+pytestmark = pytest.mark.skipif(
+    _unavailable() is not None, reason=f"no Vulkan device: {_unavailable()}"
+)
+
+ADD_ONE = {
+    "name": "add_one",
+    "arg_types": ["handle", "handle", "int32"],
+    "launch_param_tags": ["blockIdx.x", "threadIdx.x"],
+}
+SCALE_2D = {
+    "name": "scale_2d",
+    "arg_types": ["handle", "handle", "int32", "int32", "int64", "float32"],
+    "launch_param_tags": ["blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y"],
+}
+
+
+@pytest.fixture(autouse=True)
+def validation_is_quiet(capfd: pytest.CaptureFixture[str]):
+    """Fails the test if the validation layer printed a message during it."""
+    yield
+    err = capfd.readouterr().err
+    assert "tvm vulkan validation" not in err, err
+
+
+@pytest.fixture(scope="module")
+def spirv_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``<kernel>.spv`` of every shader of the suite, compiled now."""
+    compiler = shutil.which("glslangValidator")
+    if compiler is None:
+        pytest.skip("glslangValidator is not installed (Debian: glslang-tools)")
+    out = tmp_path_factory.mktemp("spirv")
+    for name in ("add_one", "scale_2d"):
+        command = [compiler, "-V", "--target-env", "vulkan1.1", "-e", name]
+        command += ["--source-entrypoint", "main", "-o", str(out / f"{name}.spv")]
+        result = subprocess.run(
+            [*command, str(SHADERS / f"{name}.comp")], capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+    return out
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def _dtype(text: str) -> bytes:
+    dtype = tvm.ffi.dtype(text)
+    return struct.pack("<BBH", dtype.type_code, dtype.bits, dtype.lanes)
+
+
+def module_bytes(kernels: list[tuple[dict, bytes]]) -> bytes:
+    """The serialized ``vulkan`` module ``[fmt][fmap][smap]`` of (metadata, SPIR-V) pairs."""
+    out = _string("vulkan") + struct.pack("<Q", len(kernels))
+    for info, _ in kernels:
+        out += _string(info["name"]) + _string(info["name"])
+        out += struct.pack("<Q", len(info["arg_types"]))
+        out += b"".join(_dtype(t) for t in info["arg_types"])
+        out += struct.pack("<Q", len(info["launch_param_tags"]))
+        out += b"".join(_string(t) for t in info["launch_param_tags"])
+        out += struct.pack("<Q", 0)
+    out += struct.pack("<Q", len(kernels))
+    for info, spirv in kernels:
+        out += _string(info["name"]) + struct.pack("<IQ", 0, len(spirv) // 4) + spirv
+    return out
+
+
+@pytest.fixture(scope="module")
+def kernels(spirv_dir: Path) -> tvm.ffi.Module:
+    """``add_one`` and ``scale_2d`` in one module, loaded from its serialized form."""
+    pairs = [
+        (info, (spirv_dir / f"{info['name']}.spv").read_bytes()) for info in (ADD_ONE, SCALE_2D)
+    ]
+    module = tvm.get_global_func("ffi.Module.load_from_bytes.vulkan")(module_bytes(pairs))
+    assert module.kind == "vulkan"
+    return module
+
+
+def run_add_one(add_one: tvm.ffi.Function, n: int = 1000) -> None:
+    data = np.linspace(-3, 3, n, dtype="float32")
+    a = tensor(data, device=vulkan(0))
+    b = empty((n,), "float32", vulkan(0))
+    add_one(a, b, n, (n + 63) // 64, 64)
+    np.testing.assert_array_equal(b.numpy(), data + 1)
+
+
+def test_device_and_attributes():
+    dev = vulkan(0)
+    names = list(tvm.get_global_func("runtime.vulkan.device_names")())
+    assert dev.exist and dev.device_name == names[0]
+    assert dev.max_threads_per_block >= 128 and dev.warp_size >= 1
+    assert dev.max_shared_memory_per_block >= 16384 and dev.total_global_memory > 0
+    assert dev.api_version.startswith("1.")
+    assert dev.max_thread_dimensions.startswith("[")
+    assert not vulkan(99).exist
+    with pytest.raises(ValueError, match=f"no Vulkan device 99; present: .*{names[0][:8]}"):
+        empty((4,), "float32", vulkan(99))
+
+
+def test_without_a_driver_exist_is_false_and_allocation_names_the_cause():
+    """In a process whose loader finds no driver; `import tvm` there leaves libvulkan unloaded."""
+    script = """
+import tvm
+from tvm.runtime import empty, vulkan
+maps = lambda: open("/proc/self/maps").read()
+assert "libvulkan" not in maps(), "import tvm loaded libvulkan"
+assert not vulkan(0).exist
+try:
+    empty((4,), "float32", vulkan(0))
+except ValueError as err:
+    print("ERROR:", err)
+"""
+    env = dict(
+        os.environ, VK_DRIVER_FILES="/nonexistent.json", VK_ICD_FILENAMES="/nonexistent.json"
+    )
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "ERROR:" in result.stdout and "ERROR_INCOMPATIBLE_DRIVER" in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        *("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"),
+        *("float16", "float32", "float64", "bool"),
+    ],
+)
+def test_every_dtype_round_trips(dtype):
+    data = (np.arange(-20, 40).reshape(6, 10) % 7).astype(dtype)
+    x = tensor(data, device=vulkan(0))
+    assert (x.device, x.shape, x.dtype) == (vulkan(0), (6, 10), dtype)
+    np.testing.assert_array_equal(x.numpy(), data)
+
+
+def test_copies_between_vulkan_and_cpu():
+    data = np.arange(12, dtype="float32").reshape(3, 4)
+    x = tensor(data, device=vulkan(0))
+    np.testing.assert_array_equal(x.copyto(cpu()).numpy(), data)
+    y = x.copyto(vulkan(0))
+    np.testing.assert_array_equal(y.numpy(), data)
+    # A strided numpy source (a transposed view) and copies into existing tensors.
+    t = tensor(data.T, device="vulkan:0")
+    np.testing.assert_array_equal(t.numpy(), data.T)
+    into = empty((4, 3), "float32", vulkan(0))
+    assert into.copyfrom(data.T) is into
+    np.testing.assert_array_equal(np.asarray(into), data.T)
+    host = empty((4, 3), "float32")
+    assert t.copyto(host) is host
+    np.testing.assert_array_equal(host.numpy(), data.T)
+    with pytest.raises(ValueError, match=r"\[3, 4\].*\[4, 3\]"):
+        into.copyfrom(x)
+
+
+def test_dlpack_export_carries_the_vulkan_device():
+    x = tensor(np.arange(5, dtype="int32"), device=vulkan(0))
+    assert x.__dlpack_device__() == (7, 0)
+    back = tvm.ffi.from_dlpack(x)
+    assert back.device == vulkan(0)
+    np.testing.assert_array_equal(back.numpy(), np.arange(5))
+    with pytest.raises(RuntimeError, match="Unsupported device"):
+        np.from_dlpack(x)  # numpy cannot read device memory
+
+
+def test_add_one_from_a_spv_file_with_metadata(spirv_dir: Path):
+    meta = {"tvm_version": "0.1.0", "func_info": {"add_one": ADD_ONE}}
+    (spirv_dir / "add_one.tvm_meta.json").write_text(json.dumps(meta))
+    module = tvm.runtime.load_module(spirv_dir / "add_one.spv")
+    assert module.kind == "vulkan"
+    run_add_one(module["add_one"])
+
+
+def test_strided_2d_kernel(kernels: tvm.ffi.Module):
+    rows, cols, stride = 13, 10, 16
+    source = np.arange(rows * stride, dtype="float32")
+    src = tensor(source, device=vulkan(0))
+    dst = empty((rows, cols), "float32", vulkan(0))
+    kernels["scale_2d"](src, dst, rows, cols, stride, 0.5, (cols + 7) // 8, (rows + 7) // 8, 8, 8)
+    expected = 0.5 * source.reshape(rows, stride)[:, :cols]
+    np.testing.assert_array_equal(dst.numpy(), expected)
+
+
+def test_module_embedded_in_a_compiled_library(compile_c, spirv_dir: Path):
+    """A host library whose `__tvm_ffi__library_bin` holds a vulkan module imports it on load."""
+    spirv = (spirv_dir / "add_one.spv").read_bytes()
+    payload = module_bytes([(ADD_ONE, spirv)])
+    # The import tree in CSR form: node 0 (the library) imports node 1 (the vulkan module).
+    tree = struct.pack("<4Q", 3, 0, 1, 1) + struct.pack("<2Q", 1, 1)
+    blob = tree + _string("_lib") + _string("vulkan") + struct.pack("<Q", len(payload)) + payload
+    data = struct.pack("<Q", len(blob)) + blob
+    array = ", ".join(str(b) for b in data)
+    source = f"""
+#include <tvm/ffi/c_api.h>
+TVM_FFI_DLL_EXPORT const unsigned char __tvm_ffi__library_bin[{len(data)}] = {{{array}}};
+"""
+    library = tvm.runtime.load_module(compile_c(source, name="libembeds_vulkan.so"))
+    (imported,) = library.imports
+    assert imported.kind == "vulkan"
+    run_add_one(library.get_function("add_one", query_imports=True))
+
+
+def test_bad_launches_name_the_kernel_and_leave_the_device_usable(kernels: tvm.ffi.Module):
+    add_one = kernels["add_one"]
+    a = tensor(np.zeros(64, "float32"), device=vulkan(0))
+    b = empty((64,), "float32", vulkan(0))
+    on_cpu = tensor(np.zeros(64, "float32"))
+    with pytest.raises(ValueError, match="kernel `add_one`: argument 0 is a tensor on cpu:0"):
+        add_one(on_cpu, b, 64, 1, 64)
+    with pytest.raises(ValueError, match=r"kernel `add_one`: blockIdx\.x=0 is outside"):
+        add_one(a, b, 64, 0, 64)
+    with pytest.raises(ValueError, match=r"blockIdx\.x=4294967296 is outside"):
+        add_one(a, b, 64, 1 << 32, 64)
+    with pytest.raises(ValueError, match=r"threadIdx\.x=128 does not match .*\[64, 1, 1\]"):
+        add_one(a, b, 64, 1, 128)
+    with pytest.raises(TypeError, match="kernel `add_one` takes 3 arguments and 2 launch"):
+        add_one(a, b, 64)
+    with pytest.raises(TypeError, match="argument 1 must be a Vulkan tensor"):
+        add_one(a, "b", 64, 1, 64)
+    run_add_one(add_one)
+
+
+def test_modules_that_do_not_match_their_shaders_are_refused(spirv_dir: Path):
+    spirv = (spirv_dir / "add_one.spv").read_bytes()
+    load = tvm.get_global_func("ffi.Module.load_from_bytes.vulkan")
+    renamed = dict(ADD_ONE, name="add_two")
+    with pytest.raises(ValueError, match=r"`add_two` is not a compute entry point .*add_one"):
+        load(module_bytes([(renamed, spirv)]))
+    with pytest.raises(ValueError, match="not valid SPIR-V"):
+        load(module_bytes([(ADD_ONE, b"\0" * 64)]))
+    with pytest.raises(ValueError, match="truncated"):
+        load(module_bytes([(ADD_ONE, spirv)])[:-5])
+    (spirv_dir / "lonely.spv").write_bytes(spirv)
+    with pytest.raises(FileNotFoundError, match=r"lonely\.tvm_meta\.json"):
+        tvm.runtime.load_module(spirv_dir / "lonely.spv")
