@@ -135,7 +135,7 @@ def test_libraries_load_by_the_names_users_type(
     monkeypatch.chdir(tmp_path)
     for name in ("libk.so", "libk.so.6", "./sub/../libk.so"):
         assert tvm.runtime.load_module(name)["concat"]("x", "y") == "xy"
-    with pytest.raises(FileNotFoundError, match="libm.so.6"):
+    with pytest.raises(FileNotFoundError, match=r"libm\.so\.6"):
         tvm.runtime.load_module("libm.so.6")  # system libraries are not searched for
 
 

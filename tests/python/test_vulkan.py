@@ -239,9 +239,11 @@ def test_bad_launches_name_the_kernel_and_leave_the_device_usable(kernels: tvm.f
     on_cpu = tensor(np.zeros(64, "float32"))
     with pytest.raises(ValueError, match="kernel `add_one`: argument 0 is a tensor on cpu:0"):
         add_one(on_cpu, b, 64, 1, 64)
-    with pytest.raises(ValueError, match=r"kernel `add_one`: blockIdx\.x=0 is outside"):
+    with pytest.raises(
+        ValueError, match=r"kernel `add_one`: launch argument blockIdx\.x is 0, outside"
+    ):
         add_one(a, b, 64, 0, 64)
-    with pytest.raises(ValueError, match=r"blockIdx\.x=4294967296 is outside"):
+    with pytest.raises(ValueError, match=r"blockIdx\.x is 4294967296, outside"):
         add_one(a, b, 64, 1 << 32, 64)
     with pytest.raises(ValueError, match=r"threadIdx\.x=128 does not match .*\[64, 1, 1\]"):
         add_one(a, b, 64, 1, 128)
@@ -260,7 +262,7 @@ def test_modules_that_do_not_match_their_shaders_are_refused(spirv_dir: Path):
         load(module_bytes([(renamed, spirv)]))
     with pytest.raises(ValueError, match="not valid SPIR-V"):
         load(module_bytes([(ADD_ONE, b"\0" * 64)]))
-    with pytest.raises(ValueError, match="truncated"):
+    with pytest.raises(ValueError, match="malformed vulkan module"):
         load(module_bytes([(ADD_ONE, spirv)])[:-5])
     (spirv_dir / "lonely.spv").write_bytes(spirv)
     with pytest.raises(FileNotFoundError, match=r"lonely\.tvm_meta\.json"):

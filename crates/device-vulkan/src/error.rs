@@ -79,5 +79,16 @@ impl From<VulkanError> for tvm_ffi::Error {
     }
 }
 
+impl From<tvm_ffi::Error> for VulkanError {
+    /// A refusal of the runtime's shared kernel code (metadata, launch arguments), by its kind.
+    fn from(e: tvm_ffi::Error) -> VulkanError {
+        if e.kind() == "TypeError" {
+            VulkanError::WrongType(e.message().into_owned())
+        } else {
+            VulkanError::InvalidValue(e.message().into_owned())
+        }
+    }
+}
+
 /// Results of this crate.
 pub type VkResult<T> = Result<T, VulkanError>;

@@ -1,6 +1,6 @@
-//! Kernel metadata and launches: [`FunctionInfo`] (TVM's `runtime.FunctionInfo`), the launch
-//! parameters of the shared convention ([`LaunchParams`]), compute pipelines (one per kernel and
-//! device, made on first launch) and the packed function that records a dispatch.
+//! Kernel launches: compute pipelines (one per kernel and device, made on first launch) and the
+//! packed function that records a dispatch, by the launch convention GPU backends share
+//! ([`tvm_runtime::kernel`]).
 //!
 //! Call convention of a kernel: its arguments in `arg_types` order (tensors first, bound as
 //! storage buffers 0..n-1 of set 0; then scalars, packed as 8-byte push constants), then one
@@ -12,126 +12,15 @@ use std::ffi::CString;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ash::vk;
-use tvm_ffi::abi::{self, DLTensor, kDLFloat, kDLInt, kDLOpaqueHandle, kDLUInt};
-use tvm_ffi::{Any, AnyView, DataType, Device, Tensor};
+use tvm_ffi::abi::{self, DLTensor, kDLOpaqueHandle};
+use tvm_ffi::{Any, AnyView, Device, Tensor};
+use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig};
 
 use crate::api::VulkanDeviceApi;
 use crate::device::VulkanDevice;
 use crate::error::{VkResult, VulkanError, vk_error};
 use crate::memory::VulkanBuffer;
 use crate::spirv::EntryPoint;
-
-/// The metadata of one kernel (TVM's `FunctionInfo`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FunctionInfo {
-    /// The kernel's name, also its SPIR-V entry point.
-    pub name: String,
-    /// The types of its arguments (`handle` for tensors).
-    pub arg_types: Vec<DataType>,
-    /// The launch parameters that follow the arguments (`blockIdx.x`, `threadIdx.x`, ...).
-    pub launch_param_tags: Vec<String>,
-    /// Extra tags of the arguments (0: none, 1: tensor map).
-    pub arg_extra_tags: Vec<i32>,
-}
-
-/// Where one launch argument goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LaunchDim {
-    /// `blockIdx.{x,y,z}`: a grid dimension.
-    Grid(usize),
-    /// `threadIdx.{x,y,z}`: a block dimension.
-    Block(usize),
-}
-
-/// The launch parameters of a kernel, parsed from its tags.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LaunchParams {
-    dims: Vec<LaunchDim>,
-}
-
-impl LaunchParams {
-    /// Parses the tags of `kernel`; an error names an unknown or unsupported tag.
-    pub fn parse(kernel: &str, tags: &[String]) -> Result<LaunchParams, VulkanError> {
-        let mut dims = Vec::new();
-        for tag in tags {
-            let axis = |rest: &str| match rest {
-                "x" => Some(0),
-                "y" => Some(1),
-                "z" => Some(2),
-                _ => None,
-            };
-            let dim = if let Some(rest) = tag.strip_prefix("blockIdx.") {
-                axis(rest).map(LaunchDim::Grid)
-            } else if let Some(rest) = tag.strip_prefix("threadIdx.") {
-                axis(rest).map(LaunchDim::Block)
-            } else if tag.starts_with("vthread") || tag == "cthread" {
-                // Virtual threads take no launch argument.
-                continue;
-            } else if tag == "tirx.use_dyn_shared_memory" {
-                return Err(VulkanError::invalid(format!(
-                    "kernel `{kernel}`: dynamic shared memory is not supported by Vulkan"
-                )));
-            } else {
-                None
-            };
-            dims.push(dim.ok_or_else(|| {
-                VulkanError::invalid(format!(
-                    "kernel `{kernel}`: unknown launch parameter tag '{tag}' (Unknown threadscope)"
-                ))
-            })?);
-        }
-        Ok(LaunchParams { dims })
-    }
-
-    /// How many launch arguments follow the kernel's own.
-    pub fn count(&self) -> usize {
-        self.dims.len()
-    }
-}
-
-/// How a scalar argument is packed into its 8 push-constant bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Scalar {
-    Int64,
-    Int32,
-    UInt32,
-    Float64,
-    Float32,
-}
-
-impl Scalar {
-    fn of(dtype: DataType) -> Option<Scalar> {
-        Some(match (dtype.code(), dtype.bits(), dtype.lanes()) {
-            (c, 64, 1) if c == kDLInt => Scalar::Int64,
-            (c, 32, 1) if c == kDLInt => Scalar::Int32,
-            (c, 32, 1) if c == kDLUInt => Scalar::UInt32,
-            (c, 64, 1) if c == kDLFloat => Scalar::Float64,
-            (c, 32, 1) if c == kDLFloat => Scalar::Float32,
-            _ => return None,
-        })
-    }
-
-    /// The value's `ArgUnion64` bytes (32-bit values in the low four).
-    fn pack(self, value: &AnyView<'_>) -> Option<[u8; 8]> {
-        let mut out = [0u8; 8];
-        match self {
-            Scalar::Int64 => out = value.cast::<i64>().ok()?.to_le_bytes(),
-            Scalar::Int32 => {
-                let v = i32::try_from(value.cast::<i64>().ok()?).ok()?;
-                out[..4].copy_from_slice(&v.to_le_bytes());
-            }
-            Scalar::UInt32 => {
-                let v = u32::try_from(value.cast::<i64>().ok()?).ok()?;
-                out[..4].copy_from_slice(&v.to_le_bytes());
-            }
-            Scalar::Float64 => out = value.cast::<f64>().ok()?.to_le_bytes(),
-            Scalar::Float32 => {
-                out[..4].copy_from_slice(&(value.cast::<f64>().ok()? as f32).to_le_bytes())
-            }
-        }
-        Some(out)
-    }
-}
 
 /// A compute pipeline of one kernel on one device, with its layouts.
 struct Pipeline {
@@ -162,9 +51,9 @@ pub(crate) struct Kernel {
     info: FunctionInfo,
     words: Arc<Vec<u32>>,
     entry: EntryPoint,
-    launch: LaunchParams,
+    launch: LaunchConfig,
     num_buffers: usize,
-    scalars: Vec<Scalar>,
+    scalars: Vec<ArgKind>,
     pipelines: Mutex<HashMap<usize, Arc<Pipeline>>>,
 }
 
@@ -183,7 +72,13 @@ impl Kernel {
         entry: EntryPoint,
     ) -> VkResult<Kernel> {
         let name = &info.name;
-        let launch = LaunchParams::parse(name, &info.launch_param_tags)?;
+        let launch = LaunchConfig::of(&info)?;
+        if launch.uses_dyn_shared_memory() || launch.uses_launch_features() {
+            return Err(VulkanError::invalid(format!(
+                "kernel `{name}`: Vulkan launches take grid and block sizes only (launch tags {:?})",
+                info.launch_param_tags
+            )));
+        }
         let num_buffers = info
             .arg_types
             .iter()
@@ -200,12 +95,7 @@ impl Kernel {
                         num_buffers + i
                     )));
                 }
-                Scalar::of(*t).ok_or_else(|| {
-                    VulkanError::invalid(format!(
-                        "kernel `{name}`: cannot handle {t} as device function argument {}",
-                        num_buffers + i
-                    ))
-                })
+                Ok(ArgKind::of(name, num_buffers + i, *t)?)
             })
             .collect::<VkResult<Vec<_>>>()?;
         Ok(Kernel {
@@ -355,49 +245,43 @@ impl Kernel {
 
     /// The grid of a launch from its launch arguments, checked against the shader and device.
     fn grid(&self, device: &VulkanDevice, values: &[AnyView<'_>]) -> VkResult<[u32; 3]> {
+        let dims = self.launch.dims(values)?;
         let limits = &device.physical.properties.limits;
-        let mut grid = [1u32; 3];
-        for (i, (dim, value)) in self.launch.dims.iter().zip(values).enumerate() {
-            let tag = &self.info.launch_param_tags[i];
-            let v = value.cast::<i64>().ok().ok_or_else(|| {
-                VulkanError::WrongType(format!(
-                    "kernel `{}`: launch parameter {tag} must be an int, got {}",
-                    self.name(),
-                    value.type_name()
-                ))
-            })?;
-            match *dim {
-                LaunchDim::Grid(axis) => {
-                    let max = limits.max_compute_work_group_count[axis];
-                    if v < 1 || v > i64::from(max) {
-                        return Err(self.fail(format!(
-                            "{tag}={v} is outside the device's grid range 1..={max}"
-                        )));
-                    }
-                    grid[axis] = v as u32;
-                }
-                LaunchDim::Block(axis) => {
-                    if let Some(size) = self.entry.local_size
-                        && v != i64::from(size[axis])
-                    {
-                        return Err(self.fail(format!(
-                            "{tag}={v} does not match the shader's work-group size {size:?}"
-                        )));
-                    }
+        for (axis, (&blocks, &max)) in dims
+            .grid
+            .iter()
+            .zip(&limits.max_compute_work_group_count)
+            .enumerate()
+        {
+            if blocks > max {
+                return Err(self.fail(format!(
+                    "blockIdx.{}={blocks} is outside the device's grid range 1..={max}",
+                    ["x", "y", "z"][axis]
+                )));
+            }
+        }
+        if let Some(size) = self.entry.local_size {
+            for axis in (0..3).filter(|&axis| self.launch.sets_block(axis)) {
+                if dims.block[axis] != size[axis] {
+                    return Err(self.fail(format!(
+                        "threadIdx.{}={} does not match the shader's work-group size {size:?}",
+                        ["x", "y", "z"][axis],
+                        dims.block[axis]
+                    )));
                 }
             }
         }
-        Ok(grid)
+        Ok(dims.grid)
     }
 
     /// Launches the kernel with packed arguments (see the module docs for the convention).
     pub(crate) fn call(&self, args: &[AnyView<'_>]) -> VkResult<()> {
         let nargs = self.info.arg_types.len();
-        if args.len() != nargs + self.launch.count() {
+        if args.len() != nargs + self.launch.num_args() {
             return Err(VulkanError::WrongType(format!(
                 "kernel `{}` takes {nargs} arguments and {} launch parameters ({}), got {} values",
                 self.name(),
-                self.launch.count(),
+                self.launch.num_args(),
                 self.info.launch_param_tags.join(", "),
                 args.len()
             )));
@@ -412,14 +296,7 @@ impl Kernel {
         let mut push = Vec::with_capacity(self.scalars.len() * 8);
         for (i, scalar) in self.scalars.iter().enumerate() {
             let index = self.num_buffers + i;
-            let value = &args[index];
-            let bytes = scalar.pack(value).ok_or_else(|| {
-                VulkanError::WrongType(format!(
-                    "kernel `{}`: argument {index} must be a {} value, got {value:?}",
-                    self.name(),
-                    self.info.arg_types[index]
-                ))
-            })?;
+            let bytes = scalar.scalar_bytes(self.name(), index, &args[index])?;
             push.extend_from_slice(&bytes);
         }
         let grid = self.grid(&device, &args[nargs..])?;

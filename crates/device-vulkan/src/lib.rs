@@ -29,7 +29,6 @@ use tvm_ffi::{Any, Array, Function, Result};
 pub use api::VulkanDeviceApi;
 pub use error::VulkanError;
 pub use instance::VulkanOptions;
-pub use launch::{FunctionInfo, LaunchParams};
 pub use module::{SpirvShader, VulkanModule, load_spv_file, module_from_bytes, module_to_bytes};
 
 // Unit tests run in a binary of their own, which links the process state.

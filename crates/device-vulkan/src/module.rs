@@ -1,22 +1,25 @@
 //! Modules of kind `vulkan`: SPIR-V shaders and the metadata of their kernels.
 //!
-//! Serialized form (little-endian; strings and byte strings are a u64 length and the bytes, a
-//! sequence or map a u64 count and its items): `[fmt "vulkan"][fmap][smap]`, where `fmap` maps
-//! names to `FunctionInfo` (name, `arg_types` as 4-byte `DLDataType`s, `launch_param_tags`,
-//! `arg_extra_tags` as i32) and `smap` maps names to a shader (u32 flag, u64 word count, the
-//! words). From files: `k.spv` (one SPIR-V module whose entry points are the kernels) with
-//! `k.tvm_meta.json` (`{"func_info": {name: {"name", "arg_types", "launch_param_tags"}}}`).
+//! Serialized form (the runtime's binary container, [`tvm_runtime::kernel::BinaryReader`]):
+//! `[fmt "vulkan"][fmap][smap]`, where `fmap` maps names to their `FunctionInfo` and `smap` maps
+//! names to a shader (u32 flag, u64 word count, the words). From files: `k.spv` (one SPIR-V
+//! module whose entry points are the kernels) with `k.tvm_meta.json` (`{"func_info": {name:
+//! {"name", "arg_types", "launch_param_tags"}}}`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tvm_ffi::{DataType, Function};
+use tvm_ffi::Function;
+use tvm_runtime::kernel::{
+    BinaryReader, BinaryWriter, FunctionInfo, function_map_from_json, read_function_map,
+    write_function_map,
+};
 use tvm_runtime::{Module, ModuleImpl};
 
 use crate::api::VulkanDeviceApi;
 use crate::error::{VkResult, VulkanError};
-use crate::launch::{FunctionInfo, Kernel, kernel_function};
+use crate::launch::{Kernel, kernel_function};
 use crate::spirv::{compute_entry_points, words_of};
 
 /// Flag bit of a shader that takes its scalars in a uniform buffer (not supported here).
@@ -102,116 +105,33 @@ impl ModuleImpl for VulkanModule {
     }
 }
 
-/// Reads the serialized form.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &str) -> VkResult<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|e| *e <= self.bytes.len());
-        let end = end.ok_or_else(|| {
-            VulkanError::invalid(format!(
-                "vulkan module bytes are truncated while reading {what} (at byte {})",
-                self.pos
-            ))
-        })?;
-        let out = &self.bytes[self.pos..end];
-        self.pos = end;
-        Ok(out)
-    }
-
-    fn u32(&mut self, what: &str) -> VkResult<u32> {
-        Ok(u32::from_le_bytes(
-            self.take(4, what)?.try_into().expect("4 bytes"),
-        ))
-    }
-
-    fn u64(&mut self, what: &str) -> VkResult<u64> {
-        Ok(u64::from_le_bytes(
-            self.take(8, what)?.try_into().expect("8 bytes"),
-        ))
-    }
-
-    /// A count of items of `item_bytes` bytes each (at least 1), checked against what is left.
-    fn count(&mut self, item_bytes: usize, what: &str) -> VkResult<usize> {
-        let n = self.u64(what)?;
-        let left = (self.bytes.len() - self.pos) / item_bytes.max(1);
-        usize::try_from(n)
-            .ok()
-            .filter(|n| *n <= left)
-            .ok_or_else(|| {
-                VulkanError::invalid(format!(
-                    "vulkan module bytes are truncated: {what} claims {n} items, more than the \
-                 bytes left hold"
-                ))
-            })
-    }
-
-    fn string(&mut self, what: &str) -> VkResult<String> {
-        let n = self.count(1, what)?;
-        let bytes = self.take(n, what)?;
-        String::from_utf8(bytes.to_vec())
-            .map_err(|_| VulkanError::invalid(format!("vulkan module bytes: {what} is not UTF-8")))
-    }
-
-    fn function_info(&mut self) -> VkResult<FunctionInfo> {
-        let name = self.string("a function name")?;
-        let n = self.count(4, "argument types")?;
-        let arg_types = (0..n)
-            .map(|_| {
-                let b = self.take(4, "an argument type")?;
-                Ok(DataType::new(b[0], b[1], u16::from_le_bytes([b[2], b[3]])))
-            })
-            .collect::<VkResult<_>>()?;
-        let n = self.count(8, "launch parameter tags")?;
-        let launch_param_tags = (0..n)
-            .map(|_| self.string("a launch parameter tag"))
-            .collect::<VkResult<_>>()?;
-        let n = self.count(4, "argument tags")?;
-        let arg_extra_tags = (0..n)
-            .map(|_| self.u32("an argument tag").map(|t| t as i32))
-            .collect::<VkResult<_>>()?;
-        Ok(FunctionInfo {
-            name,
-            arg_types,
-            launch_param_tags,
-            arg_extra_tags,
-        })
-    }
-
-    fn shader(&mut self) -> VkResult<SpirvShader> {
-        let flag = self.u32("a shader flag")?;
-        let n = self.count(4, "shader words")?;
-        let words = words_of(self.take(n * 4, "shader words")?, "a shader")?;
-        Ok(SpirvShader { flag, words })
-    }
+/// Reads one shader of the serialized form.
+fn read_shader(reader: &mut BinaryReader<'_>) -> tvm_ffi::Result<SpirvShader> {
+    let flag = reader.u32()?;
+    let count = reader.count(4)?;
+    let words = words_of(reader.bytes(count * 4)?, "a shader")?;
+    Ok(SpirvShader { flag, words })
 }
 
 /// Loads the serialized form of a `vulkan` module (what `ffi.Module.load_from_bytes.vulkan`
 /// receives).
 pub fn module_from_bytes(api: Arc<VulkanDeviceApi>, bytes: &[u8]) -> tvm_ffi::Result<Module> {
-    let mut r = Reader { bytes, pos: 0 };
-    let fmt = r.string("the format")?;
+    let mut reader = BinaryReader::new(bytes, "vulkan module");
+    let fmt = reader.string()?;
     if fmt != "vulkan" {
         return Err(VulkanError::invalid(format!(
             "vulkan module bytes have format '{fmt}', expected 'vulkan'"
         ))
         .into());
     }
-    let n = r.count(8, "the function map")?;
-    let mut fmap = BTreeMap::new();
-    for _ in 0..n {
-        let key = r.string("a function name")?;
-        fmap.insert(key, r.function_info()?);
-    }
-    let n = r.count(8, "the shader map")?;
+    let fmap = read_function_map(&mut reader)?;
+    let count = reader.count(16)?;
     let mut smap = HashMap::new();
-    for _ in 0..n {
-        let key = r.string("a shader name")?;
-        smap.insert(key, r.shader()?);
+    for _ in 0..count {
+        let key = reader.string()?;
+        smap.insert(key, read_shader(&mut reader)?);
     }
+    reader.finish()?;
     let module = VulkanModule::new(api, fmap, |name| {
         smap.get(name).ok_or_else(|| {
             VulkanError::invalid(format!("kernel `{name}` has metadata but no shader"))
@@ -220,94 +140,26 @@ pub fn module_from_bytes(api: Arc<VulkanDeviceApi>, bytes: &[u8]) -> tvm_ffi::Re
     Ok(Module::new(module))
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    out.extend((s.len() as u64).to_le_bytes());
-    out.extend(s.as_bytes());
-}
-
 /// The serialized form of a module of `kernels` (each with its metadata and shader), as a
 /// compiled library embeds it.
 pub fn module_to_bytes(kernels: &[(FunctionInfo, SpirvShader)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_str(&mut out, "vulkan");
-    out.extend((kernels.len() as u64).to_le_bytes());
-    for (info, _) in kernels {
-        put_str(&mut out, &info.name);
-        put_str(&mut out, &info.name);
-        out.extend((info.arg_types.len() as u64).to_le_bytes());
-        for t in &info.arg_types {
-            out.extend([t.code(), t.bits()]);
-            out.extend(t.lanes().to_le_bytes());
-        }
-        out.extend((info.launch_param_tags.len() as u64).to_le_bytes());
-        for tag in &info.launch_param_tags {
-            put_str(&mut out, tag);
-        }
-        out.extend((info.arg_extra_tags.len() as u64).to_le_bytes());
-        for tag in &info.arg_extra_tags {
-            out.extend(tag.to_le_bytes());
-        }
-    }
-    out.extend((kernels.len() as u64).to_le_bytes());
+    let mut writer = BinaryWriter::new();
+    writer.string("vulkan");
+    let fmap: BTreeMap<String, FunctionInfo> = kernels
+        .iter()
+        .map(|(info, _)| (info.name.clone(), info.clone()))
+        .collect();
+    write_function_map(&mut writer, &fmap);
+    writer.u64(kernels.len() as u64);
     for (info, shader) in kernels {
-        put_str(&mut out, &info.name);
-        out.extend(shader.flag.to_le_bytes());
-        out.extend((shader.words.len() as u64).to_le_bytes());
-        for w in &shader.words {
-            out.extend(w.to_le_bytes());
+        writer.string(&info.name);
+        writer.u32(shader.flag);
+        writer.u64(shader.words.len() as u64);
+        for word in &shader.words {
+            writer.u32(*word);
         }
     }
-    out
-}
-
-impl FunctionInfo {
-    /// The metadata in its JSON form (`arg_types` as dtype strings; the legacy key
-    /// `thread_axis_tags` is accepted for `launch_param_tags`).
-    pub fn from_json(value: &serde_json::Value) -> Result<FunctionInfo, VulkanError> {
-        let bad = |what: &str| VulkanError::invalid(format!("function metadata: {what}"));
-        let strings = |key: &str| -> VkResult<Vec<String>> {
-            match value.get(key) {
-                None => Ok(Vec::new()),
-                Some(v) => v
-                    .as_array()
-                    .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_owned)).collect())
-                    .ok_or_else(|| bad(&format!("'{key}' must be a list of strings"))),
-            }
-        };
-        let name = value
-            .get("name")
-            .and_then(|n| n.as_str())
-            .ok_or_else(|| bad("'name' must be a string"))?
-            .to_owned();
-        let arg_types = strings("arg_types")?
-            .iter()
-            .map(|t| {
-                t.parse::<DataType>()
-                    .map_err(|e| bad(&format!("argument type '{t}' of `{name}`: {e}")))
-            })
-            .collect::<VkResult<_>>()?;
-        let mut launch_param_tags = strings("launch_param_tags")?;
-        if value.get("launch_param_tags").is_none() {
-            launch_param_tags = strings("thread_axis_tags")?;
-        }
-        let arg_extra_tags = match value.get("arg_extra_tags") {
-            None => Vec::new(),
-            Some(v) => v
-                .as_array()
-                .and_then(|a| {
-                    a.iter()
-                        .map(|t| t.as_i64().and_then(|t| i32::try_from(t).ok()))
-                        .collect()
-                })
-                .ok_or_else(|| bad("'arg_extra_tags' must be a list of ints"))?,
-        };
-        Ok(FunctionInfo {
-            name,
-            arg_types,
-            launch_param_tags,
-            arg_extra_tags,
-        })
-    }
+    writer.into_bytes()
 }
 
 /// The metadata file of a kernel file: `k.spv` → `k.tvm_meta.json`.
@@ -331,22 +183,11 @@ pub fn load_spv_file(api: Arc<VulkanDeviceApi>, path: &Path) -> tvm_ffi::Result<
     let words = words_of(&read(path)?, &format!("'{}'", path.display()))?;
     let meta = meta_path(path);
     let text = read(&meta)?;
-    let json: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
-        VulkanError::invalid(format!("'{}' is not valid JSON: {e}", meta.display()))
+    let text = String::from_utf8(text)
+        .map_err(|_| VulkanError::invalid(format!("'{}' is not UTF-8 text", meta.display())))?;
+    let fmap = function_map_from_json(&text).map_err(|e| {
+        tvm_ffi::Error::new(e.kind(), format!("'{}': {}", meta.display(), e.message()))
     })?;
-    let infos = json
-        .get("func_info")
-        .and_then(|f| f.as_object())
-        .ok_or_else(|| {
-            VulkanError::invalid(format!(
-                "'{}' has no \"func_info\" object of kernel metadata",
-                meta.display()
-            ))
-        })?;
-    let fmap = infos
-        .iter()
-        .map(|(k, v)| Ok((k.clone(), FunctionInfo::from_json(v)?)))
-        .collect::<VkResult<BTreeMap<_, _>>>()?;
     let shader = SpirvShader { flag: 0, words };
     Ok(Module::new(VulkanModule::new(api, fmap, |_| Ok(&shader))?))
 }

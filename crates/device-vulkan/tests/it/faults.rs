@@ -41,12 +41,12 @@ fn bad_launches_are_refused_and_the_device_stays_usable() {
     assert_error(
         call((a.clone(), b.clone(), 64, 0, 64)),
         "ValueError",
-        &["add_one", "blockIdx.x=0"],
+        &["add_one", "blockIdx.x is 0"],
     );
     assert_error(
         call((a.clone(), b.clone(), 64, 1 << 40, 64)),
         "ValueError",
-        &["add_one", "blockIdx.x=1099511627776"],
+        &["add_one", "blockIdx.x is 1099511627776"],
     );
     assert_error(
         call((a.clone(), b.clone(), 64, 1, 32)),
@@ -65,7 +65,7 @@ fn bad_launches_are_refused_and_the_device_stays_usable() {
     );
     assert_error(
         add_one.call((a.clone(), b.clone(), 1i64 << 40, 1i64, 64i64)),
-        "TypeError",
+        "ValueError",
         &["add_one", "argument 2", "int32"],
     );
     // A tensor whose data is not a live Vulkan buffer.
@@ -116,7 +116,7 @@ fn modules_that_do_not_match_their_shaders_are_refused() {
     );
     let bytes = module_to_bytes(&[(add_one_info(), shader)]);
     let err = load(&bytes[..bytes.len() - 3]).unwrap_err();
-    assert!(err.message().contains("truncated"), "{err}");
+    assert!(err.message().contains("malformed vulkan module"), "{err}");
     let err = load(b"\x04\0\0\0\0\0\0\0cuda").unwrap_err();
     assert!(err.message().contains("'cuda'"), "{err}");
     assert_quiet(&api);

@@ -148,6 +148,26 @@ impl LaunchConfig {
         self.dyn_shared_memory
     }
 
+    /// Whether a tag sets the block size along `axis` (0 = x), rather than leaving it 1.
+    pub fn sets_block(&self, axis: usize) -> bool {
+        self.dimensions
+            .iter()
+            .any(|(dimension, _)| *dimension == Dimension::Block(axis))
+    }
+
+    /// Whether any tag asks for thread-block clusters (plain or preferred), a cooperative
+    /// launch or programmatic dependent launch: what only some backends offer.
+    pub fn uses_launch_features(&self) -> bool {
+        self.cooperative
+            || self.programmatic_dependent_launch
+            || self.dimensions.iter().any(|(dimension, _)| {
+                matches!(
+                    dimension,
+                    Dimension::Cluster(_) | Dimension::PreferredCluster(_)
+                )
+            })
+    }
+
     /// The dimensions of a launch from its launch arguments (the tail of a call's arguments,
     /// [`LaunchConfig::num_args`] of them). A dimension of zero or past `u32` is a
     /// `ValueError` naming the tag and the value.
