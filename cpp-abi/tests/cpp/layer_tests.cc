@@ -168,9 +168,9 @@ void TestStrings() {
   ffi::Any literal = "lit";
   EXPECT_EQ(literal.type_index(), kTVMFFISmallStr);
   ffi::Error err = ExpectError(__LINE__, [&] { s.cast<ffi::Bytes>(); });
-  EXPECT_EQ(err.message(), "Cannot convert from type `ffi.String` to `ffi.Bytes`");
+  EXPECT_EQ(err.message(), "Cannot convert from type `str` to `bytes`");
   err = ExpectError(__LINE__, [&] { ffi::Any(bytes).cast<ffi::String>(); });
-  EXPECT_EQ(err.message(), "Cannot convert from type `ffi.SmallBytes` to `ffi.String`");
+  EXPECT_EQ(err.message(), "Cannot convert from type `bytes` to `str`");
 
   // Borrowed argument forms are copied: a raw C string into a String, a byte array into Bytes.
   ffi::AnyView raw = "raw C string, long enough";
@@ -279,7 +279,7 @@ void TestTypedFunctions() {
   EXPECT_EQ(err.kind(), "TypeError");
   EXPECT_EQ(err.message(),
             "Mismatched type on argument #1 when calling: `cpp.add(0: int, 1: float) -> float`. "
-            "Expected `float` but got `ffi.SmallStr`");
+            "Expected `float` but got `str`");
   err = ExpectError(__LINE__, [&] { add(1); });
   EXPECT_EQ(err.message(),
             "Mismatched number of arguments when calling: `cpp.add(0: int, 1: float) -> float`. "
@@ -302,8 +302,8 @@ void TestTypedFunctions() {
              nullptr);
   });
   EXPECT(err.message().find("Mismatched type on argument #6 when calling: `cpp.describe(0: "
-                            "ffi.String, 1: ffi.Bytes, 2: bool, 3: DataType, 4: Device, 5: "
-                            "void*, 6: ffi.Array, 7: Any, 8: ffi.Object) -> ffi.String`. "
+                            "str, 1: bytes, 2: bool, 3: DataType, 4: Device, 5: "
+                            "void*, 6: ffi.Array, 7: Any, 8: ffi.Object) -> str`. "
                             "Expected `ffi.Array` but got `int`") == 0);
 
   int calls = 0;

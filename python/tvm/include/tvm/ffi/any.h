@@ -61,6 +61,36 @@ inline std::string TypeIndexToTypeKey(int32_t type_index) {
   return std::string(details::ToStringView(info->type_key));
 }
 
+/*!
+ * \brief The name users know a type by, for messages: "str" for strings (ffi.String,
+ *  ffi.SmallStr) and "bytes" for byte strings (ffi.Bytes, ffi.SmallBytes); other names as given.
+ */
+inline const char* UserTypeName(const char* type_name) {
+  if (std::strcmp(type_name, "ffi.String") == 0 || std::strcmp(type_name, "ffi.SmallStr") == 0) {
+    return "str";
+  }
+  if (std::strcmp(type_name, "ffi.Bytes") == 0 || std::strcmp(type_name, "ffi.SmallBytes") == 0) {
+    return "bytes";
+  }
+  return type_name;
+}
+
+/*! \brief The name users know the type of index `type_index` by (see UserTypeName). */
+inline std::string TypeIndexToUserTypeName(int32_t type_index) {
+  switch (type_index) {
+    case kTVMFFIRawStr:
+    case kTVMFFISmallStr:
+    case kTVMFFIStr:
+      return "str";
+    case kTVMFFIByteArrayPtr:
+    case kTVMFFISmallBytes:
+    case kTVMFFIBytes:
+      return "bytes";
+    default:
+      return TypeIndexToTypeKey(type_index);
+  }
+}
+
 namespace details {
 
 /*! \brief The None value (all bits zero). */
@@ -426,8 +456,8 @@ class AnyView {
     std::optional<T> value = as<T>();
     if (!value.has_value()) {
       TVM_FFI_THROW(TypeError) << "Cannot convert from type `"
-                               << TypeIndexToTypeKey(details::Normalize(data_).type_index)
-                               << "` to `" << TypeTraits<T>::kTypeName << "`";
+                               << TypeIndexToUserTypeName(details::Normalize(data_).type_index)
+                               << "` to `" << UserTypeName(TypeTraits<T>::kTypeName) << "`";
     }
     return std::move(*value);
   }

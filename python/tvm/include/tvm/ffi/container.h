@@ -60,7 +60,7 @@ class Array : public ObjectRef {
   explicit Array(ObjectRef ref) : ObjectRef(std::move(ref)) {
     if (defined() && !IsSeq(type_index())) {
       TVM_FFI_THROW(TypeError) << "Expected `ffi.Array` but got `"
-                               << TypeIndexToTypeKey(type_index()) << "`";
+                               << TypeIndexToUserTypeName(type_index()) << "`";
     }
   }
 

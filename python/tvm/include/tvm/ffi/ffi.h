@@ -4,7 +4,7 @@
  *   object.h     ObjectRef: strong references with the inline reference-count protocol
  *   error.h      Error, TVM_FFI_THROW, TVM_FFI_CHECK, SetRaisedFromCurrentException
  *   string.h     String, Bytes
- *   any.h        AnyView, Any, TypeTraits (conversions), TypeIndexToTypeKey
+ *   any.h        AnyView, Any, TypeTraits (conversions), TypeIndexToTypeKey, UserTypeName
  *   function.h   Function: calls, globals, FromTyped / FromPacked
  *   container.h  Array (ffi.Array / ffi.List)
  *   tensor.h     TensorView

@@ -11,7 +11,8 @@
  *   Mismatched number of arguments when calling: `add(0: int, 1: int) -> int`. Expected 2 but
  *   got 1 arguments
  *   Mismatched type on argument #1 when calling: `add(0: int, 1: int) -> int`. Expected `int`
- *   but got `ffi.String`
+ *   but got `str`
+ * (types by the names users know: `str` and `bytes` for the string and byte types).
  */
 #ifndef TVM_FFI_FUNCTION_H_
 #define TVM_FFI_FUNCTION_H_
@@ -63,7 +64,7 @@ inline void PackArg(std::string_view value, TVMFFIAny* view, Any* holder) {
   *view = holder->raw();
 }
 
-/*! \brief The schema name of a return type ("None" for void). */
+/*! \brief The schema name of a return type ("None" for void); messages use UserTypeName of it. */
 template <typename R>
 constexpr const char* ReturnTypeName() {
   if constexpr (std::is_void_v<R>) {
@@ -85,10 +86,10 @@ struct TypedSignature {
     text += '(';
     for (size_t i = 0; i < kNumArgs; ++i) {
       if (i != 0) text += ", ";
-      text += std::to_string(i) + ": " + names[i];
+      text += std::to_string(i) + ": " + UserTypeName(names[i]);
     }
     text += ") -> ";
-    text += ReturnTypeName<R>();
+    text += UserTypeName(ReturnTypeName<R>());
     return text;
   }
 
@@ -124,8 +125,9 @@ struct TypedSignature {
     std::optional<T> converted = TypeTraits<T>::TryFrom(value);
     if (!converted.has_value()) {
       TVM_FFI_THROW(TypeError) << "Mismatched type on argument #" << i << " when calling: `"
-                               << Text(name) << "`. Expected `" << TypeTraits<T>::kTypeName
-                               << "` but got `" << TypeIndexToTypeKey(value.type_index) << "`";
+                               << Text(name) << "`. Expected `"
+                               << UserTypeName(TypeTraits<T>::kTypeName) << "` but got `"
+                               << TypeIndexToUserTypeName(value.type_index) << "`";
     }
     return std::move(*converted);
   }
@@ -203,7 +205,7 @@ class Function : public ObjectRef {
   explicit Function(ObjectRef ref) : ObjectRef(std::move(ref)) {
     if (defined() && type_index() != kTVMFFIFunction) {
       TVM_FFI_THROW(TypeError) << "Expected `ffi.Function` but got `"
-                               << TypeIndexToTypeKey(type_index()) << "`";
+                               << TypeIndexToUserTypeName(type_index()) << "`";
     }
   }
 
