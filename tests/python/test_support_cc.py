@@ -5,6 +5,7 @@ for a missing compiler and a failed compilation."""
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -66,6 +67,31 @@ def test_find_lib_path_is_the_loaded_runtime():
     assert Path(path).resolve() == Path(tvm._native.__file__).resolve()
 
 
+def test_libinfo_command_prints_compile_and_link_flags(tmp_path):
+    def run(*flags: str) -> str:
+        command = [sys.executable, "-m", "tvm.support.libinfo", *flags]
+        return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+    assert run("--cflags").split() == include_flags()
+    assert run("--includedir") == libinfo.find_include_path()[0]
+    assert run("--version") == tvm.__version__
+    libs = run("--libs").split()
+    library = Path(libinfo.find_lib_path()[0])
+    assert libs == [f"-L{library.parent}", f"-Wl,-rpath,{library.parent}", f"-l:{library.name}"]
+    assert "headers:" in run() and "build options:" in run()
+    # The flags compile a kernel, as a user's build line would use them.
+    source = tmp_path / "kernel.c"
+    source.write_text(KERNEL)
+    output = tmp_path / "libflags.so"
+    build = ["gcc", "-shared", "-fPIC", *run("--cflags").split(), str(source), "-o", str(output)]
+    subprocess.run(build, check=True)
+    assert tvm.runtime.load_module(str(output))["add_ints"](2, 3) == 5
+    bad = subprocess.run(
+        [sys.executable, "-m", "tvm.support.libinfo", "--nope"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "--nope" in bad.stderr
+
+
 def test_version_and_build_options(monkeypatch):
     assert libinfo.__version__ == tvm.__version__
     monkeypatch.setenv("TVM_USE_CUDA", "OFF")
@@ -104,6 +130,28 @@ def test_create_shared_kernel_loads_and_runs(tmp_path):
         module["add_ints"]("x", 2)
 
 
+def test_create_shared_defaults_find_the_headers_and_compile_c_as_c(tmp_path, monkeypatch):
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.delenv("CXX", raising=False)
+    # Valid C, invalid C++ (void* to int* without a cast): compiled by the C compiler.
+    source = tmp_path / "kernel.c"
+    source.write_text(KERNEL + "int* as_ints(void* p) { int* q = p; return q; }\n")
+    output = tmp_path / "libdefaults.so"
+    cc.create_shared(str(output), [str(source)])
+    assert tvm.runtime.load_module(str(output))["add_ints"](1, 2) == 3
+    # The include directories are added unless the options name them already.
+    assert cc._include_flags([]) == include_flags()
+    assert cc._include_flags(["-O2", *include_flags()]) == []
+    # A C++ source keeps the C++ compiler.
+    (tmp_path / "lib.cc").write_text(
+        "#include <tvm/ffi/c_api.h>\n"
+        'extern "C" int first(const TVMFFIAny* a) { return static_cast<int>(a->v_int64); }\n'
+    )
+    cc.create_shared(str(tmp_path / "libcxx.so"), [str(tmp_path / "lib.cc")])
+    symbols = cc.get_global_symbol_section_map(tmp_path / "libcxx.so")
+    assert symbols["first"] == "T"
+
+
 def test_create_shared_with_cxx_and_cwd(tmp_path):
     (tmp_path / "lib.cc").write_text('extern "C" int twice(int x) { return 2 * x; }\n')
     cc.create_shared("libtwice.so", ["lib.cc"], options=["-std=c++17"], cc="g++", cwd=tmp_path)
@@ -137,8 +185,13 @@ def test_missing_compiler_is_a_clear_error(monkeypatch, tmp_path):
     source.write_text("int x;\n")
     with pytest.raises(RuntimeError, match=r"'no-such-compiler-xyz'.*not found.*CXX.*cc="):
         cc.create_shared(tmp_path / "x.so", [source], cc="no-such-compiler-xyz")
+    cxx_source = tmp_path / "x.cc"
+    cxx_source.write_text("int x;\n")
     monkeypatch.setenv("CXX", "/nonexistent/bin/g++")
     with pytest.raises(RuntimeError, match=r"/nonexistent/bin/g\+\+.*\$CXX"):
+        cc.create_shared(tmp_path / "x.so", [cxx_source])
+    monkeypatch.setenv("CC", "/nonexistent/bin/gcc")
+    with pytest.raises(RuntimeError, match=r"/nonexistent/bin/gcc.*\$CC"):
         cc.create_shared(tmp_path / "x.so", [source])
     monkeypatch.delenv("CXX")
     monkeypatch.delenv("CC", raising=False)

@@ -37,6 +37,9 @@ __all__ = [
 ]
 
 _CANDIDATES = ("g++", "gcc", "clang++", "clang", "c++", "cc")
+#: C compilers, for inputs that are all C sources.
+_C_CANDIDATES = ("gcc", "clang", "cc")
+_C_SOURCES = (".c",)
 
 PathLike = str | os.PathLike[str]
 
@@ -73,10 +76,34 @@ def _as_list(items: PathLike | Iterable[PathLike] | None) -> list[str]:
     return [os.fspath(item) for item in items]
 
 
-def _compiler_argv(cc: str | Sequence[str] | None, what: str = "C/C++ compiler") -> list[str]:
+def _c_compiler() -> tuple[str | None, str]:
+    """The default compiler for C sources, and where it came from: ``$CC``, else the first of
+    gcc, clang, cc on ``PATH``, else the C++ default (:func:`get_cc`)."""
+    if os.environ.get("CC"):
+        return os.environ["CC"], "$CC"
+    for name in _C_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found, "PATH"
+    return get_cc(), "PATH"
+
+
+def _only_c_sources(objects: list[str]) -> bool:
+    sources = [o for o in objects if o.endswith((*_C_SOURCES, ".cc", ".cpp", ".cxx", ".cu"))]
+    return bool(sources) and all(o.endswith(_C_SOURCES) for o in sources)
+
+
+def _compiler_argv(
+    cc: str | Sequence[str] | None,
+    what: str = "C/C++ compiler",
+    objects: Sequence[str] = (),
+) -> list[str]:
     """The command that starts the compiler (``cc`` may carry a launcher such as
-    ``"ccache g++"``); ``RuntimeError`` if its program cannot be found."""
+    ``"ccache g++"``); ``RuntimeError`` if its program cannot be found. Without ``cc``, inputs
+    that are all C sources (``.c``) get the C compiler, anything else the C++ one."""
     origin = "the cc= argument"
+    if cc is None and _is_linux_like() and _only_c_sources(list(objects)):
+        cc, origin = _c_compiler()
     if cc is None:
         for variable in ("CXX", "CC"):
             if os.environ.get(variable):
@@ -103,6 +130,18 @@ def _compiler_argv(cc: str | Sequence[str] | None, what: str = "C/C++ compiler")
             "variable or the cc= argument"
         )
     return argv
+
+
+def _include_flags(options: list[str]) -> list[str]:
+    """``-I`` flags for the TVM headers (:func:`tvm.support.libinfo.find_include_path`) that the
+    options do not name already; none when the headers cannot be found."""
+    from . import libinfo
+
+    try:
+        directories = libinfo.find_include_path()
+    except RuntimeError:
+        return []
+    return [f"-I{d}" for d in directories if f"-I{d}" not in options]
 
 
 def _run(cmd: list[str], cwd: PathLike | None, env: dict[str, str] | None, failure: str) -> str:
@@ -145,7 +184,8 @@ def _linux_compile(
     compile_shared: bool = False,
 ) -> None:
     out = os.fspath(output)
-    cmd = _compiler_argv(cc)
+    inputs = _as_list(objects)
+    cmd = _compiler_argv(cc, objects=inputs)
     is_nvcc = os.path.basename(cmd[0]).startswith("nvcc")
     if compile_shared or out.endswith((".so", ".dylib")):
         if is_nvcc:
@@ -158,7 +198,8 @@ def _linux_compile(
         cmd.append("-c")
     # Objects before options: libraries named in the options (-lfoo) must follow the objects
     # that use them.
-    cmd += ["-o", out, *_as_list(objects), *_as_list(options)]
+    extra = _as_list(options)
+    cmd += ["-o", out, *inputs, *extra, *_include_flags(extra)]
     cmd, env = _with_ccache(cmd, ccache_env)
     _run(cmd, cwd, env, "Compilation error")
 
@@ -185,7 +226,8 @@ def _windows_compile(
         cmd.append("-shared")
     elif out.endswith(".obj"):
         cmd.append("-c")
-    cmd += ["-o", out, *_as_list(objects), *_as_list(options)]
+    extra = _as_list(options)
+    cmd += ["-o", out, *_as_list(objects), *extra, *_include_flags(extra)]
     cmd, env = _with_ccache(cmd, ccache_env)
     _run(cmd, cwd, env, "Compilation error")
 
@@ -239,7 +281,8 @@ def create_shared(
     ccache_env: dict[str, str] | None = None,
 ) -> None:
     """Compiles and links ``objects`` (sources, objects, archives) into the shared library
-    ``output`` (adding ``-shared -fPIC``).
+    ``output`` (adding ``-shared -fPIC``, and ``-I`` for the TVM headers, so that
+    ``#include <tvm/ffi/c_api.h>`` works with no options).
 
     Parameters
     ----------
@@ -250,8 +293,9 @@ def create_shared(
     options
         More compiler arguments, placed after the inputs (``-I``, ``-O2``, ``-lfoo``...).
     cc
-        The compiler (a path, a name on PATH, or a command such as ``"ccache g++"``); default
-        :func:`get_cc`.
+        The compiler (a path, a name on PATH, or a command such as ``"ccache g++"``); default:
+        for inputs that are all C sources (``.c``) ``$CC`` or the first of gcc, clang, cc;
+        otherwise :func:`get_cc`.
     cwd
         Working directory of the compiler.
     ccache_env

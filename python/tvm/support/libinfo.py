@@ -8,6 +8,15 @@ library, the version, and the build options.
 * ``__version__`` is the version of ``tvm``.
 * Calling the module itself, ``tvm.support.libinfo()``, returns the build-option dictionary of
   :func:`libinfo`.
+
+As a command, like ``pkg-config`` and ``python3-config``::
+
+    python -m tvm.support.libinfo --cflags     # -I flags for the headers
+    python -m tvm.support.libinfo --libs       # link flags for the runtime library (rarely
+                                               # needed: kernels resolve TVMFFI* at load time)
+    python -m tvm.support.libinfo --includedir # the header directory
+    python -m tvm.support.libinfo --version
+    gcc -shared -fPIC $(python -m tvm.support.libinfo --cflags) kernel.c -o libkernel.so
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from pathlib import Path
 
 from .. import _native, base
 
-__all__ = ["__version__", "find_include_path", "find_lib_path", "libinfo"]
+__all__ = ["__version__", "find_include_path", "find_lib_path", "libinfo", "main"]
 
 __version__: str = _native.__version__
 
@@ -36,10 +45,8 @@ def _include_candidates() -> list[tuple[Path, bool]]:
     for entry in os.environ.get(INCLUDE_PATH_ENV, "").split(os.pathsep):
         if entry.strip():
             candidates.append((Path(entry).expanduser(), False))
-    # Installed wheel: the headers ship inside the package as tvm/include.
+    # The headers ship inside the package (tvm/include), in a wheel and in a source checkout.
     candidates.append((_PACKAGE_DIR / "include", True))
-    # Source checkout: python/tvm -> ../../cpp-abi/include.
-    candidates.append((_PACKAGE_DIR.parent.parent / "cpp-abi" / "include", True))
     return candidates
 
 
@@ -47,8 +54,8 @@ def find_include_path() -> list[str]:
     """The include directories for code compiled against the C ABI (``-I`` each).
 
     Directories named by ``$TVM_INCLUDE_PATH`` come first, then ``include`` inside the
-    installed package, then ``cpp-abi/include`` of a source checkout; those last two count
-    only if they hold ``tvm/ffi/c_api.h``. ``RuntimeError`` if nothing is found.
+    package, which counts only if it holds ``tvm/ffi/c_api.h``. ``RuntimeError`` if nothing is
+    found.
     """
     found: list[str] = []
     tried: list[str] = []
@@ -106,6 +113,45 @@ def libinfo() -> dict[str, str]:
     return info
 
 
+def _link_flags() -> list[str]:
+    library = Path(find_lib_path()[0])
+    directory = str(library.parent)
+    return [f"-L{directory}", f"-Wl,-rpath,{directory}", f"-l:{library.name}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: prints the flags asked for on one line (see the module docs)."""
+    import argparse
+    import shlex
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tvm.support.libinfo",
+        description="Compile and link flags for native code built against this tvm.",
+    )
+    parser.add_argument("--cflags", action="store_true", help="-I flags for the C/C++ headers")
+    parser.add_argument("--libs", action="store_true", help="flags to link the runtime library")
+    parser.add_argument("--includedir", action="store_true", help="the header directory")
+    parser.add_argument("--version", action="store_true", help="the version of tvm")
+    args = parser.parse_args(argv)
+    words: list[str] = []
+    if args.version:
+        words.append(__version__)
+    if args.includedir:
+        words.append(find_include_path()[0])
+    if args.cflags:
+        words += [f"-I{directory}" for directory in find_include_path()]
+    if args.libs:
+        words += _link_flags()
+    if not words:
+        print(f"tvm {__version__}")
+        print(f"headers: {' '.join(find_include_path())}")
+        print(f"runtime library: {find_lib_path()[0]}")
+        print(f"build options: {libinfo()}")
+        return 0
+    print(" ".join(shlex.quote(word) for word in words))
+    return 0
+
+
 class _CallableModule(types.ModuleType):
     """Lets ``tvm.support.libinfo()`` keep working as the build-option query."""
 
@@ -114,3 +160,7 @@ class _CallableModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _CallableModule
+
+
+if __name__ == "__main__":
+    sys.exit(main())
