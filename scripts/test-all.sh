@@ -18,6 +18,12 @@ if ((${#vulkan_packages[@]})) && command -v apt-get >/dev/null 2>&1; then
         "${vulkan_packages[@]}" >/dev/null
 fi
 
+for component in rustfmt clippy; do
+    if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+        echo "test-all.sh: the Rust component '$component' is missing: rustup component add $component" >&2
+        exit 1
+    fi
+done
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # (includes the bounded fuzz pass, fuzz/tests/corpus.rs; long runs: bash scripts/fuzz.sh)
@@ -33,7 +39,8 @@ cargo build --locked --quiet -p tvm-ffi-testing --lib
 
 # shellcheck source=scripts/python-env.sh
 source scripts/python-env.sh
-install_python_package numpy pytest pytest-cov "coverage>=7.10" hypothesis ruff abi3audit setuptools wheel mypy tqdm
+install_python_package numpy ml_dtypes pytest pytest-cov "coverage>=7.10" hypothesis ruff abi3audit \
+    setuptools wheel mypy tqdm
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 

@@ -2,6 +2,7 @@
 
 import ctypes
 import gc
+import sys
 
 import pytest
 
@@ -358,15 +359,33 @@ def test_bfloat16_tensor_from_a_producer():
     assert (dl.dtype.code, dl.dtype.bits, dl.dtype.lanes) == (K_DL_BFLOAT, 16, 1)
 
 
-def test_bfloat16_with_ml_dtypes():
+def test_ml_dtypes_arrays_cross_without_copies():
     ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes is not installed")
-    values = np.array([1.0, 2.0, -3.0], dtype=ml_dtypes.bfloat16)
-    try:
+    for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        values = np.array([1.0, 2.0, -3.0, 0.5], dtype=getattr(ml_dtypes, name))
         tensor = ffi.from_dlpack(values)
-    except (BufferError, TypeError) as err:
-        pytest.skip(f"numpy does not export ml_dtypes.bfloat16 through DLPack: {err}")
-    assert tensor.dtype == "bfloat16"
-    assert tensor.data_ptr == values.ctypes.data
+        assert tensor.dtype == name and tensor.shape == (4,)
+        assert tensor.data_ptr == values.ctypes.data  # shared, not copied
+        back = tensor.numpy()
+        assert back.dtype == values.dtype and back.ctypes.data == values.ctypes.data
+        np.testing.assert_array_equal(back.astype("float32"), [1.0, 2.0, -3.0, 0.5])
+        # A copy through the runtime keeps the type and the bits.
+        copied = tvm.runtime.tensor(values)
+        assert copied.dtype == name and copied.data_ptr != values.ctypes.data
+        np.testing.assert_array_equal(copied.numpy().view("uint8"), values.view("uint8"))
+    strided = np.arange(8, dtype="float32").astype(ml_dtypes.bfloat16)[::2]
+    np.testing.assert_array_equal(ffi.from_dlpack(strided).numpy().astype("float32"), [0, 2, 4, 6])
+    # Types whose values do not fill their bytes (4-bit floats) are refused by name.
+    packed = np.zeros(2, dtype=ml_dtypes.float4_e2m1fn)
+    with pytest.raises(TypeError, match="float4_e2m1fn"):
+        ffi.from_dlpack(packed)
+
+
+def test_ml_dtypes_tensors_need_ml_dtypes_for_numpy(monkeypatch):
+    tensor = tvm.runtime.empty((2,), "bfloat16")
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)
+    with pytest.raises(TypeError, match=r"bfloat16 tensor .*pip install ml_dtypes"):
+        tensor.numpy()
 
 
 # ---- strides ---------------------------------------------------------------------------------

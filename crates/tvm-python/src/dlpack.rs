@@ -188,6 +188,9 @@ pub(crate) fn from_dlpack_object(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         if let Some(tensor) = from_buffer(obj) {
             return Ok(tensor);
         }
+        if let Some(tensor) = crate::ml_dtypes::import_array(obj, from_dlpack_object)? {
+            return Ok(tensor);
+        }
     }
     if let Ok(wrapped) = obj.cast::<PyTensor>() {
         return Ok(Tensor::clone(&wrapped.get().0));

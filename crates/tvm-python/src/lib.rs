@@ -18,6 +18,7 @@ mod dtype;
 mod errors;
 mod function_type;
 mod holder;
+mod ml_dtypes;
 mod objects;
 mod stack;
 mod tensor;

@@ -151,15 +151,24 @@ impl PyTensor {
         let py = slf.py();
         let numpy = py.import("numpy")?;
         let on_host = slf.get().0.device() == Device::cpu(0);
+        let host = if on_host {
+            Tensor::clone(&slf.get().0)
+        } else {
+            let this = Tensor::clone(&slf.get().0);
+            py.detach(|| this.copy_to(Device::cpu(0)))
+                .map_err(|err| raise_error(py, err))?
+        };
+        if crate::ml_dtypes::needs_ml_dtypes(host.dtype()) {
+            return crate::ml_dtypes::export_array(py, &host, |bits| {
+                numpy.call_method1("from_dlpack", (wrap(py, bits)?,))
+            });
+        }
         if on_host {
             return Ok(numpy.call_method1("from_dlpack", (slf,))?.unbind());
         }
-        let this = Tensor::clone(&slf.get().0);
-        let copy = py
-            .detach(|| this.copy_to(Device::cpu(0)))
-            .map_err(|err| raise_error(py, err))?;
-        let copy = wrap(py, copy)?;
-        Ok(numpy.call_method1("from_dlpack", (copy,))?.unbind())
+        Ok(numpy
+            .call_method1("from_dlpack", (wrap(py, host)?,))?
+            .unbind())
     }
 
     /// The numpy array protocol (`np.asarray(tensor)`): the data as [`numpy`](Self::numpy) gives

@@ -571,6 +571,28 @@ impl Tensor {
         unsafe { Tensor::view_of(self.clone().into(), prototype) }
     }
 
+    /// The same memory seen as elements of `dtype`, which must have this tensor's element size
+    /// (bfloat16 as uint16, say); shape, strides and byte offset are kept.
+    pub fn with_dtype(&self, dtype: DataType) -> Result<Tensor> {
+        let own = self.dtype();
+        let bits = |t: DataType| u32::from(t.bits()) * u32::from(t.lanes());
+        if bits(own) != bits(dtype) || bits(dtype) % 8 != 0 {
+            crate::bail!(
+                ErrorKind::ValueError,
+                "cannot view a {own} tensor as {dtype}: element sizes differ ({} and {} bits)",
+                bits(own),
+                bits(dtype)
+            );
+        }
+        let mut strides = self.strides().into_owned();
+        let mut prototype = *self.dltensor();
+        prototype.dtype = dtype.0;
+        prototype.strides = strides.as_mut_ptr();
+        // SAFETY: the same data, shape, strides and offset with elements of the same size lie in
+        // this tensor's memory; the view reads its shape and strides before this returns.
+        unsafe { self.view(&prototype) }
+    }
+
     /// Moves this reference out as a raw object handle (for C callers, who release it).
     pub fn into_raw_handle(self) -> TVMFFIObjectHandle {
         self.obj.into_raw().cast()

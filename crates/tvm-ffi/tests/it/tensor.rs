@@ -24,6 +24,32 @@ fn cpu_tensors_have_strides_and_data() {
 }
 
 #[test]
+fn a_view_with_another_dtype_of_the_same_size_shares_memory() {
+    let t = Tensor::from_slice(&[1.0f32, -2.0, 3.5, 0.0], &[2, 2]).unwrap();
+    let bits = t.with_dtype(DataType::uint(32)).unwrap();
+    assert_eq!(
+        (bits.shape(), &*bits.strides()),
+        (&[2i64, 2][..], &[2i64, 1][..])
+    );
+    assert_eq!(bits.data_ptr(), t.data_ptr());
+    assert_eq!(bits.as_slice::<u32>().unwrap()[1], (-2.0f32).to_bits());
+    drop(t);
+    assert_eq!(
+        bits.as_slice::<u32>().unwrap()[2],
+        3.5f32.to_bits(),
+        "the view keeps the memory"
+    );
+    let err = bits.with_dtype(DataType::float(64)).unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(
+        err.message().contains("uint32") && err.message().contains("float64"),
+        "{err}"
+    );
+    let err = bits.with_dtype(DataType::new(1, 4, 1)).unwrap_err();
+    assert!(err.message().contains("element sizes differ"), "{err}");
+}
+
+#[test]
 fn shape_mismatch_is_reported() {
     let err = Tensor::from_slice(&[1i32, 2, 3], &[2, 2]).unwrap_err();
     assert_eq!(err.kind(), "ValueError");
