@@ -2,6 +2,7 @@
 
 import builtins
 import importlib
+import os
 import subprocess
 import sys
 import traceback
@@ -333,3 +334,35 @@ def test_builtin_kinds_from_native_code_become_their_python_class():
         raise_error("ZeroDivisionError", "divided")
     with pytest.raises(RuntimeError, match="odd"):
         raise_error("NoSuchKind", "odd")
+
+
+def _native_traceback(environment: dict[str, str]) -> str:
+    """The formatted traceback of an error raised inside the runtime, in a fresh interpreter with
+    ``environment`` added."""
+    program = (
+        "import traceback, tvm\n"
+        "try:\n"
+        "    tvm.runtime.load_module('/nonexistent/library.so')\n"
+        "except FileNotFoundError as err:\n"
+        "    print(''.join(traceback.format_exception(err)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TVM_TRACEBACK")}
+    env.update(environment)
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True
+    )
+    return result.stdout
+
+
+def test_tracebacks_hide_the_runtime_and_the_build_machine_by_default():
+    plain = _native_traceback({})
+    assert "No such file or directory: '/nonexistent/library.so'" in plain
+    for internal in ("tvm_runtime", "crates/", "library.rs"):
+        assert internal not in plain, plain
+    # TVM_TRACEBACK_INTERNAL=1 shows the runtime's frames, with paths inside its source tree.
+    internal = _native_traceback({"TVM_TRACEBACK_INTERNAL": "1"})
+    assert 'File "crates/tvm-runtime/src/library.rs"' in internal, internal
+    assert f'File "{Path(__file__).resolve().parents[2]}/crates' not in internal
+    # TVM_TRACEBACK_LIMIT caps the native lines.
+    limited = _native_traceback({"TVM_TRACEBACK_INTERNAL": "1", "TVM_TRACEBACK_LIMIT": "1"})
+    assert limited.count('File "crates/') == 1, limited

@@ -139,6 +139,16 @@ def test_libraries_load_by_the_names_users_type(
         tvm.runtime.load_module("libm.so.6")  # system libraries are not searched for
 
 
+def test_an_unbound_module_has_a_repr(c_module: ffi.Module) -> None:
+    assert repr(ffi.Module()) == "<unbound Module>"
+    assert repr(c_module) == "Module(kind='library')"
+
+
+def test_from_dlpack_says_what_it_accepts() -> None:
+    with pytest.raises(TypeError, match=r"DLPack producer .* got list: \[1, 2, 3\]; tvm\.runtime"):
+        ffi.from_dlpack([1, 2, 3])
+
+
 def test_missing_file_and_non_library(tmp_path: Path) -> None:
     missing = tmp_path / "missing.so"
     with pytest.raises(FileNotFoundError, match=r"missing\.so"):

@@ -105,6 +105,82 @@ fn any_filter(test: impl Fn(&FrameFilter) -> bool) -> bool {
             .any(test)
 }
 
+/// The crates of this runtime: their frames are hidden from users' tracebacks unless
+/// `TVM_TRACEBACK_INTERNAL=1` (tests inside them stay visible).
+const RUNTIME_CRATE_PATHS: [&str; 8] = [
+    "tvm_ffi::",
+    "tvm_ffi_capi::",
+    "tvm_runtime::",
+    "tvm_rpc::",
+    "device_vulkan::",
+    "device_webgpu::",
+    "device_cuda::",
+    "device_rocm::",
+];
+
+/// The source directories of those crates, for inlined frames known only by their file.
+const RUNTIME_CRATE_DIRS: [&str; 8] = [
+    "/tvm-ffi/src/",
+    "/tvm-ffi-capi/src/",
+    "/tvm-runtime/src/",
+    "/tvm-rpc/src/",
+    "/device-vulkan/src/",
+    "/device-webgpu/src/",
+    "/device-cuda/src/",
+    "/device-rocm/src/",
+];
+
+/// Whether tracebacks show the runtime's own frames (`TVM_TRACEBACK_INTERNAL=1`, read once).
+fn show_internal_frames() -> bool {
+    static SHOW: OnceLock<bool> = OnceLock::new();
+    *SHOW.get_or_init(|| {
+        std::env::var("TVM_TRACEBACK_INTERNAL").is_ok_and(|v| !matches!(v.trim(), "" | "0"))
+    })
+}
+
+/// Whether a frame belongs to this runtime's crates (and is not a test inside them).
+fn is_runtime_frame(symbol: &str, file: Option<&str>) -> bool {
+    if show_internal_frames() || symbol.contains("tests::") {
+        return false;
+    }
+    let path = symbol.strip_prefix('<').unwrap_or(symbol);
+    RUNTIME_CRATE_PATHS.iter().any(|p| path.starts_with(p))
+        || file.is_some_and(|file| {
+            let file = file.replace('\\', "/");
+            RUNTIME_CRATE_DIRS.iter().any(|dir| file.contains(dir))
+        })
+}
+
+/// The workspace this runtime was built from (its sources' paths start with it).
+fn build_root() -> &'static str {
+    static ROOT: OnceLock<String> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = manifest
+            .parent()
+            .and_then(|p| p.parent())
+            .unwrap_or(manifest);
+        format!("{}/", root.display())
+    })
+}
+
+/// A source path as users should read it: without the directories of the machine that built
+/// the runtime (its workspace, Cargo's registry, the Rust toolchain's sources). Other paths (a
+/// user's kernel) are kept whole.
+fn display_path(file: &str) -> &str {
+    if let Some(rest) = file.strip_prefix(build_root()) {
+        return rest;
+    }
+    if let Some((_, rest)) = file.split_once("/registry/src/") {
+        // `<index>-<hash>/<crate>-<version>/src/...`
+        return rest.split_once('/').map_or(rest, |(_, krate)| krate);
+    }
+    if let Some(rest) = file.strip_prefix("/rustc/") {
+        return rest.split_once('/').map_or(rest, |(_, path)| path);
+    }
+    file
+}
+
 /// Rust standard library crates whose source files mark internal (possibly inlined) frames.
 const RUNTIME_CRATES: [&str; 5] = ["std", "core", "alloc", "panic_unwind", "panic_abort"];
 
@@ -370,13 +446,15 @@ fn symbols_of(ip: usize) -> Arc<[FrameSymbol]> {
         }
         let name = name.as_deref().unwrap_or(UNKNOWN);
         let file = file.as_deref();
-        let hidden =
-            is_internal(name) || is_capture_frame(name, file) || file.is_some_and(is_internal_file);
+        let hidden = is_internal(name)
+            || is_capture_frame(name, file)
+            || file.is_some_and(is_internal_file)
+            || is_runtime_frame(name, file);
         let line = (!hidden).then(|| {
             let mut line = String::new();
             push_line(
                 &mut line,
-                file.unwrap_or(UNKNOWN),
+                file.map_or(UNKNOWN, display_path),
                 symbol.lineno().unwrap_or(0),
                 name,
             );

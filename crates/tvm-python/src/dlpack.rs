@@ -203,6 +203,16 @@ pub(crate) fn from_dlpack_object(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 pub(crate) fn from_producer(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let py = obj.py();
     let Ok(method) = obj.getattr(pyo3::intern!(py, "__dlpack__")) else {
+        // SAFETY: a type check of a live object.
+        if unsafe { ffi::PyCapsule_CheckExact(obj.as_ptr()) } == 0 {
+            let type_name = obj.get_type().name()?;
+            return Err(PyTypeError::new_err(format!(
+                "from_dlpack takes a DLPack producer (an object with __dlpack__: a numpy array, \
+                 a torch tensor, a tvm Tensor...) or a DLPack capsule, got {type_name}: {}; \
+                 tvm.runtime.tensor(...) copies Python data into a new tensor",
+                obj.repr()?
+            )));
+        }
         return from_capsule(obj);
     };
     // One shared `max_version=(1, 3)` keyword dict: producers only read their keywords.

@@ -154,6 +154,8 @@ class Module(Object):
         return self.get_function(name)
 
     def __repr__(self) -> str:
+        if self._use_count() == 0:  # made by Module() without a runtime module behind it
+            return super().__repr__()
         return f"Module(kind={self.kind!r})"
 
 
