@@ -28,11 +28,11 @@ use tvm_ffi::abi::DLTensor;
 use tvm_ffi::{Any, DataType, Device, Result};
 
 pub use export::{export_table, register_external};
-pub use host_copy::{check_copy_shapes, copy_host_strided, tensor_nbytes};
+pub use host_copy::{byte_extent, check_copy_shapes, copy_host_strided, tensor_nbytes};
 pub use registry::{
     RPC_SESSION_DEVICE_TYPES, alloc_data, copy_tensor, create_stream, current_stream, device_api,
     device_attr, device_exists, free_data, free_stream, register_device_api,
-    registered_device_types, set_current_stream, sync_stream,
+    registered_device_types, set_current_stream, sync_stream, sync_stream_from_to,
 };
 pub use tensor::{TensorDeviceExt, empty_on};
 pub use test_backend::{
@@ -185,6 +185,12 @@ pub trait DeviceApi: Send + Sync + 'static {
     /// must be answered for every index, with an int.
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>>;
 
+    /// Why `device` does not exist (a missing driver library, no such index), for the error that
+    /// refuses an operation on it; `None` when the backend has nothing to add.
+    fn unavailable_reason(&self, _device: Device) -> Option<String> {
+        None
+    }
+
     /// Allocates `nbytes` (at least one byte is reserved for 0) aligned to `alignment`, a power
     /// of two. `dtype_hint` is the element type the memory will hold.
     fn alloc(
@@ -221,6 +227,18 @@ pub trait DeviceApi: Send + Sync + 'static {
 
     /// Waits until the work queued on `stream` (NULL: the default stream) is done.
     fn sync_stream(&self, device: Device, stream: StreamHandle) -> Result<()>;
+
+    /// Makes the work queued on `to` from now on wait for the work queued on `from` so far (the
+    /// DLPack stream hand-off). Backends with events record one on `from` and make `to` wait on
+    /// it without blocking the host; the default waits for `from` on the host.
+    fn sync_stream_from_to(
+        &self,
+        device: Device,
+        from: StreamHandle,
+        _to: StreamHandle,
+    ) -> Result<()> {
+        self.sync_stream(device, from)
+    }
 
     /// Scratch memory for a kernel's temporaries; the default is [`DeviceApi::alloc`] with
     /// [`TENSOR_ALIGNMENT`].

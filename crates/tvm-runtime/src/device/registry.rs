@@ -89,9 +89,13 @@ fn attr_is_true(value: Option<Any>) -> bool {
 fn existing(device: Device) -> Result<Arc<dyn DeviceApi>> {
     let api = device_api(device)?;
     if device.device_id() < 0 || !attr_is_true(api.attr(device, DeviceAttr::Exist)?) {
+        let reason = api
+            .unavailable_reason(device)
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
         tvm_ffi::bail!(
             ErrorKind::ValueError,
-            "device {device} does not exist (backend '{}')",
+            "device {device} does not exist (backend '{}'){reason}",
             api.name()
         );
     }
@@ -229,6 +233,23 @@ pub fn sync_stream(device: Device, stream: Option<StreamHandle>) -> Result<()> {
     let stream = stream.unwrap_or_else(|| current_stream(device));
     check_stream(device, stream)?;
     existing(device)?.sync_stream(device, stream)
+}
+
+/// Makes the work queued on `to` from now on wait for the work queued on `from` so far, both
+/// streams of `device` (`None` for `from`: the calling thread's current stream).
+pub fn sync_stream_from_to(
+    device: Device,
+    from: Option<StreamHandle>,
+    to: StreamHandle,
+) -> Result<()> {
+    let from = from.unwrap_or_else(|| current_stream(device));
+    check_stream(device, from)?;
+    check_stream(device, to)?;
+    let api = existing(device)?;
+    if from == to {
+        return Ok(());
+    }
+    api.sync_stream_from_to(device, from, to)
 }
 
 /// Copies `from` into `to` (same shape and dtype; any devices, strides and byte offsets) on
