@@ -222,9 +222,11 @@ mod tests {
 
     #[test]
     fn scalars_pack_into_slots_and_aligned_blobs() {
-        let signature =
-            KernelSignature::new(&info(&["int32", "handle", "float32", "int64"], &["blockIdx.x"]))
-                .unwrap();
+        let signature = KernelSignature::new(&info(
+            &["int32", "handle", "float32", "int64"],
+            &["blockIdx.x"],
+        ))
+        .unwrap();
         let args: Vec<Any> = vec![
             Any::from(7i64),
             Any::from(0x1000 as *mut c_void),

@@ -150,7 +150,10 @@ fn read_file(path: &Path) -> Result<Vec<u8>> {
             "FileNotFoundError",
             format!("No such file or directory: '{}'", path.display()),
         ),
-        _ => Error::new("OSError", format!("cannot read '{}': {err}", path.display())),
+        _ => Error::new(
+            "OSError",
+            format!("cannot read '{}': {err}", path.display()),
+        ),
     })
 }
 
