@@ -1,14 +1,12 @@
 //! The device API of `cuda` (device memory) and `cuda_host` (pinned host memory) devices.
 
-use std::ffi::{c_char, c_void};
-use std::sync::Arc;
+use std::ffi::c_char;
 
-use tvm_ffi::abi::{self, DLTensor, kDLCUDA};
-use tvm_ffi::{Any, DataType, Device, Result};
-use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle, copy_host_strided};
+use device_common::device_api::{GpuDeviceApi, GpuHostDeviceApi};
+use tvm_ffi::{Any, Device, Result};
+use tvm_runtime::device::DeviceAttr;
 
 use crate::context::{CudaBackend, CudaRuntime};
-use crate::copy::DeviceCopies;
 use crate::driver::version_text;
 
 /// `CUdevice_attribute` numbers the attributes are read with.
@@ -115,177 +113,8 @@ impl CudaRuntime {
 }
 
 /// The `cuda` devices: memory from `cuMemAlloc`, copies and streams of the driver.
-#[derive(Debug)]
-pub struct CudaDeviceApi {
-    backend: Arc<CudaBackend>,
-}
+pub type CudaDeviceApi = GpuDeviceApi<CudaBackend>;
 
-impl CudaDeviceApi {
-    /// The device API over `backend`.
-    pub fn new(backend: Arc<CudaBackend>) -> CudaDeviceApi {
-        CudaDeviceApi { backend }
-    }
-
-    fn runtime(&self) -> Result<&Arc<CudaRuntime>> {
-        self.backend.runtime()
-    }
-}
-
-impl DeviceApi for CudaDeviceApi {
-    fn name(&self) -> &str {
-        "cuda"
-    }
-
-    fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
-        if attr == DeviceAttr::Exist {
-            return Ok(Some(Any::from(i64::from(self.backend.exists(device)))));
-        }
-        self.runtime()?.attr(device, attr)
-    }
-
-    fn unavailable_reason(&self, device: Device) -> Option<String> {
-        self.backend.unavailable_reason(device)
-    }
-
-    fn alloc(
-        &self,
-        device: Device,
-        nbytes: usize,
-        alignment: usize,
-        _dtype_hint: DataType,
-    ) -> Result<*mut c_void> {
-        let ptr = self.runtime()?.alloc_device(device, nbytes, alignment)?;
-        Ok(ptr as *mut c_void)
-    }
-
-    unsafe fn free(&self, device: Device, ptr: *mut c_void) -> Result<()> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.runtime()?.free_device(device, ptr as u64) }
-    }
-
-    unsafe fn copy(&self, from: &DLTensor, to: &DLTensor, stream: StreamHandle) -> Result<()> {
-        let on_device = |t: &DLTensor| t.device.device_type == kDLCUDA;
-        let runner = Device(if on_device(from) {
-            from.device
-        } else {
-            to.device
-        });
-        let runtime = self.runtime()?;
-        runtime.bind(runner)?;
-        let copies = DeviceCopies {
-            runtime,
-            device: runner,
-        };
-        // SAFETY: valid descriptors whose memory lives until the stream is synchronized (the
-        // caller's contract); sides not on a CUDA device are host memory.
-        unsafe {
-            device_common::copy::copy_tensor(
-                &copies,
-                from,
-                on_device(from),
-                to,
-                on_device(to),
-                stream,
-            )
-        }
-    }
-
-    fn create_stream(&self, device: Device) -> Result<StreamHandle> {
-        self.runtime()?.create_stream(device)
-    }
-
-    unsafe fn free_stream(&self, device: Device, stream: StreamHandle) -> Result<()> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.runtime()?.destroy_stream(device, stream) }
-    }
-
-    fn sync_stream(&self, device: Device, stream: StreamHandle) -> Result<()> {
-        self.runtime()?.synchronize(device, stream)
-    }
-
-    fn sync_stream_from_to(
-        &self,
-        device: Device,
-        from: StreamHandle,
-        to: StreamHandle,
-    ) -> Result<()> {
-        self.runtime()?.stream_wait(device, from, to)
-    }
-}
-
-/// The `cuda_host` devices: page-locked host memory (`cuMemAllocHost`), which the host reads
-/// and writes directly and kernels can reach. Index `i` allocates through the context of `cuda:i`.
-#[derive(Debug)]
-pub struct CudaHostDeviceApi {
-    backend: Arc<CudaBackend>,
-}
-
-impl CudaHostDeviceApi {
-    /// The device API over `backend`.
-    pub fn new(backend: Arc<CudaBackend>) -> CudaHostDeviceApi {
-        CudaHostDeviceApi { backend }
-    }
-
-    fn cuda(device: Device) -> Device {
-        Device::new(kDLCUDA, device.device_id())
-    }
-}
-
-impl DeviceApi for CudaHostDeviceApi {
-    fn name(&self) -> &str {
-        "cuda_host"
-    }
-
-    fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
-        let cuda = Self::cuda(device);
-        match attr {
-            DeviceAttr::Exist => Ok(Some(Any::from(i64::from(self.backend.exists(cuda))))),
-            DeviceAttr::DeviceName => Ok(Some(Any::from("cuda_host"))),
-            _ => Ok(None),
-        }
-    }
-
-    fn unavailable_reason(&self, device: Device) -> Option<String> {
-        self.backend.unavailable_reason(Self::cuda(device))
-    }
-
-    fn alloc(
-        &self,
-        device: Device,
-        nbytes: usize,
-        alignment: usize,
-        _dtype_hint: DataType,
-    ) -> Result<*mut c_void> {
-        self.backend
-            .runtime()?
-            .alloc_host(Self::cuda(device), nbytes, alignment)
-    }
-
-    unsafe fn free(&self, _device: Device, ptr: *mut c_void) -> Result<()> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.backend.runtime()?.free_host(ptr) }
-    }
-
-    unsafe fn copy(&self, from: &DLTensor, to: &DLTensor, _stream: StreamHandle) -> Result<()> {
-        debug_assert!(
-            [from, to]
-                .iter()
-                .all(|t| matches!(t.device.device_type, abi::kDLCPU | abi::kDLCUDAHost))
-        );
-        // SAFETY: both sides are host memory holding their elements (the caller's contract).
-        unsafe { copy_host_strided(from, to) };
-        Ok(())
-    }
-
-    fn create_stream(&self, _device: Device) -> Result<StreamHandle> {
-        Ok(StreamHandle::NULL)
-    }
-
-    unsafe fn free_stream(&self, _device: Device, _stream: StreamHandle) -> Result<()> {
-        Ok(())
-    }
-
-    fn sync_stream(&self, _device: Device, _stream: StreamHandle) -> Result<()> {
-        Ok(())
-    }
-}
+/// The `cuda_host` devices: page-locked host memory (`cuMemAllocHost`); index `i` allocates
+/// through the context of `cuda:i`.
+pub type CudaHostDeviceApi = GpuHostDeviceApi<CudaBackend>;

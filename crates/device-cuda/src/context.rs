@@ -1,10 +1,11 @@
 //! The loaded driver with a primary context per device, opened on first use.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use device_common::{DriverLibrary, PerDevice};
-use tvm_ffi::{Device, Error, ErrorKind, Result};
+use device_common::PerDevice;
+use device_common::runtime::{LazyRuntime, RuntimeSource};
+use tvm_ffi::{Device, ErrorKind, Result};
 
 use crate::driver::{CuContext, CudaDriver};
 
@@ -19,7 +20,7 @@ pub struct CudaRuntime {
     /// The driver.
     pub driver: CudaDriver,
     /// Primary contexts by device index (the `CUcontext` as an address).
-    contexts: PerDevice<usize>,
+    pub(crate) contexts: PerDevice<usize>,
 }
 
 impl CudaRuntime {
@@ -83,11 +84,10 @@ impl Drop for CudaRuntime {
     }
 }
 
-/// Where the driver comes from, and the runtime once it is opened.
+/// The CUDA backend: the driver, opened on first use.
 #[derive(Debug)]
 pub struct CudaBackend {
-    library: Option<PathBuf>,
-    runtime: OnceLock<std::result::Result<Arc<CudaRuntime>, String>>,
+    lazy: LazyRuntime<CudaRuntime>,
 }
 
 impl CudaBackend {
@@ -95,59 +95,28 @@ impl CudaBackend {
     /// use.
     pub fn from_environment() -> CudaBackend {
         CudaBackend {
-            library: None,
-            runtime: OnceLock::new(),
+            lazy: LazyRuntime::from_environment(),
         }
     }
 
     /// A backend that opens the driver at `library` on first use.
     pub fn with_library(library: impl Into<PathBuf>) -> CudaBackend {
         CudaBackend {
-            library: Some(library.into()),
-            runtime: OnceLock::new(),
+            lazy: LazyRuntime::with_library(library),
         }
-    }
-
-    fn open(&self) -> std::result::Result<Arc<CudaRuntime>, String> {
-        let library = match &self.library {
-            Some(path) => {
-                let path = path.to_string_lossy();
-                DriverLibrary::open(&path)
-                    .map_err(|why| format!("CUDA driver not found: {path}: {why}"))?
-            }
-            None => {
-                DriverLibrary::open_first("CUDA driver", DRIVER_OVERRIDE_VAR, &DRIVER_CANDIDATES)?
-            }
-        };
-        Ok(Arc::new(CudaRuntime {
-            driver: CudaDriver::load(library)?,
-            contexts: PerDevice::default(),
-        }))
     }
 
     /// The runtime, opening the driver the first time; a `RuntimeError` saying which library
     /// was looked for and why it did not load.
     pub fn runtime(&self) -> Result<&Arc<CudaRuntime>> {
-        self.runtime
-            .get_or_init(|| self.open())
-            .as_ref()
-            .map_err(|why| Error::new(ErrorKind::RuntimeError, why.clone()))
+        self.lazy.runtime()
     }
+}
 
-    /// Whether `device` exists (the driver loads and has that index).
-    pub fn exists(&self, device: Device) -> bool {
-        self.runtime()
-            .is_ok_and(|runtime| runtime.check_device(device).is_ok())
-    }
+impl RuntimeSource for CudaBackend {
+    type Runtime = CudaRuntime;
 
-    /// Why `device` does not exist, if it does not.
-    pub fn unavailable_reason(&self, device: Device) -> Option<String> {
-        match self.runtime() {
-            Err(e) => Some(e.message().to_string()),
-            Ok(runtime) => runtime
-                .check_device(device)
-                .err()
-                .map(|e| e.message().to_string()),
-        }
+    fn lazy(&self) -> &LazyRuntime<CudaRuntime> {
+        &self.lazy
     }
 }

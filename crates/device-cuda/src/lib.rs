@@ -10,11 +10,11 @@
 
 pub mod api;
 pub mod context;
-mod copy;
 pub mod driver;
 pub mod launch;
 mod memory;
 pub mod module;
+mod runtime;
 mod stream;
 
 use std::sync::{Arc, OnceLock};
