@@ -6,7 +6,9 @@
 //! - [`context`]: the driver and a primary context per device;
 //! - [`api`]: the device API (memory, copies with strides, streams, events, attributes);
 //! - [`module`] and [`launch`]: kernel modules of kind `cuda` (PTX, cubin, fatbin) and launches
-//!   following the shared launch convention, on the thread's current stream.
+//!   following the shared launch convention, on the thread's current stream;
+//! - [`nvrtc`]: CUDA C to PTX with NVRTC (`tvm.support.nvrtc_compile`), when `libnvrtc` is
+//!   present.
 
 pub mod api;
 pub mod context;
@@ -14,6 +16,7 @@ pub mod driver;
 pub mod launch;
 mod memory;
 pub mod module;
+pub mod nvrtc;
 mod runtime;
 mod stream;
 
@@ -49,5 +52,6 @@ pub fn register_backend(backend: Arc<CudaBackend>) -> Result<()> {
         Arc::new(CudaHostDeviceApi::new(backend.clone())),
     )?;
     module::register_module_loaders(backend);
+    nvrtc::register_nvrtc_compile();
     Ok(())
 }

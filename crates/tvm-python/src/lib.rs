@@ -83,11 +83,24 @@ const PYTHON_FRAMES: tvm_ffi_capi::FrameFilter = tvm_ffi_capi::FrameFilter {
 };
 
 /// The native module.
+/// The device backends compiled into this library (cargo features), for `tvm.support.libinfo`.
+fn compiled_device_backends() -> Vec<&'static str> {
+    let mut backends = Vec::new();
+    if cfg!(feature = "cuda") {
+        backends.push("cuda");
+    }
+    backends
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tvm_ffi_capi::register_frame_filter(PYTHON_FRAMES);
     tvm_runtime::init();
     tvm_rpc::globals::init();
+    // Loads nothing: the CUDA driver is opened on the first use of a CUDA device.
+    #[cfg(feature = "cuda")]
+    device_cuda::register().map_err(|e| errors::raise_error(m.py(), e))?;
+    m.add("_device_backends", compiled_device_backends())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;
     m.add_class::<objects::PyObjectRef>()?;

@@ -67,3 +67,21 @@ fn embedded_modules_load_through_the_bytes_loader() {
     assert_eq!(module.kind(), "cuda");
     assert!(module.implements_function("add_one").unwrap());
 }
+
+#[test]
+fn nvrtc_compile_is_registered_and_names_the_missing_library() {
+    registered();
+    let compile = Function::get_global("tvm.support.nvrtc_compile").unwrap();
+    let options = tvm_ffi::Array::from_iter([tvm_ffi::Any::from("--gpu-architecture=compute_90")]);
+    match compile.call(("extern \"C\" __global__ void k() {}", options)) {
+        // A machine with NVRTC compiles the kernel to PTX.
+        Ok(ptx) => {
+            let ptx: Bytes = ptx.cast().unwrap();
+            assert!(String::from_utf8_lossy(ptx.as_bytes()).contains(".entry k"));
+        }
+        Err(err) => assert!(
+            err.message().contains("NVRTC not found") && err.message().contains("libnvrtc.so"),
+            "{err}"
+        ),
+    }
+}
