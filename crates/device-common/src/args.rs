@@ -126,7 +126,7 @@ impl KernelSignature {
             abi::kTVMFFIDLTensorPtr => unsafe { *(raw.payload.v_ptr as *const DLTensor) },
             abi::kTVMFFITensor => *value
                 .cast::<Tensor>()
-                .map_err(|e| Error::new(ErrorKind::TypeError, e.message().to_string()))?
+                .map_err(|e| Error::new(ErrorKind::TypeError, e.message()))?
                 .dltensor(),
             _ => tvm_ffi::bail!(
                 ErrorKind::TypeError,

@@ -163,12 +163,18 @@ macro_rules! driver_table {
             pub fn load(library: &$crate::DriverLibrary) -> Result<$name, String> {
                 Ok($name {
                     $(
-                        // SAFETY: the field's type is the symbol's C signature.
-                        $field: unsafe { library.function($symbol)? },
+                        $field: {
+                            let symbol: &str = $symbol;
+                            // SAFETY: the field's type is the symbol's C signature.
+                            unsafe { library.function(symbol)? }
+                        },
                     )*
                     $(
-                        // SAFETY: as above.
-                        $opt_field: unsafe { library.optional_function($opt_symbol) },
+                        $opt_field: {
+                            let symbol: &str = $opt_symbol;
+                            // SAFETY: as above.
+                            unsafe { library.optional_function(symbol) }
+                        },
                     )*
                 })
             }

@@ -131,7 +131,7 @@ impl<B: KernelBackend> DeviceModule<B> {
         })?;
         let functions = function_map_from_json(&meta).map_err(|e| {
             Error::new(
-                e.kind().to_string(),
+                e.kind(),
                 format!("{}: {}", meta_path.display(), e.message()),
             )
         })?;

@@ -191,8 +191,8 @@ impl CudaDriver {
         };
         // SAFETY: an out-parameter for a static string of the driver.
         let ok = unsafe { describe(rc, &mut text) } == CUDA_SUCCESS;
-        // SAFETY: on success the driver returns a NUL-terminated static string.
         (ok && !text.is_null()).then(|| {
+            // SAFETY: on success the driver returns a NUL-terminated static string.
             unsafe { CStr::from_ptr(text) }
                 .to_string_lossy()
                 .into_owned()

@@ -100,9 +100,9 @@ impl CudaRuntime {
         let [bx, by, bz] = dims.block;
         let shared = dims.dyn_shared_memory;
         let mut attributes = extended_attributes(&dims);
-        // SAFETY (all three): a kernel of a module loaded on this device; `params` holds one
-        // address per kernel argument, each pointing at its value, alive across the call (the
-        // driver copies the values at launch); the stream belongs to this device.
+        // In the three launches below: a kernel of a module loaded on this device; `params`
+        // holds one address per kernel argument, each pointing at its value, alive across the
+        // call (the driver copies the values at launch); the stream belongs to this device.
         let rc = if !attributes.is_empty() {
             let launch_ex = api
                 .launch_kernel_ex
@@ -115,17 +115,20 @@ impl CudaRuntime {
                 attrs: attributes.as_mut_ptr(),
                 num_attrs: attributes.len() as u32,
             };
+            // SAFETY: as above; `config` and its attributes outlive the call.
             unsafe { launch_ex(&config, function, params_ptr, std::ptr::null_mut()) }
         } else if dims.cooperative {
             let cooperative = api
                 .launch_cooperative_kernel
                 .ok_or_else(|| missing("cuLaunchCooperativeKernel", "a cooperative launch"))?;
+            // SAFETY: as above.
             unsafe {
                 cooperative(
                     function, gx, gy, gz, bx, by, bz, shared, stream.0, params_ptr,
                 )
             }
         } else {
+            // SAFETY: as above.
             unsafe {
                 (api.launch_kernel)(
                     function,

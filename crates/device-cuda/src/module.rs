@@ -118,10 +118,7 @@ impl KernelBackend for CudaBackend {
                 if log.is_empty() {
                     e
                 } else {
-                    Error::new(
-                        e.kind().to_string(),
-                        format!("{}; JIT log: {log}", e.message()),
-                    )
+                    Error::new(e.kind(), format!("{}; JIT log: {log}", e.message()))
                 }
             })?;
         Ok(LoadedCode(module as usize))

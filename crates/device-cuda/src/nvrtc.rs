@@ -153,16 +153,12 @@ impl Nvrtc {
     ) -> Result<Vec<u8>> {
         let mut size = 0;
         // SAFETY: a live program and an out-parameter.
-        self.check(
-            unsafe { size_of(guard.program, &mut size) },
-            "reading a size",
-        )?;
+        let rc = unsafe { size_of(guard.program, &mut size) };
+        self.check(rc, "reading a size")?;
         let mut bytes = vec![0u8; size];
         // SAFETY: a buffer of the size NVRTC reported.
-        self.check(
-            unsafe { read(guard.program, bytes.as_mut_ptr().cast()) },
-            "reading a result",
-        )?;
+        let rc = unsafe { read(guard.program, bytes.as_mut_ptr().cast()) };
+        self.check(rc, "reading a result")?;
         Ok(bytes)
     }
 }

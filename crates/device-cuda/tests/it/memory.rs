@@ -63,10 +63,8 @@ fn pinned_host_memory_is_host_addressable() {
     // SAFETY: both descriptors hold 4 floats.
     unsafe { host_api.copy(&from, &to, StreamHandle::NULL).unwrap() };
     // SAFETY: pinned memory of 4 floats, written above.
-    assert_eq!(
-        unsafe { std::slice::from_raw_parts(ptr as *const f32, 4) },
-        &data[..]
-    );
+    let written = unsafe { std::slice::from_raw_parts(ptr as *const f32, 4) };
+    assert_eq!(written, &data[..]);
     // SAFETY: allocated above.
     unsafe { host_api.free(pinned, ptr).unwrap() };
     assert_eq!(fake.live("host"), 0);
