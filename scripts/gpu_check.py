@@ -95,7 +95,9 @@ def main() -> None:
     start = time.perf_counter()
     back = t.numpy()
     d2h = host.nbytes / (time.perf_counter() - start) / 1e9
-    check("64 MiB round trip", np.array_equal(back, host), f"(H2D {h2d:.1f} GB/s, D2H {d2h:.1f} GB/s)")
+    check(
+        "64 MiB round trip", np.array_equal(back, host), f"(H2D {h2d:.1f} GB/s, D2H {d2h:.1f} GB/s)"
+    )
     check("device to device copy", np.array_equal(t.copyto(dev).numpy(), host))
     view = host.reshape(4096, 4096)[:, ::2]
     check("strided host source", np.array_equal(tvm.runtime.tensor(view, dev).numpy(), view))

@@ -17,8 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 FAKE_DIR = REPO_ROOT / "crates" / "device-cuda" / "tests" / "fake"
 
 PTX = (
-    ".version 7.0\n.target sm_52\n"
-    ".visible .entry add_one(.param .u64 x, .param .u32 n) { ret; }\n"
+    ".version 7.0\n.target sm_52\n.visible .entry add_one(.param .u64 x, .param .u32 n) { ret; }\n"
 )
 META = (
     '{"func_info": {"add_one": {"name": "add_one", "arg_types": ["handle", "int32"], '

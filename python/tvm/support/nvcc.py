@@ -418,13 +418,7 @@ def _compile_cuda_nvrtc(
             flags.append(text)
 
     if native is not None:
-        binary = bytearray(native(_nvrtc_source(code, use_nvshmem), flags))
-        if not binary:
-            raise RuntimeError("Compilation error: empty result is generated")
-        if path_target:
-            with open(path_target, "wb") as out:
-                out.write(binary)
-        return binary
+        return _written(bytearray(native(_nvrtc_source(code, use_nvshmem), flags)), path_target)
 
     def check(result: Any, what: str) -> None:
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
@@ -460,6 +454,11 @@ def _compile_cuda_nvrtc(
         nvrtc.nvrtcDestroyProgram(program)
     if use_nvshmem:
         binary = _link_nvshmem(binary, str(nvshmem_lib))
+    return _written(binary, path_target)
+
+
+def _written(binary: bytearray, path_target: str | None) -> bytearray:
+    """``binary``, also written to ``path_target`` when given; an empty one is an error."""
     if not binary:
         raise RuntimeError("Compilation error: empty result is generated")
     if path_target:
