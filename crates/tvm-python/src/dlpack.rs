@@ -275,7 +275,9 @@ unsafe extern "C" fn release_legacy_capsule(capsule: *mut ffi::PyObject) {
 }
 
 /// Makes a device tensor's data safe to use on the consumer's `stream` (the `__dlpack__`
-/// keyword): the work queued on the producer's current stream finishes first. `-1` asks for no
+/// keyword), the DLPack stream hand-off: the consumer's stream waits for the work queued so far
+/// on the producer's current stream (through an event where the backend has them; the host does
+/// not wait). Without a stream, the producer's stream is synchronized. `-1` asks for no
 /// ordering; CPU tensors have nothing to order.
 fn order_for_consumer(
     py: Python<'_>,
@@ -296,6 +298,9 @@ fn order_for_consumer(
         if stream == -1 {
             return Ok(());
         }
+        let consumer = tvm_runtime::device::StreamHandle(stream as usize as *mut std::ffi::c_void);
+        return tvm_runtime::device::sync_stream_from_to(device, None, consumer)
+            .map_err(|err| raise_error(py, err));
     }
     tvm_runtime::device::sync_stream(device, None).map_err(|err| raise_error(py, err))
 }

@@ -80,8 +80,29 @@ const PYTHON_FRAMES: tvm_ffi_capi::FrameFilter = tvm_ffi_capi::FrameFilter {
     symbol_fragments: &["::__pymethod_"],
     crates: &["pyo3"],
     file_fragments: &["/tvm-python/src/"],
-    boundaries: &["_Py*", "PyObject_*", "slot_tp_call"],
+    boundaries: &[
+        "_Py*",
+        "PyObject_*",
+        "PyVectorcall_*",
+        "PyEval_*",
+        "slot_tp_call",
+        "do_call_core",
+        "cfunction_*",
+        "method_vectorcall*",
+    ],
 };
+
+/// The device backends compiled into this library (cargo features), for `tvm.support.libinfo`.
+fn compiled_device_backends() -> Vec<&'static str> {
+    let mut backends = Vec::new();
+    if cfg!(feature = "cuda") {
+        backends.push("cuda");
+    }
+    if cfg!(feature = "vulkan") {
+        backends.push("vulkan");
+    }
+    backends
+}
 
 /// The native module.
 #[pymodule]
@@ -92,6 +113,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Loads nothing: libvulkan is opened on the first use of a Vulkan device.
     #[cfg(feature = "vulkan")]
     device_vulkan::register().map_err(|e| errors::raise_error(m.py(), e))?;
+    // Loads nothing: the CUDA driver is opened on the first use of a CUDA device.
+    #[cfg(feature = "cuda")]
+    device_cuda::register().map_err(|e| errors::raise_error(m.py(), e))?;
+    m.add("_device_backends", compiled_device_backends())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;
     m.add_class::<objects::PyObjectRef>()?;

@@ -83,21 +83,19 @@ def find_lib_path() -> list[str]:
     return [str(base._native_library_path())]
 
 
-_OPTION_DEFAULTS = {
-    "USE_CUDA": "ON",
-    "USE_LLVM": "ON",
-    "USE_NCCL": "ON",
-    "USE_NVTX": "ON",
-    "USE_NVSHMEM": "OFF",
-}
+#: Build options and the device backend of this library that turns each on.
+_BACKEND_OPTIONS = {"USE_CUDA": "cuda", "USE_ROCM": "rocm", "USE_VULKAN": "vulkan"}
+#: Build options of the original that no part of this runtime provides.
 _ALWAYS_OFF = (
+    "USE_LLVM",
+    "USE_NCCL",
+    "USE_NVTX",
+    "USE_NVSHMEM",
     "USE_HEXAGON",
     "USE_CUDNN",
     "USE_CUTLASS",
-    "USE_VULKAN",
     "USE_OPENCL",
     "USE_METAL",
-    "USE_ROCM",
     "USE_CLML",
     "USE_NNAPI_RUNTIME",
     "USE_NNAPI_CODEGEN",
@@ -105,12 +103,15 @@ _ALWAYS_OFF = (
 
 
 def libinfo() -> dict[str, str]:
-    """Build options as ``"ON"``/``"OFF"`` strings. ``USE_CUDA``, ``USE_LLVM``, ``USE_NCCL``,
-    ``USE_NVTX`` (default ON) and ``USE_NVSHMEM`` (default OFF) can be overridden with
-    ``TVM_USE_CUDA=OFF`` and so on; the others are OFF. A missing key means OFF."""
-    info = {key: os.environ.get(f"TVM_{key}", default) for key, default in _OPTION_DEFAULTS.items()}
+    """Build options as ``"ON"``/``"OFF"`` strings, as this library was built: ``USE_CUDA``,
+    ``USE_ROCM`` and ``USE_VULKAN`` are ON when the device backend is compiled in (it loads its
+    driver only when used, so ON says nothing about the machine having one); options of the
+    original that this runtime has no part for (LLVM, NCCL, NVTX, ...) are OFF. A missing key
+    means OFF."""
+    compiled = set(getattr(_native, "_device_backends", ()))
+    info = {key: "ON" if name in compiled else "OFF" for key, name in _BACKEND_OPTIONS.items()}
     info.update({key: "OFF" for key in _ALWAYS_OFF})
-    return info
+    return dict(sorted(info.items()))
 
 
 def _link_flags() -> list[str]:

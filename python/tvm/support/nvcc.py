@@ -342,14 +342,20 @@ def _compile_cuda_nvrtc(
     path_target: str | None,
     use_nvshmem: bool,
 ) -> bytearray:
+    native = None
     try:
         from cuda.bindings import nvrtc  # type: ignore[import-not-found]
     except ImportError as err:
-        raise RuntimeError(
-            "compiling CUDA with NVRTC needs the cuda-python package (module "
-            "cuda.bindings.nvrtc), which is not installed: pip install cuda-python. "
-            "Alternatively compile with nvcc: compiler='nvcc' (or TVM_CUDA_COMPILE_MODE=nvcc)"
-        ) from err
+        # The runtime's own NVRTC binding (libnvrtc opened at run time) compiles to PTX.
+        native = _native_nvrtc()
+        if native is None or use_nvshmem or target_format not in (None, "ptx"):
+            raise RuntimeError(
+                "compiling CUDA with NVRTC needs the cuda-python package (module "
+                "cuda.bindings.nvrtc), which is not installed: pip install cuda-python "
+                "(without it, only PTX through tvm.support.nvrtc_compile). "
+                "Alternatively compile with nvcc: compiler='nvcc' (or TVM_CUDA_COMPILE_MODE=nvcc)"
+            ) from err
+        target_format = "ptx"
     if use_nvshmem:
         import importlib.util
 
@@ -384,7 +390,12 @@ def _compile_cuda_nvrtc(
     flags = [f"--gpu-architecture={gpu_arch}", "-default-device", "--device-int128"]
     if use_nvshmem:
         flags += ["-rdc", "true"]
-    flags += [f"-I{d}" for d in _cuda_include_dirs(find_cuda_path())]
+    try:
+        flags += [f"-I{d}" for d in _cuda_include_dirs(find_cuda_path())]
+    except RuntimeError:
+        if native is None:
+            raise
+        # NVRTC alone (no toolkit): kernels that include no CUDA headers still compile.
     if nvshmem_include:
         flags.append(f"-I{nvshmem_include}")
         flags += [
@@ -405,6 +416,9 @@ def _compile_cuda_nvrtc(
         text = option.decode() if isinstance(option, bytes) else str(option)
         if not text.startswith(_NVCC_ONLY_PREFIXES):
             flags.append(text)
+
+    if native is not None:
+        return _written(bytearray(native(_nvrtc_source(code, use_nvshmem), flags)), path_target)
 
     def check(result: Any, what: str) -> None:
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
@@ -440,12 +454,25 @@ def _compile_cuda_nvrtc(
         nvrtc.nvrtcDestroyProgram(program)
     if use_nvshmem:
         binary = _link_nvshmem(binary, str(nvshmem_lib))
+    return _written(binary, path_target)
+
+
+def _written(binary: bytearray, path_target: str | None) -> bytearray:
+    """``binary``, also written to ``path_target`` when given; an empty one is an error."""
     if not binary:
         raise RuntimeError("Compilation error: empty result is generated")
     if path_target:
         with open(path_target, "wb") as out:
             out.write(binary)
     return binary
+
+
+def _native_nvrtc() -> Any:
+    """``tvm.support.nvrtc_compile`` of the runtime (CUDA source to PTX with ``libnvrtc``
+    opened at run time), or None when this build has no CUDA backend."""
+    from .. import ffi
+
+    return ffi.get_global_func("tvm.support.nvrtc_compile", allow_missing=True)
 
 
 def _link_nvshmem(cubin: bytearray, nvshmem_lib: str) -> bytearray:

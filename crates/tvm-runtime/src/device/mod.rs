@@ -32,7 +32,7 @@ pub use host_copy::{byte_extent, check_copy_shapes, copy_host_strided, tensor_nb
 pub use registry::{
     RPC_SESSION_DEVICE_TYPES, alloc_data, copy_tensor, create_stream, current_stream, device_api,
     device_attr, device_exists, free_data, free_stream, register_device_api,
-    registered_device_types, set_current_stream, sync_stream,
+    registered_device_types, set_current_stream, sync_stream, sync_stream_from_to,
 };
 pub use tensor::{TensorDeviceExt, empty_on};
 pub use test_backend::{
@@ -227,6 +227,18 @@ pub trait DeviceApi: Send + Sync + 'static {
 
     /// Waits until the work queued on `stream` (NULL: the default stream) is done.
     fn sync_stream(&self, device: Device, stream: StreamHandle) -> Result<()>;
+
+    /// Makes the work queued on `to` from now on wait for the work queued on `from` so far (the
+    /// DLPack stream hand-off). Backends with events record one on `from` and make `to` wait on
+    /// it without blocking the host; the default waits for `from` on the host.
+    fn sync_stream_from_to(
+        &self,
+        device: Device,
+        from: StreamHandle,
+        _to: StreamHandle,
+    ) -> Result<()> {
+        self.sync_stream(device, from)
+    }
 
     /// Scratch memory for a kernel's temporaries; the default is [`DeviceApi::alloc`] with
     /// [`TENSOR_ALIGNMENT`].

@@ -235,6 +235,23 @@ pub fn sync_stream(device: Device, stream: Option<StreamHandle>) -> Result<()> {
     existing(device)?.sync_stream(device, stream)
 }
 
+/// Makes the work queued on `to` from now on wait for the work queued on `from` so far, both
+/// streams of `device` (`None` for `from`: the calling thread's current stream).
+pub fn sync_stream_from_to(
+    device: Device,
+    from: Option<StreamHandle>,
+    to: StreamHandle,
+) -> Result<()> {
+    let from = from.unwrap_or_else(|| current_stream(device));
+    check_stream(device, from)?;
+    check_stream(device, to)?;
+    let api = existing(device)?;
+    if from == to {
+        return Ok(());
+    }
+    api.sync_stream_from_to(device, from, to)
+}
+
 /// Copies `from` into `to` (same shape and dtype; any devices, strides and byte offsets) on
 /// `stream` (`None`: the current stream of the device side), then waits for it when `sync`.
 /// Between two kinds of device the data passes through host memory, synchronously.

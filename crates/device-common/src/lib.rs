@@ -1,0 +1,30 @@
+//! What the GPU backends that drive a vendor library through its C API (CUDA's driver API,
+//! HIP) have in common, written once:
+//!
+//! - [`DriverLibrary`] and [`driver_table!`]: the vendor library opened at run time with
+//!   `dlopen`, its entry points resolved into a table of function pointers, and errors that say
+//!   which file was looked for and why it did not load;
+//! - [`PerDevice`]: state created lazily, once per device index (contexts, loaded modules);
+//! - [`args`]: the arguments of a kernel call turned into what the launch API takes (an array of
+//!   argument addresses, or one aligned blob), tensors checked to live on the launch device;
+//! - [`copy`]: copies between host and device memory with any strides and byte offsets, flat
+//!   copies straight through the driver and the others through host staging;
+//! - [`runtime`] and [`device_api`]: a vendor runtime behind one interface, opened on first
+//!   use, and the device API of its devices and of its pinned host memory;
+//! - [`module`]: a device module (kind, format, kernel metadata, code) whose code is loaded on
+//!   each device at its first use, its serialized form and its files.
+
+pub mod args;
+pub mod copy;
+pub mod device_api;
+mod library;
+pub mod module;
+mod per_device;
+pub mod runtime;
+
+pub use library::DriverLibrary;
+pub use per_device::PerDevice;
+
+// Unit tests run in a binary of their own, which links the process state.
+#[cfg(test)]
+use tvm_ffi_capi as _;

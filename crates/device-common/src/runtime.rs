@@ -1,0 +1,185 @@
+//! A vendor runtime behind one interface ([`GpuRuntime`]), opened from its library on first use
+//! ([`LazyRuntime`]).
+
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use tvm_ffi::{Any, Device, Error, ErrorKind, Result};
+use tvm_runtime::device::{DeviceAttr, StreamHandle};
+
+use crate::DriverLibrary;
+
+/// What a GPU backend needs from its vendor library, for one kind of device.
+pub trait GpuRuntime: Send + Sync + Sized + 'static {
+    /// What the library is, for messages ("CUDA driver").
+    const WHAT: &'static str;
+    /// The environment variable that names the library to use instead of the candidates.
+    const OVERRIDE_VAR: &'static str;
+    /// The names the library is looked up by, in order.
+    const CANDIDATES: &'static [&'static str];
+    /// The DLPack type of the devices ([`GpuRuntime::bind`] and the rest take such devices).
+    const DEVICE_TYPE: i32;
+    /// The backend's name ("cuda").
+    const NAME: &'static str;
+    /// The name of its pinned host memory devices ("cuda_host").
+    const HOST_NAME: &'static str;
+
+    /// Opens the runtime from its loaded library.
+    fn load(library: DriverLibrary) -> std::result::Result<Self, String>;
+
+    /// Checks that `device` is one of the runtime's; the error says why not.
+    fn check_device(&self, device: Device) -> Result<()>;
+
+    /// Makes `device` the calling thread's current device.
+    fn bind(&self, device: Device) -> Result<()>;
+
+    /// An attribute of an existing device.
+    fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>>;
+
+    /// `nbytes` (at least one) of memory on `device`.
+    fn alloc_device(&self, device: Device, nbytes: usize, alignment: usize) -> Result<u64>;
+
+    /// Frees memory from [`GpuRuntime::alloc_device`].
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc_device` on `device` and is freed once.
+    unsafe fn free_device(&self, device: Device, ptr: u64) -> Result<()>;
+
+    /// `nbytes` of page-locked host memory, through `device`.
+    fn alloc_host(&self, device: Device, nbytes: usize, alignment: usize) -> Result<*mut c_void>;
+
+    /// Frees memory from [`GpuRuntime::alloc_host`].
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc_host` and is freed once.
+    unsafe fn free_host(&self, ptr: *mut c_void) -> Result<()>;
+
+    /// A new stream on `device`.
+    fn create_stream(&self, device: Device) -> Result<StreamHandle>;
+
+    /// Destroys a stream from [`GpuRuntime::create_stream`].
+    ///
+    /// # Safety
+    /// `stream` came from `create_stream` on `device` and is destroyed once.
+    unsafe fn destroy_stream(&self, device: Device, stream: StreamHandle) -> Result<()>;
+
+    /// Waits for the work queued on `stream`.
+    fn synchronize(&self, device: Device, stream: StreamHandle) -> Result<()>;
+
+    /// Makes the work queued on `to` from now on wait for the work queued on `from` so far,
+    /// without blocking the host.
+    fn stream_wait(&self, device: Device, from: StreamHandle, to: StreamHandle) -> Result<()>;
+
+    /// Queues a copy of `len` bytes from host `src` to `dst` on `device` (which is bound).
+    ///
+    /// # Safety
+    /// As for [`crate::copy::RawCopies::host_to_device`].
+    unsafe fn copy_to_device(
+        &self,
+        device: Device,
+        dst: u64,
+        src: *const u8,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+
+    /// Queues a copy of `len` bytes from `src` on `device` (which is bound) to host `dst`.
+    ///
+    /// # Safety
+    /// As for [`crate::copy::RawCopies::device_to_host`].
+    unsafe fn copy_to_host(
+        &self,
+        device: Device,
+        dst: *mut u8,
+        src: u64,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+
+    /// Queues a copy of `len` bytes between two addresses of device memory.
+    ///
+    /// # Safety
+    /// As for [`crate::copy::RawCopies::device_to_device`].
+    unsafe fn copy_on_device(
+        &self,
+        device: Device,
+        dst: u64,
+        src: u64,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+}
+
+/// A runtime opened on first use, from the library [`GpuRuntime::OVERRIDE_VAR`] names or the
+/// first candidate that loads (or from one given library).
+#[derive(Debug)]
+pub struct LazyRuntime<R: GpuRuntime> {
+    library: Option<PathBuf>,
+    runtime: OnceLock<std::result::Result<Arc<R>, String>>,
+}
+
+impl<R: GpuRuntime> LazyRuntime<R> {
+    /// Opens the library of the environment variable, else the candidates, on first use.
+    pub fn from_environment() -> LazyRuntime<R> {
+        LazyRuntime {
+            library: None,
+            runtime: OnceLock::new(),
+        }
+    }
+
+    /// Opens `library` on first use.
+    pub fn with_library(library: impl Into<PathBuf>) -> LazyRuntime<R> {
+        LazyRuntime {
+            library: Some(library.into()),
+            runtime: OnceLock::new(),
+        }
+    }
+
+    fn open(&self) -> std::result::Result<Arc<R>, String> {
+        let library = match &self.library {
+            Some(path) => {
+                let path = path.to_string_lossy();
+                DriverLibrary::open(&path)
+                    .map_err(|why| format!("{} not found: {path}: {why}", R::WHAT))?
+            }
+            None => DriverLibrary::open_first(R::WHAT, R::OVERRIDE_VAR, R::CANDIDATES)?,
+        };
+        R::load(library).map(Arc::new)
+    }
+
+    /// The runtime, opened the first time; a `RuntimeError` saying which library was looked
+    /// for and why it did not load.
+    pub fn runtime(&self) -> Result<&Arc<R>> {
+        self.runtime
+            .get_or_init(|| self.open())
+            .as_ref()
+            .map_err(|why| Error::new(ErrorKind::RuntimeError, why.clone()))
+    }
+
+    /// Whether `device` exists (the library loads and has that index).
+    pub fn exists(&self, device: Device) -> bool {
+        self.runtime()
+            .is_ok_and(|runtime| runtime.check_device(device).is_ok())
+    }
+
+    /// Why `device` does not exist, if it does not.
+    pub fn unavailable_reason(&self, device: Device) -> Option<String> {
+        match self.runtime() {
+            Err(e) => Some(e.message().to_string()),
+            Ok(runtime) => runtime
+                .check_device(device)
+                .err()
+                .map(|e| e.message().to_string()),
+        }
+    }
+}
+
+/// A backend object that holds a [`LazyRuntime`] (each backend crate has its own, on which it
+/// also implements [`crate::module::KernelBackend`]).
+pub trait RuntimeSource: Send + Sync + 'static {
+    /// The runtime's type.
+    type Runtime: GpuRuntime;
+    /// The lazily opened runtime.
+    fn lazy(&self) -> &LazyRuntime<Self::Runtime>;
+}

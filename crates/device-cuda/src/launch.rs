@@ -1,0 +1,157 @@
+//! Kernel launches on the calling thread's current stream: `cuLaunchKernel`,
+//! `cuLaunchCooperativeKernel` for the cooperative tag, `cuLaunchKernelEx` for clusters and
+//! programmatic dependent launch.
+
+use device_common::args::KernelCall;
+use tvm_ffi::{Device, Error, ErrorKind, Result};
+use tvm_runtime::device::current_stream;
+use tvm_runtime::kernel::LaunchDims;
+
+use crate::context::CudaRuntime;
+use crate::driver::{LaunchAttribute, LaunchConfigEx};
+use crate::module::Kernel;
+
+/// Dynamic shared memory above this needs the kernel's permission (`cuFuncSetAttribute`).
+const DEFAULT_DYN_SHARED_MEMORY: u32 = 48 << 10;
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+const FUNC_MAX_DYNAMIC_SHARED_SIZE: i32 = 8;
+
+/// `CUlaunchAttributeID`s.
+const ATTRIBUTE_COOPERATIVE: i32 = 2;
+const ATTRIBUTE_CLUSTER_DIMENSION: i32 = 4;
+const ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: i32 = 6;
+const ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: i32 = 11;
+
+fn attribute(id: i32, values: &[u32]) -> LaunchAttribute {
+    let mut value = [0u32; 16];
+    value[..values.len()].copy_from_slice(values);
+    LaunchAttribute {
+        id,
+        pad: [0; 4],
+        value,
+    }
+}
+
+/// The attributes of an extended launch (empty when a plain launch does).
+fn extended_attributes(dims: &LaunchDims) -> Vec<LaunchAttribute> {
+    let mut attributes = Vec::new();
+    if dims.cluster != [1; 3] {
+        attributes.push(attribute(ATTRIBUTE_CLUSTER_DIMENSION, &dims.cluster));
+    }
+    if dims.preferred_cluster != [1; 3] {
+        attributes.push(attribute(
+            ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION,
+            &dims.preferred_cluster,
+        ));
+    }
+    if dims.programmatic_dependent_launch {
+        attributes.push(attribute(ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, &[1]));
+    }
+    if !attributes.is_empty() && dims.cooperative {
+        attributes.push(attribute(ATTRIBUTE_COOPERATIVE, &[1]));
+    }
+    attributes
+}
+
+fn missing(entry_point: &str, needs: &str) -> Error {
+    Error::new(
+        ErrorKind::RuntimeError,
+        format!("{needs} needs {entry_point}, which this CUDA driver lacks"),
+    )
+}
+
+impl CudaRuntime {
+    /// Launches `kernel` on `device` with the arguments and dimensions of `call`, on the
+    /// calling thread's current stream of `device`.
+    pub fn launch(&self, device: Device, kernel: Kernel, call: &mut KernelCall<'_>) -> Result<()> {
+        self.bind(device)?;
+        let api = &self.driver.api;
+        let dims = call.dims;
+        let stream = current_stream(device);
+        let function = kernel.handle();
+        if dims.dyn_shared_memory > DEFAULT_DYN_SHARED_MEMORY {
+            let set = api.func_set_attribute.ok_or_else(|| {
+                missing("cuFuncSetAttribute", "more than 48 KiB of shared memory")
+            })?;
+            // SAFETY: a kernel of a module loaded on this device.
+            let rc = unsafe {
+                set(
+                    function,
+                    FUNC_MAX_DYNAMIC_SHARED_SIZE,
+                    dims.dyn_shared_memory as i32,
+                )
+            };
+            self.driver.check(
+                rc,
+                &format!(
+                    "allowing kernel `{}` {} bytes of dynamic shared memory",
+                    call.kernel(),
+                    dims.dyn_shared_memory
+                ),
+            )?;
+        }
+        let mut params = call.addresses();
+        let params_ptr = if params.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            params.as_mut_ptr()
+        };
+        let [gx, gy, gz] = dims.grid;
+        let [bx, by, bz] = dims.block;
+        let shared = dims.dyn_shared_memory;
+        let mut attributes = extended_attributes(&dims);
+        // In the three launches below: a kernel of a module loaded on this device; `params`
+        // holds one address per kernel argument, each pointing at its value, alive across the
+        // call (the driver copies the values at launch); the stream belongs to this device.
+        let rc = if !attributes.is_empty() {
+            let launch_ex = api
+                .launch_kernel_ex
+                .ok_or_else(|| missing("cuLaunchKernelEx", "a cluster or programmatic launch"))?;
+            let config = LaunchConfigEx {
+                grid: dims.grid,
+                block: dims.block,
+                shared_mem_bytes: shared,
+                stream: stream.0,
+                attrs: attributes.as_mut_ptr(),
+                num_attrs: attributes.len() as u32,
+            };
+            // SAFETY: as above; `config` and its attributes outlive the call.
+            unsafe { launch_ex(&config, function, params_ptr, std::ptr::null_mut()) }
+        } else if dims.cooperative {
+            let cooperative = api
+                .launch_cooperative_kernel
+                .ok_or_else(|| missing("cuLaunchCooperativeKernel", "a cooperative launch"))?;
+            // SAFETY: as above.
+            unsafe {
+                cooperative(
+                    function, gx, gy, gz, bx, by, bz, shared, stream.0, params_ptr,
+                )
+            }
+        } else {
+            // SAFETY: as above.
+            unsafe {
+                (api.launch_kernel)(
+                    function,
+                    gx,
+                    gy,
+                    gz,
+                    bx,
+                    by,
+                    bz,
+                    shared,
+                    stream.0,
+                    params_ptr,
+                    std::ptr::null_mut(),
+                )
+            }
+        };
+        self.driver.check(
+            rc,
+            &format!(
+                "CUDA launch of kernel `{}` on {device} failed (grid=({gx}, {gy}, {gz}), \
+                 block=({bx}, {by}, {bz}), dynamic shared memory={shared})",
+                call.kernel()
+            ),
+        )
+    }
+}

@@ -1,0 +1,57 @@
+//! The CUDA backend: devices `cuda` (2) and `cuda_host` (3) through the CUDA driver API, with the
+//! driver (`libcuda.so.1`, or the file `$TVM_CUDA_DRIVER` names) opened at run time on first
+//! use, so a process without it imports and runs everything else; asking for a CUDA device
+//! there is an error that names the library looked for.
+//!
+//! - [`context`]: the driver and a primary context per device;
+//! - [`api`]: the device API (memory, copies with strides, streams, events, attributes);
+//! - [`module`] and [`launch`]: kernel modules of kind `cuda` (PTX, cubin, fatbin) and launches
+//!   following the shared launch convention, on the thread's current stream;
+//! - [`nvrtc`]: CUDA C to PTX with NVRTC (`tvm.support.nvrtc_compile`), when `libnvrtc` is
+//!   present.
+
+pub mod api;
+pub mod context;
+pub mod driver;
+pub mod launch;
+mod memory;
+pub mod module;
+pub mod nvrtc;
+mod runtime;
+mod stream;
+
+use std::sync::{Arc, OnceLock};
+
+use tvm_ffi::Result;
+use tvm_ffi::abi::{kDLCUDA, kDLCUDAHost};
+
+pub use api::{CudaDeviceApi, CudaHostDeviceApi};
+pub use context::CudaBackend;
+
+// Unit tests run in a binary of their own, which links the process state.
+#[cfg(test)]
+use tvm_ffi_capi as _;
+
+/// Registers the backend for `cuda` and `cuda_host` devices and the loaders of `cuda` modules.
+/// Loads nothing: the driver is opened on the first use of a CUDA device. Later calls do
+/// nothing.
+pub fn register() -> Result<()> {
+    static DONE: OnceLock<Result<()>> = OnceLock::new();
+    DONE.get_or_init(|| register_backend(Arc::new(CudaBackend::from_environment())))
+        .clone()
+}
+
+/// Registers `backend` for `cuda` and `cuda_host` devices and its module loaders.
+pub fn register_backend(backend: Arc<CudaBackend>) -> Result<()> {
+    tvm_runtime::device::register_device_api(
+        kDLCUDA,
+        Arc::new(CudaDeviceApi::new(backend.clone())),
+    )?;
+    tvm_runtime::device::register_device_api(
+        kDLCUDAHost,
+        Arc::new(CudaHostDeviceApi::new(backend.clone())),
+    )?;
+    module::register_module_loaders(backend);
+    nvrtc::register_nvrtc_compile();
+    Ok(())
+}
