@@ -218,6 +218,11 @@ fn core_functions() -> Vec<(&'static str, Function)> {
 fn environment_functions() -> Vec<(&'static str, Function)> {
     vec![
         (
+            // Called by library loaders before they load a library (see c_api_shim.rs).
+            "ffi.ExportCApi",
+            Function::from_typed("ffi.ExportCApi", crate::c_api_shim::export_c_api),
+        ),
+        (
             "ffi.SystemLibGetSymbol",
             Function::from_typed("ffi.SystemLibGetSymbol", |name: std::string::String| {
                 crate::env::system_lib_symbol(&name).map(|addr| addr as *mut c_void)

@@ -18,6 +18,7 @@ use tvm_ffi::error::{Error, Result};
 
 mod backtrace;
 mod bigint;
+mod c_api_shim;
 mod env;
 mod error;
 mod function;

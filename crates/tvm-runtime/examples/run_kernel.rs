@@ -2,12 +2,12 @@
 //! allocated here, and prints the result.
 //!
 //! ```text
-//! gcc -shared -fPIC -I cpp-abi/include -o /tmp/add_one.so cpp-abi/examples/add_one_c.c
+//! gcc -shared -fPIC -I python/tvm/include -o /tmp/add_one.so cpp-abi/examples/add_one_c.c
 //! cargo run -p tvm-runtime --example run_kernel -- /tmp/add_one.so
 //! ```
 //!
-//! The executable exports the `TVMFFI*` functions (see `build.rs`), so the kernel's references
-//! to the C API resolve to the runtime linked in here.
+//! No linker flags: the kernel's references to the C API resolve to the runtime linked in here
+//! (the core exports it to the libraries the runtime loads).
 
 // This binary is a final artifact: it links the process state.
 use tvm_ffi_capi as _;
