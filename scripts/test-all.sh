@@ -40,7 +40,7 @@ cargo build --locked --quiet -p tvm-ffi-testing --lib
 # shellcheck source=scripts/python-env.sh
 source scripts/python-env.sh
 install_python_package numpy ml_dtypes pytest pytest-cov "coverage>=7.10" hypothesis ruff abi3audit \
-    setuptools wheel mypy tqdm
+    setuptools wheel mypy tqdm mkdocs
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 
@@ -48,6 +48,8 @@ echo
 # The stub of the extension against the extension itself, and the package type-checked.
 "$py" -m mypy.stubtest tvm._native
 (cd python && "../$py" -m mypy -p tvm)
+# The user guide builds (its examples run as tests/python/test_guide.py).
+"$venv/bin/mkdocs" build --strict --quiet
 # The sdist builds and installs into a fresh environment, as `pip install tvm-<v>.tar.gz` does.
 bash scripts/sdist-check.sh
 
