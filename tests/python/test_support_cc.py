@@ -78,7 +78,12 @@ def test_libinfo_command_prints_compile_and_link_flags(tmp_path):
     libs = run("--libs").split()
     library = Path(libinfo.find_lib_path()[0])
     assert libs == [f"-L{library.parent}", f"-Wl,-rpath,{library.parent}", f"-l:{library.name}"]
-    assert "headers:" in run() and "build options:" in run()
+    summary = run()
+    assert "headers:" in summary and "build options:" in summary
+    assert "device drivers: cuda not found" in summary  # no machine here has a CUDA driver
+    drivers = libinfo.device_drivers()
+    assert drivers["cuda"] is False and set(drivers) >= {"cuda", "vulkan"}
+    assert drivers["vulkan"] is tvm.vulkan(0).exist
     # The flags compile a kernel, as a user's build line would use them.
     source = tmp_path / "kernel.c"
     source.write_text(KERNEL)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import _native, base
 
-__all__ = ["__version__", "find_include_path", "find_lib_path", "libinfo", "main"]
+__all__ = ["__version__", "device_drivers", "find_include_path", "find_lib_path", "libinfo", "main"]
 
 __version__: str = _native.__version__
 
@@ -114,6 +114,15 @@ def libinfo() -> dict[str, str]:
     return dict(sorted(info.items()))
 
 
+def device_drivers() -> dict[str, bool]:
+    """For each device backend compiled in, whether its driver was found on this machine (a
+    device of it exists). Opens the drivers, which :func:`libinfo` does not."""
+    from .. import runtime
+
+    compiled = getattr(_native, "_device_backends", ())
+    return {name: bool(runtime.device(name, 0).exist) for name in sorted(compiled)}
+
+
 def _link_flags() -> list[str]:
     library = Path(find_lib_path()[0])
     directory = str(library.parent)
@@ -148,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"headers: {' '.join(find_include_path())}")
         print(f"runtime library: {find_lib_path()[0]}")
         print(f"build options: {libinfo()}")
+        drivers = device_drivers()
+        found = ", ".join(
+            f"{name} {'found' if ok else 'not found'}" for name, ok in drivers.items()
+        )
+        print(f"device drivers: {found or 'no device backend compiled in'}")
         return 0
     print(" ".join(shlex.quote(word) for word in words))
     return 0
