@@ -91,6 +91,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Loads nothing: libvulkan is opened on the first use of a Vulkan device.
     #[cfg(feature = "vulkan")]
     device_vulkan::register().map_err(|e| errors::raise_error(m.py(), e))?;
+    // Loads nothing: wgpu looks for adapters on the first use of a WebGPU device.
+    #[cfg(feature = "webgpu")]
+    device_webgpu::register()
+        .map(|_| ())
+        .map_err(|e| errors::raise_error(m.py(), e))?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;
     m.add_class::<objects::PyObjectRef>()?;
