@@ -52,7 +52,10 @@ impl WebGpuDeviceApi {
 
     /// The element types tensors on `device` may hold: float32, int32 and uint32 everywhere,
     /// float16, float64 and 64-bit integers where the adapter's shaders take them.
-    pub fn supported_dtypes(&self, device: Device) -> std::result::Result<Vec<String>, WebGpuError> {
+    pub fn supported_dtypes(
+        &self,
+        device: Device,
+    ) -> std::result::Result<Vec<String>, WebGpuError> {
         let device = self.device(device)?;
         let mut names = vec!["float32", "int32", "uint32"];
         if device.features.contains(wgpu::Features::SHADER_F16) {
@@ -130,8 +133,7 @@ impl WebGpuDeviceApi {
                 (c, 16) => c == kDLFloat && features.contains(wgpu::Features::SHADER_F16),
                 (c, 64) if c == kDLFloat => features.contains(wgpu::Features::SHADER_F64),
                 (c, 64) => {
-                    (c == kDLInt || c == kDLUInt)
-                        && features.contains(wgpu::Features::SHADER_INT64)
+                    (c == kDLInt || c == kDLUInt) && features.contains(wgpu::Features::SHADER_INT64)
                 }
                 _ => false,
             };

@@ -87,7 +87,11 @@ impl Task {
             return;
         };
         let waker = Waker::from(this);
-        if future.as_mut().poll(&mut Context::from_waker(&waker)).is_ready() {
+        if future
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_ready()
+        {
             *slot = None;
         }
     }
@@ -119,7 +123,10 @@ fn complete_with(
             Err(e) => (e.kind().into_owned(), e.message().into_owned()),
         };
         // The callback's own failure has no caller to go to.
-        let _ = callback.call_packed(&[AnyView::from(&Any::from(kind)), AnyView::from(&Any::from(message))]);
+        let _ = callback.call_packed(&[
+            AnyView::from(&Any::from(kind)),
+            AnyView::from(&Any::from(message)),
+        ]);
     };
     match future {
         Ok(future) => spawn(async move { report(future.await) }),

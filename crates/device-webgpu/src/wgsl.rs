@@ -35,7 +35,10 @@ pub(crate) struct EntryPoint {
 
 /// The compute entry points of WGSL `source`, by name; `what` names the shader in errors. A
 /// shader that does not parse or validate is a `ValueError` with naga's report.
-pub(crate) fn compute_entry_points(source: &str, what: &str) -> WgResult<HashMap<String, EntryPoint>> {
+pub(crate) fn compute_entry_points(
+    source: &str,
+    what: &str,
+) -> WgResult<HashMap<String, EntryPoint>> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| {
         WebGpuError::invalid(format!(
             "{what} does not compile as WGSL:\n{}",

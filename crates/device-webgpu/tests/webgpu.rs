@@ -80,7 +80,11 @@ fn devices_have_names_and_missing_indices_say_what_is_present() {
     let names = api.device_names().unwrap();
     assert!(!names.is_empty());
     let err = empty_on(&[4], DataType::float(32), Device::webgpu(99)).unwrap_err();
-    assert!(err.message().contains("no WebGPU device 99; present: [webgpu:0"), "{err}");
+    assert!(
+        err.message()
+            .contains("no WebGPU device 99; present: [webgpu:0"),
+        "{err}"
+    );
     assert_quiet(&api);
 }
 
@@ -89,9 +93,19 @@ fn odd_sizes_round_trip_and_unsupported_dtypes_are_refused() {
     let Some(api) = api() else { return };
     for n in [1usize, 3, 7, 1000] {
         let values: Vec<f32> = (0..n).map(|i| i as f32 - 2.5).collect();
-        assert_eq!(device_tensor(&values, DataType::float(32)).to_vec::<f32>().unwrap(), values);
+        assert_eq!(
+            device_tensor(&values, DataType::float(32))
+                .to_vec::<f32>()
+                .unwrap(),
+            values
+        );
         let ints: Vec<i32> = (0..n as i32).map(|i| -i * 7).collect();
-        assert_eq!(device_tensor(&ints, DataType::int(32)).to_vec::<i32>().unwrap(), ints);
+        assert_eq!(
+            device_tensor(&ints, DataType::int(32))
+                .to_vec::<i32>()
+                .unwrap(),
+            ints
+        );
     }
     let err = empty_on(&[4], DataType::int(8), webgpu0()).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
@@ -123,13 +137,20 @@ fn bad_shaders_and_metadata_are_refused_naming_the_kernel() {
     let Some(api) = api() else { return };
     let err = load(&[(add_one_info(), "fn add_one( {".into())]).unwrap_err();
     assert_eq!(err.kind(), "ValueError");
-    assert!(err.message().contains("kernel `add_one`") && err.message().contains("WGSL"), "{err}");
+    assert!(
+        err.message().contains("kernel `add_one`") && err.message().contains("WGSL"),
+        "{err}"
+    );
     let renamed = FunctionInfo {
         name: "add_two".into(),
         ..add_one_info()
     };
     let err = load(&[(renamed, shader("add_one"))]).unwrap_err();
-    assert!(err.message().contains("`add_two` is not a compute entry point"), "{err}");
+    assert!(
+        err.message()
+            .contains("`add_two` is not a compute entry point"),
+        "{err}"
+    );
     let one_tensor = info(
         "add_one",
         vec![DataType::handle(), DataType::int(32)],
@@ -142,7 +163,9 @@ fn bad_shaders_and_metadata_are_refused_naming_the_kernel() {
     let a = device_tensor(&[1f32, 2.0], DataType::float(32));
     let b = device_tensor(&[0f32, 0.0], DataType::float(32));
     let add_one = module.get_function_required("add_one").unwrap();
-    let err = add_one.call((a.clone(), b.clone(), 2i64, 0i64, 64i64)).unwrap_err();
+    let err = add_one
+        .call((a.clone(), b.clone(), 2i64, 0i64, 64i64))
+        .unwrap_err();
     assert!(err.message().contains("blockIdx.x is 0"), "{err}");
     add_one.call((a, b.clone(), 2i64, 1i64, 64i64)).unwrap();
     assert_eq!(b.to_vec::<f32>().unwrap(), vec![2.0, 3.0]);
