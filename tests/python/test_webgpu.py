@@ -9,7 +9,6 @@ Every test skips, saying why, only when wgpu finds no adapter (no Vulkan driver 
 import asyncio
 import json
 import os
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import kernel_blobs
 import tvm
 from tvm.runtime import cpu, empty, tensor, tensor_to_numpy_async, webgpu, webgpu_sync_async
 
@@ -52,30 +52,10 @@ BUSY = {
 }
 
 
-def _string(text: str) -> bytes:
-    data = text.encode()
-    return struct.pack("<Q", len(data)) + data
-
-
-def _dtype(text: str) -> bytes:
-    dtype = tvm.ffi.dtype(text)
-    return struct.pack("<BBH", dtype.type_code, dtype.bits, dtype.lanes)
-
-
 def module_bytes(kernels: list[tuple[dict, str]]) -> bytes:
-    """The serialized ``webgpu`` module ``[fmt][fmap][smap]`` of (metadata, WGSL) pairs."""
-    out = _string("webgpu") + struct.pack("<Q", len(kernels))
-    for info, _ in kernels:
-        out += _string(info["name"]) + _string(info["name"])
-        out += struct.pack("<Q", len(info["arg_types"]))
-        out += b"".join(_dtype(t) for t in info["arg_types"])
-        out += struct.pack("<Q", len(info["launch_param_tags"]))
-        out += b"".join(_string(t) for t in info["launch_param_tags"])
-        out += struct.pack("<Q", 0)
-    out += struct.pack("<Q", len(kernels))
-    for info, source in kernels:
-        out += _string(info["name"]) + _string(source)
-    return out
+    """The serialized ``webgpu`` module of (metadata, WGSL) pairs."""
+    pairs = [(info, source.encode()) for info, source in kernels]
+    return kernel_blobs.module_bytes("webgpu", pairs, kernel_blobs.string_field)
 
 
 def wgsl(name: str) -> str:
@@ -259,15 +239,7 @@ def test_rpc_async_functions_complete_when_called():
 def test_module_embedded_in_a_compiled_library(compile_c):
     """A host library whose `__tvm_ffi__library_bin` holds a webgpu module imports it on load."""
     payload = module_bytes([(ADD_ONE, wgsl("add_one"))])
-    # The import tree in CSR form: node 0 (the library) imports node 1 (the webgpu module).
-    tree = struct.pack("<4Q", 3, 0, 1, 1) + struct.pack("<2Q", 1, 1)
-    blob = tree + _string("_lib") + _string("webgpu") + struct.pack("<Q", len(payload)) + payload
-    data = struct.pack("<Q", len(blob)) + blob
-    array = ", ".join(str(b) for b in data)
-    source = f"""
-#include <tvm/ffi/c_api.h>
-TVM_FFI_DLL_EXPORT const unsigned char __tvm_ffi__library_bin[{len(data)}] = {{{array}}};
-"""
+    source = kernel_blobs.embedding_library_source("webgpu", payload)
     library = tvm.runtime.load_module(compile_c(source, name="libembeds_webgpu.so"))
     (imported,) = library.imports
     assert imported.kind == "webgpu"

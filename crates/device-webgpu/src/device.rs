@@ -143,16 +143,15 @@ impl WebGpuDevice {
         }
     }
 
-    /// A future that completes when all work queued so far (kernels, copies, host writes) is
-    /// done. The poller thread completes it; nothing blocks until it is awaited.
+    /// A future that completes when all work submitted so far (kernels, device copies) is
+    /// done; host writes are ordered before later work. (No empty submission to flush host
+    /// writes: on lavapipe it blocks until the device is idle.) The poller thread completes it; nothing blocks until it is awaited.
     pub(crate) fn sync(
         self: &Arc<Self>,
     ) -> impl Future<Output = WgResult<()>> + Send + 'static + use<> {
         let device = Arc::clone(self);
         let started = self.check_alive().map(|()| {
             let (done, finished) = signal();
-            // An empty submission flushes the host writes queued since the last one.
-            self.queue.submit([]);
             self.queue.on_submitted_work_done(move || done.complete(()));
             self.poller.request();
             finished

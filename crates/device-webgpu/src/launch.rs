@@ -16,9 +16,9 @@ use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tvm_ffi::abi::{self, DLTensor, kDLOpaqueHandle};
-use tvm_ffi::{Any, AnyView, Device, Tensor};
-use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig};
+use tvm_ffi::abi::{self, kDLOpaqueHandle};
+use tvm_ffi::{Any, AnyView, Device};
+use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig, tensor_arg};
 
 use crate::api::WebGpuDeviceApi;
 use crate::device::WebGpuDevice;
@@ -157,41 +157,21 @@ impl Kernel {
 
     /// The buffer behind tensor argument `index`.
     fn bind(&self, index: usize, value: &AnyView<'_>) -> WgResult<BoundBuffer> {
-        let raw = value.as_raw();
-        let tensor_buffer = |t: &DLTensor| {
-            if t.device.device_type != abi::kDLWebGPU {
-                return Err(self.fail(format!(
-                    "argument {index} is a tensor on {}, not on a WebGPU device",
-                    Device(t.device)
-                )));
-            }
-            let buffer = self
-                .api
-                .buffer(t.data, t.device.device_id)
-                .map_err(|e| self.fail(format!("argument {index}: {e}")))?;
-            Ok(BoundBuffer {
-                buffer,
-                offset: t.byte_offset,
-            })
-        };
-        match raw.type_index {
-            abi::kTVMFFITensor => {
-                let tensor = value
-                    .cast::<Tensor>()
-                    .map_err(|_| self.fail(format!("argument {index} is not a tensor")))?;
-                tensor_buffer(tensor.dltensor())
-            }
-            abi::kTVMFFIDLTensorPtr => {
-                // SAFETY: a DLTensor pointer argument points at a descriptor valid for the call.
-                let t = unsafe { &*raw.payload.v_ptr.cast::<DLTensor>() };
-                tensor_buffer(t)
-            }
-            _ => Err(WebGpuError::WrongType(format!(
+        let Some(t) = tensor_arg(self.name(), index, value, abi::kDLWebGPU, "WebGPU")? else {
+            return Err(WebGpuError::WrongType(format!(
                 "kernel `{}`: argument {index} must be a WebGPU tensor, got {}",
                 self.name(),
                 value.type_name()
-            ))),
-        }
+            )));
+        };
+        let buffer = self
+            .api
+            .buffer(t.data, t.device.device_id)
+            .map_err(|e| self.fail(format!("argument {index}: {e}")))?;
+        Ok(BoundBuffer {
+            buffer,
+            offset: t.byte_offset,
+        })
     }
 
     /// The pipeline of this kernel on `device`, made on first use; WGSL the device refuses is
