@@ -287,7 +287,7 @@ impl State {
                 }
             }
             4 => {
-                if input.u8() % 4 == 0 {
+                if input.u8().is_multiple_of(4) {
                     self.dict.clear();
                     self.dict_model.clear();
                 }

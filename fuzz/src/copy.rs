@@ -128,7 +128,7 @@ fn read_dtype(input: &mut Input<'_>) -> DLDataType {
 }
 
 fn read_side(input: &mut Input<'_>, shape: &[i64], ndim: i32, dtype: DLDataType) -> Side {
-    let strides = (input.u8() % 3 != 0).then(|| {
+    let strides = (!input.u8().is_multiple_of(3)).then(|| {
         shape
             .iter()
             .map(|_| input.i64_mostly(-4, 8))
@@ -146,7 +146,7 @@ fn read_side(input: &mut Input<'_>, shape: &[i64], ndim: i32, dtype: DLDataType)
         byte_offset,
         dtype,
         buffer_len: input.range_i64(0, MAX_BUFFER as i64) as usize,
-        null_data: input.u8() % 32 == 0,
+        null_data: input.u8().is_multiple_of(32),
     }
 }
 
@@ -345,19 +345,19 @@ pub fn strided_copy(data: &[u8]) {
     let count = usize::try_from(ndim).unwrap_or(0);
     let shape: Vec<i64> = (0..count).map(|_| input.i64_mostly(0, 4)).collect();
     let from_dtype = read_dtype(&mut input);
-    let to_dtype = if input.u8() % 16 == 0 {
+    let to_dtype = if input.u8().is_multiple_of(16) {
         read_dtype(&mut input)
     } else {
         from_dtype
     };
     let mut from = read_side(&mut input, &shape, ndim, from_dtype);
     let mut to_shape = shape.clone();
-    if input.u8() % 16 == 0 && !to_shape.is_empty() {
+    if input.u8().is_multiple_of(16) && !to_shape.is_empty() {
         let i = input.below(to_shape.len());
         to_shape[i] = input.i64_mostly(0, 4);
     }
     let mut to = read_side(&mut input, &to_shape, ndim, to_dtype);
-    let shared = input.u8() % 4 == 0;
+    let shared = input.u8().is_multiple_of(4);
     let device_shift = match input.u8() % 4 {
         0 => None,
         1 => Some(input.i64_mostly(-16, 16)),

@@ -93,15 +93,15 @@ fn dim(input: &mut Input<'_>) -> i64 {
 impl Case {
     fn read(input: &mut Input<'_>) -> Case {
         let versioned = input.bool();
-        let through_c = input.u8() % 4 == 0;
+        let through_c = input.u8().is_multiple_of(4);
         let ndim = match input.u8() % 16 {
             15 => -1 - i32::from(input.u8()),
             n => i32::from(n % 7),
         };
         let count = usize::try_from(ndim).unwrap_or(0);
         let shape: Vec<i64> = (0..count).map(|_| dim(input)).collect();
-        let null_shape = input.u8() % 32 == 0;
-        let strides = (input.u8() % 3 != 0).then(|| {
+        let null_shape = input.u8().is_multiple_of(32);
+        let strides = (!input.u8().is_multiple_of(3)).then(|| {
             (0..count)
                 .map(|_| input.i64_mostly(-3, 12))
                 .collect::<Vec<_>>()
@@ -136,7 +136,7 @@ impl Case {
             },
             device_id: input.i64_mostly(0, 3) as i32,
         };
-        let data_offset = (input.u8() % 16 != 0).then(|| input.below(17));
+        let data_offset = (!input.u8().is_multiple_of(16)).then(|| input.below(17));
         let require_alignment = match input.u8() % 4 {
             0 => 0,
             1 => input.u32() as i32,

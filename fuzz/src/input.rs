@@ -117,7 +117,7 @@ impl<'a> Input<'a> {
     /// A dtype: one time in `raw_one_in` three raw fields (any code, bits and lanes), else a
     /// code below `codes` with bits and lanes from the tables.
     pub fn dtype(&mut self, raw_one_in: u8, codes: u8, bits: &[u8], lanes: &[u16]) -> DLDataType {
-        if self.u8() % raw_one_in == 0 {
+        if self.u8().is_multiple_of(raw_one_in) {
             DLDataType {
                 code: self.u8(),
                 bits: self.u8(),

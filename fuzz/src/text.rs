@@ -233,7 +233,7 @@ fn sign_extend(words: &[i64], len: usize) -> Vec<i64> {
 /// read back, are the minimal form of the same number.
 pub fn bigint_bytes(data: &[u8]) {
     let result = c_value(abi::TVMFFIBigIntFromByteArray, data);
-    if data.len() % 8 != 0 {
+    if !data.len().is_multiple_of(8) {
         let err = result.expect_err("a ragged BigInt byte string was accepted");
         assert!(err.is_kind("ValueError"), "{err:?}");
         return;

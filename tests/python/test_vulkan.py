@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import kernel_blobs
 import tvm
 from tvm.runtime import cpu, empty, tensor, vulkan
 
@@ -73,30 +74,13 @@ def spirv_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _string(text: str) -> bytes:
-    data = text.encode()
-    return struct.pack("<Q", len(data)) + data
-
-
-def _dtype(text: str) -> bytes:
-    dtype = tvm.ffi.dtype(text)
-    return struct.pack("<BBH", dtype.type_code, dtype.bits, dtype.lanes)
-
-
 def module_bytes(kernels: list[tuple[dict, bytes]]) -> bytes:
-    """The serialized ``vulkan`` module ``[fmt][fmap][smap]`` of (metadata, SPIR-V) pairs."""
-    out = _string("vulkan") + struct.pack("<Q", len(kernels))
-    for info, _ in kernels:
-        out += _string(info["name"]) + _string(info["name"])
-        out += struct.pack("<Q", len(info["arg_types"]))
-        out += b"".join(_dtype(t) for t in info["arg_types"])
-        out += struct.pack("<Q", len(info["launch_param_tags"]))
-        out += b"".join(_string(t) for t in info["launch_param_tags"])
-        out += struct.pack("<Q", 0)
-    out += struct.pack("<Q", len(kernels))
-    for info, spirv in kernels:
-        out += _string(info["name"]) + struct.pack("<IQ", 0, len(spirv) // 4) + spirv
-    return out
+    """The serialized ``vulkan`` module of (metadata, SPIR-V) pairs."""
+
+    def shader(spirv: bytes) -> bytes:
+        return struct.pack("<IQ", 0, len(spirv) // 4) + spirv
+
+    return kernel_blobs.module_bytes("vulkan", kernels, shader)
 
 
 @pytest.fixture(scope="module")
@@ -217,15 +201,7 @@ def test_module_embedded_in_a_compiled_library(compile_c, spirv_dir: Path):
     """A host library whose `__tvm_ffi__library_bin` holds a vulkan module imports it on load."""
     spirv = (spirv_dir / "add_one.spv").read_bytes()
     payload = module_bytes([(ADD_ONE, spirv)])
-    # The import tree in CSR form: node 0 (the library) imports node 1 (the vulkan module).
-    tree = struct.pack("<4Q", 3, 0, 1, 1) + struct.pack("<2Q", 1, 1)
-    blob = tree + _string("_lib") + _string("vulkan") + struct.pack("<Q", len(payload)) + payload
-    data = struct.pack("<Q", len(blob)) + blob
-    array = ", ".join(str(b) for b in data)
-    source = f"""
-#include <tvm/ffi/c_api.h>
-TVM_FFI_DLL_EXPORT const unsigned char __tvm_ffi__library_bin[{len(data)}] = {{{array}}};
-"""
+    source = kernel_blobs.embedding_library_source("vulkan", payload)
     library = tvm.runtime.load_module(compile_c(source, name="libembeds_vulkan.so"))
     (imported,) = library.imports
     assert imported.kind == "vulkan"

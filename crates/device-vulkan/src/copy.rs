@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use ash::vk;
 use tvm_ffi::abi::{DLTensor, kDLCPU};
-use tvm_runtime::device::{byte_extent, copy_host_strided, tensor_nbytes};
+use tvm_runtime::device::{byte_extent, copy_host_strided, host_view, is_row_major, tensor_nbytes};
 
 use crate::api::VulkanDeviceApi;
 use crate::error::{VkResult, VulkanError};
@@ -40,12 +40,7 @@ impl DeviceSide {
 
     /// The descriptor of `t` re-based on a host view of this side's extent at `view`.
     fn host_descriptor(&self, t: &DLTensor, view: *mut u8) -> DLTensor {
-        DLTensor {
-            data: view.cast(),
-            byte_offset: t.byte_offset - self.extent.start,
-            device: tvm_ffi::Device::cpu(0).0,
-            ..*t
-        }
+        host_view(t, view, self.extent.start)
     }
 }
 
@@ -104,25 +99,6 @@ pub(crate) unsafe fn copy_tensors(
             unsafe { copy_through_host(&src, from, &dst, to, nbytes) }
         }
     }
-}
-
-/// Whether `t`'s elements are compact and in row-major order.
-///
-/// # Safety
-/// `t` is a valid descriptor.
-unsafe fn is_row_major(t: &DLTensor) -> bool {
-    let ndim = usize::try_from(t.ndim).unwrap_or(0);
-    if t.strides.is_null() || ndim == 0 {
-        return true;
-    }
-    // SAFETY: a valid descriptor's shape and strides hold `ndim` values.
-    let (shape, strides) = unsafe {
-        (
-            std::slice::from_raw_parts(t.shape, ndim),
-            std::slice::from_raw_parts(t.strides, ndim),
-        )
-    };
-    tvm_ffi::tensor::is_contiguous(shape, Some(strides))
 }
 
 /// A compact copy between two buffers of one device, queued on the device.

@@ -12,9 +12,9 @@ use std::ffi::CString;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ash::vk;
-use tvm_ffi::abi::{self, DLTensor, kDLOpaqueHandle};
-use tvm_ffi::{Any, AnyView, Device, Tensor};
-use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig};
+use tvm_ffi::abi::{self, kDLOpaqueHandle};
+use tvm_ffi::{Any, AnyView, Device};
+use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig, tensor_arg};
 
 use crate::api::VulkanDeviceApi;
 use crate::device::VulkanDevice;
@@ -120,48 +120,28 @@ impl Kernel {
 
     /// The buffer behind tensor argument `index`.
     fn bind(&self, index: usize, value: &AnyView<'_>) -> VkResult<BoundBuffer> {
-        let raw = value.as_raw();
-        let tensor_buffer = |t: &DLTensor| {
-            if t.device.device_type != abi::kDLVulkan {
-                return Err(self.fail(format!(
-                    "argument {index} is a tensor on {}, not on a Vulkan device",
-                    Device(t.device)
-                )));
-            }
+        if let Some(t) = tensor_arg(self.name(), index, value, abi::kDLVulkan, "Vulkan")? {
             let buffer = self.api.buffer(t.data, t.device.device_id)?;
-            Ok(BoundBuffer {
+            return Ok(BoundBuffer {
                 buffer,
                 offset: t.byte_offset,
-            })
-        };
-        match raw.type_index {
-            abi::kTVMFFITensor => {
-                let tensor = value
-                    .cast::<Tensor>()
-                    .ok()
-                    .ok_or_else(|| self.fail(format!("argument {index} is not a tensor")))?;
-                tensor_buffer(tensor.dltensor())
-            }
-            abi::kTVMFFIDLTensorPtr => {
-                // SAFETY: a DLTensor pointer argument points at a descriptor valid for the call.
-                let t = unsafe { &*raw.payload.v_ptr.cast::<DLTensor>() };
-                tensor_buffer(t)
-            }
-            abi::kTVMFFIOpaquePtr => {
-                // SAFETY: opaque pointers store `v_ptr`.
-                let handle = unsafe { raw.payload.v_ptr };
-                let buffer = self
-                    .api
-                    .buffer_anywhere(handle)
-                    .map_err(|e| self.fail(format!("argument {index}: {e}")))?;
-                Ok(BoundBuffer { buffer, offset: 0 })
-            }
-            _ => Err(VulkanError::WrongType(format!(
+            });
+        }
+        let raw = value.as_raw();
+        if raw.type_index != abi::kTVMFFIOpaquePtr {
+            return Err(VulkanError::WrongType(format!(
                 "kernel `{}`: argument {index} must be a Vulkan tensor or buffer handle, got {}",
                 self.name(),
                 value.type_name()
-            ))),
+            )));
         }
+        // SAFETY: opaque pointers store `v_ptr`.
+        let handle = unsafe { raw.payload.v_ptr };
+        let buffer = self
+            .api
+            .buffer_anywhere(handle)
+            .map_err(|e| self.fail(format!("argument {index}: {e}")))?;
+        Ok(BoundBuffer { buffer, offset: 0 })
     }
 
     /// The pipeline of this kernel on `device`, made on first use.

@@ -7,12 +7,12 @@
 //! {"name", "arg_types", "launch_param_tags"}}}`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use tvm_ffi::Function;
 use tvm_runtime::kernel::{
-    BinaryReader, BinaryWriter, FunctionInfo, function_map_from_json, read_function_map,
+    BinaryReader, BinaryWriter, FunctionInfo, read_function_map, read_kernel_file,
     write_function_map,
 };
 use tvm_runtime::{Module, ModuleImpl};
@@ -162,32 +162,11 @@ pub fn module_to_bytes(kernels: &[(FunctionInfo, SpirvShader)]) -> Vec<u8> {
     writer.into_bytes()
 }
 
-/// The metadata file of a kernel file: `k.spv` → `k.tvm_meta.json`.
-fn meta_path(path: &Path) -> PathBuf {
-    path.with_extension("tvm_meta.json")
-}
-
 /// Loads a `.spv` file and its `.tvm_meta.json`: every function of the metadata is an entry
 /// point of the one shader.
 pub fn load_spv_file(api: Arc<VulkanDeviceApi>, path: &Path) -> tvm_ffi::Result<Module> {
-    let read = |p: &Path| {
-        std::fs::read(p).map_err(|e| {
-            let kind = if e.kind() == std::io::ErrorKind::NotFound {
-                "FileNotFoundError"
-            } else {
-                "OSError"
-            };
-            tvm_ffi::Error::new(kind, format!("cannot read '{}': {e}", p.display()))
-        })
-    };
-    let words = words_of(&read(path)?, &format!("'{}'", path.display()))?;
-    let meta = meta_path(path);
-    let text = read(&meta)?;
-    let text = String::from_utf8(text)
-        .map_err(|_| VulkanError::invalid(format!("'{}' is not UTF-8 text", meta.display())))?;
-    let fmap = function_map_from_json(&text).map_err(|e| {
-        tvm_ffi::Error::new(e.kind(), format!("'{}': {}", meta.display(), e.message()))
-    })?;
+    let (code, fmap) = read_kernel_file(path)?;
+    let words = words_of(&code, &format!("'{}'", path.display()))?;
     let shader = SpirvShader { flag: 0, words };
     Ok(Module::new(VulkanModule::new(api, fmap, |_| Ok(&shader))?))
 }

@@ -21,7 +21,7 @@ pub(crate) struct EntryPoint {
 
 /// The words of a SPIR-V binary given as bytes (little-endian, as `glslangValidator` writes).
 pub(crate) fn words_of(bytes: &[u8], what: &str) -> VkResult<Vec<u32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(VulkanError::invalid(format!(
             "{what} is not SPIR-V: {} bytes is not a whole number of 32-bit words",
             bytes.len()

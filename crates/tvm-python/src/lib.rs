@@ -101,6 +101,9 @@ fn compiled_device_backends() -> Vec<&'static str> {
     if cfg!(feature = "vulkan") {
         backends.push("vulkan");
     }
+    if cfg!(feature = "webgpu") {
+        backends.push("webgpu");
+    }
     backends
 }
 
@@ -116,6 +119,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Loads nothing: the CUDA driver is opened on the first use of a CUDA device.
     #[cfg(feature = "cuda")]
     device_cuda::register().map_err(|e| errors::raise_error(m.py(), e))?;
+    // Loads nothing: wgpu looks for adapters on the first use of a WebGPU device.
+    #[cfg(feature = "webgpu")]
+    device_webgpu::register()
+        .map(|_| ())
+        .map_err(|e| errors::raise_error(m.py(), e))?;
     m.add("_device_backends", compiled_device_backends())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;

@@ -296,7 +296,7 @@ pub(crate) fn module_of_context(cookie: i64) -> Result<Module> {
 /// mapping of this process (`/proc/self/maps`).
 fn is_writable_pointer_slot(address: usize) -> bool {
     let size = std::mem::size_of::<*mut c_void>();
-    if address % size != 0 {
+    if !address.is_multiple_of(size) {
         return false;
     }
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {

@@ -26,7 +26,7 @@ fn usage() -> ExitCode {
 
 fn parse_hex(text: &str) -> Option<Vec<u8>> {
     let text = text.trim();
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

@@ -8,6 +8,7 @@ from .. import _native
 from ..ffi import Device, Module, Tensor, device, from_dlpack, load_module, system_lib
 from ..ffi import dtype as _make_dtype
 from .benchmark import BenchmarkResult
+from .webgpu_async import tensor_to_numpy_async, webgpu_sync_async
 
 __all__ = [
     "BenchmarkResult",
@@ -26,8 +27,10 @@ __all__ = [
     "rocm",
     "system_lib",
     "tensor",
+    "tensor_to_numpy_async",
     "vulkan",
     "webgpu",
+    "webgpu_sync_async",
 ]
 
 

@@ -14,7 +14,7 @@ fn owned_args(args: &[AnyView<'_>]) -> Result<Vec<Any>> {
 
 /// Pairs up `(k0, v0, k1, v1, ...)`, or a `ValueError` naming an odd count.
 fn key_value_pairs(name: &str, args: &[AnyView<'_>]) -> Result<Vec<(Any, Any)>> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         crate::bail!(
             ErrorKind::ValueError,
             "{name} expects an even number of arguments (key, value, ...), got {}",

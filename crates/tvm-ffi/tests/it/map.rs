@@ -977,7 +977,7 @@ fn int_key(k: u8) -> Any {
 
 fn str_key(k: u8) -> Any {
     // Even keys are small strings, odd ones heap strings.
-    if k % 2 == 0 {
+    if k.is_multiple_of(2) {
         Any::from(format!("k{k}"))
     } else {
         Any::from(format!("heap string key {k}"))

@@ -115,6 +115,35 @@ pub unsafe fn byte_extent(t: &DLTensor) -> Result<Range<i128>> {
     Ok(low..high)
 }
 
+/// Whether the elements of `t` are compact and in row-major order (NULL strides, or strides
+/// equal to the compact ones wherever a dimension is not 1).
+///
+/// # Safety
+/// `t` is a valid descriptor.
+pub unsafe fn is_row_major(t: &DLTensor) -> bool {
+    if t.strides.is_null() {
+        return true;
+    }
+    // SAFETY: guaranteed by the caller.
+    let (shape, strides) = unsafe { (shape_of(t), strides_of(t)) };
+    shape.is_empty() || tvm_ffi::tensor::is_contiguous(shape, Some(&strides))
+}
+
+/// The descriptor of `t` re-based on host memory `view` that holds the bytes of `t`'s buffer
+/// from `view_start` on (a mapped or staged copy of a device buffer): same shape, dtype and
+/// strides, on the CPU, with the byte offset taken relative to `view_start`.
+///
+/// `view_start` must not exceed `t.byte_offset - (bytes before it that t reaches)`: the start
+/// of [`byte_extent`] or lower.
+pub fn host_view(t: &DLTensor, view: *mut u8, view_start: u64) -> DLTensor {
+    DLTensor {
+        data: view.cast(),
+        byte_offset: t.byte_offset - view_start,
+        device: Device::cpu(0).0,
+        ..*t
+    }
+}
+
 /// Copies the elements of `from` into `to`, both in memory the host can address: any strides,
 /// byte offsets and overlapping memory. The innermost dimensions that are compact on both sides
 /// move as one block.

@@ -28,7 +28,9 @@ use tvm_ffi::abi::DLTensor;
 use tvm_ffi::{Any, DataType, Device, Result};
 
 pub use export::{export_table, register_external};
-pub use host_copy::{byte_extent, check_copy_shapes, copy_host_strided, tensor_nbytes};
+pub use host_copy::{
+    byte_extent, check_copy_shapes, copy_host_strided, host_view, is_row_major, tensor_nbytes,
+};
 pub use registry::{
     RPC_SESSION_DEVICE_TYPES, alloc_data, copy_tensor, create_stream, current_stream, device_api,
     device_attr, device_exists, free_data, free_stream, register_device_api,

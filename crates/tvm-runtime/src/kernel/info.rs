@@ -4,6 +4,7 @@
 //! a serialized module.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde_json::Value;
 use tvm_ffi::{DataType, Error, ErrorKind, Result};
@@ -221,4 +222,27 @@ pub fn write_function_map(writer: &mut BinaryWriter, map: &BTreeMap<String, Func
         writer.string(name);
         info.write(writer);
     }
+}
+
+/// A kernel file and its metadata: the bytes of `path` (`k.spv`, `k.wgsl`, ...) and the kernels
+/// of its sibling `k.tvm_meta.json`. A missing file is a `FileNotFoundError` naming it; metadata
+/// that is not valid is a `ValueError` naming the metadata file.
+pub fn read_kernel_file(path: &Path) -> Result<(Vec<u8>, BTreeMap<String, FunctionInfo>)> {
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|e| {
+            let kind = if e.kind() == std::io::ErrorKind::NotFound {
+                "FileNotFoundError"
+            } else {
+                "OSError"
+            };
+            Error::new(kind, format!("cannot read '{}': {e}", p.display()))
+        })
+    };
+    let code = read(path)?;
+    let meta = path.with_extension("tvm_meta.json");
+    let text = String::from_utf8(read(&meta)?)
+        .map_err(|_| metadata_error(format!("'{}' is not UTF-8 text", meta.display())))?;
+    let fmap = function_map_from_json(&text)
+        .map_err(|e| Error::new(e.kind(), format!("'{}': {}", meta.display(), e.message())))?;
+    Ok((code, fmap))
 }

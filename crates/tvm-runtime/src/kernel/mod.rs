@@ -3,13 +3,16 @@
 //! scalar arguments are packed ([`ArgKind`]), and the binary container of serialized device
 //! modules ([`BinaryReader`], [`BinaryWriter`]).
 
+mod args;
 mod binary;
 mod info;
 mod launch;
 
+pub use args::{TensorArg, tensor_arg};
 pub use binary::{BinaryReader, BinaryWriter};
 pub use info::{
-    ArgExtraTag, FunctionInfo, function_map_from_json, read_function_map, write_function_map,
+    ArgExtraTag, FunctionInfo, function_map_from_json, read_function_map, read_kernel_file,
+    write_function_map,
 };
 pub use launch::{
     ArgKind, COOPERATIVE_LAUNCH_TAG, DYN_SHARED_MEMORY_TAG, LaunchConfig, LaunchDims,

@@ -1,0 +1,424 @@
+//! Kernel launches: compute pipelines (one per kernel and device, made on first launch) and the
+//! packed function that dispatches a kernel by the launch convention GPU backends share
+//! ([`tvm_runtime::kernel`]).
+//!
+//! Call convention of a WGSL kernel: its arguments in `arg_types` order (tensors first, bound
+//! as storage buffers at `@group(0) @binding(0..n-1)`; then scalars), then one int per launch
+//! tag. The scalars travel in one uniform buffer at `@binding(n)`, the *params* block: each
+//! scalar takes 4 bytes in argument order (`i32`, `u32` or `f32`; WGSL has no 64-bit scalars),
+//! followed by `packGridDimX: u32`, the grid's x extent; the block is zero-padded to 16 bytes.
+//! It is bound when the entry point uses `@binding(n)`. The grid is `blockIdx.x/y`;
+//! `blockIdx.z` is reserved: a grid x past the device's limit is folded into z (halved until it
+//! fits), and such a kernel computes its block as `wid.z * nwg.x + wid.x` and returns when that
+//! reaches `packGridDimX`. The block (`threadIdx.*`) is the shader's `@workgroup_size`.
+
+use std::collections::HashMap;
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tvm_ffi::abi::{self, kDLOpaqueHandle};
+use tvm_ffi::{Any, AnyView, Device};
+use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig, tensor_arg};
+
+use crate::api::WebGpuDeviceApi;
+use crate::device::WebGpuDevice;
+use crate::error::{WebGpuError, WgResult};
+use crate::memory::WebGpuBuffer;
+use crate::wgsl::{BindingKind, EntryPoint};
+
+/// Prefix of the launch tag TVM's WGSL code generator adds to say which buffers are written.
+const WRITE_ACCESS_TAG: &str = "paramWriteAccess:";
+
+/// Size of the params block: multiples of this.
+const PARAMS_ALIGNMENT: usize = 16;
+
+const AXES: [&str; 3] = ["x", "y", "z"];
+
+/// A compute pipeline of one kernel on one device.
+struct Pipeline {
+    layout: wgpu::BindGroupLayout,
+    raw: wgpu::ComputePipeline,
+}
+
+/// A kernel of a module, ready to launch on any device of its backend.
+pub(crate) struct Kernel {
+    api: Arc<WebGpuDeviceApi>,
+    info: FunctionInfo,
+    source: Arc<str>,
+    entry: EntryPoint,
+    launch: LaunchConfig,
+    num_buffers: usize,
+    scalars: Vec<ArgKind>,
+    /// Whether the entry point uses the params block.
+    uses_params: bool,
+    pipelines: Mutex<HashMap<usize, Arc<Pipeline>>>,
+}
+
+/// A tensor argument: its buffer and the byte offset its binding starts at.
+struct BoundBuffer {
+    buffer: Arc<WebGpuBuffer>,
+    offset: u64,
+}
+
+impl Kernel {
+    /// Checks `info` against the convention and against the shader's entry point: tensors first
+    /// bound as storage, scalars WGSL can take, the params block a uniform, known tags.
+    pub(crate) fn new(
+        api: Arc<WebGpuDeviceApi>,
+        mut info: FunctionInfo,
+        source: Arc<str>,
+        entry: EntryPoint,
+    ) -> WgResult<Kernel> {
+        // TVM's code generator records which buffers are written; the shader says it too.
+        info.launch_param_tags
+            .retain(|tag| !tag.starts_with(WRITE_ACCESS_TAG));
+        let name = info.name.clone();
+        let fail = |what: String| WebGpuError::invalid(format!("kernel `{name}`: {what}"));
+        let launch = LaunchConfig::of(&info)?;
+        if launch.uses_dyn_shared_memory() || launch.uses_launch_features() {
+            return Err(fail(format!(
+                "WebGPU launches take grid and block sizes only (launch tags {:?})",
+                info.launch_param_tags
+            )));
+        }
+        if info.launch_param_tags.iter().any(|t| t == "blockIdx.z") {
+            return Err(fail(
+                "blockIdx.z is reserved on WebGPU (a large grid x folds into z)".to_owned(),
+            ));
+        }
+        let num_buffers = info
+            .arg_types
+            .iter()
+            .take_while(|t| t.code() == kDLOpaqueHandle)
+            .count();
+        let scalars = info.arg_types[num_buffers..]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let index = num_buffers + i;
+                if t.code() == kDLOpaqueHandle {
+                    return Err(fail(format!(
+                        "tensor argument {index} comes after a scalar; tensors must come first"
+                    )));
+                }
+                match ArgKind::of(&name, index, *t)? {
+                    kind @ (ArgKind::Int32 | ArgKind::UInt32 | ArgKind::Float32) => Ok(kind),
+                    _ => Err(WebGpuError::WrongType(format!(
+                        "kernel `{name}`: argument {index} has type {t}; WGSL kernels take \
+                         int32, uint32 and float32 scalars"
+                    ))),
+                }
+            })
+            .collect::<WgResult<Vec<_>>>()?;
+        if let Some(group) = entry.other_group {
+            return Err(fail(format!(
+                "the shader uses bind group {group}; kernels bind group 0 only"
+            )));
+        }
+        let params_binding = num_buffers as u32;
+        for (&binding, &kind) in &entry.bindings {
+            let fits = match kind {
+                BindingKind::Storage { .. } => binding < params_binding,
+                BindingKind::Uniform => binding == params_binding,
+                BindingKind::Other => false,
+            };
+            if !fits {
+                return Err(fail(format!(
+                    "the shader's @binding({binding}) is {kind:?}, but the metadata ({} tensor \
+                     arguments, {} scalars) gives storage buffers at bindings 0..{} and the \
+                     params uniform at {params_binding}: the metadata does not match the shader",
+                    num_buffers,
+                    scalars.len(),
+                    num_buffers
+                )));
+            }
+        }
+        let uses_params = entry.bindings.contains_key(&params_binding);
+        Ok(Kernel {
+            api,
+            info,
+            source,
+            entry,
+            launch,
+            num_buffers,
+            scalars,
+            uses_params,
+            pipelines: Mutex::default(),
+        })
+    }
+
+    fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    fn fail(&self, what: String) -> WebGpuError {
+        WebGpuError::invalid(format!("kernel `{}`: {what}", self.name()))
+    }
+
+    /// The buffer behind tensor argument `index`.
+    fn bind(&self, index: usize, value: &AnyView<'_>) -> WgResult<BoundBuffer> {
+        let Some(t) = tensor_arg(self.name(), index, value, abi::kDLWebGPU, "WebGPU")? else {
+            return Err(WebGpuError::WrongType(format!(
+                "kernel `{}`: argument {index} must be a WebGPU tensor, got {}",
+                self.name(),
+                value.type_name()
+            )));
+        };
+        let buffer = self
+            .api
+            .buffer(t.data, t.device.device_id)
+            .map_err(|e| self.fail(format!("argument {index}: {e}")))?;
+        Ok(BoundBuffer {
+            buffer,
+            offset: t.byte_offset,
+        })
+    }
+
+    /// The pipeline of this kernel on `device`, made on first use; WGSL the device refuses is
+    /// a `ValueError` naming the kernel with wgpu's message.
+    fn pipeline(&self, device: &Arc<WebGpuDevice>) -> WgResult<Arc<Pipeline>> {
+        let mut cache = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = cache.get(&device.index) {
+            return Ok(Arc::clone(p));
+        }
+        let what = format!("kernel `{}` on {}", self.name(), device.label());
+        let pipeline = Arc::new(device.capture(&what, || self.create_pipeline(device))?);
+        cache.insert(device.index, Arc::clone(&pipeline));
+        Ok(pipeline)
+    }
+
+    fn create_pipeline(&self, device: &WebGpuDevice) -> Pipeline {
+        let raw = &device.raw;
+        let module = raw.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(self.name()),
+            source: wgpu::ShaderSource::Wgsl(std::borrow::Cow::Borrowed(&self.source)),
+        });
+        let storage = |binding: u32| {
+            let read_only = matches!(
+                self.entry.bindings.get(&binding),
+                Some(BindingKind::Storage { read_only: true })
+            );
+            wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage { read_only },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            }
+        };
+        let mut entries: Vec<_> = (0..self.num_buffers as u32).map(storage).collect();
+        if self.uses_params {
+            entries.push(wgpu::BindGroupLayoutEntry {
+                binding: self.num_buffers as u32,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            });
+        }
+        let layout = raw.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(self.name()),
+            entries: &entries,
+        });
+        let pipeline_layout = raw.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(self.name()),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = raw.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(self.name()),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some(self.name()),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            cache: None,
+        });
+        Pipeline {
+            layout,
+            raw: pipeline,
+        }
+    }
+
+    /// The work groups to dispatch and the grid's x extent, from the launch arguments, checked
+    /// against the shader and the device.
+    fn dispatch_size(
+        &self,
+        device: &WebGpuDevice,
+        values: &[AnyView<'_>],
+    ) -> WgResult<([u32; 3], u32)> {
+        let dims = self.launch.dims(values)?;
+        let size = self.entry.workgroup_size;
+        for axis in (0..3).filter(|&axis| self.launch.sets_block(axis)) {
+            if dims.block[axis] != size[axis] {
+                return Err(self.fail(format!(
+                    "threadIdx.{}={} does not match the shader's @workgroup_size {size:?}",
+                    AXES[axis], dims.block[axis]
+                )));
+            }
+        }
+        let max = device.limits.max_compute_workgroups_per_dimension;
+        let [grid_x, grid_y, _] = dims.grid;
+        if grid_y > max {
+            return Err(self.fail(format!(
+                "blockIdx.y={grid_y} is outside the device's grid range 1..={max}"
+            )));
+        }
+        let (mut x, mut z) = (grid_x, 1u32);
+        while x > max {
+            x = x.div_ceil(2);
+            z *= 2;
+        }
+        Ok(([x, grid_y, z], grid_x))
+    }
+
+    /// The params block: the scalars, 4 bytes each, then `packGridDimX`, padded to 16 bytes.
+    fn params(&self, args: &[AnyView<'_>], grid_x: u32) -> WgResult<Vec<u8>> {
+        let mut bytes = Vec::with_capacity((self.scalars.len() + 1) * 4);
+        for (i, scalar) in self.scalars.iter().enumerate() {
+            let index = self.num_buffers + i;
+            let packed = scalar.scalar_bytes(self.name(), index, &args[index])?;
+            bytes.extend_from_slice(&packed[..4]);
+        }
+        bytes.extend_from_slice(&grid_x.to_le_bytes());
+        bytes.resize(bytes.len().next_multiple_of(PARAMS_ALIGNMENT), 0);
+        Ok(bytes)
+    }
+
+    /// The binding range of each tensor argument, checked against the device's limits.
+    fn binding_sizes(
+        &self,
+        device: &Arc<WebGpuDevice>,
+        buffers: &[BoundBuffer],
+    ) -> WgResult<Vec<NonZeroU64>> {
+        let alignment = u64::from(device.limits.min_storage_buffer_offset_alignment.max(1));
+        let max_range = device.limits.max_storage_buffer_binding_size;
+        buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                if !Arc::ptr_eq(&b.buffer.device, device) {
+                    return Err(self.fail(format!(
+                        "argument {i} is on {}, argument 0 on {}",
+                        b.buffer.device.label(),
+                        device.label()
+                    )));
+                }
+                let size = b.buffer.padded_size();
+                if b.offset >= size || !b.offset.is_multiple_of(alignment) {
+                    return Err(self.fail(format!(
+                        "argument {i} starts at byte offset {}, which is not inside its buffer of \
+                         {size} bytes at a multiple of {alignment}",
+                        b.offset
+                    )));
+                }
+                let range = size - b.offset;
+                if range > max_range {
+                    return Err(self.fail(format!(
+                        "argument {i} spans {range} bytes; one storage binding of '{}' holds at \
+                         most {max_range}",
+                        device.info.name
+                    )));
+                }
+                NonZeroU64::new(range).ok_or_else(|| self.fail(format!("argument {i} is empty")))
+            })
+            .collect()
+    }
+
+    /// Launches the kernel with packed arguments (see the module docs for the convention).
+    pub(crate) fn call(&self, args: &[AnyView<'_>]) -> WgResult<()> {
+        let nargs = self.info.arg_types.len();
+        if args.len() != nargs + self.launch.num_args() {
+            return Err(WebGpuError::WrongType(format!(
+                "kernel `{}` takes {nargs} arguments and {} launch parameters ({}), got {} values",
+                self.name(),
+                self.launch.num_args(),
+                self.info.launch_param_tags.join(", "),
+                args.len()
+            )));
+        }
+        let buffers = (0..self.num_buffers)
+            .map(|i| self.bind(i, &args[i]))
+            .collect::<WgResult<Vec<_>>>()?;
+        let device = match buffers.first() {
+            Some(b) => Arc::clone(&b.buffer.device),
+            None => self.api.device(Device::webgpu(0))?,
+        };
+        let (groups, grid_x) = self.dispatch_size(&device, &args[nargs..])?;
+        if groups[2] > device.limits.max_compute_workgroups_per_dimension {
+            return Err(self.fail(format!(
+                "blockIdx.x={grid_x} is past what the device dispatches, even folded into z"
+            )));
+        }
+        let params = self.params(args, grid_x)?;
+        let sizes = self.binding_sizes(&device, &buffers)?;
+        let pipeline = self.pipeline(&device)?;
+        let what = format!("kernel `{}` on {}", self.name(), device.label());
+        device.capture(&what, || {
+            let raw = &device.raw;
+            let params_buffer = self.uses_params.then(|| {
+                let buffer = raw.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("tvm webgpu params"),
+                    size: params.len() as u64,
+                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                device.queue.write_buffer(&buffer, 0, &params);
+                buffer
+            });
+            let mut entries: Vec<_> = buffers
+                .iter()
+                .zip(&sizes)
+                .enumerate()
+                .map(|(i, (b, size))| wgpu::BindGroupEntry {
+                    binding: i as u32,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &b.buffer.raw,
+                        offset: b.offset,
+                        size: Some(*size),
+                    }),
+                })
+                .collect();
+            if let Some(buffer) = &params_buffer {
+                entries.push(wgpu::BindGroupEntry {
+                    binding: self.num_buffers as u32,
+                    resource: buffer.as_entire_binding(),
+                });
+            }
+            let bind_group = raw.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(self.name()),
+                layout: &pipeline.layout,
+                entries: &entries,
+            });
+            let mut encoder = raw.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some(self.name()),
+            });
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(self.name()),
+                    timestamp_writes: None,
+                });
+                pass.set_pipeline(&pipeline.raw);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+            }
+            device.queue.submit([encoder.finish()]);
+        })
+    }
+}
+
+/// The packed function of a kernel: launches it and returns None.
+pub(crate) fn kernel_function(kernel: Arc<Kernel>) -> tvm_ffi::Function {
+    tvm_ffi::Function::from_packed(move |args| {
+        kernel.call(args)?;
+        Ok(Any::default())
+    })
+}

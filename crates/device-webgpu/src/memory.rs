@@ -1,0 +1,116 @@
+//! Device memory: one wgpu storage buffer per allocation, its size padded to wgpu's copy
+//! alignment, and reads and writes of any byte range (unaligned ends go through the host).
+
+use std::future::Future;
+use std::ops::Range;
+use std::sync::Arc;
+
+use tvm_rpc::async_functions::block_on;
+
+use crate::device::{Staged, WebGpuDevice};
+use crate::error::{WebGpuError, WgResult};
+
+/// wgpu's alignment of copy offsets and sizes.
+const COPY_ALIGNMENT: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
+
+/// `range` widened to multiples of [`COPY_ALIGNMENT`].
+pub(crate) fn aligned(range: &Range<u64>) -> Range<u64> {
+    let start = range.start - range.start % COPY_ALIGNMENT;
+    let end = range.end.div_ceil(COPY_ALIGNMENT) * COPY_ALIGNMENT;
+    start..end
+}
+
+/// Whether both ends of `range` are multiples of [`COPY_ALIGNMENT`].
+pub(crate) fn is_aligned(range: &Range<u64>) -> bool {
+    range.start.is_multiple_of(COPY_ALIGNMENT) && range.end.is_multiple_of(COPY_ALIGNMENT)
+}
+
+/// One allocation: a buffer usable as storage and as copy source and destination.
+pub(crate) struct WebGpuBuffer {
+    /// The device that owns it.
+    pub(crate) device: Arc<WebGpuDevice>,
+    /// The wgpu buffer (destroyed when the last reference goes, after its queued work).
+    pub(crate) raw: wgpu::Buffer,
+    /// Bytes asked for; the buffer itself holds this padded to 4 (and at least 4).
+    pub(crate) size: u64,
+}
+
+impl WebGpuBuffer {
+    /// A buffer of `size` bytes on `device`; past the device's buffer size limit it is a
+    /// `ValueError` naming both.
+    pub(crate) fn new(device: &Arc<WebGpuDevice>, size: u64) -> WgResult<WebGpuBuffer> {
+        let padded = size.max(1).div_ceil(COPY_ALIGNMENT) * COPY_ALIGNMENT;
+        let limit = device.limits.max_buffer_size;
+        if padded > limit {
+            return Err(WebGpuError::invalid(format!(
+                "cannot allocate {size} bytes on {}: one WebGPU buffer of '{}' holds at most \
+                 {limit} bytes",
+                device.label(),
+                device.info.name
+            )));
+        }
+        let raw = device.capture(&format!("allocating {size} bytes"), || {
+            device.raw.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("tvm webgpu tensor"),
+                size: padded,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        Ok(WebGpuBuffer {
+            device: Arc::clone(device),
+            raw,
+            size,
+        })
+    }
+
+    /// Bytes the wgpu buffer holds (the size padded to 4).
+    pub(crate) fn padded_size(&self) -> u64 {
+        self.raw.size()
+    }
+
+    /// Refuses a range of bytes that is not inside the allocation, naming `what`.
+    pub(crate) fn check_range(&self, range: &Range<u64>, what: &str) -> WgResult<()> {
+        if range.start > range.end || range.end > self.size {
+            return Err(WebGpuError::invalid(format!(
+                "{what} spans bytes {}..{} of a WebGPU buffer of {} bytes",
+                range.start, range.end, self.size
+            )));
+        }
+        Ok(())
+    }
+
+    /// A future of bytes `range` (any ends; the staged bytes cover [`aligned`]`(range)`),
+    /// after the work queued before it.
+    pub(crate) fn read(
+        &self,
+        range: &Range<u64>,
+    ) -> impl Future<Output = WgResult<Staged>> + Send + 'static + use<> {
+        self.device.read(&self.raw, aligned(range))
+    }
+
+    /// Writes `bytes` at `offset`; the write is queued (ordered before later work). Unaligned
+    /// ends are completed with the bytes the buffer holds there (read back first).
+    pub(crate) fn write(&self, offset: u64, bytes: &[u8]) -> WgResult<()> {
+        let range = offset..offset + bytes.len() as u64;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if is_aligned(&range) {
+            return self.device.capture("writing a WebGPU buffer", || {
+                self.device.queue.write_buffer(&self.raw, offset, bytes);
+            });
+        }
+        let wide = aligned(&range);
+        let mut patched = block_on(self.read(&range))?.with_bytes(<[u8]>::to_vec)?;
+        let at = (range.start - wide.start) as usize;
+        patched[at..at + bytes.len()].copy_from_slice(bytes);
+        self.device.capture("writing a WebGPU buffer", || {
+            self.device
+                .queue
+                .write_buffer(&self.raw, wide.start, &patched);
+        })
+    }
+}

@@ -1,0 +1,173 @@
+//! Integration tests of the WebGPU backend on whatever adapter wgpu finds (Mesa lavapipe through
+//! Vulkan in CI). Each test prints why it is skipped and returns when no adapter is present; each
+//! ends by asserting that wgpu reported no error outside the calls that captured theirs.
+
+// This binary is a final artifact: it links the process state.
+use tvm_ffi_capi as _;
+
+use std::sync::{Arc, OnceLock};
+
+use device_webgpu::{WebGpuDeviceApi, module_to_bytes};
+use tvm_ffi::{DataType, Device, Function, Tensor};
+use tvm_rpc::async_functions::block_on;
+use tvm_runtime::Module;
+use tvm_runtime::device::{TensorDeviceExt, empty_on};
+use tvm_runtime::kernel::FunctionInfo;
+
+/// The registered backend, if an adapter is present (prints why not otherwise).
+fn api() -> Option<Arc<WebGpuDeviceApi>> {
+    static API: OnceLock<Arc<WebGpuDeviceApi>> = OnceLock::new();
+    let api = API.get_or_init(|| {
+        tvm_runtime::init();
+        device_webgpu::register().expect("registered once")
+    });
+    match api.device_names() {
+        Ok(_) => Some(Arc::clone(api)),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+fn assert_quiet(api: &WebGpuDeviceApi) {
+    let errors = api.uncaptured_errors();
+    assert!(errors.is_empty(), "uncaptured wgpu errors: {errors:#?}");
+}
+
+fn webgpu0() -> Device {
+    Device::webgpu(0)
+}
+
+fn shader(name: &str) -> String {
+    let path = format!("{}/tests/shaders/{name}.wgsl", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(path).expect("shader file")
+}
+
+fn info(name: &str, args: Vec<DataType>, tags: &[&str]) -> FunctionInfo {
+    FunctionInfo {
+        name: name.into(),
+        arg_types: args,
+        launch_param_tags: tags.iter().map(|t| t.to_string()).collect(),
+        arg_extra_tags: vec![],
+    }
+}
+
+fn add_one_info() -> FunctionInfo {
+    let h = DataType::handle();
+    info(
+        "add_one",
+        vec![h, h, DataType::int(32)],
+        &["blockIdx.x", "threadIdx.x"],
+    )
+}
+
+fn load(kernels: &[(FunctionInfo, String)]) -> tvm_ffi::Result<Module> {
+    let loader = Function::get_global("ffi.Module.load_from_bytes.webgpu").expect("registered");
+    let bytes = module_to_bytes(kernels);
+    loader.call((tvm_ffi::Bytes::from(&bytes[..]),))?.cast()
+}
+
+fn device_tensor<T: tvm_ffi::tensor::Element>(values: &[T], dtype: DataType) -> Tensor {
+    let t = empty_on(&[values.len() as i64], dtype, webgpu0()).unwrap();
+    t.copy_from_slice(values).unwrap();
+    t
+}
+
+#[test]
+fn devices_have_names_and_missing_indices_say_what_is_present() {
+    let Some(api) = api() else { return };
+    let names = api.device_names().unwrap();
+    assert!(!names.is_empty());
+    let err = empty_on(&[4], DataType::float(32), Device::webgpu(99)).unwrap_err();
+    assert!(
+        err.message()
+            .contains("no WebGPU device 99; present: [webgpu:0"),
+        "{err}"
+    );
+    assert_quiet(&api);
+}
+
+#[test]
+fn odd_sizes_round_trip_and_unsupported_dtypes_are_refused() {
+    let Some(api) = api() else { return };
+    for n in [1usize, 3, 7, 1000] {
+        let values: Vec<f32> = (0..n).map(|i| i as f32 - 2.5).collect();
+        assert_eq!(
+            device_tensor(&values, DataType::float(32))
+                .to_vec::<f32>()
+                .unwrap(),
+            values
+        );
+        let ints: Vec<i32> = (0..n as i32).map(|i| -i * 7).collect();
+        assert_eq!(
+            device_tensor(&ints, DataType::int(32))
+                .to_vec::<i32>()
+                .unwrap(),
+            ints
+        );
+    }
+    let err = empty_on(&[4], DataType::int(8), webgpu0()).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(err.message().contains("cannot hold int8"), "{err}");
+    assert_quiet(&api);
+}
+
+#[test]
+fn add_one_runs_and_sync_is_a_future() {
+    let Some(api) = api() else { return };
+    let module = load(&[(add_one_info(), shader("add_one"))]).unwrap();
+    assert_eq!(module.kind(), "webgpu");
+    let add_one = module.get_function_required("add_one").unwrap();
+    let values: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
+    let a = device_tensor(&values, DataType::float(32));
+    let b = device_tensor(&vec![0f32; 1000], DataType::float(32));
+    add_one.call((a, b.clone(), 1000i64, 16i64, 64i64)).unwrap();
+    block_on(device_webgpu::sync_async(&api, webgpu0()).unwrap()).unwrap();
+    let expected: Vec<f32> = values.iter().map(|v| v + 1.0).collect();
+    assert_eq!(b.to_vec::<f32>().unwrap(), expected);
+    let host = empty_on(&[1000], DataType::float(32), Device::cpu(0)).unwrap();
+    block_on(device_webgpu::copy_to_host_async(&api, b, host.clone()).unwrap()).unwrap();
+    assert_eq!(host.to_vec::<f32>().unwrap(), expected);
+    assert_quiet(&api);
+}
+
+#[test]
+fn bad_shaders_and_metadata_are_refused_naming_the_kernel() {
+    let Some(api) = api() else { return };
+    let err = load(&[(add_one_info(), "fn add_one( {".into())]).unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(
+        err.message().contains("kernel `add_one`") && err.message().contains("WGSL"),
+        "{err}"
+    );
+    let renamed = FunctionInfo {
+        name: "add_two".into(),
+        ..add_one_info()
+    };
+    let err = load(&[(renamed, shader("add_one"))]).unwrap_err();
+    assert!(
+        err.message()
+            .contains("`add_two` is not a compute entry point"),
+        "{err}"
+    );
+    let one_tensor = info(
+        "add_one",
+        vec![DataType::handle(), DataType::int(32)],
+        &["blockIdx.x", "threadIdx.x"],
+    );
+    let err = load(&[(one_tensor, shader("add_one"))]).unwrap_err();
+    assert!(err.message().contains("does not match the shader"), "{err}");
+    // The device is still usable.
+    let module = load(&[(add_one_info(), shader("add_one"))]).unwrap();
+    let a = device_tensor(&[1f32, 2.0], DataType::float(32));
+    let b = device_tensor(&[0f32, 0.0], DataType::float(32));
+    let add_one = module.get_function_required("add_one").unwrap();
+    let err = add_one
+        .call((a.clone(), b.clone(), 2i64, 0i64, 64i64))
+        .unwrap_err();
+    assert!(err.message().contains("blockIdx.x is 0"), "{err}");
+    add_one.call((a, b.clone(), 2i64, 1i64, 64i64)).unwrap();
+    assert_eq!(b.to_vec::<f32>().unwrap(), vec![2.0, 3.0]);
+    assert_quiet(&api);
+}
