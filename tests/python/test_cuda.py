@@ -1,4 +1,5 @@
-"""The CUDA backend from Python, against the fake driver of ``crates/device-cuda/tests/fake``.
+"""The CUDA backend from Python, against the fake driver of ``crates/device-cuda/tests/fake``
+(over the host-memory GPU of ``crates/device-common/fake``).
 
 The driver is chosen once per process (``TVM_CUDA_DRIVER``, read on first use), so each test runs
 its checks in a fresh interpreter with the environment it needs.
@@ -15,6 +16,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAKE_DIR = REPO_ROOT / "crates" / "device-cuda" / "tests" / "fake"
+SHARED_FAKE_DIR = REPO_ROOT / "crates" / "device-common" / "fake"
 
 PTX = (
     ".version 7.0\n.target sm_52\n.visible .entry add_one(.param .u64 x, .param .u32 n) { ret; }\n"
@@ -35,12 +37,13 @@ def fake_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     kernels = out / "libfake_kernels.so"
     driver = out / "libcuda_fake.so"
     common = [compiler, "-shared", "-fPIC", "-O1", "-o"]
-    subprocess.run([*common, str(kernels), str(FAKE_DIR / "kernels.c")], check=True)
+    subprocess.run([*common, str(kernels), str(SHARED_FAKE_DIR / "kernels.c")], check=True)
     subprocess.run(
         [
             *common,
             str(driver),
             f'-DFAKE_KERNELS_LIBRARY="{kernels}"',
+            f"-I{SHARED_FAKE_DIR}",
             str(FAKE_DIR / "libcuda_fake.c"),
             "-ldl",
             "-lpthread",

@@ -12,7 +12,8 @@
 //! - [`runtime`] and [`device_api`]: a vendor runtime behind one interface, opened on first
 //!   use, and the device API of its devices and of its pinned host memory;
 //! - [`module`]: a device module (kind, format, kernel metadata, code) whose code is loaded on
-//!   each device at its first use, its serialized form and its files.
+//!   each device at its first use, its serialized form and its files;
+//! - `testing` (feature `testing`): the fake drivers the backends' tests build from C.
 
 pub mod args;
 pub mod copy;
@@ -21,6 +22,8 @@ mod library;
 pub mod module;
 mod per_device;
 pub mod runtime;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use library::DriverLibrary;
 pub use per_device::PerDevice;
