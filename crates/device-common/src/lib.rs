@@ -7,6 +7,7 @@
 //! - [`PerDevice`]: state created lazily, once per device index (contexts, loaded modules);
 //! - [`args`]: the arguments of a kernel call turned into what the launch API takes (an array of
 //!   argument addresses, or one aligned blob), tensors checked to live on the launch device;
+//! - [`attributes`]: the device attributes read one vendor attribute number each;
 //! - [`copy`]: copies between host and device memory with any strides and byte offsets, flat
 //!   copies straight through the driver and the others through host staging;
 //! - [`runtime`] and [`device_api`]: a vendor runtime behind one interface, opened on first
@@ -16,6 +17,7 @@
 //! - `testing` (feature `testing`): the fake drivers the backends' tests build from C.
 
 pub mod args;
+pub mod attributes;
 pub mod copy;
 pub mod device_api;
 mod library;

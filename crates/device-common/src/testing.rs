@@ -6,6 +6,9 @@ use std::ffi::{CString, c_char};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use tvm_ffi::Device;
+use tvm_ffi::abi::{DLDataType, DLDevice, DLTensor, kDLFloat};
+
 use crate::DriverLibrary;
 
 /// The directory of the shared fake sources (`gpu_fake.h`, `kernels.c`).
@@ -88,5 +91,31 @@ impl FakeDriver {
         let what = CString::new(what).unwrap();
         // SAFETY: a NUL-terminated name.
         unsafe { live(what.as_ptr()) }
+    }
+}
+
+/// A float32 descriptor of `data` on `device` (host data when the device is the CPU), compact
+/// unless `strides` are given.
+pub fn f32_tensor(
+    data: *mut u8,
+    device: Device,
+    shape: &mut [i64],
+    strides: Option<&mut [i64]>,
+) -> DLTensor {
+    DLTensor {
+        data: data.cast(),
+        device: DLDevice {
+            device_type: device.device_type(),
+            device_id: device.device_id(),
+        },
+        ndim: shape.len() as i32,
+        dtype: DLDataType {
+            code: kDLFloat,
+            bits: 32,
+            lanes: 1,
+        },
+        shape: shape.as_mut_ptr(),
+        strides: strides.map_or(std::ptr::null_mut(), |s| s.as_mut_ptr()),
+        byte_offset: 0,
     }
 }

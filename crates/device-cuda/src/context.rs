@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use device_common::PerDevice;
-use device_common::runtime::{LazyRuntime, RuntimeSource};
-use tvm_ffi::{Device, ErrorKind, Result};
+use device_common::runtime::{LazyRuntime, RuntimeSource, check_device_index};
+use tvm_ffi::{Device, Result};
 
 use crate::driver::{CuContext, CudaDriver};
 
@@ -26,21 +26,12 @@ pub struct CudaRuntime {
 impl CudaRuntime {
     /// Checks that `device` is one of the driver's.
     pub fn check_device(&self, device: Device) -> Result<()> {
-        let id = device.device_id();
-        if !(0..self.driver.device_count).contains(&id) {
-            tvm_ffi::bail!(ErrorKind::ValueError, "{}", self.out_of_range(device));
-        }
-        Ok(())
-    }
-
-    fn out_of_range(&self, device: Device) -> String {
-        match &self.driver.no_device_reason {
-            Some(reason) => format!("the CUDA driver sees no device ({reason})"),
-            None => format!(
-                "{device} is out of range: the CUDA driver reports {} device(s)",
-                self.driver.device_count
-            ),
-        }
+        check_device_index(
+            "CUDA driver",
+            device,
+            self.driver.device_count,
+            self.driver.no_device_reason.as_deref(),
+        )
     }
 
     /// Makes the primary context of `device` current on the calling thread (retaining it the

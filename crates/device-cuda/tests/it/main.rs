@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use device_common::testing::FakeDriver;
+pub use device_common::testing::f32_tensor;
 use device_cuda::{CudaBackend, CudaDeviceApi};
 use tvm_ffi::Device;
-use tvm_ffi::abi::{DLDataType, DLDevice, DLTensor, kDLCPU, kDLCUDA, kDLFloat};
+use tvm_ffi::abi::{kDLCPU, kDLCUDA};
 
 use tvm_ffi_capi as _;
 
@@ -66,31 +67,6 @@ pub fn fake_api() -> (Fake, Arc<CudaBackend>, CudaDeviceApi) {
 /// Device `cuda:id`.
 pub fn cuda(id: i32) -> Device {
     Device::new(kDLCUDA, id)
-}
-
-/// A float32 descriptor of `data` on `device` (host data when the device is the CPU).
-pub fn f32_tensor(
-    data: *mut u8,
-    device: Device,
-    shape: &mut [i64],
-    strides: Option<&mut [i64]>,
-) -> DLTensor {
-    DLTensor {
-        data: data.cast(),
-        device: DLDevice {
-            device_type: device.device_type(),
-            device_id: device.device_id(),
-        },
-        ndim: shape.len() as i32,
-        dtype: DLDataType {
-            code: kDLFloat,
-            bits: 32,
-            lanes: 1,
-        },
-        shape: shape.as_mut_ptr(),
-        strides: strides.map_or(std::ptr::null_mut(), |s| s.as_mut_ptr()),
-        byte_offset: 0,
-    }
 }
 
 /// The host.
