@@ -8,6 +8,7 @@ checks in a fresh interpreter with the environment it needs.
 from pathlib import Path
 
 import pytest
+
 from fake_gpu import REPO_ROOT, build_fake_library
 from fake_gpu import run_python as run_with_env
 
