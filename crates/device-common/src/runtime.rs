@@ -111,6 +111,27 @@ pub trait GpuRuntime: Send + Sync + Sized + 'static {
     ) -> Result<()>;
 }
 
+/// "NAME (code): text" for a vendor result code, from the vendor's name and text for it when it
+/// has them (`unknown` stands in for a missing name: "unknown CUDA error").
+pub fn describe_code(rc: i32, name: Option<String>, text: Option<String>, unknown: &str) -> String {
+    let name = name.unwrap_or_else(|| unknown.to_owned());
+    match text {
+        Some(text) => format!("{name} ({rc}): {text}"),
+        None => format!("{name} ({rc})"),
+    }
+}
+
+/// The error of a failed vendor call: "what: description", a `MemoryError` when `rc` is the
+/// vendor's `out_of_memory` code, else a `RuntimeError`.
+pub fn call_error(rc: i32, out_of_memory: i32, what: &str, description: &str) -> Error {
+    let kind = if rc == out_of_memory {
+        ErrorKind::MemoryError
+    } else {
+        ErrorKind::RuntimeError
+    };
+    Error::new(kind, format!("{what}: {description}"))
+}
+
 /// Checks that `device`'s index is one of the `count` devices the vendor library reports
 /// (`what`: "CUDA driver"); `no_device_reason` is why it reports none, when it said.
 pub fn check_device_index(

@@ -7,7 +7,7 @@ use device_common::PerDevice;
 use device_common::runtime::{LazyRuntime, RuntimeSource, check_device_index};
 use tvm_ffi::{Device, Result};
 
-use crate::driver::{CuContext, CudaDriver};
+use crate::driver::{CUDA_SUCCESS, CuContext, CudaDriver};
 
 /// The names the driver is looked up by, in order.
 pub const DRIVER_CANDIDATES: [&str; 2] = ["libcuda.so.1", "libcuda.so"];
@@ -50,6 +50,10 @@ impl CudaRuntime {
         })?;
         // SAFETY: a context retained above and never released while the runtime lives.
         let rc = unsafe { (api.ctx_set_current)(context as CuContext) };
+        if rc == CUDA_SUCCESS {
+            // Every launch binds: the message is formatted only on failure.
+            return Ok(());
+        }
         self.driver
             .check(rc, &format!("making the context of {device} current"))
     }

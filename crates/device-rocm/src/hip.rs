@@ -4,8 +4,8 @@
 
 use std::ffi::{CStr, c_char, c_void};
 
+use device_common::runtime::{call_error, describe_code};
 use device_common::{DriverLibrary, driver_table};
-use tvm_ffi::{Error, ErrorKind};
 
 /// `hipStream_t`.
 pub type HipStream = *mut c_void;
@@ -171,7 +171,11 @@ impl HipLibrary {
     pub fn describe(&self, rc: i32) -> String {
         let read = |text: *const c_char| {
             // SAFETY: HIP returns NULL or a static NUL-terminated string.
-            (!text.is_null()).then(|| unsafe { CStr::from_ptr(text) }.to_string_lossy())
+            (!text.is_null()).then(|| {
+                unsafe { CStr::from_ptr(text) }
+                    .to_string_lossy()
+                    .into_owned()
+            })
         };
         // SAFETY: both take any code.
         let (name, text) = unsafe {
@@ -180,11 +184,7 @@ impl HipLibrary {
                 (self.api.get_error_string)(rc),
             )
         };
-        let name = read(name).unwrap_or_else(|| "unknown HIP error".into());
-        match read(text) {
-            Some(text) => format!("{name} ({rc}): {text}"),
-            None => format!("{name} ({rc})"),
-        }
+        describe_code(rc, read(name), read(text), "unknown HIP error")
     }
 
     /// `Ok` for `hipSuccess`; otherwise an error saying what failed (`what`) and how.
@@ -192,11 +192,11 @@ impl HipLibrary {
         if rc == HIP_SUCCESS {
             return Ok(());
         }
-        let kind = if rc == HIP_ERROR_OUT_OF_MEMORY {
-            ErrorKind::MemoryError
-        } else {
-            ErrorKind::RuntimeError
-        };
-        Err(Error::new(kind, format!("{what}: {}", self.describe(rc))))
+        Err(call_error(
+            rc,
+            HIP_ERROR_OUT_OF_MEMORY,
+            what,
+            &self.describe(rc),
+        ))
     }
 }

@@ -15,7 +15,7 @@ use tvm_ffi::abi::{self, kDLROCM};
 use tvm_ffi::{Device, Error, ErrorKind, Result};
 use tvm_runtime::device::current_stream;
 
-use crate::hip::{HipFunction, HipModule};
+use crate::hip::{HIP_SUCCESS, HipFunction, HipModule};
 use crate::runtime::RocmBackend;
 
 /// The code format a module holds, which is also the extension of its files.
@@ -172,6 +172,10 @@ impl KernelBackend for RocmBackend {
                 extra.as_mut_ptr(),
             )
         };
+        if rc == HIP_SUCCESS {
+            // The message is formatted only on failure: launches are hot.
+            return Ok(());
+        }
         let what = format!(
             "ROCm launch of kernel `{}` on {device} failed (grid=({gx}, {gy}, {gz}), \
              block=({bx}, {by}, {bz}), dynamic shared memory={shared})",

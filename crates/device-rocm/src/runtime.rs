@@ -13,7 +13,7 @@ use tvm_ffi::abi::kDLROCM;
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::{DeviceAttr, StreamHandle};
 
-use crate::hip::{HipEvent, HipLibrary, copy_kind};
+use crate::hip::{HIP_SUCCESS, HipEvent, HipLibrary, copy_kind};
 
 /// The names the HIP runtime is looked up by, in order.
 pub const LIBRARY_CANDIDATES: [&str; 3] =
@@ -105,6 +105,10 @@ impl GpuRuntime for HipRuntime {
         self.check_device(device)?;
         // SAFETY: an index checked against the device count.
         let rc = unsafe { (self.hip.api.set_device)(device.device_id()) };
+        if rc == HIP_SUCCESS {
+            // Every launch binds: the message is formatted only on failure.
+            return Ok(());
+        }
         self.hip
             .check(rc, &format!("making {device} current (hipSetDevice)"))
     }
