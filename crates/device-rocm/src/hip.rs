@@ -170,8 +170,8 @@ impl HipLibrary {
     /// "hipErrorX (code): text" for a result code.
     pub fn describe(&self, rc: i32) -> String {
         let read = |text: *const c_char| {
-            // SAFETY: HIP returns NULL or a static NUL-terminated string.
             (!text.is_null()).then(|| {
+                // SAFETY: HIP returns NULL (checked) or a static NUL-terminated string.
                 unsafe { CStr::from_ptr(text) }
                     .to_string_lossy()
                     .into_owned()
