@@ -1,19 +1,17 @@
-"""The CUDA backend from Python, against the fake driver of ``crates/device-cuda/tests/fake``.
+"""The CUDA backend from Python, against the fake driver of ``crates/device-cuda/tests/fake``
+(over the host-memory GPU of ``crates/device-common/fake``).
 
 The driver is chosen once per process (``TVM_CUDA_DRIVER``, read on first use), so each test runs
 its checks in a fresh interpreter with the environment it needs.
 """
 
-import os
-import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from fake_gpu import REPO_ROOT, build_fake_library
+from fake_gpu import run_python as run_with_env
+
 FAKE_DIR = REPO_ROOT / "crates" / "device-cuda" / "tests" / "fake"
 
 PTX = (
@@ -28,25 +26,8 @@ META = (
 @pytest.fixture(scope="module")
 def fake_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fake driver and its kernels library, built with gcc."""
-    compiler = os.environ.get("CC") or shutil.which("gcc")
-    if compiler is None:
-        pytest.fail("gcc is needed to build the fake CUDA driver")
     out = tmp_path_factory.mktemp("fake-cuda")
-    kernels = out / "libfake_kernels.so"
-    driver = out / "libcuda_fake.so"
-    common = [compiler, "-shared", "-fPIC", "-O1", "-o"]
-    subprocess.run([*common, str(kernels), str(FAKE_DIR / "kernels.c")], check=True)
-    subprocess.run(
-        [
-            *common,
-            str(driver),
-            f'-DFAKE_KERNELS_LIBRARY="{kernels}"',
-            str(FAKE_DIR / "libcuda_fake.c"),
-            "-ldl",
-            "-lpthread",
-        ],
-        check=True,
-    )
+    driver = build_fake_library(out, FAKE_DIR / "libcuda_fake.c", "libcuda_fake.so")
     (out / "kernels.ptx").write_text(PTX)
     (out / "kernels.tvm_meta.json").write_text(META)
     return driver
@@ -54,16 +35,7 @@ def fake_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_python(code: str, driver: str | Path) -> None:
     """Runs ``code`` in a fresh interpreter whose CUDA driver is ``driver``."""
-    env = {**os.environ, "TVM_CUDA_DRIVER": str(driver)}
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_with_env(code, {"TVM_CUDA_DRIVER": str(driver)})
 
 
 def test_without_a_driver_cuda_is_absent_and_allocating_names_the_library():

@@ -7,20 +7,25 @@
 //! - [`PerDevice`]: state created lazily, once per device index (contexts, loaded modules);
 //! - [`args`]: the arguments of a kernel call turned into what the launch API takes (an array of
 //!   argument addresses, or one aligned blob), tensors checked to live on the launch device;
+//! - [`attributes`]: the device attributes read one vendor attribute number each;
 //! - [`copy`]: copies between host and device memory with any strides and byte offsets, flat
 //!   copies straight through the driver and the others through host staging;
 //! - [`runtime`] and [`device_api`]: a vendor runtime behind one interface, opened on first
 //!   use, and the device API of its devices and of its pinned host memory;
 //! - [`module`]: a device module (kind, format, kernel metadata, code) whose code is loaded on
-//!   each device at its first use, its serialized form and its files.
+//!   each device at its first use, its serialized form and its files;
+//! - `testing` (feature `testing`): the fake drivers the backends' tests build from C.
 
 pub mod args;
+pub mod attributes;
 pub mod copy;
 pub mod device_api;
 mod library;
 pub mod module;
 mod per_device;
 pub mod runtime;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use library::DriverLibrary;
 pub use per_device::PerDevice;

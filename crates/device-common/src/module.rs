@@ -199,13 +199,7 @@ impl<B: KernelBackend> ModuleImpl for DeviceModule<B> {
 /// serialized form, as embedded in compiled libraries) and `ffi.Module.load_from_file.<ext>` for
 /// each code file extension in `extensions`. A name already taken keeps its function.
 pub fn register_loaders<B: KernelBackend>(backend: Arc<B>, extensions: &[&str]) {
-    let kind = backend.kind();
-    let from_bytes = Arc::clone(&backend);
-    let name = format!("ffi.Module.load_from_bytes.{kind}");
-    let loader = Function::from_typed(&name, move |bytes: Bytes| {
-        DeviceModule::from_bytes(Arc::clone(&from_bytes), bytes.as_bytes()).map(Module::new)
-    });
-    let _ = loader.register_global(&name, false);
+    register_bytes_loader(Arc::clone(&backend), backend.kind());
     for extension in extensions {
         let from_file = Arc::clone(&backend);
         let name = format!("ffi.Module.load_from_file.{extension}");
@@ -215,4 +209,15 @@ pub fn register_loaders<B: KernelBackend>(backend: Arc<B>, extensions: &[&str]) 
         });
         let _ = loader.register_global(&name, false);
     }
+}
+
+/// Registers `ffi.Module.load_from_bytes.<key>`, the loader of backend `B`'s serialized
+/// modules under the type key `key` (a module kind, or another name the same form is saved
+/// under). A name already taken keeps its function.
+pub fn register_bytes_loader<B: KernelBackend>(backend: Arc<B>, key: &str) {
+    let name = format!("ffi.Module.load_from_bytes.{key}");
+    let loader = Function::from_typed(&name, move |bytes: Bytes| {
+        DeviceModule::from_bytes(Arc::clone(&backend), bytes.as_bytes()).map(Module::new)
+    });
+    let _ = loader.register_global(&name, false);
 }

@@ -111,6 +111,58 @@ pub trait GpuRuntime: Send + Sync + Sized + 'static {
     ) -> Result<()>;
 }
 
+/// "NAME (code): text" for a vendor result code, from the vendor's name and text for it when it
+/// has them (`unknown` stands in for a missing name: "unknown CUDA error").
+pub fn describe_code(rc: i32, name: Option<String>, text: Option<String>, unknown: &str) -> String {
+    let name = name.unwrap_or_else(|| unknown.to_owned());
+    match text {
+        Some(text) => format!("{name} ({rc}): {text}"),
+        None => format!("{name} ({rc})"),
+    }
+}
+
+/// The error of a failed vendor call: "what: description", a `MemoryError` when `rc` is the
+/// vendor's `out_of_memory` code, else a `RuntimeError`.
+pub fn call_error(rc: i32, out_of_memory: i32, what: &str, description: &str) -> Error {
+    let kind = if rc == out_of_memory {
+        ErrorKind::MemoryError
+    } else {
+        ErrorKind::RuntimeError
+    };
+    Error::new(kind, format!("{what}: {description}"))
+}
+
+/// Checks that `device`'s index is one of the `count` devices the vendor library reports
+/// (`what`: "CUDA driver"); `no_device_reason` is why it reports none, when it said.
+pub fn check_device_index(
+    what: &str,
+    device: Device,
+    count: i32,
+    no_device_reason: Option<&str>,
+) -> Result<()> {
+    if (0..count).contains(&device.device_id()) {
+        return Ok(());
+    }
+    let message = match no_device_reason {
+        Some(reason) => format!("the {what} sees no device ({reason})"),
+        None => format!("{device} is out of range: the {what} reports {count} device(s)"),
+    };
+    Err(Error::new(ErrorKind::ValueError, message))
+}
+
+/// Checks that an allocation aligned to `alignment` bytes can be given by a vendor library
+/// (`what`: "CUDA") whose allocations are aligned to `guaranteed` bytes.
+pub fn check_alignment(what: &str, guaranteed: usize, alignment: usize) -> Result<()> {
+    if alignment > guaranteed {
+        tvm_ffi::bail!(
+            ErrorKind::ValueError,
+            "{what} allocations are aligned to {guaranteed} bytes; an alignment of {alignment} \
+             cannot be given"
+        );
+    }
+    Ok(())
+}
+
 /// A runtime opened on first use, from the library [`GpuRuntime::OVERRIDE_VAR`] names or the
 /// first candidate that loads (or from one given library).
 #[derive(Debug)]

@@ -11,18 +11,20 @@ use crate::driver::version_text;
 
 /// `CUdevice_attribute` numbers the attributes are read with.
 mod attribute {
-    pub const MAX_THREADS_PER_BLOCK: i32 = 1;
-    pub const MAX_BLOCK_DIM_X: i32 = 2;
-    pub const MAX_BLOCK_DIM_Y: i32 = 3;
-    pub const MAX_BLOCK_DIM_Z: i32 = 4;
-    pub const MAX_SHARED_MEMORY_PER_BLOCK: i32 = 8;
-    pub const WARP_SIZE: i32 = 10;
-    pub const MAX_REGISTERS_PER_BLOCK: i32 = 12;
-    pub const CLOCK_RATE: i32 = 13;
-    pub const MULTIPROCESSOR_COUNT: i32 = 16;
-    pub const L2_CACHE_SIZE: i32 = 38;
+    use device_common::attributes::VendorAttributeIds;
+
     pub const COMPUTE_CAPABILITY_MAJOR: i32 = 75;
     pub const COMPUTE_CAPABILITY_MINOR: i32 = 76;
+    pub const COMMON: VendorAttributeIds = VendorAttributeIds {
+        max_threads_per_block: 1,
+        max_block_dims: [2, 3, 4],
+        max_shared_memory_per_block: 8,
+        warp_size: 10,
+        max_registers_per_block: 12,
+        clock_rate: 13,
+        multiprocessor_count: 16,
+        l2_cache_size: 38,
+    };
 }
 
 impl CudaRuntime {
@@ -69,36 +71,17 @@ impl CudaRuntime {
 
     /// An attribute of `device` (which exists), as the device API reports it.
     pub fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
-        let int = |a| -> Result<Option<Any>> {
-            Ok(Some(Any::from(i64::from(
-                self.device_attribute(device, a)?,
-            ))))
-        };
+        if let Some(answer) = attribute::COMMON.answer(attr, |a| self.device_attribute(device, a)) {
+            return answer;
+        }
         match attr {
             DeviceAttr::Exist => Ok(Some(Any::from(i64::from(
                 self.check_device(device).is_ok(),
             )))),
-            DeviceAttr::MaxThreadsPerBlock => int(attribute::MAX_THREADS_PER_BLOCK),
-            DeviceAttr::WarpSize => int(attribute::WARP_SIZE),
-            DeviceAttr::MaxSharedMemoryPerBlock => int(attribute::MAX_SHARED_MEMORY_PER_BLOCK),
-            DeviceAttr::MaxClockRate => int(attribute::CLOCK_RATE),
-            DeviceAttr::MultiProcessorCount => int(attribute::MULTIPROCESSOR_COUNT),
-            DeviceAttr::MaxRegistersPerBlock => int(attribute::MAX_REGISTERS_PER_BLOCK),
-            DeviceAttr::L2CacheSizeBytes => int(attribute::L2_CACHE_SIZE),
             DeviceAttr::ComputeVersion => {
                 let major = self.device_attribute(device, attribute::COMPUTE_CAPABILITY_MAJOR)?;
                 let minor = self.device_attribute(device, attribute::COMPUTE_CAPABILITY_MINOR)?;
                 Ok(Some(Any::from(format!("{major}.{minor}"))))
-            }
-            DeviceAttr::MaxThreadDimensions => {
-                let dims = [
-                    attribute::MAX_BLOCK_DIM_X,
-                    attribute::MAX_BLOCK_DIM_Y,
-                    attribute::MAX_BLOCK_DIM_Z,
-                ]
-                .map(|a| self.device_attribute(device, a));
-                let [x, y, z] = dims;
-                Ok(Some(Any::from(format!("[{}, {}, {}]", x?, y?, z?))))
             }
             DeviceAttr::DeviceName => Ok(Some(Any::from(self.device_name(device)?))),
             DeviceAttr::ApiVersion => Ok(Some(Any::from(i64::from(self.driver.version)))),
@@ -107,7 +90,7 @@ impl CudaRuntime {
             DeviceAttr::AvailableGlobalMemory => {
                 Ok(Some(Any::from(self.memory_info(device)?.0 as i64)))
             }
-            DeviceAttr::GcnArch | DeviceAttr::ImagePitchAlignment => Ok(None),
+            _ => Ok(None),
         }
     }
 }

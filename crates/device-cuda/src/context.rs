@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use device_common::PerDevice;
-use device_common::runtime::{LazyRuntime, RuntimeSource};
-use tvm_ffi::{Device, ErrorKind, Result};
+use device_common::runtime::{LazyRuntime, RuntimeSource, check_device_index};
+use tvm_ffi::{Device, Result};
 
-use crate::driver::{CuContext, CudaDriver};
+use crate::driver::{CUDA_SUCCESS, CuContext, CudaDriver};
 
 /// The names the driver is looked up by, in order.
 pub const DRIVER_CANDIDATES: [&str; 2] = ["libcuda.so.1", "libcuda.so"];
@@ -26,21 +26,12 @@ pub struct CudaRuntime {
 impl CudaRuntime {
     /// Checks that `device` is one of the driver's.
     pub fn check_device(&self, device: Device) -> Result<()> {
-        let id = device.device_id();
-        if !(0..self.driver.device_count).contains(&id) {
-            tvm_ffi::bail!(ErrorKind::ValueError, "{}", self.out_of_range(device));
-        }
-        Ok(())
-    }
-
-    fn out_of_range(&self, device: Device) -> String {
-        match &self.driver.no_device_reason {
-            Some(reason) => format!("the CUDA driver sees no device ({reason})"),
-            None => format!(
-                "{device} is out of range: the CUDA driver reports {} device(s)",
-                self.driver.device_count
-            ),
-        }
+        check_device_index(
+            "CUDA driver",
+            device,
+            self.driver.device_count,
+            self.driver.no_device_reason.as_deref(),
+        )
     }
 
     /// Makes the primary context of `device` current on the calling thread (retaining it the
@@ -59,6 +50,10 @@ impl CudaRuntime {
         })?;
         // SAFETY: a context retained above and never released while the runtime lives.
         let rc = unsafe { (api.ctx_set_current)(context as CuContext) };
+        if rc == CUDA_SUCCESS {
+            // Every launch binds: the message is formatted only on failure.
+            return Ok(());
+        }
         self.driver
             .check(rc, &format!("making the context of {device} current"))
     }

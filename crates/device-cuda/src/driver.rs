@@ -4,8 +4,8 @@
 
 use std::ffi::{CStr, c_char, c_void};
 
+use device_common::runtime::{call_error, describe_code};
 use device_common::{DriverLibrary, driver_table};
-use tvm_ffi::{Error, ErrorKind};
 
 /// `CUcontext`.
 pub type CuContext = *mut c_void;
@@ -201,13 +201,8 @@ impl CudaDriver {
 
     /// "CUDA_ERROR_X (code): text" for a result code.
     pub fn describe(&self, rc: i32) -> String {
-        let name = self
-            .error_text(rc, true)
-            .unwrap_or_else(|| "unknown CUDA error".to_owned());
-        match self.error_text(rc, false) {
-            Some(text) => format!("{name} ({rc}): {text}"),
-            None => format!("{name} ({rc})"),
-        }
+        let (name, text) = (self.error_text(rc, true), self.error_text(rc, false));
+        describe_code(rc, name, text, "unknown CUDA error")
     }
 
     /// `Ok` for `CUDA_SUCCESS`; otherwise an error saying what failed (`what`) and how.
@@ -215,11 +210,11 @@ impl CudaDriver {
         if rc == CUDA_SUCCESS {
             return Ok(());
         }
-        let kind = if rc == CUDA_ERROR_OUT_OF_MEMORY {
-            ErrorKind::MemoryError
-        } else {
-            ErrorKind::RuntimeError
-        };
-        Err(Error::new(kind, format!("{what}: {}", self.describe(rc))))
+        Err(call_error(
+            rc,
+            CUDA_ERROR_OUT_OF_MEMORY,
+            what,
+            &self.describe(rc),
+        ))
     }
 }

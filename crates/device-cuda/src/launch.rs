@@ -8,7 +8,7 @@ use tvm_runtime::device::current_stream;
 use tvm_runtime::kernel::LaunchDims;
 
 use crate::context::CudaRuntime;
-use crate::driver::{LaunchAttribute, LaunchConfigEx};
+use crate::driver::{CUDA_SUCCESS, LaunchAttribute, LaunchConfigEx};
 use crate::module::Kernel;
 
 /// Dynamic shared memory above this needs the kernel's permission (`cuFuncSetAttribute`).
@@ -145,6 +145,10 @@ impl CudaRuntime {
                 )
             }
         };
+        if rc == CUDA_SUCCESS {
+            // The message is formatted only on failure: launches are hot.
+            return Ok(());
+        }
         self.driver.check(
             rc,
             &format!(

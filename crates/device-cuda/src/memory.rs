@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 
-use tvm_ffi::{Device, ErrorKind, Result};
+use tvm_ffi::{Device, Result};
 
 use crate::context::CudaRuntime;
 use crate::driver::CuDevicePtr;
@@ -11,14 +11,7 @@ use crate::driver::CuDevicePtr;
 pub const DRIVER_ALIGNMENT: usize = 256;
 
 fn check_alignment(alignment: usize) -> Result<()> {
-    if alignment > DRIVER_ALIGNMENT {
-        tvm_ffi::bail!(
-            ErrorKind::ValueError,
-            "CUDA allocations are aligned to {DRIVER_ALIGNMENT} bytes; an alignment of \
-             {alignment} cannot be given"
-        );
-    }
-    Ok(())
+    device_common::runtime::check_alignment("CUDA", DRIVER_ALIGNMENT, alignment)
 }
 
 impl CudaRuntime {

@@ -30,7 +30,8 @@ pub struct LoadedCode(usize);
 pub struct Kernel(pub(crate) usize);
 
 impl Kernel {
-    pub(crate) fn handle(self) -> CuFunction {
+    /// The driver's `CUfunction`.
+    pub fn handle(self) -> CuFunction {
         self.0 as CuFunction
     }
 }

@@ -98,6 +98,9 @@ fn compiled_device_backends() -> Vec<&'static str> {
     if cfg!(feature = "cuda") {
         backends.push("cuda");
     }
+    if cfg!(feature = "rocm") {
+        backends.push("rocm");
+    }
     if cfg!(feature = "vulkan") {
         backends.push("vulkan");
     }
@@ -124,6 +127,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     device_webgpu::register()
         .map(|_| ())
         .map_err(|e| errors::raise_error(m.py(), e))?;
+    // Loads nothing: the HIP runtime is opened on the first use of a ROCm device.
+    #[cfg(feature = "rocm")]
+    device_rocm::register().map_err(|e| errors::raise_error(m.py(), e))?;
     m.add("_device_backends", compiled_device_backends())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;

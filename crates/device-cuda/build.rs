@@ -1,7 +1,0 @@
-//! The tests compile their fake driver and kernels with `cc`, for the target being built.
-
-fn main() {
-    println!("cargo:rerun-if-changed=build.rs");
-    let target = std::env::var("TARGET").unwrap_or_default();
-    println!("cargo:rustc-env=DEVICE_CUDA_BUILD_TARGET={target}");
-}

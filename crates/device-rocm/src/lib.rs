@@ -1,0 +1,57 @@
+//! The ROCm backend: devices `rocm` (10) and `rocm_host` (11) through the HIP runtime, with
+//! `libamdhip64.so` (or the file `$TVM_ROCM_DRIVER` names) opened at run time on first use, so a
+//! process without it imports and runs everything else; asking for a ROCm device there is an
+//! error that names the library looked for.
+//!
+//! - [`hip`]: the library's entry points, versions and error text;
+//! - [`runtime`]: memory, copies with strides, streams and events, through device-common's
+//!   device API;
+//! - [`attributes`]: device attributes, the `gfx...` architecture among them;
+//! - [`module`]: kernel modules of HSACO code objects and launches following the shared launch
+//!   convention with the arguments packed into one aligned blob, on the thread's current stream.
+
+mod attributes;
+pub mod hip;
+pub mod module;
+pub mod runtime;
+
+use std::sync::{Arc, OnceLock};
+
+use device_common::device_api::{GpuDeviceApi, GpuHostDeviceApi};
+use tvm_ffi::Result;
+use tvm_ffi::abi::{kDLROCM, kDLROCMHost};
+
+pub use runtime::{HipRuntime, RocmBackend};
+
+// Unit tests run in a binary of their own, which links the process state.
+#[cfg(test)]
+use tvm_ffi_capi as _;
+
+/// The `rocm` devices: memory from `hipMalloc`, copies and streams of HIP.
+pub type RocmDeviceApi = GpuDeviceApi<RocmBackend>;
+
+/// The `rocm_host` devices: page-locked host memory (`hipHostMalloc`); index `i` allocates with
+/// `rocm:i` current.
+pub type RocmHostDeviceApi = GpuHostDeviceApi<RocmBackend>;
+
+/// Registers the backend for `rocm` and `rocm_host` devices and the loaders of `hip` modules.
+/// Loads nothing: HIP is opened on the first use of a ROCm device. Later calls do nothing.
+pub fn register() -> Result<()> {
+    static DONE: OnceLock<Result<()>> = OnceLock::new();
+    DONE.get_or_init(|| register_backend(Arc::new(RocmBackend::from_environment())))
+        .clone()
+}
+
+/// Registers `backend` for `rocm` and `rocm_host` devices and its module loaders.
+pub fn register_backend(backend: Arc<RocmBackend>) -> Result<()> {
+    tvm_runtime::device::register_device_api(
+        kDLROCM,
+        Arc::new(RocmDeviceApi::new(backend.clone())),
+    )?;
+    tvm_runtime::device::register_device_api(
+        kDLROCMHost,
+        Arc::new(RocmHostDeviceApi::new(backend.clone())),
+    )?;
+    module::register_module_loaders(backend);
+    Ok(())
+}

@@ -1,0 +1,195 @@
+//! Modules of HSACO code objects, loaded with `hipModuleLoadData` on each device at the first
+//! launch there, and launches with `hipModuleLaunchKernel`: the arguments as one blob in C
+//! struct layout, handed over in `extra` (`HIP_LAUNCH_PARAM_BUFFER_POINTER`/`_SIZE`/`_END`).
+//!
+//! The module kind is `hip`, as TVM's ROCm modules are saved; their serialized form loads
+//! through `ffi.Module.load_from_bytes.hip` and the aliases `.hsaco` and `.rocm`.
+
+use std::ffi::{CString, c_void};
+use std::sync::Arc;
+
+use device_common::args::{KernelCall, TensorPlacement};
+use device_common::module::{KernelBackend, register_bytes_loader, register_loaders};
+use device_common::runtime::GpuRuntime;
+use tvm_ffi::abi::{self, kDLROCM};
+use tvm_ffi::{Device, Error, ErrorKind, Result};
+use tvm_runtime::device::current_stream;
+
+use crate::hip::{HIP_SUCCESS, HipFunction, HipModule};
+use crate::runtime::RocmBackend;
+
+/// The code format a module holds, which is also the extension of its files.
+pub const CODE_FORMAT: &str = "hsaco";
+/// The module kind.
+pub const MODULE_KIND: &str = "hip";
+
+/// `HIP_LAUNCH_PARAM_BUFFER_POINTER`, `HIP_LAUNCH_PARAM_BUFFER_SIZE` and
+/// `HIP_LAUNCH_PARAM_END` (3, not 0 as in CUDA).
+const LAUNCH_PARAM_BUFFER_POINTER: usize = 1;
+const LAUNCH_PARAM_BUFFER_SIZE: usize = 2;
+const LAUNCH_PARAM_END: usize = 3;
+
+/// Loaded code on one device (`hipModule_t`, as an address).
+#[derive(Clone, Copy, Debug)]
+pub struct LoadedCode(usize);
+
+/// A kernel of loaded code (`hipFunction_t`, as an address).
+#[derive(Clone, Copy, Debug)]
+pub struct Kernel(usize);
+
+/// The launch tags HIP's plain launch cannot honour, named for the error.
+fn unsupported_launch(call: &KernelCall<'_>) -> Option<&'static str> {
+    let dims = &call.dims;
+    if dims.cooperative {
+        Some("a cooperative launch (tirx.use_cooperative_launch)")
+    } else if dims.cluster != [1; 3] || dims.preferred_cluster != [1; 3] {
+        Some("thread block clusters (clusterCtaIdx / preferredClusterCtaIdx)")
+    } else if dims.programmatic_dependent_launch {
+        Some("programmatic dependent launch (tirx.use_programtic_dependent_launch)")
+    } else {
+        None
+    }
+}
+
+impl KernelBackend for RocmBackend {
+    type LoadedCode = LoadedCode;
+    type Kernel = Kernel;
+
+    fn kind(&self) -> &'static str {
+        MODULE_KIND
+    }
+
+    fn device_type(&self) -> i32 {
+        kDLROCM
+    }
+
+    fn prepare(&self, format: &str, code: Vec<u8>) -> Result<(String, Vec<u8>)> {
+        if format != CODE_FORMAT {
+            tvm_ffi::bail!(
+                ErrorKind::ValueError,
+                "a hip module holds an HSACO code object (format \"hsaco\"), not {format:?}"
+            );
+        }
+        Ok((format.to_owned(), code))
+    }
+
+    fn load(&self, device: Device, format: &str, code: &[u8]) -> Result<LoadedCode> {
+        let runtime = self.runtime()?;
+        runtime.bind(device)?;
+        let mut module: HipModule = std::ptr::null_mut();
+        // SAFETY: the image is the whole code object, alive across the call.
+        let rc = unsafe { (runtime.hip.api.module_load_data)(&mut module, code.as_ptr().cast()) };
+        let what = format!("loading the {format} module on {device}");
+        runtime.hip.check(rc, &what)?;
+        Ok(LoadedCode(module as usize))
+    }
+
+    fn kernel(&self, device: Device, code: LoadedCode, name: &str) -> Result<Kernel> {
+        let runtime = self.runtime()?;
+        runtime.bind(device)?;
+        let Ok(c_name) = CString::new(name) else {
+            tvm_ffi::bail!(ErrorKind::ValueError, "kernel name {name:?} has a NUL");
+        };
+        let mut function: HipFunction = std::ptr::null_mut();
+        // SAFETY: code loaded on this device and a NUL-terminated name.
+        let rc = unsafe {
+            (runtime.hip.api.module_get_function)(
+                &mut function,
+                code.0 as HipModule,
+                c_name.as_ptr(),
+            )
+        };
+        let what = format!("kernel `{name}` is not in the module loaded on {device}");
+        runtime.hip.check(rc, &what)?;
+        Ok(Kernel(function as usize))
+    }
+
+    fn unload(&self, device: Device, code: LoadedCode) {
+        if let Ok(runtime) = self.runtime()
+            && runtime.bind(device).is_ok()
+        {
+            // SAFETY: loaded on this device and unloaded once.
+            unsafe { (runtime.hip.api.module_unload)(code.0 as HipModule) };
+        }
+    }
+
+    fn placement(&self, device: Device) -> TensorPlacement {
+        match device.device_type() {
+            abi::kDLROCM => TensorPlacement::OnDevice,
+            abi::kDLROCMHost => TensorPlacement::Reachable,
+            _ => TensorPlacement::Refused,
+        }
+    }
+
+    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
+        let runtime = self.runtime()?;
+        let device = tensors_on
+            .unwrap_or_else(|| Device::new(kDLROCM, runtime.current_device().unwrap_or(0)));
+        runtime.check_device(device)?;
+        Ok(device)
+    }
+
+    fn launch(&self, device: Device, kernel: Kernel, call: &mut KernelCall<'_>) -> Result<()> {
+        if let Some(what) = unsupported_launch(call) {
+            return Err(Error::new(
+                ErrorKind::ValueError,
+                format!(
+                    "kernel `{}` asks for {what}, which the ROCm backend does not support",
+                    call.kernel()
+                ),
+            ));
+        }
+        let runtime = self.runtime()?;
+        runtime.bind(device)?;
+        let mut blob = call.aligned_blob();
+        let mut size = blob.len();
+        let mut extra = [
+            LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
+            blob.as_mut_ptr().cast(),
+            LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
+            (&mut size as *mut usize).cast(),
+            LAUNCH_PARAM_END as *mut c_void,
+        ];
+        let [gx, gy, gz] = call.dims.grid;
+        let [bx, by, bz] = call.dims.block;
+        let shared = call.dims.dyn_shared_memory;
+        let stream = current_stream(device);
+        // SAFETY: a kernel of code loaded on this device, bound above; `extra` describes the
+        // argument blob and its size, both alive across the call (HIP copies the arguments at
+        // launch); the stream belongs to this device.
+        let rc = unsafe {
+            (runtime.hip.api.module_launch_kernel)(
+                kernel.0 as HipFunction,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                shared,
+                stream.0,
+                std::ptr::null_mut(),
+                extra.as_mut_ptr(),
+            )
+        };
+        if rc == HIP_SUCCESS {
+            // The message is formatted only on failure: launches are hot.
+            return Ok(());
+        }
+        let what = format!(
+            "ROCm launch of kernel `{}` on {device} failed (grid=({gx}, {gy}, {gz}), \
+             block=({bx}, {by}, {bz}), dynamic shared memory={shared})",
+            call.kernel()
+        );
+        runtime.hip.check(rc, &what)
+    }
+}
+
+/// Registers the loaders of `hip` modules: the serialized form under `hip`, `hsaco` and
+/// `rocm`, and `.hsaco` files with their `.tvm_meta.json`.
+pub fn register_module_loaders(backend: Arc<RocmBackend>) {
+    register_loaders(Arc::clone(&backend), &[CODE_FORMAT]);
+    for alias in [CODE_FORMAT, "rocm"] {
+        register_bytes_loader(Arc::clone(&backend), alias);
+    }
+}

@@ -1,0 +1,314 @@
+//! HIP as the backend's [`GpuRuntime`]: devices bound per thread with `hipSetDevice`, memory,
+//! copies, streams and the event that hands work from one stream to another.
+
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use device_common::DriverLibrary;
+use device_common::runtime::{
+    GpuRuntime, LazyRuntime, RuntimeSource, check_alignment, check_device_index,
+};
+use tvm_ffi::abi::kDLROCM;
+use tvm_ffi::{Any, Device, Result};
+use tvm_runtime::device::{DeviceAttr, StreamHandle};
+
+use crate::hip::{HIP_SUCCESS, HipEvent, HipLibrary, copy_kind};
+
+/// The names the HIP runtime is looked up by, in order.
+pub const LIBRARY_CANDIDATES: [&str; 3] =
+    ["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"];
+/// The environment variable naming the HIP runtime library to use instead.
+pub const LIBRARY_OVERRIDE_VAR: &str = "TVM_ROCM_DRIVER";
+
+/// The alignment of every HIP allocation.
+pub const HIP_ALIGNMENT: usize = 256;
+/// `hipStreamNonBlocking`: the stream does not wait for the null stream.
+const STREAM_NON_BLOCKING: u32 = 1;
+/// `hipHostMallocDefault`.
+const HOST_MALLOC_DEFAULT: u32 = 0;
+
+/// The loaded HIP runtime.
+#[derive(Debug)]
+pub struct HipRuntime {
+    /// The library, its entry points and what was learned when it loaded.
+    pub hip: HipLibrary,
+}
+
+impl HipRuntime {
+    /// The device HIP has current on the calling thread.
+    pub fn current_device(&self) -> Option<i32> {
+        let mut id = -1;
+        // SAFETY: an out-parameter.
+        let rc = unsafe { (self.hip.api.get_device)(&mut id) };
+        (rc == 0 && (0..self.hip.device_count).contains(&id)).then_some(id)
+    }
+
+    /// Free and total bytes of `device`'s memory.
+    pub fn memory_info(&self, device: Device) -> Result<(usize, usize)> {
+        self.bind(device)?;
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: out-parameters; `device` is current.
+        let rc = unsafe { (self.hip.api.mem_get_info)(&mut free, &mut total) };
+        self.hip
+            .check(rc, &format!("querying the memory of {device}"))?;
+        Ok((free, total))
+    }
+
+    /// Queues `len` bytes from `src` to `dst` on `stream` (`hipMemcpyAsync` of `kind`).
+    ///
+    /// # Safety
+    /// Both ranges are valid for `len` bytes, of the memory `kind` says, until the copy is done.
+    unsafe fn memcpy(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        len: usize,
+        kind: i32,
+        stream: StreamHandle,
+        what: impl FnOnce() -> String,
+    ) -> Result<()> {
+        // SAFETY: guaranteed by the caller.
+        let rc = unsafe { (self.hip.api.memcpy_async)(dst, src, len, kind, stream.0) };
+        self.hip.check(rc, &what())
+    }
+}
+
+fn address(ptr: u64) -> *mut c_void {
+    ptr as usize as *mut c_void
+}
+
+impl GpuRuntime for HipRuntime {
+    const WHAT: &'static str = "HIP runtime";
+    const OVERRIDE_VAR: &'static str = LIBRARY_OVERRIDE_VAR;
+    const CANDIDATES: &'static [&'static str] = &LIBRARY_CANDIDATES;
+    const DEVICE_TYPE: i32 = kDLROCM;
+    const NAME: &'static str = "rocm";
+    const HOST_NAME: &'static str = "rocm_host";
+
+    fn load(library: DriverLibrary) -> std::result::Result<HipRuntime, String> {
+        Ok(HipRuntime {
+            hip: HipLibrary::load(library)?,
+        })
+    }
+
+    fn check_device(&self, device: Device) -> Result<()> {
+        check_device_index(
+            "HIP runtime",
+            device,
+            self.hip.device_count,
+            self.hip.no_device_reason.as_deref(),
+        )
+    }
+
+    fn bind(&self, device: Device) -> Result<()> {
+        self.check_device(device)?;
+        // SAFETY: an index checked against the device count.
+        let rc = unsafe { (self.hip.api.set_device)(device.device_id()) };
+        if rc == HIP_SUCCESS {
+            // Every launch binds: the message is formatted only on failure.
+            return Ok(());
+        }
+        self.hip
+            .check(rc, &format!("making {device} current (hipSetDevice)"))
+    }
+
+    fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
+        crate::attributes::read(self, device, attr)
+    }
+
+    fn alloc_device(&self, device: Device, nbytes: usize, alignment: usize) -> Result<u64> {
+        check_alignment("HIP", HIP_ALIGNMENT, alignment)?;
+        self.bind(device)?;
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: an out-parameter; `device` is current.
+        let rc = unsafe { (self.hip.api.malloc)(&mut ptr, nbytes.max(1)) };
+        self.hip
+            .check(rc, &format!("allocating {nbytes} bytes on {device}"))?;
+        Ok(ptr as u64)
+    }
+
+    unsafe fn free_device(&self, device: Device, ptr: u64) -> Result<()> {
+        self.bind(device)?;
+        // SAFETY: memory from hipMalloc, freed once (the caller's contract).
+        let rc = unsafe { (self.hip.api.free)(address(ptr)) };
+        self.hip.check(rc, &format!("freeing {ptr:#x} on {device}"))
+    }
+
+    fn alloc_host(&self, device: Device, nbytes: usize, alignment: usize) -> Result<*mut c_void> {
+        check_alignment("HIP", HIP_ALIGNMENT, alignment)?;
+        self.bind(device)?;
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: an out-parameter.
+        let rc =
+            unsafe { (self.hip.api.host_malloc)(&mut ptr, nbytes.max(1), HOST_MALLOC_DEFAULT) };
+        self.hip.check(
+            rc,
+            &format!("allocating {nbytes} bytes of pinned host memory"),
+        )?;
+        Ok(ptr)
+    }
+
+    unsafe fn free_host(&self, ptr: *mut c_void) -> Result<()> {
+        // SAFETY: memory from hipHostMalloc, freed once (the caller's contract).
+        let rc = unsafe { (self.hip.api.host_free)(ptr) };
+        self.hip
+            .check(rc, &format!("freeing pinned host memory {ptr:p}"))
+    }
+
+    fn create_stream(&self, device: Device) -> Result<StreamHandle> {
+        self.bind(device)?;
+        let mut stream = std::ptr::null_mut();
+        // SAFETY: an out-parameter; `device` is current.
+        let rc =
+            unsafe { (self.hip.api.stream_create_with_flags)(&mut stream, STREAM_NON_BLOCKING) };
+        self.hip
+            .check(rc, &format!("creating a stream on {device}"))?;
+        Ok(StreamHandle(stream))
+    }
+
+    unsafe fn destroy_stream(&self, device: Device, stream: StreamHandle) -> Result<()> {
+        self.bind(device)?;
+        // SAFETY: a stream of `create_stream`, destroyed once (the caller's contract).
+        let rc = unsafe { (self.hip.api.stream_destroy)(stream.0) };
+        self.hip
+            .check(rc, &format!("destroying stream {stream:p} of {device}"))
+    }
+
+    fn synchronize(&self, device: Device, stream: StreamHandle) -> Result<()> {
+        self.bind(device)?;
+        // SAFETY: a stream of this device (or NULL, the null stream).
+        let rc = unsafe { (self.hip.api.stream_synchronize)(stream.0) };
+        self.hip
+            .check(rc, &format!("synchronizing stream {stream:p} of {device}"))
+    }
+
+    fn stream_wait(&self, device: Device, from: StreamHandle, to: StreamHandle) -> Result<()> {
+        self.bind(device)?;
+        let api = &self.hip.api;
+        let mut event: HipEvent = std::ptr::null_mut();
+        // SAFETY: an out-parameter; `device` is current.
+        let created = unsafe { (api.event_create)(&mut event) };
+        self.hip
+            .check(created, &format!("creating an event on {device}"))?;
+        // Record on `from`, make `to` wait for it, then release the event (HIP keeps it alive
+        // until the wait is done) whatever happened.
+        // SAFETY: a live event and streams of this device.
+        let recorded = unsafe { (api.event_record)(event, from.0) };
+        let outcome = self
+            .hip
+            .check(recorded, &format!("recording an event on stream {from:p}"))
+            .and_then(|()| {
+                // SAFETY: as above.
+                let waited = unsafe { (api.stream_wait_event)(to.0, event, 0) };
+                let what = format!("making stream {to:p} wait for stream {from:p}");
+                self.hip.check(waited, &what)
+            });
+        // SAFETY: created above, destroyed once.
+        unsafe { (api.event_destroy)(event) };
+        outcome
+    }
+
+    unsafe fn copy_to_device(
+        &self,
+        device: Device,
+        dst: u64,
+        src: *const u8,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<()> {
+        let what = || format!("copying {len} bytes from the host to {device}");
+        // SAFETY: forwarded from the caller; `device` is bound.
+        unsafe {
+            self.memcpy(
+                address(dst),
+                src.cast(),
+                len,
+                copy_kind::HOST_TO_DEVICE,
+                stream,
+                what,
+            )
+        }
+    }
+
+    unsafe fn copy_to_host(
+        &self,
+        device: Device,
+        dst: *mut u8,
+        src: u64,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<()> {
+        let what = || format!("copying {len} bytes from {device} to the host");
+        // SAFETY: as above.
+        unsafe {
+            self.memcpy(
+                dst.cast(),
+                address(src),
+                len,
+                copy_kind::DEVICE_TO_HOST,
+                stream,
+                what,
+            )
+        }
+    }
+
+    unsafe fn copy_on_device(
+        &self,
+        device: Device,
+        dst: u64,
+        src: u64,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<()> {
+        let what = || format!("copying {len} bytes on {device}");
+        // SAFETY: as above.
+        unsafe {
+            self.memcpy(
+                address(dst),
+                address(src),
+                len,
+                copy_kind::DEVICE_TO_DEVICE,
+                stream,
+                what,
+            )
+        }
+    }
+}
+
+/// The ROCm backend: the HIP runtime, opened on first use.
+#[derive(Debug)]
+pub struct RocmBackend {
+    lazy: LazyRuntime<HipRuntime>,
+}
+
+impl RocmBackend {
+    /// A backend that opens `$TVM_ROCM_DRIVER`, else the first of [`LIBRARY_CANDIDATES`] that
+    /// loads, on first use.
+    pub fn from_environment() -> RocmBackend {
+        RocmBackend {
+            lazy: LazyRuntime::from_environment(),
+        }
+    }
+
+    /// A backend that opens the HIP runtime at `library` on first use.
+    pub fn with_library(library: impl Into<PathBuf>) -> RocmBackend {
+        RocmBackend {
+            lazy: LazyRuntime::with_library(library),
+        }
+    }
+
+    /// The runtime, opening HIP the first time; a `RuntimeError` saying which library was
+    /// looked for and why it did not load.
+    pub fn runtime(&self) -> Result<&Arc<HipRuntime>> {
+        self.lazy.runtime()
+    }
+}
+
+impl RuntimeSource for RocmBackend {
+    type Runtime = HipRuntime;
+
+    fn lazy(&self) -> &LazyRuntime<HipRuntime> {
+        &self.lazy
+    }
+}

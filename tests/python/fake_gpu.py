@@ -1,0 +1,54 @@
+"""Helpers of the GPU backend tests: fake vendor libraries built with gcc from the C sources of
+``crates/device-*/tests/fake`` over the shared host-memory GPU of ``crates/device-common/fake``,
+and fresh interpreters to run checks in (a backend opens its library once per process)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SHARED_FAKE_DIR = REPO_ROOT / "crates" / "device-common" / "fake"
+
+
+def build_fake_library(out: Path, source: Path, name: str) -> Path:
+    """Compiles the fake library ``source`` as ``out/name``, with the kernels library next to it
+    built in; fails the test when gcc is missing."""
+    compiler = os.environ.get("CC") or shutil.which("gcc")
+    if compiler is None:
+        pytest.fail(f"gcc is needed to build the fake library {source.name}")
+    kernels = out / "libfake_kernels.so"
+    library = out / name
+    common = [compiler, "-shared", "-fPIC", "-O1", "-o"]
+    subprocess.run([*common, str(kernels), str(SHARED_FAKE_DIR / "kernels.c")], check=True)
+    subprocess.run(
+        [
+            *common,
+            str(library),
+            f'-DFAKE_KERNELS_LIBRARY="{kernels}"',
+            f"-I{SHARED_FAKE_DIR}",
+            str(source),
+            "-ldl",
+            "-lpthread",
+        ],
+        check=True,
+    )
+    return library
+
+
+def run_python(code: str, env: dict[str, str]) -> None:
+    """Runs ``code`` in a fresh interpreter with ``env`` added to the environment; fails with its
+    output when it fails."""
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
