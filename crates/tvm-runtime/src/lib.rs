@@ -79,6 +79,18 @@ fn is_versioned_shared_library(path: &str) -> bool {
     })
 }
 
+/// Makes the TVM FFI C API visible to the shared libraries loaded from now on. Their references
+/// to `TVMFFI*` resolve against what the process exports: the Python extension exports them,
+/// an executable that embeds the runtime does not, and for it the core loads a shim that does
+/// (Linux). [`load_module`] calls this itself; call it before opening a library with `dlopen`
+/// directly.
+pub fn export_c_api() -> Result<()> {
+    match Function::get_global("ffi.ExportCApi") {
+        Some(export) => export.call(()).map(drop),
+        None => Ok(()),
+    }
+}
+
 fn register(name: &str, f: Function) {
     // Registration happens once; a name taken by someone else keeps their function.
     let _ = f.register_global(name, false);

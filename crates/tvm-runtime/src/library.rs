@@ -84,11 +84,7 @@ impl Library {
                 format!("path contains a NUL byte: {}", path.display()),
             )
         })?;
-        // The library's references to the C API resolve against what the process exports: the
-        // core makes sure it exports it (an executable that embeds the runtime does not).
-        if let Some(export_c_api) = Function::get_global("ffi.ExportCApi") {
-            export_c_api.call(())?;
-        }
+        crate::export_c_api()?;
         // SAFETY: a valid NUL-terminated path to a regular file; the handle is checked below.
         let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if handle.is_null() {

@@ -249,6 +249,8 @@ impl CBackend {
         let source = crate::module::repo_root().join("cpp-abi/examples/device_backend.c");
         let path = crate::module::compile_kernel(&source, "libexample_device");
         let path = CString::new(path.to_str().unwrap()).unwrap();
+        // A library opened directly (not through load_module) needs the C API visible first.
+        tvm_runtime::export_c_api().unwrap();
         // SAFETY: loading a library we just built; its TVMFFI* references resolve against this
         // executable.
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
