@@ -15,7 +15,8 @@ from fake_gpu import run_python as run_with_env
 FAKE_DIR = REPO_ROOT / "crates" / "device-rocm" / "tests" / "fake"
 
 #: A code object stand-in the fake reads: each `.entry name(` is a kernel of its kernels library.
-HSACO = "amdgcn-amd-amdhsa--gfx90a\n.entry add_one(\n"
+# NUL-terminated: the fake reads its stand-in code object as a C string.
+HSACO = "amdgcn-amd-amdhsa--gfx90a\n.entry add_one(\n\0"
 META = (
     '{"func_info": {"add_one": {"name": "add_one", "arg_types": ["handle", "int32"], '
     '"launch_param_tags": ["blockIdx.x", "threadIdx.x"]}}}'

@@ -12,9 +12,11 @@ use tvm_runtime::kernel::{FunctionInfo, function_map_from_json};
 
 use super::*;
 
-/// An HSACO stand-in the fake reads: each `.entry name(` is a kernel of the kernels library.
+/// An HSACO stand-in the fake reads: each `.entry name(` is a kernel of the kernels library. It
+/// ends with a NUL: the fake reads it as a C string (a real code object is an ELF image, whose
+/// headers give its size).
 const HSACO: &str = "amdgcn-amd-amdhsa--gfx90a\n.entry add_one(\n.entry scalars(\n\
-    .entry record_launch(\n.entry launch_fails(\n.entry faults(\n";
+    .entry record_launch(\n.entry launch_fails(\n.entry faults(\n\0";
 
 const META: &str = r#"{"func_info": {
   "add_one": {"name": "add_one", "arg_types": ["handle", "int32"],

@@ -10,7 +10,8 @@ use tvm_runtime::kernel::function_map_from_json;
 
 use super::*;
 
-const HSACO: &str = "amdgcn-amd-amdhsa--gfx90a\n.entry add_one(\n";
+// NUL-terminated: the fake reads its stand-in code object as a C string.
+const HSACO: &str = "amdgcn-amd-amdhsa--gfx90a\n.entry add_one(\n\0";
 const META: &str = r#"{"func_info": {"add_one": {"name": "add_one", "arg_types": ["handle", "int32"],
     "launch_param_tags": ["blockIdx.x", "threadIdx.x"]}}}"#;
 
