@@ -16,6 +16,7 @@ __all__ = [
     "Shape",
     "Tensor",
     "__version__",
+    "_device_backends",
     "_object_get_field",
     "_parse_dtype",
     "_register_dtype_class",
@@ -33,6 +34,8 @@ __all__ = [
 ]
 
 __version__: str
+#: The device backends compiled into this library ("cuda", "vulkan", ...).
+_device_backends: list[str]
 
 @disjoint_base
 class Object:

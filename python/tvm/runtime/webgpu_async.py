@@ -18,9 +18,17 @@ import asyncio
 import builtins
 from typing import Any
 
-from ..ffi import Device, Tensor, get_global_func
+from ..ffi import Device, Function, Tensor, get_global_func
 
 __all__ = ["tensor_to_numpy_async", "webgpu_sync_async"]
+
+
+def _api(name: str) -> Function:
+    """A global function of the WebGPU backend; a ``RuntimeError`` when this build lacks it."""
+    func = get_global_func(name)
+    if func is None:
+        raise RuntimeError(f"{name} is not registered: this build has no WebGPU backend")
+    return func
 
 
 def _exception(kind: str, message: str) -> BaseException:
@@ -54,7 +62,7 @@ async def webgpu_sync_async(device: Device) -> None:
     """Waits, without blocking the event loop, until the work queued on WebGPU ``device`` is
     done."""
     future, callback = _completion(asyncio.get_running_loop())
-    get_global_func("webgpu.sync_then")(device, callback)
+    _api("webgpu.sync_then")(device, callback)
     await future
 
 
@@ -65,6 +73,6 @@ async def tensor_to_numpy_async(tensor: Tensor) -> Any:
 
     host = empty(tensor.shape, tensor.dtype, cpu())
     future, callback = _completion(asyncio.get_running_loop())
-    get_global_func("webgpu.copy_to_host_then")(tensor, host, callback)
+    _api("webgpu.copy_to_host_then")(tensor, host, callback)
     await future
     return host.numpy()
