@@ -3,9 +3,10 @@
 # for a user (an isolated build with maturin from PyPI), and imports the package there: the
 # sdist must hold everything a build needs (the workspace, Cargo.lock, the headers).
 #
-# The dev profile keeps the build short (the sdist's own default is the `dist` profile), and the
-# build shares the dev wheel's Cargo target directory (target/maturin): the crates of the
-# unpacked sdist build again, their dependencies (wgpu, PyO3, ...) do not.
+# The dev profile keeps the build short (the sdist's own default is the `dist` profile). The
+# build has a target directory of its own (target/sdist-check/cargo), kept between runs: Cargo
+# names path crates relative to their workspace, so a directory shared with this checkout's
+# builds would mix the unpacked sdist's artifacts into them.
 #
 # Usage: bash scripts/sdist-check.sh [PYTHON]   (default: python3)
 set -euo pipefail
@@ -27,7 +28,7 @@ fi
 
 "$python" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-CARGO_TARGET_DIR=$PWD/target/maturin MATURIN_PEP517_ARGS="--profile dev" \
+CARGO_TARGET_DIR=$PWD/$work/cargo MATURIN_PEP517_ARGS="--profile dev" \
     "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "${sdists[0]}"
 
 # Outside the source tree, so that only the installed package can be imported.

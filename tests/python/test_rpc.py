@@ -115,6 +115,7 @@ def test_chain_through_a_middle_server_across_three_processes():
 
         with pytest.raises(KeyError, match="no entry 5"):
             sess.get_function("rpc.test.call_back")(refuse, 5)
+        assert sess.get_function("rpc.test.addone")(1) == 2  # the chain still serves
 
 
 def test_local_session_runs_the_same_code():

@@ -42,6 +42,13 @@ pub struct Endpoint {
     own_protocol: bool,
     /// Answers the peer's requests.
     serving: Arc<dyn RpcSession>,
+    /// Remote handles released while the transport was in use (a value dropped while a reply
+    /// is written, say): freed before the next request.
+    pending_frees: Mutex<Vec<u64>>,
+}
+
+fn lock_pending(pending: &Mutex<Vec<u64>>) -> MutexGuard<'_, Vec<u64>> {
+    pending.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn closed(name: &str) -> Error {
@@ -74,6 +81,7 @@ impl Endpoint {
             transport: Mutex::new(Some(transport)),
             own_protocol,
             serving,
+            pending_frees: Mutex::default(),
         });
         endpoint.serving.bind_peer(Arc::downgrade(&endpoint));
         endpoint
@@ -133,6 +141,7 @@ impl Endpoint {
 
     fn request(&self, body: &[u8]) -> Result<Vec<WireValue>> {
         let _exchange = self.exchange.lock();
+        self.free_pending_handles();
         self.io(|t| {
             t.write_packet(body)?;
             t.flush()
@@ -215,9 +224,33 @@ impl Endpoint {
     }
 
     /// Frees a remote handle; errors (a closed connection) are dropped, since the remote
-    /// releases everything of a closed session itself.
+    /// releases everything of a closed session itself. A release that comes while the transport
+    /// is in use (a stand-in for a remote function dropped while a reply is written, on this
+    /// thread or another) never waits for it: the handle is freed before the next request.
     pub fn free_handle(&self, handle: u64) {
+        if self.transport.try_lock().is_err() {
+            lock_pending(&self.pending_frees).push(handle);
+            return;
+        }
         let _ = self.syscall(RpcCode::FreeHandle, vec![WireValue::Handle(handle)]);
+    }
+
+    /// Sends the releases deferred by [`Endpoint::free_handle`].
+    fn free_pending_handles(&self) {
+        let pending = std::mem::take(&mut *lock_pending(&self.pending_frees));
+        for handle in pending {
+            let body = encode_message(&Message::Syscall {
+                code: RpcCode::FreeHandle,
+                args: vec![WireValue::Handle(handle)],
+            });
+            let sent = self.io(|t| {
+                t.write_packet(&body)?;
+                t.flush()
+            });
+            if sent.is_err() || self.await_reply().is_err() {
+                return;
+            }
+        }
     }
 
     /// Tells the peer the session is over and closes the connection (idempotent).
