@@ -26,6 +26,15 @@ if ((${#sdists[@]} != 1)); then
     exit 1
 fi
 
+# The unpacked sdist's files carry the archive's modification times, which can be older than
+# the artifacts of an earlier run: Cargo would take those as fresh. The workspace's own crates
+# are built anew each time; their dependencies are kept.
+mapfile -t members < <(cargo metadata --no-deps --format-version 1 --locked |
+    python3 -c 'import json, sys; print("\n".join(p["name"] for p in json.load(sys.stdin)["packages"]))')
+for member in "${members[@]}"; do
+    cargo clean --quiet --locked --target-dir "$work/cargo" --profile dev -p "$member" 2>/dev/null || true
+done
+
 "$python" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
 CARGO_TARGET_DIR=$PWD/$work/cargo MATURIN_PEP517_ARGS="--profile dev" \
