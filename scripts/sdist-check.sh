@@ -3,10 +3,12 @@
 # for a user (an isolated build with maturin from PyPI), and imports the package there: the
 # sdist must hold everything a build needs (the workspace, Cargo.lock, the headers).
 #
-# The dev profile keeps the build short (the sdist's own default is the `dist` profile). The
-# build has a target directory of its own (target/sdist-check/cargo), kept between runs: Cargo
-# names path crates relative to their workspace, so a directory shared with this checkout's
-# builds would mix the unpacked sdist's artifacts into them.
+# The dev profile keeps the build short (the sdist's own default is the `dist` profile), and the
+# build shares the dev wheel's Cargo target directory (target/maturin), so that the
+# dependencies (wgpu, PyO3, ...) are not built again. Cargo names path crates relative to their
+# workspace, so the workspace's own crates are cleaned from it before the build (the unpacked
+# sdist's files carry the archive's times, which can predate the checkout's artifacts) and after
+# it (so that the checkout's next build does not take the sdist's artifacts as its own).
 #
 # Usage: bash scripts/sdist-check.sh [PYTHON]   (default: python3)
 set -euo pipefail
@@ -26,18 +28,21 @@ if ((${#sdists[@]} != 1)); then
     exit 1
 fi
 
-# The unpacked sdist's files carry the archive's modification times, which can be older than
-# the artifacts of an earlier run: Cargo would take those as fresh. The workspace's own crates
-# are built anew each time; their dependencies are kept.
+target_dir=$PWD/target/maturin
 mapfile -t members < <(cargo metadata --no-deps --format-version 1 --locked |
     python3 -c 'import json, sys; print("\n".join(p["name"] for p in json.load(sys.stdin)["packages"]))')
-for member in "${members[@]}"; do
-    cargo clean --quiet --locked --target-dir "$work/cargo" --profile dev -p "$member" 2>/dev/null || true
-done
+clean_members() {
+    for member in "${members[@]}"; do
+        cargo clean --quiet --locked --target-dir "$target_dir" --profile dev -p "$member" \
+            2>/dev/null || true
+    done
+}
+clean_members
+trap clean_members EXIT
 
 "$python" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-CARGO_TARGET_DIR=$PWD/$work/cargo MATURIN_PEP517_ARGS="--profile dev" \
+CARGO_TARGET_DIR=$target_dir MATURIN_PEP517_ARGS="--profile dev" \
     "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "${sdists[0]}"
 
 # Outside the source tree, so that only the installed package can be imported.

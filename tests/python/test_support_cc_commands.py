@@ -7,7 +7,10 @@ import sys
 import pytest
 
 from stand_ins import fake_tool, logged_args, recording_tool
-from tvm.support import cc
+from tvm.support import cc, libinfo
+
+#: What every command line ends with: the TVM header directories.
+INCLUDE = [f"-I{directory}" for directory in libinfo.find_include_path()]
 
 
 @pytest.fixture
@@ -22,7 +25,7 @@ def stand_in(bare_path, tmp_path, monkeypatch):
 
 def test_outputs_of_each_kind(stand_in, tmp_path):
     cc.create_executable(tmp_path / "kernel.obj", "k.c", cc="cc-stand-in")
-    assert logged_args(stand_in) == ["-c", "-o", str(tmp_path / "kernel.obj"), "k.c"]
+    assert logged_args(stand_in) == ["-c", "-o", str(tmp_path / "kernel.obj"), "k.c", *INCLUDE]
     cc.create_executable(tmp_path / "lib.so", ["k.c"], options="-O2", cc=["cc-stand-in"])
     assert logged_args(stand_in) == [
         "-shared",
@@ -31,16 +34,17 @@ def test_outputs_of_each_kind(stand_in, tmp_path):
         str(tmp_path / "lib.so"),
         "k.c",
         "-O2",
+        *INCLUDE,
     ]
     cc.create_executable(tmp_path / "app", [], cc="cc-stand-in")
-    assert logged_args(stand_in) == ["-o", str(tmp_path / "app")]
+    assert logged_args(stand_in) == ["-o", str(tmp_path / "app"), *INCLUDE]
 
 
 def test_nvcc_as_the_driver_takes_no_fpic(bare_path, tmp_path):
     log = tmp_path / "nvcc.args"
     recording_tool(bare_path, "nvcc", log)
     cc.create_shared(tmp_path / "lib.so", ["k.cu"], cc="nvcc")
-    assert logged_args(log) == ["-shared", "-o", str(tmp_path / "lib.so"), "k.cu"]
+    assert logged_args(log) == ["-shared", "-o", str(tmp_path / "lib.so"), "k.cu", *INCLUDE]
 
 
 def test_macos_shared_libraries_look_symbols_up_at_load_time(stand_in, tmp_path, monkeypatch):
@@ -73,13 +77,14 @@ def test_windows_compiles_with_clang_for_a_target(bare_path, tmp_path, monkeypat
         str(tmp_path / "k.dll"),
         "k.c",
         "-g",
+        *INCLUDE,
     ]
     assert (tmp_path / "k.dll").read_text() == "DLL"
     monkeypatch.setenv("TVM_WIN_TARGET", "aarch64-pc-windows-msvc")
     cc.create_executable(tmp_path / "k.obj", ["k.c"])
     assert logged_args(log)[:3] == ["-O2", "--target=aarch64-pc-windows-msvc", "-c"]
     cc.create_executable(tmp_path / "k.exe", ["k.c"])
-    assert logged_args(log)[2:] == ["-o", str(tmp_path / "k.exe"), "k.c"]
+    assert logged_args(log)[2:] == ["-o", str(tmp_path / "k.exe"), "k.c", *INCLUDE]
     with pytest.raises(ValueError, match="Unsupported platform 'win32'"):
         cc.create_staticlib(tmp_path / "k.lib", ["k.obj"])
 

@@ -14,11 +14,13 @@ mode serves ``webgpu.sync_async`` and ``webgpu.copy_to_host_async``.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ffi import Device, Function, Tensor, get_global_func
+
+if TYPE_CHECKING:  # asyncio is imported on first use: `import tvm` stays light
+    import asyncio
 
 __all__ = ["tensor_to_numpy_async", "webgpu_sync_async"]
 
@@ -61,6 +63,8 @@ def _completion(loop: asyncio.AbstractEventLoop) -> tuple[asyncio.Future[None], 
 async def webgpu_sync_async(device: Device) -> None:
     """Waits, without blocking the event loop, until the work queued on WebGPU ``device`` is
     done."""
+    import asyncio
+
     future, callback = _completion(asyncio.get_running_loop())
     _api("webgpu.sync_then")(device, callback)
     await future
@@ -69,6 +73,8 @@ async def webgpu_sync_async(device: Device) -> None:
 async def tensor_to_numpy_async(tensor: Tensor) -> Any:
     """The elements of WebGPU ``tensor`` as a numpy array, read back without blocking the event
     loop (after the work queued before the call)."""
+    import asyncio
+
     from . import cpu, empty
 
     host = empty(tensor.shape, tensor.dtype, cpu())

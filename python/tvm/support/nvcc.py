@@ -418,7 +418,18 @@ def _compile_cuda_nvrtc(
             flags.append(text)
 
     if native is not None:
-        return _written(bytearray(native(_nvrtc_source(code, use_nvshmem), flags)), path_target)
+        try:
+            ptx = native(_nvrtc_source(code, use_nvshmem), flags)
+        except RuntimeError as err:
+            if "NVRTC not found" not in str(err):
+                raise
+            raise RuntimeError(
+                "compiling CUDA with NVRTC needs the cuda-python package (module "
+                "cuda.bindings.nvrtc; pip install cuda-python) or the NVRTC library, and neither "
+                f"is here ({err}). Alternatively compile with nvcc: compiler='nvcc' (or "
+                "TVM_CUDA_COMPILE_MODE=nvcc)"
+            ) from err
+        return _written(bytearray(ptx), path_target)
 
     def check(result: Any, what: str) -> None:
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
