@@ -4,6 +4,7 @@
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use device_vulkan::{VulkanDeviceApi, VulkanOptions};
@@ -74,7 +75,12 @@ pub fn scratch_dir() -> PathBuf {
 pub fn compile_shader(name: &str) -> Option<PathBuf> {
     let source =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/shaders/{name}.comp"));
-    let out = scratch_dir().join(format!("{name}.spv"));
+    // A directory per compilation: tests run in parallel, and one must never read a shader
+    // another is still writing.
+    static COMPILATIONS: AtomicUsize = AtomicUsize::new(0);
+    let dir = scratch_dir().join(COMPILATIONS.fetch_add(1, Ordering::Relaxed).to_string());
+    std::fs::create_dir_all(&dir).expect("a shader directory");
+    let out = dir.join(format!("{name}.spv"));
     let result = Command::new("glslangValidator")
         .args([
             "-V",
