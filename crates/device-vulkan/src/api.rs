@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use ash::vk;
 use tvm_ffi::abi::DLTensor;
 use tvm_ffi::{Any, DataType, Device, Result};
-use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle};
+use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle, require_default_stream};
 
 use crate::device::VulkanDevice;
 use crate::error::{VkResult, VulkanError};
@@ -230,7 +230,7 @@ impl DeviceApi for VulkanDeviceApi {
     }
 
     unsafe fn copy(&self, from: &DLTensor, to: &DLTensor, stream: StreamHandle) -> Result<()> {
-        check_default_stream(stream)?;
+        require_default_stream("Vulkan", stream)?;
         // SAFETY: forwarded from the caller (valid descriptors, checked shapes).
         Ok(unsafe { crate::copy::copy_tensors(self, from, to) }?)
     }
@@ -241,21 +241,11 @@ impl DeviceApi for VulkanDeviceApi {
     }
 
     unsafe fn free_stream(&self, _device: Device, stream: StreamHandle) -> Result<()> {
-        Ok(check_default_stream(stream)?)
+        require_default_stream("Vulkan", stream)
     }
 
     fn sync_stream(&self, device: Device, stream: StreamHandle) -> Result<()> {
-        check_default_stream(stream)?;
+        require_default_stream("Vulkan", stream)?;
         Ok(self.device(device)?.finish()?)
     }
-}
-
-/// Refuses streams: a Vulkan device has one queue, its default (NULL) stream.
-fn check_default_stream(stream: StreamHandle) -> VkResult<()> {
-    if !stream.is_null() {
-        return Err(VulkanError::invalid(format!(
-            "Vulkan devices have one queue, the default (NULL) stream; got stream {stream:p}"
-        )));
-    }
-    Ok(())
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use tvm_ffi::abi::{DLTensor, kDLFloat, kDLInt, kDLUInt};
 use tvm_ffi::{Any, DataType, Device, Result};
-use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle};
+use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle, require_default_stream};
 
 use crate::device::WebGpuDevice;
 use crate::error::{WebGpuError, WgResult};
@@ -232,7 +232,7 @@ impl DeviceApi for WebGpuDeviceApi {
     }
 
     unsafe fn copy(&self, from: &DLTensor, to: &DLTensor, stream: StreamHandle) -> Result<()> {
-        check_default_stream(stream)?;
+        require_default_stream("WebGPU", stream)?;
         // SAFETY: forwarded from the caller (valid descriptors, checked shapes).
         Ok(unsafe { crate::copy::copy_tensors(self, from, to) }?)
     }
@@ -243,21 +243,11 @@ impl DeviceApi for WebGpuDeviceApi {
     }
 
     unsafe fn free_stream(&self, _device: Device, stream: StreamHandle) -> Result<()> {
-        Ok(check_default_stream(stream)?)
+        require_default_stream("WebGPU", stream)
     }
 
     fn sync_stream(&self, device: Device, stream: StreamHandle) -> Result<()> {
-        check_default_stream(stream)?;
+        require_default_stream("WebGPU", stream)?;
         Ok(self.device(device)?.finish()?)
     }
-}
-
-/// Refuses streams: a WebGPU device has one queue, its default (NULL) stream.
-fn check_default_stream(stream: StreamHandle) -> WgResult<()> {
-    if !stream.is_null() {
-        return Err(WebGpuError::invalid(format!(
-            "WebGPU devices have one queue, the default (NULL) stream; got stream {stream:p}"
-        )));
-    }
-    Ok(())
 }

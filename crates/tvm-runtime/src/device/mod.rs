@@ -71,6 +71,18 @@ impl fmt::Pointer for StreamHandle {
     }
 }
 
+/// Refuses every stream but the default (NULL) one: for backends with one queue per device
+/// (Vulkan, WebGPU), whose `create_stream` hands out NULL. `backend` names them in the message.
+pub fn require_default_stream(backend: &str, stream: StreamHandle) -> Result<()> {
+    if !stream.is_null() {
+        tvm_ffi::bail!(
+            tvm_ffi::ErrorKind::ValueError,
+            "{backend} devices have one queue, the default (NULL) stream; got stream {stream:p}"
+        );
+    }
+    Ok(())
+}
+
 /// Default alignment of tensor data, in bytes (as DLPack producers and TVM use).
 pub const TENSOR_ALIGNMENT: usize = 64;
 

@@ -361,3 +361,17 @@ fn a_rust_backend_from_another_library_registers_through_the_c_table() {
     }
     assert_eq!(backend.stats().live_allocations, 0);
 }
+
+#[test]
+fn single_queue_backends_refuse_other_streams_by_name() {
+    use tvm_runtime::device::{StreamHandle, require_default_stream};
+    require_default_stream("Vulkan", StreamHandle::NULL).unwrap();
+    let other = StreamHandle(std::ptr::dangling_mut::<c_void>());
+    let err = require_default_stream("Vulkan", other).unwrap_err();
+    assert!(err.is_kind(ErrorKind::ValueError), "{err}");
+    assert!(
+        err.message()
+            .contains("Vulkan devices have one queue, the default (NULL) stream; got stream 0x"),
+        "{err}"
+    );
+}
