@@ -115,8 +115,25 @@ def test_device_and_attributes():
         empty((4,), "float32", vulkan(99))
 
 
-def test_without_a_driver_exist_is_false_and_allocation_names_the_cause():
-    """In a process whose loader finds no driver; `import tvm` there leaves libvulkan unloaded."""
+@pytest.mark.parametrize(
+    ("env", "cause"),
+    [
+        (
+            {"VK_DRIVER_FILES": "/nonexistent.json", "VK_ICD_FILENAMES": "/nonexistent.json"},
+            "ERROR_INCOMPATIBLE_DRIVER",
+        ),
+        (
+            {"TVM_VULKAN_LOADER": "/nonexistent/libvulkan.so.1"},
+            "Vulkan loader '/nonexistent/libvulkan.so.1' could not be opened",
+        ),
+    ],
+    ids=["no-driver", "no-loader"],
+)
+def test_without_a_driver_exist_is_false_and_allocation_names_the_cause(
+    env: dict[str, str], cause: str
+):
+    """In a process whose loader finds no driver, or that has no loader; `import tvm` there leaves
+    libvulkan unloaded."""
     script = """
 import tvm
 from tvm.runtime import empty, vulkan
@@ -128,12 +145,10 @@ try:
 except ValueError as err:
     print("ERROR:", err)
 """
-    env = dict(
-        os.environ, VK_DRIVER_FILES="/nonexistent.json", VK_ICD_FILENAMES="/nonexistent.json"
-    )
+    env = dict(os.environ, **env)
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert "ERROR:" in result.stdout and "ERROR_INCOMPATIBLE_DRIVER" in result.stdout, result.stdout
+    assert "ERROR:" in result.stdout and cause in result.stdout, result.stdout
 
 
 @pytest.mark.parametrize(

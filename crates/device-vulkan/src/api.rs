@@ -64,7 +64,7 @@ impl VulkanDeviceApi {
     pub(crate) fn instance(&self) -> VkResult<Arc<Instance>> {
         self.instance
             .get_or_init(|| {
-                let options = self.options.unwrap_or_else(VulkanOptions::from_env);
+                let options = self.options.clone().unwrap_or_else(VulkanOptions::from_env);
                 Instance::load(options).map(Arc::new)
             })
             .clone()
@@ -121,11 +121,12 @@ impl VulkanDeviceApi {
             })
     }
 
-    /// The logical device of `device`, created on first use.
+    /// The logical device of `device`, created on first use and created again after it was
+    /// lost (the memory of the lost one stays unusable).
     pub(crate) fn device(&self, device: Device) -> VkResult<Arc<VulkanDevice>> {
         let index = self.index_of(device)?;
         let mut devices = lock(&self.devices);
-        if let Some(d) = devices.get(&index) {
+        if let Some(d) = devices.get(&index).filter(|d| !d.is_lost()) {
             return Ok(Arc::clone(d));
         }
         let created = Arc::new(VulkanDevice::new(self.instance()?, index)?);

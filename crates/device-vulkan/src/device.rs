@@ -4,6 +4,7 @@
 //! every free and every stream synchronization does first.
 
 use std::any::Any as StdAny;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use ash::vk;
@@ -17,8 +18,17 @@ const MAX_BATCH_COMMANDS: usize = 256;
 const POOL_SETS: u32 = MAX_BATCH_COMMANDS as u32;
 const POOL_BUFFERS_PER_SET: u32 = 16;
 
+/// Identities of the logical devices made in this process, never reused.
+static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
+
 /// A logical device with one compute queue.
 pub(crate) struct VulkanDevice {
+    /// This device among all made, also after a lost device of the same index is replaced:
+    /// what caches of per-device objects (pipelines) are keyed by.
+    pub(crate) id: u64,
+    /// Set once a submission reported `VK_ERROR_DEVICE_LOST`: the backend makes a new device
+    /// for the index at its next use.
+    lost: AtomicBool,
     pub(crate) instance: Arc<Instance>,
     pub(crate) physical: PhysicalDevice,
     /// The device's index in the instance's list (its `vulkan:N`).
@@ -101,6 +111,8 @@ impl VulkanDevice {
         let raw = unsafe { instance.raw.create_device(physical.raw, &info, None) }
             .map_err(|e| vk_error("vkCreateDevice", e))?;
         let mut device = VulkanDevice {
+            id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
+            lost: AtomicBool::new(false),
             mapped_memory_type: None,
             local_memory_type: 0,
             staging_memory_type: 0,
@@ -168,10 +180,17 @@ impl VulkanDevice {
             queue.command_buffer = raw
                 .allocate_command_buffers(&alloc)
                 .map_err(|e| vk_error("vkAllocateCommandBuffers", e))?[0];
-            let sizes = [vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::STORAGE_BUFFER,
-                descriptor_count: POOL_SETS * POOL_BUFFERS_PER_SET,
-            }];
+            let sizes = [
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::STORAGE_BUFFER,
+                    descriptor_count: POOL_SETS * POOL_BUFFERS_PER_SET,
+                },
+                // One params block per launch, for kernels that take scalars that way.
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::UNIFORM_BUFFER,
+                    descriptor_count: POOL_SETS,
+                },
+            ];
             let pool = vk::DescriptorPoolCreateInfo::default()
                 .max_sets(POOL_SETS)
                 .pool_sizes(&sizes);
@@ -187,13 +206,23 @@ impl VulkanDevice {
 
     /// A buffer object of `size` bytes for storage and transfers, with no memory bound.
     pub(crate) fn create_raw_buffer(&self, size: u64) -> VkResult<vk::Buffer> {
+        self.create_buffer_for(
+            size,
+            vk::BufferUsageFlags::STORAGE_BUFFER
+                | vk::BufferUsageFlags::TRANSFER_SRC
+                | vk::BufferUsageFlags::TRANSFER_DST,
+        )
+    }
+
+    /// A buffer object of `size` bytes for `usage`, with no memory bound.
+    pub(crate) fn create_buffer_for(
+        &self,
+        size: u64,
+        usage: vk::BufferUsageFlags,
+    ) -> VkResult<vk::Buffer> {
         let info = vk::BufferCreateInfo::default()
             .size(size.max(1))
-            .usage(
-                vk::BufferUsageFlags::STORAGE_BUFFER
-                    | vk::BufferUsageFlags::TRANSFER_SRC
-                    | vk::BufferUsageFlags::TRANSFER_DST,
-            )
+            .usage(usage)
             .sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: creation on a live device.
         unsafe { self.raw.create_buffer(&info, None) }.map_err(|e| vk_error("vkCreateBuffer", e))
@@ -201,6 +230,11 @@ impl VulkanDevice {
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a submission found the device lost: nothing more runs on it.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
     }
 
     /// Records commands into the open batch (started if needed): `record` gets the command
@@ -328,6 +362,13 @@ impl VulkanDevice {
                         .map_err(|e| vk_error("vkWaitForFences", e))
                 })
         };
+        if let Err(VulkanError::Call {
+            result: vk::Result::ERROR_DEVICE_LOST,
+            ..
+        }) = &result
+        {
+            self.lost.store(true, Ordering::Release);
+        }
         if result.is_err() {
             // The batch may still be pending (a lost device): wait for the queue before the
             // pools are reset, so that the device can be used again.

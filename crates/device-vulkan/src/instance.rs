@@ -12,24 +12,37 @@ use crate::error::{VulkanError, vk_error};
 /// The validation layer Debian's `vulkan-validationlayers` installs.
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
+/// The Vulkan loader opened when no other is named.
+#[cfg(not(any(target_vendor = "apple", windows)))]
+const DEFAULT_LOADER: &str = "libvulkan.so.1";
+#[cfg(target_vendor = "apple")]
+const DEFAULT_LOADER: &str = "libvulkan.dylib";
+#[cfg(windows)]
+const DEFAULT_LOADER: &str = "vulkan-1.dll";
+
 /// How the backend sets itself up; read once, when the instance is created.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VulkanOptions {
     /// Enable `VK_LAYER_KHRONOS_validation` (when installed) and record its messages.
     pub validation: bool,
     /// Treat every device as if its memory were not host-visible, so that copies take the
     /// staging path a discrete GPU needs (for testing that path on a CPU driver).
     pub force_staging: bool,
+    /// The Vulkan loader library to open instead of the system's (`libvulkan.so.1` on Linux).
+    pub loader: Option<std::path::PathBuf>,
 }
 
 impl VulkanOptions {
-    /// The options the environment asks for: `TVM_VULKAN_VALIDATION=1` and
-    /// `TVM_VULKAN_FORCE_STAGING=1`.
+    /// The options the environment asks for: `TVM_VULKAN_VALIDATION=1`,
+    /// `TVM_VULKAN_FORCE_STAGING=1` and `TVM_VULKAN_LOADER=<path of a Vulkan loader>`.
     pub fn from_env() -> VulkanOptions {
         let on = |name: &str| std::env::var(name).is_ok_and(|v| v == "1");
         VulkanOptions {
             validation: on("TVM_VULKAN_VALIDATION"),
             force_staging: on("TVM_VULKAN_FORCE_STAGING"),
+            loader: std::env::var_os("TVM_VULKAN_LOADER")
+                .filter(|path| !path.is_empty())
+                .map(Into::into),
         }
     }
 }
@@ -104,9 +117,18 @@ impl Instance {
     /// Opens `libvulkan`, creates an instance and lists the physical devices. A missing loader
     /// or driver is an error that names it.
     pub(crate) fn load(options: VulkanOptions) -> Result<Instance, VulkanError> {
-        // SAFETY: dlopens the system's Vulkan loader, whose initialisers are trusted.
-        let entry = unsafe { ash::Entry::load() }
-            .map_err(|e| VulkanError::unavailable(format!("the Vulkan loader is missing ({e})")))?;
+        let loader = options
+            .loader
+            .clone()
+            .unwrap_or_else(|| DEFAULT_LOADER.into());
+        // SAFETY: dlopens the Vulkan loader asked for, whose initialisers are trusted.
+        let entry = unsafe { ash::Entry::load_from(&loader) }.map_err(|e| {
+            VulkanError::unavailable(format!(
+                "the Vulkan loader '{}' could not be opened ({e}); install it (Debian: \
+                 libvulkan1) or name another with TVM_VULKAN_LOADER",
+                loader.display()
+            ))
+        })?;
         // SAFETY: a plain query of the loader.
         let loader_version = unsafe { entry.try_enumerate_instance_version() }
             .ok()

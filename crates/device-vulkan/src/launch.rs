@@ -3,8 +3,9 @@
 //! ([`tvm_runtime::kernel`]).
 //!
 //! Call convention of a kernel: its arguments in `arg_types` order (tensors first, bound as
-//! storage buffers 0..n-1 of set 0; then scalars, packed as 8-byte push constants), then one
-//! int per thread or block tag of `launch_param_tags`, in tag order. The grid is `blockIdx.*`;
+//! storage buffers 0..n-1 of set 0; then scalars, packed in 8-byte slots as push constants, or
+//! in a uniform buffer at binding n when the shader's flag says so: [`ScalarPassing`]), then
+//! one int per thread or block tag of `launch_param_tags`, in tag order. The grid is `blockIdx.*`;
 //! the block (`threadIdx.*`) is fixed by the shader and must match its `LocalSize`.
 
 use std::collections::HashMap;
@@ -21,6 +22,17 @@ use crate::device::VulkanDevice;
 use crate::error::{VkResult, VulkanError, vk_error};
 use crate::memory::VulkanBuffer;
 use crate::spirv::EntryPoint;
+
+/// How a kernel's shader takes its scalar arguments (8 bytes each, in argument order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScalarPassing {
+    /// A push-constant block (what TVM's code generator emits while it fits the device's
+    /// 128-byte minimum).
+    PushConstants,
+    /// A uniform buffer at the binding after the tensors' (shader flag `kUseUBO`), made for
+    /// each launch and kept until its batch completes.
+    UniformBuffer,
+}
 
 /// A compute pipeline of one kernel on one device, with its layouts.
 struct Pipeline {
@@ -54,7 +66,9 @@ pub(crate) struct Kernel {
     launch: LaunchConfig,
     num_buffers: usize,
     scalars: Vec<ArgKind>,
-    pipelines: Mutex<HashMap<usize, Arc<Pipeline>>>,
+    passing: ScalarPassing,
+    /// By [`VulkanDevice::id`].
+    pipelines: Mutex<HashMap<u64, Arc<Pipeline>>>,
 }
 
 /// A tensor argument: its buffer and the byte offset its binding starts at.
@@ -70,6 +84,7 @@ impl Kernel {
         info: FunctionInfo,
         words: Arc<Vec<u32>>,
         entry: EntryPoint,
+        passing: ScalarPassing,
     ) -> VkResult<Kernel> {
         let name = &info.name;
         let launch = LaunchConfig::of(&info)?;
@@ -106,6 +121,7 @@ impl Kernel {
             launch,
             num_buffers,
             scalars,
+            passing,
             pipelines: Mutex::default(),
         })
     }
@@ -150,21 +166,36 @@ impl Kernel {
             .pipelines
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = cache.get(&device.physical_index) {
+        if let Some(p) = cache.get(&device.id) {
             return Ok(Arc::clone(p));
         }
         let pipeline = Arc::new(self.create_pipeline(device)?);
-        cache.insert(device.physical_index, Arc::clone(&pipeline));
+        cache.insert(device.id, Arc::clone(&pipeline));
         Ok(pipeline)
     }
 
+    /// Whether scalars travel in a uniform buffer (and there are any).
+    fn uses_uniform_buffer(&self) -> bool {
+        self.passing == ScalarPassing::UniformBuffer && !self.scalars.is_empty()
+    }
+
     fn create_pipeline(&self, device: &Arc<VulkanDevice>) -> VkResult<Pipeline> {
-        let push_bytes = (self.scalars.len() * 8) as u32;
-        let limit = device.physical.properties.limits.max_push_constants_size;
-        if push_bytes > limit {
+        let scalar_bytes = (self.scalars.len() * 8) as u32;
+        let limits = &device.physical.properties.limits;
+        let (push_bytes, limit, what) = match self.passing {
+            ScalarPassing::PushConstants => (
+                scalar_bytes,
+                limits.max_push_constants_size,
+                "push constants",
+            ),
+            ScalarPassing::UniformBuffer => {
+                (0, limits.max_uniform_buffer_range, "a uniform buffer")
+            }
+        };
+        if scalar_bytes > limit {
             return Err(self.fail(format!(
-                "{} scalar arguments take {push_bytes} bytes of push constants; the device \
-                 allows {limit}",
+                "{} scalar arguments take {scalar_bytes} bytes of {what}; the device allows \
+                 {limit}",
                 self.scalars.len()
             )));
         }
@@ -176,15 +207,22 @@ impl Kernel {
             raw: vk::Pipeline::null(),
         };
         let raw = &device.raw;
-        let bindings: Vec<_> = (0..self.num_buffers as u32)
-            .map(|b| {
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(b)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            })
+        let binding = |b: usize, kind| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(b as u32)
+                .descriptor_type(kind)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        };
+        let mut bindings: Vec<_> = (0..self.num_buffers)
+            .map(|b| binding(b, vk::DescriptorType::STORAGE_BUFFER))
             .collect();
+        if self.uses_uniform_buffer() {
+            bindings.push(binding(
+                self.num_buffers,
+                vk::DescriptorType::UNIFORM_BUFFER,
+            ));
+        }
         let push = [vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
             .size(push_bytes)];
@@ -285,21 +323,41 @@ impl Kernel {
         let mut keep: Vec<Arc<dyn std::any::Any + Send + Sync>> =
             buffers.iter().map(|b| b.buffer.clone() as _).collect();
         keep.push(pipeline.clone());
+        let params = if self.uses_uniform_buffer() {
+            let params = Arc::new(VulkanBuffer::uniform(&device, &push)?);
+            keep.push(params.clone());
+            push.clear();
+            Some(vk::DescriptorBufferInfo {
+                buffer: params.raw,
+                offset: 0,
+                range: params.size,
+            })
+        } else {
+            None
+        };
         device.record(keep, |cmd, pool| {
             let Some(set) = device.allocate_descriptor_set(pool, pipeline.set_layout)? else {
                 return Ok(false);
             };
-            let writes: Vec<_> = infos
+            let write = |b: usize, kind, info| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(b as u32)
+                    .descriptor_type(kind)
+                    .buffer_info(std::slice::from_ref(info))
+            };
+            let mut writes: Vec<_> = infos
                 .iter()
                 .enumerate()
-                .map(|(b, info)| {
-                    vk::WriteDescriptorSet::default()
-                        .dst_set(set)
-                        .dst_binding(b as u32)
-                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                        .buffer_info(std::slice::from_ref(info))
-                })
+                .map(|(b, info)| write(b, vk::DescriptorType::STORAGE_BUFFER, info))
                 .collect();
+            if let Some(info) = &params {
+                writes.push(write(
+                    self.num_buffers,
+                    vk::DescriptorType::UNIFORM_BUFFER,
+                    info,
+                ));
+            }
             let raw = &device.raw;
             // SAFETY: `cmd` is recording; the set, pipeline and buffers are live and kept alive
             // by the batch.

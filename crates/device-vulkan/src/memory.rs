@@ -39,8 +39,12 @@ impl VulkanBuffer {
         size: u64,
         memory_type: u32,
         map: bool,
+        usage: Option<vk::BufferUsageFlags>,
     ) -> VkResult<VulkanBuffer> {
-        let raw = device.create_raw_buffer(size)?;
+        let raw = match usage {
+            Some(usage) => device.create_buffer_for(size, usage)?,
+            None => device.create_raw_buffer(size)?,
+        };
         let mut buffer = VulkanBuffer {
             device: Arc::clone(device),
             raw,
@@ -90,14 +94,30 @@ impl VulkanBuffer {
     /// device-local memory otherwise.
     pub(crate) fn new(device: &Arc<VulkanDevice>, size: u64) -> VkResult<VulkanBuffer> {
         match device.mapped_memory_type {
-            Some(t) => VulkanBuffer::with_memory_type(device, size, t, true),
-            None => VulkanBuffer::with_memory_type(device, size, device.local_memory_type, false),
+            Some(t) => VulkanBuffer::with_memory_type(device, size, t, true, None),
+            None => {
+                VulkanBuffer::with_memory_type(device, size, device.local_memory_type, false, None)
+            }
         }
     }
 
     /// A mapped buffer for staging copies.
     fn staging(device: &Arc<VulkanDevice>, size: u64) -> VkResult<VulkanBuffer> {
-        VulkanBuffer::with_memory_type(device, size, device.staging_memory_type, true)
+        VulkanBuffer::with_memory_type(device, size, device.staging_memory_type, true, None)
+    }
+
+    /// A uniform buffer holding `bytes` (a kernel's params block), in host-visible memory.
+    pub(crate) fn uniform(device: &Arc<VulkanDevice>, bytes: &[u8]) -> VkResult<VulkanBuffer> {
+        let usage = Some(vk::BufferUsageFlags::UNIFORM_BUFFER);
+        let size = bytes.len() as u64;
+        let buffer =
+            VulkanBuffer::with_memory_type(device, size, device.staging_memory_type, true, usage)?;
+        let Some(MappedPtr(host)) = buffer.mapped else {
+            unreachable!("staging memory is mapped");
+        };
+        // SAFETY: the mapping holds at least `size` bytes and nothing else uses the new buffer.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host, bytes.len()) };
+        Ok(buffer)
     }
 
     /// Whether the host maps this buffer directly.

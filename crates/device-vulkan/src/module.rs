@@ -19,7 +19,7 @@ use tvm_runtime::{Module, ModuleImpl};
 
 use crate::api::VulkanDeviceApi;
 use crate::error::{VkResult, VulkanError};
-use crate::launch::{Kernel, kernel_function};
+use crate::launch::{Kernel, ScalarPassing, kernel_function};
 use crate::spirv::{compute_entry_points, words_of};
 
 /// Flag bit of a shader that takes its scalars in a uniform buffer (not supported here).
@@ -52,13 +52,6 @@ impl VulkanModule {
             HashMap::new();
         for (name, info) in fmap {
             let shader = shader_of(&name)?;
-            if shader.flag & FLAG_USE_UBO != 0 {
-                return Err(VulkanError::invalid(format!(
-                    "kernel `{name}`: scalars in a uniform buffer (shader flag {}) are not \
-                     supported; pass them as push constants",
-                    shader.flag
-                )));
-            }
             let (words, entries) = match parsed.entry(std::ptr::from_ref(shader)) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
@@ -81,7 +74,12 @@ impl VulkanModule {
                     info.name
                 )));
             }
-            let kernel = Kernel::new(api.clone(), info, Arc::clone(words), entry)?;
+            let scalars = if shader.flag & FLAG_USE_UBO != 0 {
+                ScalarPassing::UniformBuffer
+            } else {
+                ScalarPassing::PushConstants
+            };
+            let kernel = Kernel::new(api.clone(), info, Arc::clone(words), entry, scalars)?;
             kernels.insert(name, Arc::new(kernel));
         }
         Ok(VulkanModule { kernels })

@@ -91,11 +91,12 @@ impl WebGpuDeviceApi {
             })
     }
 
-    /// The device of `device`, created on first use.
+    /// The device of `device`, created on first use and created again after it was lost
+    /// (the memory of the lost one stays unusable).
     pub(crate) fn device(&self, device: Device) -> WgResult<Arc<WebGpuDevice>> {
         let index = self.index_of(device)?;
         let mut devices = lock(&self.devices);
-        if let Some(d) = devices.get(&index) {
+        if let Some(d) = devices.get(&index).filter(|d| !d.is_lost()) {
             return Ok(Arc::clone(d));
         }
         let instance = self.instance()?;
@@ -106,6 +107,18 @@ impl WebGpuDeviceApi {
         )?);
         devices.insert(index, Arc::clone(&created));
         Ok(created)
+    }
+
+    /// Destroys the device of `device`, as a device loss would: work not done yet is dropped,
+    /// its memory is freed at once, tensors on it can only be freed, and the next use of the
+    /// index creates a new device. Returns whether there was a device to destroy.
+    pub fn release_device(&self, device: Device) -> std::result::Result<bool, WebGpuError> {
+        let index = self.index_of(device)?;
+        let released = lock(&self.devices).remove(&index);
+        if let Some(d) = &released {
+            d.destroy();
+        }
+        Ok(released.is_some())
     }
 
     /// The live buffer whose handle is `data`, on device `device_id`; a `ValueError` otherwise.

@@ -12,12 +12,11 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use tvm_ffi::abi::{DLTensor, kDLCPU};
-use tvm_rpc::async_functions::block_on;
 use tvm_runtime::device::{byte_extent, copy_host_strided, host_view, is_row_major, tensor_nbytes};
 
 use crate::api::WebGpuDeviceApi;
 use crate::error::{WebGpuError, WgResult};
-use crate::memory::{WebGpuBuffer, aligned, is_aligned};
+use crate::memory::{WebGpuBuffer, is_aligned};
 
 /// A device side of a copy: its buffer and the bytes its elements occupy.
 pub(crate) struct DeviceSide {
@@ -72,8 +71,7 @@ pub(crate) unsafe fn copy_tensors(
         (false, true) => {
             // SAFETY: guaranteed by the caller.
             let src = unsafe { DeviceSide::resolve(api, from, "the copy's source")? };
-            let staged = block_on(src.buffer.read(&src.extent))?;
-            let start = aligned(&src.extent).start;
+            let (staged, start) = src.buffer.read_now(&src.extent)?;
             staged.with_bytes(|bytes| {
                 let from_host = host_view(from, bytes.as_ptr().cast_mut(), start);
                 // SAFETY: the staged bytes hold the source's elements (read only); the
@@ -95,8 +93,7 @@ pub(crate) unsafe fn copy_tensors(
             if compact && same_device && is_aligned(&src.extent) && is_aligned(&dst.extent) {
                 return copy_on_device(&src, &dst);
             }
-            let staged = block_on(src.buffer.read(&src.extent))?;
-            let start = aligned(&src.extent).start;
+            let (staged, start) = src.buffer.read_now(&src.extent)?;
             let compact_source = staged.with_bytes(|bytes| {
                 let mut out = vec![0u8; nbytes as usize];
                 let from_host = host_view(from, bytes.as_ptr().cast_mut(), start);
@@ -142,12 +139,12 @@ unsafe fn write_from_host(
     }
     // Patch the destination's bytes on the host: what lies between or around its elements
     // stays as it is.
-    let wide = aligned(&dst.extent);
-    let mut patched = block_on(dst.buffer.read(&dst.extent))?.with_bytes(<[u8]>::to_vec)?;
-    let to_host = host_view(to, patched.as_mut_ptr(), wide.start);
+    let (staged, start) = dst.buffer.read_now(&dst.extent)?;
+    let mut patched = staged.with_bytes(<[u8]>::to_vec)?;
+    let to_host = host_view(to, patched.as_mut_ptr(), start);
     // SAFETY: `patched` holds the destination's elements; the source is host memory.
     unsafe { copy_host_strided(from, &to_host) };
-    dst.buffer.write(wide.start, &patched)
+    dst.buffer.write(start, &patched)
 }
 
 /// A compact copy between two buffers of one device, queued on the device.

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tvm_rpc::async_functions::block_on;
@@ -20,16 +21,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Identities of the devices made in this process, never reused.
+static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
+
 /// A device created from adapter `index`, with its queue.
 pub(crate) struct WebGpuDevice {
     /// Position of its adapter in the instance's list (the device id).
     pub(crate) index: usize,
+    /// This device among all made, also after a lost device of the same index is replaced:
+    /// what caches of per-device objects (pipelines) are keyed by.
+    pub(crate) id: u64,
     /// The adapter's description.
     pub(crate) info: wgpu::AdapterInfo,
     /// The limits the device was created with (the adapter's own).
     pub(crate) limits: wgpu::Limits,
     /// The features it was created with.
     pub(crate) features: wgpu::Features,
+    /// Whether tensor buffers are mapped by the host directly (memory shared with the host:
+    /// CPU and integrated adapters), so that copies need no staging buffer.
+    pub(crate) host_mappable: bool,
     pub(crate) raw: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     poller: Arc<Poller>,
@@ -39,22 +49,38 @@ pub(crate) struct WebGpuDevice {
     lost: Arc<Mutex<Option<String>>>,
 }
 
-/// A device→host copy that finished: a mapped staging buffer holding the bytes.
+/// Bytes read back: a mapped range of a staging buffer, or of the tensor's buffer itself when
+/// the host maps it directly.
 pub(crate) struct Staged {
     buffer: wgpu::Buffer,
+    range: Range<u64>,
 }
 
 impl Staged {
-    /// Runs `f` on the bytes, then unmaps the staging buffer.
-    pub(crate) fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> WgResult<R> {
-        let out = {
-            let view = self.buffer.slice(..).get_mapped_range().map_err(|e| {
-                WebGpuError::device(format!("reading back a WebGPU buffer failed: {e}"))
-            })?;
-            f(&view)
-        };
+    /// Runs `f` on the bytes; the buffer is unmapped when `self` goes.
+    pub(crate) fn with_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> WgResult<R> {
+        let view = self.buffer.slice(self.range.clone()).get_mapped_range();
+        let view = view.map_err(|e| {
+            WebGpuError::device(format!("reading a mapped WebGPU buffer failed: {e}"))
+        })?;
+        Ok(f(&view))
+    }
+
+    /// Writes `bytes` at byte `at` of the mapped range (mapped for writing); the buffer is
+    /// unmapped, and the bytes go to the device, when `self` goes.
+    pub(crate) fn write_at(self, at: usize, bytes: &[u8]) -> WgResult<()> {
+        let view = self.buffer.slice(self.range.clone()).get_mapped_range_mut();
+        let mut view = view.map_err(|e| {
+            WebGpuError::device(format!("writing a mapped WebGPU buffer failed: {e}"))
+        })?;
+        view.slice(at..at + bytes.len()).copy_from_slice(bytes);
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
         self.buffer.unmap();
-        Ok(out)
     }
 }
 
@@ -67,7 +93,16 @@ impl WebGpuDevice {
         index: usize,
     ) -> WgResult<WebGpuDevice> {
         let limits = adapter.limits();
-        let features = adapter.features() & OPTIONAL_FEATURES;
+        let mut features = adapter.features() & OPTIONAL_FEATURES;
+        // Where the device's memory is the host's, buffers the host maps cost nothing extra;
+        // on a discrete GPU they would live in slow host memory, so there copies are staged.
+        let shares_memory = matches!(
+            info.device_type,
+            wgpu::DeviceType::Cpu | wgpu::DeviceType::IntegratedGpu
+        );
+        if shares_memory {
+            features |= adapter.features() & wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
+        }
         let descriptor = wgpu::DeviceDescriptor {
             label: Some("tvm webgpu"),
             required_features: features,
@@ -95,9 +130,11 @@ impl WebGpuDevice {
         })?;
         Ok(WebGpuDevice {
             index,
+            id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
             info,
             limits,
             features,
+            host_mappable: features.contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
             raw,
             queue,
             poller,
@@ -122,6 +159,19 @@ impl WebGpuDevice {
         Ok(())
     }
 
+    /// Whether the device was lost (or destroyed): nothing more runs on it.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.check_alive().is_err()
+    }
+
+    /// Destroys the device: work not done yet is dropped, its memory freed, and every later
+    /// use of it is an error saying it was lost.
+    pub(crate) fn destroy(&self) {
+        // wgpu reports the loss on a later poll; every use from now on must see it.
+        lock(&self.lost).get_or_insert_with(|| "destroyed on request".to_owned());
+        self.raw.destroy();
+    }
+
     /// The errors wgpu reported outside any scope so far (taken: each is reported once).
     pub(crate) fn take_uncaptured_errors(&self) -> Vec<String> {
         std::mem::take(&mut *lock(&self.uncaptured))
@@ -129,8 +179,13 @@ impl WebGpuDevice {
 
     /// Runs `f` with wgpu's validation and out-of-memory errors captured: an error raised by
     /// `f`'s wgpu calls comes back as `Err` naming `what`, and the device stays usable.
-    pub(crate) fn capture<T>(&self, what: &str, f: impl FnOnce() -> T) -> WgResult<T> {
-        self.check_alive()?;
+    pub(crate) fn capture<T>(
+        &self,
+        what: impl std::fmt::Display,
+        f: impl FnOnce() -> T,
+    ) -> WgResult<T> {
+        self.check_alive()
+            .map_err(|lost| WebGpuError::device(format!("{what}: {lost}")))?;
         let out_of_memory = self.raw.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.raw.push_error_scope(wgpu::ErrorFilter::Validation);
         let value = f();
@@ -138,7 +193,7 @@ impl WebGpuDevice {
         let invalid = block_on(validation.pop());
         let exhausted = block_on(out_of_memory.pop());
         match invalid.or(exhausted) {
-            Some(error) => Err(WebGpuError::from_wgpu(what, &error)),
+            Some(error) => Err(WebGpuError::from_wgpu(&what, &error)),
             None => Ok(value),
         }
     }
@@ -165,6 +220,33 @@ impl WebGpuDevice {
     /// Waits for all work queued so far ([`WebGpuDevice::sync`], blocking).
     pub(crate) fn finish(self: &Arc<Self>) -> WgResult<()> {
         block_on(self.sync())
+    }
+
+    /// Maps `range` of `buffer` (a buffer of this device the host maps directly; the start a
+    /// multiple of 8, the length of 4) once the work queued on it is done, and waits for it.
+    pub(crate) fn map_now(
+        &self,
+        buffer: &wgpu::Buffer,
+        range: Range<u64>,
+        mode: wgpu::MapMode,
+    ) -> WgResult<Staged> {
+        let finished = self.capture("mapping a WebGPU buffer", || {
+            let (mapped, finished) = signal();
+            buffer
+                .slice(range.clone())
+                .map_async(mode, move |result| mapped.complete(result));
+            self.poller.request();
+            finished
+        })?;
+        block_on(finished).map_err(|e| {
+            self.check_alive().err().unwrap_or_else(|| {
+                WebGpuError::device(format!("mapping a WebGPU buffer failed: {e}"))
+            })
+        })?;
+        Ok(Staged {
+            buffer: buffer.clone(),
+            range,
+        })
     }
 
     /// A future of the bytes `range` of `buffer` (offsets and length multiples of 4), after the
@@ -203,7 +285,11 @@ impl WebGpuDevice {
                     WebGpuError::device(format!("mapping a WebGPU readback buffer failed: {e}"))
                 })
             })?;
-            Ok(Staged { buffer: staging })
+            let range = 0..staging.size();
+            Ok(Staged {
+                buffer: staging,
+                range,
+            })
         }
     }
 }

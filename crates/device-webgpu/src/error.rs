@@ -36,7 +36,7 @@ impl WebGpuError {
     }
 
     /// The error wgpu reported for `what`, by its kind.
-    pub(crate) fn from_wgpu(what: &str, error: &wgpu::Error) -> WebGpuError {
+    pub(crate) fn from_wgpu(what: &dyn std::fmt::Display, error: &wgpu::Error) -> WebGpuError {
         match error {
             wgpu::Error::OutOfMemory { .. } => {
                 WebGpuError::OutOfMemory(format!("{what}: the WebGPU device is out of memory"))

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tvm_ffi::abi::{self, kDLOpaqueHandle};
 use tvm_ffi::{Any, AnyView, Device};
@@ -34,10 +34,51 @@ const PARAMS_ALIGNMENT: usize = 16;
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
-/// A compute pipeline of one kernel on one device.
+/// A compute pipeline of one kernel on one device, with what its launches reuse.
 struct Pipeline {
     layout: wgpu::BindGroupLayout,
     raw: wgpu::ComputePipeline,
+    /// Held from writing the params block to submitting the dispatch: a queued write lands
+    /// between the submissions before and after it, so one params buffer serves every launch.
+    reuse: Mutex<Reuse>,
+}
+
+/// The params buffer and the bind group of the last launch, kept for the next.
+struct Reuse {
+    /// The params block's buffer, when the entry point uses it.
+    params: Option<wgpu::Buffer>,
+    /// The bytes last written to it.
+    written: Vec<u8>,
+    /// The last bind group and the tensor bindings it was made for.
+    bound: Option<(Vec<BindingKey>, wgpu::BindGroup)>,
+}
+
+/// A tensor binding of a cached bind group. The weak reference keeps the allocation's address
+/// from being reused while the key exists, so an equal address is the same buffer.
+struct BindingKey {
+    buffer: Weak<WebGpuBuffer>,
+    offset: u64,
+    size: NonZeroU64,
+}
+
+impl BindingKey {
+    fn matches(&self, bound: &BoundBuffer, size: NonZeroU64) -> bool {
+        Weak::as_ptr(&self.buffer) == Arc::as_ptr(&bound.buffer)
+            && self.offset == bound.offset
+            && self.size == size
+    }
+}
+
+/// `kernel `name` on webgpu:N`, formatted only when an error needs it.
+struct Launching<'a> {
+    kernel: &'a str,
+    device: usize,
+}
+
+impl std::fmt::Display for Launching<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "kernel `{}` on webgpu:{}", self.kernel, self.device)
+    }
 }
 
 /// A kernel of a module, ready to launch on any device of its backend.
@@ -51,7 +92,8 @@ pub(crate) struct Kernel {
     scalars: Vec<ArgKind>,
     /// Whether the entry point uses the params block.
     uses_params: bool,
-    pipelines: Mutex<HashMap<usize, Arc<Pipeline>>>,
+    /// By [`WebGpuDevice::id`].
+    pipelines: Mutex<HashMap<u64, Arc<Pipeline>>>,
 }
 
 /// A tensor argument: its buffer and the byte offset its binding starts at.
@@ -181,12 +223,15 @@ impl Kernel {
             .pipelines
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = cache.get(&device.index) {
+        if let Some(p) = cache.get(&device.id) {
             return Ok(Arc::clone(p));
         }
-        let what = format!("kernel `{}` on {}", self.name(), device.label());
-        let pipeline = Arc::new(device.capture(&what, || self.create_pipeline(device))?);
-        cache.insert(device.index, Arc::clone(&pipeline));
+        let what = Launching {
+            kernel: self.name(),
+            device: device.index,
+        };
+        let pipeline = Arc::new(device.capture(what, || self.create_pipeline(device))?);
+        cache.insert(device.id, Arc::clone(&pipeline));
         Ok(pipeline)
     }
 
@@ -242,10 +287,28 @@ impl Kernel {
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             cache: None,
         });
+        let params = self.uses_params.then(|| {
+            raw.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("tvm webgpu params"),
+                size: self.params_size() as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        });
         Pipeline {
             layout,
             raw: pipeline,
+            reuse: Mutex::new(Reuse {
+                params,
+                written: Vec::new(),
+                bound: None,
+            }),
         }
+    }
+
+    /// Bytes of the params block: the scalars and `packGridDimX`, 4 bytes each, padded.
+    fn params_size(&self) -> usize {
+        ((self.scalars.len() + 1) * 4).next_multiple_of(PARAMS_ALIGNMENT)
     }
 
     /// The work groups to dispatch and the grid's x extent, from the launch arguments, checked
@@ -282,7 +345,7 @@ impl Kernel {
 
     /// The params block: the scalars, 4 bytes each, then `packGridDimX`, padded to 16 bytes.
     fn params(&self, args: &[AnyView<'_>], grid_x: u32) -> WgResult<Vec<u8>> {
-        let mut bytes = Vec::with_capacity((self.scalars.len() + 1) * 4);
+        let mut bytes = Vec::with_capacity(self.params_size());
         for (i, scalar) in self.scalars.iter().enumerate() {
             let index = self.num_buffers + i;
             let packed = scalar.scalar_bytes(self.name(), index, &args[index])?;
@@ -361,22 +424,60 @@ impl Kernel {
         let params = self.params(args, grid_x)?;
         let sizes = self.binding_sizes(&device, &buffers)?;
         let pipeline = self.pipeline(&device)?;
-        let what = format!("kernel `{}` on {}", self.name(), device.label());
-        device.capture(&what, || {
-            let raw = &device.raw;
-            let params_buffer = self.uses_params.then(|| {
-                let buffer = raw.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("tvm webgpu params"),
-                    size: params.len() as u64,
-                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                });
-                device.queue.write_buffer(&buffer, 0, &params);
-                buffer
-            });
+        let mut reuse = pipeline
+            .reuse
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let what = Launching {
+            kernel: self.name(),
+            device: device.index,
+        };
+        let launched = device.capture(what, || {
+            self.dispatch(
+                &device, &pipeline, &mut reuse, &buffers, &sizes, &params, groups,
+            )
+        });
+        if launched.is_err() {
+            // Whatever failed may have left the params or the bind group unusable.
+            reuse.written.clear();
+            reuse.bound = None;
+        }
+        launched
+    }
+
+    /// Writes the params block if it changed, makes a bind group unless the last one binds
+    /// the same buffers, and submits the dispatch.
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch(
+        &self,
+        device: &WebGpuDevice,
+        pipeline: &Pipeline,
+        reuse: &mut MutexGuard<'_, Reuse>,
+        buffers: &[BoundBuffer],
+        sizes: &[NonZeroU64],
+        params: &[u8],
+        groups: [u32; 3],
+    ) {
+        let raw = &device.raw;
+        let reuse = &mut **reuse;
+        if let Some(buffer) = &reuse.params {
+            if reuse.written != params {
+                device.queue.write_buffer(buffer, 0, params);
+                reuse.written.clear();
+                reuse.written.extend_from_slice(params);
+            }
+        }
+        let same_bindings = reuse.bound.as_ref().is_some_and(|(keys, _)| {
+            keys.len() == buffers.len()
+                && keys
+                    .iter()
+                    .zip(buffers.iter().zip(sizes))
+                    .all(|(key, (b, &size))| key.matches(b, size))
+        });
+        if !same_bindings {
             let mut entries: Vec<_> = buffers
                 .iter()
-                .zip(&sizes)
+                .zip(sizes)
                 .enumerate()
                 .map(|(i, (b, size))| wgpu::BindGroupEntry {
                     binding: i as u32,
@@ -387,31 +488,44 @@ impl Kernel {
                     }),
                 })
                 .collect();
-            if let Some(buffer) = &params_buffer {
+            if let Some(buffer) = &reuse.params {
                 entries.push(wgpu::BindGroupEntry {
                     binding: self.num_buffers as u32,
                     resource: buffer.as_entire_binding(),
                 });
             }
-            let bind_group = raw.create_bind_group(&wgpu::BindGroupDescriptor {
+            let group = raw.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some(self.name()),
                 layout: &pipeline.layout,
                 entries: &entries,
             });
-            let mut encoder = raw.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            let keys = buffers
+                .iter()
+                .zip(sizes)
+                .map(|(b, &size)| BindingKey {
+                    buffer: Arc::downgrade(&b.buffer),
+                    offset: b.offset,
+                    size,
+                })
+                .collect();
+            reuse.bound = Some((keys, group));
+        }
+        let Some((_, group)) = &reuse.bound else {
+            return;
+        };
+        let mut encoder = raw.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some(self.name()),
+        });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(self.name()),
+                timestamp_writes: None,
             });
-            {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some(self.name()),
-                    timestamp_writes: None,
-                });
-                pass.set_pipeline(&pipeline.raw);
-                pass.set_bind_group(0, &bind_group, &[]);
-                pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
-            }
-            device.queue.submit([encoder.finish()]);
-        })
+            pass.set_pipeline(&pipeline.raw);
+            pass.set_bind_group(0, group, &[]);
+            pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+        }
+        device.queue.submit([encoder.finish()]);
     }
 }
 

@@ -29,10 +29,17 @@ pub(crate) fn is_aligned(range: &Range<u64>) -> bool {
 pub(crate) struct WebGpuBuffer {
     /// The device that owns it.
     pub(crate) device: Arc<WebGpuDevice>,
-    /// The wgpu buffer (destroyed when the last reference goes, after its queued work).
+    /// The wgpu buffer, destroyed with this allocation (wgpu frees it once the work queued on
+    /// it is done, even while a cached bind group still names it).
     pub(crate) raw: wgpu::Buffer,
     /// Bytes asked for; the buffer itself holds this padded to 4 (and at least 4).
     pub(crate) size: u64,
+}
+
+impl Drop for WebGpuBuffer {
+    fn drop(&mut self) {
+        self.raw.destroy();
+    }
 }
 
 impl WebGpuBuffer {
@@ -49,13 +56,17 @@ impl WebGpuBuffer {
                 device.info.name
             )));
         }
-        let raw = device.capture(&format!("allocating {size} bytes"), || {
+        let raw = device.capture(format_args!("allocating {size} bytes"), || {
+            let mut usage = wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST;
+            if device.host_mappable {
+                usage |= wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::MAP_WRITE;
+            }
             device.raw.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("tvm webgpu tensor"),
                 size: padded,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
+                usage,
                 mapped_at_creation: false,
             })
         })?;
@@ -83,7 +94,8 @@ impl WebGpuBuffer {
     }
 
     /// A future of bytes `range` (any ends; the staged bytes cover [`aligned`]`(range)`),
-    /// after the work queued before it.
+    /// after the work queued before it, through a staging buffer (the buffer itself stays free
+    /// for the device while the future is pending).
     pub(crate) fn read(
         &self,
         range: &Range<u64>,
@@ -91,12 +103,32 @@ impl WebGpuBuffer {
         self.device.read(&self.raw, aligned(range))
     }
 
-    /// Writes `bytes` at `offset`; the write is queued (ordered before later work). Unaligned
-    /// ends are completed with the bytes the buffer holds there (read back first).
+    /// Bytes `range` (any ends; the bytes cover [`mappable`]`(range)` when the host maps the
+    /// buffer, [`aligned`]`(range)` otherwise), after the work queued before it: the buffer
+    /// mapped in place where the host can, a staging copy otherwise. Blocks.
+    pub(crate) fn read_now(&self, range: &Range<u64>) -> WgResult<(Staged, u64)> {
+        if self.device.host_mappable {
+            let wide = mappable(range);
+            let start = wide.start;
+            let staged = self.device.map_now(&self.raw, wide, wgpu::MapMode::Read)?;
+            return Ok((staged, start));
+        }
+        Ok((block_on(self.read(range))?, aligned(range).start))
+    }
+
+    /// Writes `bytes` at `offset`, ordered after the work queued before and before later work:
+    /// straight into the buffer where the host maps it, else queued (unaligned ends completed
+    /// with the bytes the buffer holds there, read back first).
     pub(crate) fn write(&self, offset: u64, bytes: &[u8]) -> WgResult<()> {
         let range = offset..offset + bytes.len() as u64;
         if bytes.is_empty() {
             return Ok(());
+        }
+        if self.device.host_mappable {
+            let wide = mappable(&range);
+            let at = (offset - wide.start) as usize;
+            let mapped = self.device.map_now(&self.raw, wide, wgpu::MapMode::Write)?;
+            return mapped.write_at(at, bytes);
         }
         if is_aligned(&range) {
             return self.device.capture("writing a WebGPU buffer", || {
@@ -113,4 +145,11 @@ impl WebGpuBuffer {
                 .write_buffer(&self.raw, wide.start, &patched);
         })
     }
+}
+
+/// `range` widened to what the host may map: the start a multiple of wgpu's map alignment,
+/// the end of the copy alignment.
+pub(crate) fn mappable(range: &Range<u64>) -> Range<u64> {
+    let start = range.start - range.start % wgpu::MAP_ALIGNMENT;
+    start..aligned(range).end
 }

@@ -5,74 +5,13 @@
 // This binary is a final artifact: it links the process state.
 use tvm_ffi_capi as _;
 
-use std::sync::{Arc, OnceLock};
+mod common;
 
-use device_webgpu::{WebGpuDeviceApi, module_to_bytes};
-use tvm_ffi::{DataType, Device, Function, Tensor};
+use common::{add_one_info, api, assert_quiet, device_tensor, info, load, shader, webgpu0};
+use tvm_ffi::{DataType, Device};
 use tvm_rpc::async_functions::block_on;
-use tvm_runtime::Module;
 use tvm_runtime::device::{TensorDeviceExt, empty_on};
 use tvm_runtime::kernel::FunctionInfo;
-
-/// The registered backend, if an adapter is present (prints why not otherwise).
-fn api() -> Option<Arc<WebGpuDeviceApi>> {
-    static API: OnceLock<Arc<WebGpuDeviceApi>> = OnceLock::new();
-    let api = API.get_or_init(|| {
-        tvm_runtime::init();
-        device_webgpu::register().expect("registered once")
-    });
-    match api.device_names() {
-        Ok(_) => Some(Arc::clone(api)),
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            None
-        }
-    }
-}
-
-fn assert_quiet(api: &WebGpuDeviceApi) {
-    let errors = api.uncaptured_errors();
-    assert!(errors.is_empty(), "uncaptured wgpu errors: {errors:#?}");
-}
-
-fn webgpu0() -> Device {
-    Device::webgpu(0)
-}
-
-fn shader(name: &str) -> String {
-    let path = format!("{}/tests/shaders/{name}.wgsl", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(path).expect("shader file")
-}
-
-fn info(name: &str, args: Vec<DataType>, tags: &[&str]) -> FunctionInfo {
-    FunctionInfo {
-        name: name.into(),
-        arg_types: args,
-        launch_param_tags: tags.iter().map(|t| t.to_string()).collect(),
-        arg_extra_tags: vec![],
-    }
-}
-
-fn add_one_info() -> FunctionInfo {
-    let h = DataType::handle();
-    info(
-        "add_one",
-        vec![h, h, DataType::int(32)],
-        &["blockIdx.x", "threadIdx.x"],
-    )
-}
-
-fn load(kernels: &[(FunctionInfo, String)]) -> tvm_ffi::Result<Module> {
-    let loader = Function::get_global("ffi.Module.load_from_bytes.webgpu").expect("registered");
-    let bytes = module_to_bytes(kernels);
-    loader.call((tvm_ffi::Bytes::from(&bytes[..]),))?.cast()
-}
-
-fn device_tensor<T: tvm_ffi::tensor::Element>(values: &[T], dtype: DataType) -> Tensor {
-    let t = empty_on(&[values.len() as i64], dtype, webgpu0()).unwrap();
-    t.copy_from_slice(values).unwrap();
-    t
-}
 
 #[test]
 fn devices_have_names_and_missing_indices_say_what_is_present() {

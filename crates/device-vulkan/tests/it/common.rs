@@ -17,6 +17,7 @@ fn options(force_staging: bool) -> VulkanOptions {
     VulkanOptions {
         validation: cfg!(debug_assertions),
         force_staging,
+        loader: None,
     }
 }
 

@@ -101,3 +101,29 @@ fn with_no_driver_exist_is_false_and_allocation_names_the_driver() {
     );
     assert!(out.contains("1 passed"), "{out}");
 }
+
+#[test]
+fn a_missing_loader_is_an_error_naming_the_library() {
+    let api = device_vulkan::VulkanDeviceApi::new(device_vulkan::VulkanOptions {
+        loader: Some("/nonexistent/libvulkan.so.1".into()),
+        ..Default::default()
+    });
+    let err = tvm_ffi::Error::from(api.device_names().unwrap_err());
+    assert_eq!(err.kind(), "RuntimeError", "{err}");
+    assert!(
+        err.message().contains("'/nonexistent/libvulkan.so.1'")
+            && err.message().contains("TVM_VULKAN_LOADER"),
+        "{err}"
+    );
+    // Asked again, the same answer: nothing is retried or left half made.
+    let again = tvm_ffi::Error::from(api.device_names().unwrap_err());
+    assert_eq!(again.message(), err.message());
+    assert_eq!(
+        api.attr(vulkan0(), DeviceAttr::Exist)
+            .unwrap()
+            .unwrap()
+            .cast::<i64>()
+            .unwrap(),
+        0
+    );
+}

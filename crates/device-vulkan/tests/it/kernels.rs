@@ -163,3 +163,66 @@ fn launches_beyond_one_batch_run_in_order() {
     assert_eq!(a.to_vec::<f32>().unwrap(), vec![300.0f32; 100]);
     assert_quiet(&api);
 }
+
+/// `scale_ubo` (scalars in a uniform buffer, shader flag 1) as a serialized module.
+fn ubo_module() -> Option<Module> {
+    let info = FunctionInfo {
+        name: "scale_ubo".into(),
+        arg_types: vec![
+            DataType::handle(),
+            DataType::handle(),
+            DataType::int(32),
+            DataType::float(32),
+            DataType::int(32),
+        ],
+        launch_param_tags: vec!["blockIdx.x".into(), "threadIdx.x".into()],
+        arg_extra_tags: vec![],
+    };
+    let shader = SpirvShader {
+        flag: 1,
+        words: shader_words("scale_ubo")?,
+    };
+    let bytes = module_to_bytes(&[(info, shader)]);
+    let api = api()?;
+    Some(device_vulkan::module_from_bytes(api, &bytes).unwrap())
+}
+
+#[test]
+fn scalars_in_a_uniform_buffer_reach_each_launch() {
+    let Some(api) = api() else { return };
+    let Some(module) = ubo_module() else { return };
+    let scale = module.get_function_required("scale_ubo").unwrap();
+    let values: Vec<f32> = (0..200).map(|i| i as f32).collect();
+    let (a, b) = input_and_output(&values);
+    // Launches of one batch with different scalars: each keeps its own params block.
+    let outputs: Vec<Tensor> = (0..3)
+        .map(|_| empty_on(&[200], DataType::float(32), vulkan0()).unwrap())
+        .collect();
+    for (k, out) in outputs.iter().enumerate() {
+        scale
+            .call((
+                a.clone(),
+                out.clone(),
+                200i64,
+                k as f64 + 0.5,
+                -(k as i64),
+                4i64,
+                64i64,
+            ))
+            .unwrap();
+    }
+    scale
+        .call((a.clone(), b.clone(), 150i64, 2.0f64, 7i64, 3i64, 64i64))
+        .unwrap();
+    for (k, out) in outputs.iter().enumerate() {
+        let expected: Vec<f32> = values
+            .iter()
+            .map(|v| v * (k as f32 + 0.5) - k as f32)
+            .collect();
+        assert_eq!(out.to_vec::<f32>().unwrap(), expected, "launch {k}");
+    }
+    let out = b.to_vec::<f32>().unwrap();
+    assert_eq!(out[149], 149.0 * 2.0 + 7.0);
+    assert_eq!(out[150], 0.0, "n bounds the kernel");
+    assert_quiet(&api);
+}
