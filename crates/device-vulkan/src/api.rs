@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use ash::vk;
 use tvm_ffi::abi::DLTensor;
 use tvm_ffi::{Any, DataType, Device, Result};
-use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle, require_default_stream};
+use tvm_runtime::device::{
+    DeviceApi, DeviceAttr, StreamHandle, device_index, require_default_stream,
+};
 
 use crate::device::VulkanDevice;
 use crate::error::{VkResult, VulkanError};
@@ -103,22 +105,8 @@ impl VulkanDeviceApi {
     /// The index of `device`, if such a Vulkan device is present.
     fn index_of(&self, device: Device) -> VkResult<usize> {
         let instance = self.instance()?;
-        usize::try_from(device.device_id())
-            .ok()
-            .filter(|i| *i < instance.devices.len())
-            .ok_or_else(|| {
-                let present: Vec<String> = instance
-                    .devices
-                    .iter()
-                    .enumerate()
-                    .map(|(i, d)| format!("vulkan:{i} '{}'", d.name))
-                    .collect();
-                VulkanError::unavailable(format!(
-                    "no Vulkan device {}; present: [{}]",
-                    device.device_id(),
-                    present.join(", ")
-                ))
-            })
+        let names = instance.devices.iter().map(|d| d.name.as_str());
+        device_index("Vulkan", "vulkan", device, names).map_err(VulkanError::unavailable)
     }
 
     /// The logical device of `device`, created on first use and created again after it was

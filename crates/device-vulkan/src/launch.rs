@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ash::vk;
 use tvm_ffi::abi::{self, kDLOpaqueHandle};
 use tvm_ffi::{Any, AnyView, Device};
-use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig, tensor_arg};
+use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig, StorageBinding, tensor_arg};
 
 use crate::api::VulkanDeviceApi;
 use crate::device::VulkanDevice;
@@ -295,15 +295,7 @@ impl Kernel {
     /// Launches the kernel with packed arguments (see the module docs for the convention).
     pub(crate) fn call(&self, args: &[AnyView<'_>]) -> VkResult<()> {
         let nargs = self.info.arg_types.len();
-        if args.len() != nargs + self.launch.num_args() {
-            return Err(VulkanError::WrongType(format!(
-                "kernel `{}` takes {nargs} arguments and {} launch parameters ({}), got {} values",
-                self.name(),
-                self.launch.num_args(),
-                self.info.launch_param_tags.join(", "),
-                args.len()
-            )));
-        }
+        self.launch.check_arg_count(&self.info, args.len())?;
         let buffers = (0..self.num_buffers)
             .map(|i| self.bind(i, &args[i]))
             .collect::<VkResult<Vec<_>>>()?;
@@ -394,8 +386,6 @@ impl Kernel {
         buffers: &[BoundBuffer],
     ) -> VkResult<Vec<vk::DescriptorBufferInfo>> {
         let limits = &device.physical.properties.limits;
-        let alignment = limits.min_storage_buffer_offset_alignment.max(1);
-        let max_range = u64::from(limits.max_storage_buffer_range);
         buffers
             .iter()
             .enumerate()
@@ -406,22 +396,17 @@ impl Kernel {
                         b.buffer.device.physical_index, device.physical_index
                     )));
                 }
-                let size = b.buffer.size.max(1);
-                if b.offset >= size || b.offset % alignment != 0 {
-                    return Err(self.fail(format!(
-                        "argument {i} starts at byte offset {}, which is not inside its buffer of \
-                         {size} bytes at a multiple of {alignment}",
-                        b.offset
-                    )));
-                }
-                let range = size - b.offset;
-                if range > max_range {
-                    return Err(self.fail(format!(
-                        "argument {i} spans {range} bytes; one storage binding of '{}' holds at \
-                         most {max_range}",
-                        device.physical.name
-                    )));
-                }
+                let binding = StorageBinding {
+                    buffer_size: b.buffer.size.max(1),
+                    offset: b.offset,
+                };
+                let range = binding.range(
+                    self.name(),
+                    i,
+                    limits.min_storage_buffer_offset_alignment,
+                    u64::from(limits.max_storage_buffer_range),
+                    &device.physical.name,
+                )?;
                 Ok(vk::DescriptorBufferInfo {
                     buffer: b.buffer.raw,
                     offset: b.offset,

@@ -67,21 +67,12 @@ fn register_api(make: impl FnOnce() -> VulkanDeviceApi) -> Result<Arc<VulkanDevi
     let api = BACKEND.get_or_init(|| {
         let api = Arc::new(make());
         outcome = tvm_runtime::device::register_device_api(VULKAN_DEVICE_TYPE, api.clone());
-        let name = "ffi.Module.load_from_bytes.vulkan";
-        let backend = api.clone();
-        register_global(
-            name,
-            Function::from_typed(name, move |bytes: tvm_ffi::Bytes| {
-                module_from_bytes(backend.clone(), bytes.as_bytes())
-            }),
-        );
-        let name = "ffi.Module.load_from_file.spv";
-        let backend = api.clone();
-        register_global(
-            name,
-            Function::from_typed(name, move |path: String, _format: String| {
-                load_spv_file(backend.clone(), std::path::Path::new(&path))
-            }),
+        let (from_bytes, from_file) = (api.clone(), api.clone());
+        tvm_runtime::kernel::register_module_loaders(
+            "vulkan",
+            "spv",
+            move |bytes| module_from_bytes(from_bytes.clone(), bytes),
+            move |path| load_spv_file(from_file.clone(), path),
         );
         let name = "runtime.vulkan.device_names";
         let backend = api.clone();

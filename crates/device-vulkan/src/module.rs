@@ -11,10 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tvm_ffi::Function;
-use tvm_runtime::kernel::{
-    BinaryReader, BinaryWriter, FunctionInfo, read_function_map, read_kernel_file,
-    write_function_map,
-};
+use tvm_runtime::kernel::{BinaryReader, FunctionInfo, KernelCodeMap, read_kernel_file};
 use tvm_runtime::{Module, ModuleImpl};
 
 use crate::api::VulkanDeviceApi;
@@ -114,24 +111,9 @@ fn read_shader(reader: &mut BinaryReader<'_>) -> tvm_ffi::Result<SpirvShader> {
 /// Loads the serialized form of a `vulkan` module (what `ffi.Module.load_from_bytes.vulkan`
 /// receives).
 pub fn module_from_bytes(api: Arc<VulkanDeviceApi>, bytes: &[u8]) -> tvm_ffi::Result<Module> {
-    let mut reader = BinaryReader::new(bytes, "vulkan module");
-    let fmt = reader.string()?;
-    if fmt != "vulkan" {
-        return Err(VulkanError::invalid(format!(
-            "vulkan module bytes have format '{fmt}', expected 'vulkan'"
-        ))
-        .into());
-    }
-    let fmap = read_function_map(&mut reader)?;
-    let count = reader.count(16)?;
-    let mut smap = HashMap::new();
-    for _ in 0..count {
-        let key = reader.string()?;
-        smap.insert(key, read_shader(&mut reader)?);
-    }
-    reader.finish()?;
-    let module = VulkanModule::new(api, fmap, |name| {
-        smap.get(name).ok_or_else(|| {
+    let map = KernelCodeMap::read(bytes, "vulkan", 12, read_shader)?;
+    let module = VulkanModule::new(api, map.functions, |name| {
+        map.code.get(name).ok_or_else(|| {
             VulkanError::invalid(format!("kernel `{name}` has metadata but no shader"))
         })
     })?;
@@ -141,23 +123,13 @@ pub fn module_from_bytes(api: Arc<VulkanDeviceApi>, bytes: &[u8]) -> tvm_ffi::Re
 /// The serialized form of a module of `kernels` (each with its metadata and shader), as a
 /// compiled library embeds it.
 pub fn module_to_bytes(kernels: &[(FunctionInfo, SpirvShader)]) -> Vec<u8> {
-    let mut writer = BinaryWriter::new();
-    writer.string("vulkan");
-    let fmap: BTreeMap<String, FunctionInfo> = kernels
-        .iter()
-        .map(|(info, _)| (info.name.clone(), info.clone()))
-        .collect();
-    write_function_map(&mut writer, &fmap);
-    writer.u64(kernels.len() as u64);
-    for (info, shader) in kernels {
-        writer.string(&info.name);
+    KernelCodeMap::write("vulkan", kernels, |writer, shader| {
         writer.u32(shader.flag);
         writer.u64(shader.words.len() as u64);
         for word in &shader.words {
             writer.u32(*word);
         }
-    }
-    writer.into_bytes()
+    })
 }
 
 /// Loads a `.spv` file and its `.tvm_meta.json`: every function of the metadata is an entry

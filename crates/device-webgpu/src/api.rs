@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use tvm_ffi::abi::{DLTensor, kDLFloat, kDLInt, kDLUInt};
 use tvm_ffi::{Any, DataType, Device, Result};
-use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle, require_default_stream};
+use tvm_runtime::device::{
+    DeviceApi, DeviceAttr, StreamHandle, device_index, require_default_stream,
+};
 
 use crate::device::WebGpuDevice;
 use crate::error::{WebGpuError, WgResult};
@@ -73,22 +75,8 @@ impl WebGpuDeviceApi {
     /// The index of `device`, if such an adapter is present.
     fn index_of(&self, device: Device) -> WgResult<usize> {
         let instance = self.instance()?;
-        usize::try_from(device.device_id())
-            .ok()
-            .filter(|i| *i < instance.adapters.len())
-            .ok_or_else(|| {
-                let present: Vec<String> = instance
-                    .infos
-                    .iter()
-                    .enumerate()
-                    .map(|(i, info)| format!("webgpu:{i} '{}'", info.name))
-                    .collect();
-                WebGpuError::unavailable(format!(
-                    "no WebGPU device {}; present: [{}]",
-                    device.device_id(),
-                    present.join(", ")
-                ))
-            })
+        let names = instance.infos.iter().map(|info| info.name.as_str());
+        device_index("WebGPU", "webgpu", device, names).map_err(WebGpuError::unavailable)
     }
 
     /// The device of `device`, created on first use and created again after it was lost

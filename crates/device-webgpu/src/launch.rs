@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tvm_ffi::abi::{self, kDLOpaqueHandle};
 use tvm_ffi::{Any, AnyView, Device};
-use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig, tensor_arg};
+use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig, StorageBinding, tensor_arg};
 
 use crate::api::WebGpuDeviceApi;
 use crate::device::WebGpuDevice;
@@ -362,8 +362,6 @@ impl Kernel {
         device: &Arc<WebGpuDevice>,
         buffers: &[BoundBuffer],
     ) -> WgResult<Vec<NonZeroU64>> {
-        let alignment = u64::from(device.limits.min_storage_buffer_offset_alignment.max(1));
-        let max_range = device.limits.max_storage_buffer_binding_size;
         buffers
             .iter()
             .enumerate()
@@ -375,22 +373,17 @@ impl Kernel {
                         device.label()
                     )));
                 }
-                let size = b.buffer.padded_size();
-                if b.offset >= size || !b.offset.is_multiple_of(alignment) {
-                    return Err(self.fail(format!(
-                        "argument {i} starts at byte offset {}, which is not inside its buffer of \
-                         {size} bytes at a multiple of {alignment}",
-                        b.offset
-                    )));
-                }
-                let range = size - b.offset;
-                if range > max_range {
-                    return Err(self.fail(format!(
-                        "argument {i} spans {range} bytes; one storage binding of '{}' holds at \
-                         most {max_range}",
-                        device.info.name
-                    )));
-                }
+                let binding = StorageBinding {
+                    buffer_size: b.buffer.padded_size(),
+                    offset: b.offset,
+                };
+                let range = binding.range(
+                    self.name(),
+                    i,
+                    u64::from(device.limits.min_storage_buffer_offset_alignment),
+                    device.limits.max_storage_buffer_binding_size,
+                    &device.info.name,
+                )?;
                 NonZeroU64::new(range).ok_or_else(|| self.fail(format!("argument {i} is empty")))
             })
             .collect()
@@ -399,15 +392,7 @@ impl Kernel {
     /// Launches the kernel with packed arguments (see the module docs for the convention).
     pub(crate) fn call(&self, args: &[AnyView<'_>]) -> WgResult<()> {
         let nargs = self.info.arg_types.len();
-        if args.len() != nargs + self.launch.num_args() {
-            return Err(WebGpuError::WrongType(format!(
-                "kernel `{}` takes {nargs} arguments and {} launch parameters ({}), got {} values",
-                self.name(),
-                self.launch.num_args(),
-                self.info.launch_param_tags.join(", "),
-                args.len()
-            )));
-        }
+        self.launch.check_arg_count(&self.info, args.len())?;
         let buffers = (0..self.num_buffers)
             .map(|i| self.bind(i, &args[i]))
             .collect::<WgResult<Vec<_>>>()?;

@@ -63,21 +63,12 @@ pub fn register() -> Result<Arc<WebGpuDeviceApi>> {
     let api = BACKEND.get_or_init(|| {
         let api = Arc::new(WebGpuDeviceApi::new());
         outcome = tvm_runtime::device::register_device_api(WEBGPU_DEVICE_TYPE, api.clone());
-        let name = "ffi.Module.load_from_bytes.webgpu";
-        let backend = api.clone();
-        register_global(
-            name,
-            Function::from_typed(name, move |bytes: tvm_ffi::Bytes| {
-                module_from_bytes(backend.clone(), bytes.as_bytes())
-            }),
-        );
-        let name = "ffi.Module.load_from_file.wgsl";
-        let backend = api.clone();
-        register_global(
-            name,
-            Function::from_typed(name, move |path: String, _format: String| {
-                load_wgsl_file(backend.clone(), std::path::Path::new(&path))
-            }),
+        let (from_bytes, from_file) = (api.clone(), api.clone());
+        tvm_runtime::kernel::register_module_loaders(
+            "webgpu",
+            "wgsl",
+            move |bytes| module_from_bytes(from_bytes.clone(), bytes),
+            move |path| load_wgsl_file(from_file.clone(), path),
         );
         let name = "runtime.webgpu.device_names";
         let backend = api.clone();

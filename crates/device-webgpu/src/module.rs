@@ -11,10 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tvm_ffi::Function;
-use tvm_runtime::kernel::{
-    BinaryReader, BinaryWriter, FunctionInfo, read_function_map, read_kernel_file,
-    write_function_map,
-};
+use tvm_runtime::kernel::{FunctionInfo, KernelCodeMap, read_kernel_file};
 use tvm_runtime::{Module, ModuleImpl};
 
 use crate::api::WebGpuDeviceApi;
@@ -93,24 +90,11 @@ impl ModuleImpl for WebGpuModule {
 /// Loads the serialized form of a `webgpu` module (what `ffi.Module.load_from_bytes.webgpu`
 /// receives).
 pub fn module_from_bytes(api: Arc<WebGpuDeviceApi>, bytes: &[u8]) -> tvm_ffi::Result<Module> {
-    let mut reader = BinaryReader::new(bytes, "webgpu module");
-    let fmt = reader.string()?;
-    if fmt != "webgpu" {
-        return Err(WebGpuError::invalid(format!(
-            "webgpu module bytes have format '{fmt}', expected 'webgpu'"
-        ))
-        .into());
-    }
-    let fmap = read_function_map(&mut reader)?;
-    let count = reader.count(16)?;
-    let mut smap: HashMap<String, Arc<str>> = HashMap::new();
-    for _ in 0..count {
-        let key = reader.string()?;
-        smap.insert(key, Arc::from(reader.string()?));
-    }
-    reader.finish()?;
-    let module = WebGpuModule::new(api, fmap, |name| {
-        smap.get(name).cloned().ok_or_else(|| {
+    let map = KernelCodeMap::read(bytes, "webgpu", 8, |reader| {
+        Ok(Arc::<str>::from(reader.string()?))
+    })?;
+    let module = WebGpuModule::new(api, map.functions, |name| {
+        map.code.get(name).cloned().ok_or_else(|| {
             WebGpuError::invalid(format!("kernel `{name}` has metadata but no WGSL source"))
         })
     })?;
@@ -120,19 +104,7 @@ pub fn module_from_bytes(api: Arc<WebGpuDeviceApi>, bytes: &[u8]) -> tvm_ffi::Re
 /// The serialized form of a module of `kernels` (each with its metadata and WGSL source), as a
 /// compiled library embeds it.
 pub fn module_to_bytes(kernels: &[(FunctionInfo, String)]) -> Vec<u8> {
-    let mut writer = BinaryWriter::new();
-    writer.string("webgpu");
-    let fmap: BTreeMap<String, FunctionInfo> = kernels
-        .iter()
-        .map(|(info, _)| (info.name.clone(), info.clone()))
-        .collect();
-    write_function_map(&mut writer, &fmap);
-    writer.u64(kernels.len() as u64);
-    for (info, source) in kernels {
-        writer.string(&info.name);
-        writer.string(source);
-    }
-    writer.into_bytes()
+    KernelCodeMap::write("webgpu", kernels, |writer, source| writer.string(source))
 }
 
 /// Loads a `.wgsl` file and its `.tvm_meta.json`: every function of the metadata is a compute

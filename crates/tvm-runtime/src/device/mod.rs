@@ -83,6 +83,31 @@ pub fn require_default_stream(backend: &str, stream: StreamHandle) -> Result<()>
     Ok(())
 }
 
+/// The index of `device` among the devices a backend found (`names`, in index order), or the
+/// message naming what is present: `no Vulkan device 7; present: [vulkan:0 'llvmpipe']`.
+/// `backend` names the backend in text, `prefix` its devices (`vulkan`, `webgpu`).
+pub fn device_index<'a>(
+    backend: &str,
+    prefix: &str,
+    device: Device,
+    names: impl ExactSizeIterator<Item = &'a str>,
+) -> std::result::Result<usize, String> {
+    let id = device.device_id();
+    match usize::try_from(id) {
+        Ok(index) if index < names.len() => Ok(index),
+        _ => {
+            let present: Vec<String> = names
+                .enumerate()
+                .map(|(i, name)| format!("{prefix}:{i} '{name}'"))
+                .collect();
+            Err(format!(
+                "no {backend} device {id}; present: [{}]",
+                present.join(", ")
+            ))
+        }
+    }
+}
+
 /// Default alignment of tensor data, in bytes (as DLPack producers and TVM use).
 pub const TENSOR_ALIGNMENT: usize = 64;
 

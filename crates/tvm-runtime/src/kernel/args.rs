@@ -56,3 +56,53 @@ pub fn tensor_arg(
         _ => Ok(None),
     }
 }
+
+/// Where a tensor argument binds as a storage buffer of a shader (Vulkan, WebGPU).
+#[derive(Clone, Copy, Debug)]
+pub struct StorageBinding {
+    /// Bytes of the buffer the tensor lives in.
+    pub buffer_size: u64,
+    /// The tensor's byte offset in it: where the binding starts.
+    pub offset: u64,
+}
+
+impl StorageBinding {
+    /// The bytes the binding of argument `index` of kernel `kernel` covers (from its offset to
+    /// the buffer's end), checked against the device: the offset inside the buffer at a
+    /// multiple of `alignment`, the range at most `max_range` bytes (one binding's limit on the
+    /// device named `device_name`). A `ValueError` naming the kernel and the value otherwise.
+    pub fn range(
+        &self,
+        kernel: &str,
+        index: usize,
+        alignment: u64,
+        max_range: u64,
+        device_name: &str,
+    ) -> Result<u64> {
+        let StorageBinding {
+            buffer_size: size,
+            offset,
+        } = *self;
+        let alignment = alignment.max(1);
+        if offset >= size || !offset.is_multiple_of(alignment) {
+            return Err(Error::new(
+                ErrorKind::ValueError,
+                format!(
+                    "kernel `{kernel}`: argument {index} starts at byte offset {offset}, which is \
+                     not inside its buffer of {size} bytes at a multiple of {alignment}"
+                ),
+            ));
+        }
+        let range = size - offset;
+        if range > max_range {
+            return Err(Error::new(
+                ErrorKind::ValueError,
+                format!(
+                    "kernel `{kernel}`: argument {index} spans {range} bytes; one storage \
+                     binding of '{device_name}' holds at most {max_range}"
+                ),
+            ));
+        }
+        Ok(range)
+    }
+}

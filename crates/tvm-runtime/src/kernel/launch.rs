@@ -143,6 +143,25 @@ impl LaunchConfig {
         self.dimensions.len() + usize::from(self.dyn_shared_memory)
     }
 
+    /// Refuses a call of kernel `info` (launched by this configuration) with `count` values
+    /// instead of its arguments followed by its launch parameters: a `TypeError` naming both.
+    pub fn check_arg_count(&self, info: &FunctionInfo, count: usize) -> Result<()> {
+        let nargs = info.arg_types.len();
+        if count != nargs + self.num_args() {
+            return Err(Error::new(
+                ErrorKind::TypeError,
+                format!(
+                    "kernel `{}` takes {nargs} arguments and {} launch parameters ({}), got \
+                     {count} values",
+                    info.name,
+                    self.num_args(),
+                    info.launch_param_tags.join(", "),
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether the launch takes a dynamic shared memory size.
     pub fn uses_dyn_shared_memory(&self) -> bool {
         self.dyn_shared_memory

@@ -5,11 +5,13 @@
 
 mod args;
 mod binary;
+mod code_map;
 mod info;
 mod launch;
 
-pub use args::{TensorArg, tensor_arg};
+pub use args::{StorageBinding, TensorArg, tensor_arg};
 pub use binary::{BinaryReader, BinaryWriter};
+pub use code_map::{KernelCodeMap, register_module_loaders};
 pub use info::{
     ArgExtraTag, FunctionInfo, function_map_from_json, read_function_map, read_kernel_file,
     write_function_map,
