@@ -21,6 +21,7 @@ use crate::api::VulkanDeviceApi;
 use crate::device::VulkanDevice;
 use crate::error::{VkResult, VulkanError, vk_error};
 use crate::memory::VulkanBuffer;
+use crate::set_cache::SetCache;
 use crate::spirv::EntryPoint;
 
 /// How a kernel's shader takes its scalar arguments (8 bytes each, in argument order).
@@ -37,6 +38,9 @@ pub(crate) enum ScalarPassing {
 /// A compute pipeline of one kernel on one device, with its layouts.
 struct Pipeline {
     device: Arc<VulkanDevice>,
+    /// The descriptor set of the last launch, for kernels whose sets depend on their tensors
+    /// only (not on a params block made per launch).
+    sets: Option<Arc<SetCache>>,
     shader: vk::ShaderModule,
     set_layout: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
@@ -199,8 +203,15 @@ impl Kernel {
                 self.scalars.len()
             )));
         }
+        let sets = match self.passing {
+            ScalarPassing::PushConstants => {
+                Some(Arc::new(SetCache::new(device, self.num_buffers)?))
+            }
+            ScalarPassing::UniformBuffer => None,
+        };
         let mut pipeline = Pipeline {
             device: Arc::clone(device),
+            sets,
             shader: vk::ShaderModule::null(),
             set_layout: vk::DescriptorSetLayout::null(),
             layout: vk::PipelineLayout::null(),
@@ -327,34 +338,29 @@ impl Kernel {
         } else {
             None
         };
-        device.record(keep, |cmd, pool| {
-            let Some(set) = device.allocate_descriptor_set(pool, pipeline.set_layout)? else {
-                return Ok(false);
-            };
-            let write = |b: usize, kind, info| {
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(b as u32)
-                    .descriptor_type(kind)
-                    .buffer_info(std::slice::from_ref(info))
-            };
-            let mut writes: Vec<_> = infos
-                .iter()
-                .enumerate()
-                .map(|(b, info)| write(b, vk::DescriptorType::STORAGE_BUFFER, info))
-                .collect();
-            if let Some(info) = &params {
-                writes.push(write(
-                    self.num_buffers,
-                    vk::DescriptorType::UNIFORM_BUFFER,
-                    info,
-                ));
+        let cached = match &pipeline.sets {
+            Some(cache) => {
+                let bound: Vec<&Arc<VulkanBuffer>> = buffers.iter().map(|b| &b.buffer).collect();
+                cache.set_for(pipeline.set_layout, &bound, &infos, &mut keep)?
             }
+            None => None,
+        };
+        device.record(keep, |cmd, pool| {
+            let set = match cached {
+                Some(set) => set,
+                None => {
+                    let Some(set) = device.allocate_descriptor_set(pool, pipeline.set_layout)?
+                    else {
+                        return Ok(false);
+                    };
+                    self.write_set(&device, set, &infos, params.as_ref());
+                    set
+                }
+            };
             let raw = &device.raw;
             // SAFETY: `cmd` is recording; the set, pipeline and buffers are live and kept alive
             // by the batch.
             unsafe {
-                raw.update_descriptor_sets(&writes, &[]);
                 raw.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline.raw);
                 raw.cmd_bind_descriptor_sets(
                     cmd,
@@ -377,6 +383,38 @@ impl Kernel {
             }
             Ok(true)
         })
+    }
+
+    /// Writes the tensors' descriptors (and the params block's, if any) into `set`, a set of
+    /// the open batch no command uses yet.
+    fn write_set(
+        &self,
+        device: &VulkanDevice,
+        set: vk::DescriptorSet,
+        infos: &[vk::DescriptorBufferInfo],
+        params: Option<&vk::DescriptorBufferInfo>,
+    ) {
+        let write = |b: usize, kind, info| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(b as u32)
+                .descriptor_type(kind)
+                .buffer_info(std::slice::from_ref(info))
+        };
+        let mut writes: Vec<_> = infos
+            .iter()
+            .enumerate()
+            .map(|(b, info)| write(b, vk::DescriptorType::STORAGE_BUFFER, info))
+            .collect();
+        if let Some(info) = params {
+            writes.push(write(
+                self.num_buffers,
+                vk::DescriptorType::UNIFORM_BUFFER,
+                info,
+            ));
+        }
+        // SAFETY: the set and the buffers are live, and no recorded command uses the set yet.
+        unsafe { device.raw.update_descriptor_sets(&writes, &[]) };
     }
 
     /// The descriptor of each tensor argument, checked against the device's binding limits.

@@ -20,6 +20,7 @@ mod instance;
 mod launch;
 mod memory;
 mod module;
+mod set_cache;
 mod spirv;
 
 use std::sync::{Arc, OnceLock};

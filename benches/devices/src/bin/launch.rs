@@ -21,6 +21,8 @@ struct Options {
     launches: usize,
     rounds: usize,
     backends: Vec<String>,
+    /// Run one side only (`runtime` or `baseline`), for counting instructions with callgrind.
+    only: Option<String>,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -28,6 +30,7 @@ fn parse_options() -> Result<Options, String> {
         launches: 2048,
         rounds: 7,
         backends: vec!["vulkan".into(), "webgpu".into()],
+        only: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -44,9 +47,17 @@ fn parse_options() -> Result<Options, String> {
                     }
                 }
             }
+            "--only" => {
+                options.only = match value()?.as_str() {
+                    side @ ("runtime" | "baseline") => Some(side.to_owned()),
+                    other => {
+                        return Err(format!("--only takes runtime or baseline, not '{other}'"));
+                    }
+                }
+            }
             other => {
                 return Err(format!(
-                    "unknown option '{other}' (--launches, --rounds, --backend)"
+                    "unknown option '{other}' (--launches, --rounds, --backend, --only)"
                 ));
             }
         }
@@ -112,10 +123,14 @@ fn race(
     bare: impl Fn(usize) -> Result<(), String>,
 ) -> [Timings; 2] {
     let n = options.launches;
-    let timings = interleaved(
-        options.rounds,
-        &mut [&mut || ours.run(n), &mut || bare(n).expect("bare launches")],
-    );
+    let mut run_ours = || ours.run(n);
+    let mut run_bare = || bare(n).expect("bare launches");
+    let timings = match options.only.as_deref() {
+        // The other side's figures are those of this one: not compared.
+        Some("runtime") => vec![interleaved(options.rounds, &mut [&mut run_ours])[0]; 2],
+        Some(_) => vec![interleaved(options.rounds, &mut [&mut run_bare])[0]; 2],
+        None => interleaved(options.rounds, &mut [&mut run_ours, &mut run_bare]),
+    };
     ours.check();
     [timings[0], timings[1]]
 }
