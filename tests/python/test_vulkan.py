@@ -7,7 +7,6 @@ Every test skips, saying why, only when no Vulkan driver (or no shader compiler)
 conftest turns the validation layer on (``TVM_VULKAN_VALIDATION=1``); each test fails if the layer
 printed anything."""
 
-import json
 import os
 import shutil
 import struct
@@ -20,28 +19,21 @@ import pytest
 
 import kernel_blobs
 import tvm
+from gpu_kernel_checks import (
+    ADD_ONE,
+    check_bad_launches,
+    check_dlpack_export,
+    run_add_one,
+    skip_without_devices,
+    write_add_one_metadata,
+)
 from tvm.runtime import cpu, empty, tensor, vulkan
 
 SHADERS = Path(__file__).resolve().parents[2] / "crates" / "device-vulkan" / "tests" / "shaders"
 
 
-def _unavailable() -> str | None:
-    try:
-        names = list(tvm.get_global_func("runtime.vulkan.device_names")())
-    except Exception as err:
-        return str(err)
-    return None if names else "the Vulkan driver lists no device"
+pytestmark = skip_without_devices("vulkan", "the Vulkan driver lists no device")
 
-
-pytestmark = pytest.mark.skipif(
-    _unavailable() is not None, reason=f"no Vulkan device: {_unavailable()}"
-)
-
-ADD_ONE = {
-    "name": "add_one",
-    "arg_types": ["handle", "handle", "int32"],
-    "launch_param_tags": ["blockIdx.x", "threadIdx.x"],
-}
 SCALE_2D = {
     "name": "scale_2d",
     "arg_types": ["handle", "handle", "int32", "int32", "int64", "float32"],
@@ -92,14 +84,6 @@ def kernels(spirv_dir: Path) -> tvm.ffi.Module:
     module = tvm.get_global_func("ffi.Module.load_from_bytes.vulkan")(module_bytes(pairs))
     assert module.kind == "vulkan"
     return module
-
-
-def run_add_one(add_one: tvm.ffi.Function, n: int = 1000) -> None:
-    data = np.linspace(-3, 3, n, dtype="float32")
-    a = tensor(data, device=vulkan(0))
-    b = empty((n,), "float32", vulkan(0))
-    add_one(a, b, n, (n + 63) // 64, 64)
-    np.testing.assert_array_equal(b.numpy(), data + 1)
 
 
 def test_device_and_attributes():
@@ -185,21 +169,17 @@ def test_copies_between_vulkan_and_cpu():
 
 
 def test_dlpack_export_carries_the_vulkan_device():
+    check_dlpack_export(vulkan(0))
     x = tensor(np.arange(5, dtype="int32"), device=vulkan(0))
-    assert x.__dlpack_device__() == (7, 0)
-    back = tvm.ffi.from_dlpack(x)
-    assert back.device == vulkan(0)
-    np.testing.assert_array_equal(back.numpy(), np.arange(5))
     with pytest.raises(RuntimeError, match="Unsupported device"):
         np.from_dlpack(x)  # numpy cannot read device memory
 
 
 def test_add_one_from_a_spv_file_with_metadata(spirv_dir: Path):
-    meta = {"tvm_version": "0.1.0", "func_info": {"add_one": ADD_ONE}}
-    (spirv_dir / "add_one.tvm_meta.json").write_text(json.dumps(meta))
+    write_add_one_metadata(spirv_dir / "add_one.spv")
     module = tvm.runtime.load_module(spirv_dir / "add_one.spv")
     assert module.kind == "vulkan"
-    run_add_one(module["add_one"])
+    run_add_one(module["add_one"], vulkan(0))
 
 
 def test_strided_2d_kernel(kernels: tvm.ffi.Module):
@@ -220,29 +200,11 @@ def test_module_embedded_in_a_compiled_library(compile_c, spirv_dir: Path):
     library = tvm.runtime.load_module(compile_c(source, name="libembeds_vulkan.so"))
     (imported,) = library.imports
     assert imported.kind == "vulkan"
-    run_add_one(library.get_function("add_one", query_imports=True))
+    run_add_one(library.get_function("add_one", query_imports=True), vulkan(0))
 
 
 def test_bad_launches_name_the_kernel_and_leave_the_device_usable(kernels: tvm.ffi.Module):
-    add_one = kernels["add_one"]
-    a = tensor(np.zeros(64, "float32"), device=vulkan(0))
-    b = empty((64,), "float32", vulkan(0))
-    on_cpu = tensor(np.zeros(64, "float32"))
-    with pytest.raises(ValueError, match="kernel `add_one`: argument 0 is a tensor on cpu:0"):
-        add_one(on_cpu, b, 64, 1, 64)
-    with pytest.raises(
-        ValueError, match=r"kernel `add_one`: launch argument blockIdx\.x is 0, outside"
-    ):
-        add_one(a, b, 64, 0, 64)
-    with pytest.raises(ValueError, match=r"blockIdx\.x is 4294967296, outside"):
-        add_one(a, b, 64, 1 << 32, 64)
-    with pytest.raises(ValueError, match=r"threadIdx\.x=128 does not match .*\[64, 1, 1\]"):
-        add_one(a, b, 64, 1, 128)
-    with pytest.raises(TypeError, match="kernel `add_one` takes 3 arguments and 2 launch"):
-        add_one(a, b, 64)
-    with pytest.raises(TypeError, match="argument 1 must be a Vulkan tensor"):
-        add_one(a, "b", 64, 1, 64)
-    run_add_one(add_one)
+    check_bad_launches(kernels["add_one"], vulkan(0), "Vulkan")
 
 
 def test_modules_that_do_not_match_their_shaders_are_refused(spirv_dir: Path):

@@ -7,7 +7,6 @@ asyncio, and the bad-input list.
 Every test skips, saying why, only when wgpu finds no adapter (no Vulkan driver installed)."""
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -18,28 +17,21 @@ import pytest
 
 import kernel_blobs
 import tvm
+from gpu_kernel_checks import (
+    ADD_ONE,
+    check_bad_launches,
+    check_dlpack_export,
+    run_add_one,
+    skip_without_devices,
+    write_add_one_metadata,
+)
 from tvm.runtime import cpu, empty, tensor, tensor_to_numpy_async, webgpu, webgpu_sync_async
 
 SHADERS = Path(__file__).resolve().parents[2] / "crates" / "device-webgpu" / "tests" / "shaders"
 
 
-def _unavailable() -> str | None:
-    try:
-        names = list(tvm.get_global_func("runtime.webgpu.device_names")())
-    except Exception as err:
-        return str(err)
-    return None if names else "wgpu lists no adapter"
+pytestmark = skip_without_devices("webgpu", "wgpu lists no adapter")
 
-
-pytestmark = pytest.mark.skipif(
-    _unavailable() is not None, reason=f"no WebGPU device: {_unavailable()}"
-)
-
-ADD_ONE = {
-    "name": "add_one",
-    "arg_types": ["handle", "handle", "int32"],
-    "launch_param_tags": ["blockIdx.x", "threadIdx.x"],
-}
 SCALE_2D = {
     "name": "scale_2d",
     "arg_types": ["handle", "handle", "int32", "int32", "int32", "float32"],
@@ -69,14 +61,6 @@ def kernels() -> tvm.ffi.Module:
     module = tvm.get_global_func("ffi.Module.load_from_bytes.webgpu")(module_bytes(pairs))
     assert module.kind == "webgpu"
     return module
-
-
-def run_add_one(add_one: tvm.ffi.Function, n: int = 1000) -> None:
-    data = np.linspace(-3, 3, n, dtype="float32")
-    a = tensor(data, device=webgpu(0))
-    b = empty((n,), "float32", webgpu(0))
-    add_one(a, b, n, (n + 63) // 64, 64)
-    np.testing.assert_array_equal(b.numpy(), data + 1)
 
 
 def test_device_and_attributes():
@@ -161,20 +145,15 @@ def test_copies_between_webgpu_and_vulkan():
 
 
 def test_dlpack_export_carries_the_webgpu_device():
-    x = tensor(np.arange(5, dtype="int32"), device=webgpu(0))
-    assert x.__dlpack_device__() == (15, 0)
-    back = tvm.ffi.from_dlpack(x)
-    assert back.device == webgpu(0)
-    np.testing.assert_array_equal(back.numpy(), np.arange(5))
+    check_dlpack_export(webgpu(0))
 
 
 def test_add_one_from_a_wgsl_file_with_metadata(tmp_path: Path):
     (tmp_path / "add_one.wgsl").write_text(wgsl("add_one"))
-    meta = {"tvm_version": "0.1.0", "func_info": {"add_one": ADD_ONE}}
-    (tmp_path / "add_one.tvm_meta.json").write_text(json.dumps(meta))
+    write_add_one_metadata(tmp_path / "add_one.wgsl")
     module = tvm.runtime.load_module(tmp_path / "add_one.wgsl")
     assert module.kind == "webgpu"
-    run_add_one(module["add_one"])
+    run_add_one(module["add_one"], webgpu(0))
 
 
 def test_strided_2d_kernel(kernels: tvm.ffi.Module):
@@ -243,33 +222,17 @@ def test_module_embedded_in_a_compiled_library(compile_c):
     library = tvm.runtime.load_module(compile_c(source, name="libembeds_webgpu.so"))
     (imported,) = library.imports
     assert imported.kind == "webgpu"
-    run_add_one(library.get_function("add_one", query_imports=True))
+    run_add_one(library.get_function("add_one", query_imports=True), webgpu(0))
 
 
 def test_bad_launches_name_the_kernel_and_leave_the_device_usable(kernels: tvm.ffi.Module):
     add_one = kernels["add_one"]
-    a = tensor(np.zeros(64, "float32"), device=webgpu(0))
-    b = empty((64,), "float32", webgpu(0))
-    on_cpu = tensor(np.zeros(64, "float32"))
-    with pytest.raises(ValueError, match="kernel `add_one`: argument 0 is a tensor on cpu:0"):
-        add_one(on_cpu, b, 64, 1, 64)
     if tvm.vulkan(0).exist:
+        a = tensor(np.zeros(64, "float32"), device=webgpu(0))
         on_vulkan = tensor(np.zeros(64, "float32"), device=tvm.vulkan(0))
         with pytest.raises(ValueError, match="argument 1 is a tensor on vulkan:0"):
             add_one(a, on_vulkan, 64, 1, 64)
-    with pytest.raises(ValueError, match=r"kernel `add_one`: launch argument blockIdx\.x is 0"):
-        add_one(a, b, 64, 0, 64)
-    with pytest.raises(ValueError, match=r"blockIdx\.x is 4294967296, outside"):
-        add_one(a, b, 64, 1 << 32, 64)
-    with pytest.raises(ValueError, match=r"threadIdx\.x=128 does not match .*\[64, 1, 1\]"):
-        add_one(a, b, 64, 1, 128)
-    with pytest.raises(TypeError, match="kernel `add_one` takes 3 arguments and 2 launch"):
-        add_one(a, b, 64)
-    with pytest.raises(TypeError, match="argument 1 must be a WebGPU tensor"):
-        add_one(a, "b", 64, 1, 64)
-    with pytest.raises(ValueError, match=r"argument 2 is 4294967296, outside int32"):
-        add_one(a, b, 1 << 32, 1, 64)
-    run_add_one(add_one)
+    check_bad_launches(add_one, webgpu(0), "WebGPU")
 
 
 def test_a_tensor_larger_than_a_binding_is_refused(kernels: tvm.ffi.Module):
@@ -279,7 +242,7 @@ def test_a_tensor_larger_than_a_binding_is_refused(kernels: tvm.ffi.Module):
     out = empty((n,), "float32", webgpu(0))
     with pytest.raises(ValueError, match=f"kernel `add_one`: argument 0 spans .* at most {limit}"):
         kernels["add_one"](big, out, 64, 1, 64)
-    run_add_one(kernels["add_one"])
+    run_add_one(kernels["add_one"], webgpu(0))
 
 
 def test_modules_that_do_not_match_their_shaders_are_refused(tmp_path: Path):
