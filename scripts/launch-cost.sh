@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Kernel launch overhead: instructions per launch through a packed call of a `cuda` module
-# against a bare cuLaunchKernel, counted with callgrind on the fake CUDA driver of
-# crates/device-cuda/tests/fake (or the driver in $TVM_CUDA_DRIVER). Per launch = (instructions
-# of a run of 20,000 launches - those of a run of 10,000) / 10,000, so start-up and module
-# loading cancel out. Prints one table with the ratio (issue 13's target: at most 1.2x).
+# against a bare cuLaunchKernel, and of a `hip` module against a bare hipModuleLaunchKernel,
+# counted with callgrind on the fake drivers of crates/device-cuda/tests/fake and
+# crates/device-rocm/tests/fake (or the CUDA driver in $TVM_CUDA_DRIVER; the ROCm row always
+# uses the fake, whose code object is text). Per launch = (instructions of a run of 20,000
+# launches - those of a run of 10,000) / 10,000, so start-up and module loading cancel out.
+# Prints one table with the ratio of each backend (issue 13's target: at most 1.2x).
 # Needs valgrind and gcc. Usage: scripts/launch-cost.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,36 +14,42 @@ command -v valgrind >/dev/null || { echo "launch-cost: valgrind is needed (apt-g
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-driver=${TVM_CUDA_DRIVER:-}
-if [[ -z $driver ]]; then
-    shared=crates/device-common/fake
-    gcc -shared -fPIC -O2 -o "$work/libfake_kernels.so" "$shared/kernels.c"
+shared=crates/device-common/fake
+gcc -shared -fPIC -O2 -o "$work/libfake_kernels.so" "$shared/kernels.c"
+fake() { # fake <source> <library>: a fake driver over the kernels library above
     gcc -shared -fPIC -O2 -I"$shared" -DFAKE_KERNELS_LIBRARY="\"$work/libfake_kernels.so\"" \
-        -o "$work/libcuda_fake.so" crates/device-cuda/tests/fake/libcuda_fake.c -ldl -lpthread
-    driver=$work/libcuda_fake.so
-fi
-cargo build -q --release --example launch_cost -p device-cuda
-program=target/release/examples/launch_cost
+        -o "$work/$2" "$1" -ldl -lpthread
+    echo "$work/$2"
+}
+cuda_driver=${TVM_CUDA_DRIVER:-}
+[[ -n $cuda_driver ]] || cuda_driver=$(fake crates/device-cuda/tests/fake/libcuda_fake.c libcuda_fake.so)
+hip_runtime=$(fake crates/device-rocm/tests/fake/libhip_fake.c libamdhip64_fake.so)
+cargo build -q --release -p device-cuda --example cuda_launch_cost
+cargo build -q --release -p device-rocm --example rocm_launch_cost
 
 # Instructions of one run: callgrind's total ("summary:" line of its output file).
-instructions() {
-    local out="$work/callgrind.$1.$2"
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$program" "$driver" "$1" "$2" \
-        >/dev/null 2>&1
+instructions() { # instructions <program> <driver> <mode> <launches>
+    local out="$work/callgrind.$(basename "$1").$3.$4"
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$1" "$2" "$3" "$4" >/dev/null 2>&1
     awk '/^summary:/ { print $2 }' "$out"
 }
 
-per_launch() {
+per_launch() { # per_launch <program> <driver> <mode>
     local small large
-    small=$(instructions "$1" 10000)
-    large=$(instructions "$1" 20000)
+    small=$(instructions "$1" "$2" "$3" 10000)
+    large=$(instructions "$1" "$2" "$3" 20000)
     echo $(((large - small) / 10000))
 }
 
-bare=$(per_launch bare)
-packed=$(per_launch packed)
-ratio=$(awk -v p="$packed" -v b="$bare" 'BEGIN { printf "%.2f", p / b }')
-printf '%-40s %14s\n' "launch (driver: $(basename "$driver"))" "instr/launch"
-printf '%-40s %14s\n' "bare cuLaunchKernel" "$bare"
-printf '%-40s %14s\n' "packed call of a cuda module" "$packed"
-printf '%-40s %14s\n' "ratio packed / bare (target <= 1.2)" "${ratio}x"
+row() { # row <backend> <program> <driver> <bare entry point>
+    local bare packed ratio
+    bare=$(per_launch "target/release/examples/$2" "$3" bare)
+    packed=$(per_launch "target/release/examples/$2" "$3" packed)
+    ratio=$(awk -v p="$packed" -v b="$bare" 'BEGIN { printf "%.2f", p / b }')
+    printf '%-6s %-22s %-24s %8s %8s %7s\n' "$1" "$(basename "$3")" "$4" "$bare" "$packed" "${ratio}x"
+}
+
+printf '%-6s %-22s %-24s %8s %8s %7s\n' backend driver "bare call" bare packed ratio
+row cuda cuda_launch_cost "$cuda_driver" cuLaunchKernel
+row rocm rocm_launch_cost "$hip_runtime" hipModuleLaunchKernel
+echo "(instructions per launch; packed = a packed call of a cuda / hip module; target <= 1.2x)"

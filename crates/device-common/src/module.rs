@@ -48,10 +48,11 @@ pub trait KernelBackend: Send + Sync + 'static {
     fn placement(&self, device: Device) -> TensorPlacement;
 
     /// The device that runs a call whose tensors are on `tensors_on` (`None` when no tensor
-    /// argument says).
+    /// argument says), made the calling thread's current device.
     fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device>;
 
-    /// Launches `kernel` on `device` on the calling thread's current stream.
+    /// Launches `kernel` on `device`, which [`KernelBackend::launch_device`] made current, on
+    /// the calling thread's current stream.
     fn launch(&self, device: Device, kernel: Self::Kernel, call: &mut KernelCall<'_>)
     -> Result<()>;
 }
@@ -183,12 +184,24 @@ impl<B: KernelBackend> ModuleImpl for DeviceModule<B> {
         Ok(Some(Function::from_packed(
             move |args: &[AnyView<'_>]| -> Result<Any> {
                 let backend = &state.backend;
-                let mut call = signature.read_call(args, |d| backend.placement(d))?;
-                let device = backend.launch_device(call.device)?;
-                let kernel = kernels.get_or_try_init(device.device_id(), || {
-                    backend.kernel(device, state.loaded_on(device)?, &entry)
-                })?;
-                backend.launch(device, kernel, &mut call)?;
+                signature.read_call(
+                    args,
+                    |d| backend.placement(d),
+                    |call| {
+                        let device = backend.launch_device(call.device)?;
+                        // The kernel's handle on each device, made at its first launch there.
+                        // Read first on its own: the closure that makes it is then only built
+                        // on that first launch (launches are hot).
+                        let id = device.device_id();
+                        let kernel = match kernels.get(id) {
+                            Some(kernel) => kernel,
+                            None => kernels.get_or_try_init(id, || {
+                                backend.kernel(device, state.loaded_on(device)?, &entry)
+                            })?,
+                        };
+                        backend.launch(device, kernel, call)
+                    },
+                )?;
                 Ok(Any::none())
             },
         )))

@@ -134,6 +134,7 @@ pub fn call_error(rc: i32, out_of_memory: i32, what: &str, description: &str) ->
 
 /// Checks that `device`'s index is one of the `count` devices the vendor library reports
 /// (`what`: "CUDA driver"); `no_device_reason` is why it reports none, when it said.
+#[inline]
 pub fn check_device_index(
     what: &str,
     device: Device,
@@ -143,11 +144,21 @@ pub fn check_device_index(
     if (0..count).contains(&device.device_id()) {
         return Ok(());
     }
+    Err(device_index_error(what, device, count, no_device_reason))
+}
+
+#[cold]
+fn device_index_error(
+    what: &str,
+    device: Device,
+    count: i32,
+    no_device_reason: Option<&str>,
+) -> Error {
     let message = match no_device_reason {
         Some(reason) => format!("the {what} sees no device ({reason})"),
         None => format!("{device} is out of range: the {what} reports {count} device(s)"),
     };
-    Err(Error::new(ErrorKind::ValueError, message))
+    Error::new(ErrorKind::ValueError, message)
 }
 
 /// Checks that an allocation aligned to `alignment` bytes can be given by a vendor library
@@ -202,6 +213,7 @@ impl<R: GpuRuntime> LazyRuntime<R> {
 
     /// The runtime, opened the first time; a `RuntimeError` saying which library was looked
     /// for and why it did not load.
+    #[inline]
     pub fn runtime(&self) -> Result<&Arc<R>> {
         self.runtime
             .get_or_init(|| self.open())

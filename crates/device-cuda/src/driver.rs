@@ -210,11 +210,11 @@ impl CudaDriver {
         if rc == CUDA_SUCCESS {
             return Ok(());
         }
-        Err(call_error(
-            rc,
-            CUDA_ERROR_OUT_OF_MEMORY,
-            what,
-            &self.describe(rc),
-        ))
+        Err(self.error(rc, what))
+    }
+
+    /// The error of a failed call (`rc` is not `CUDA_SUCCESS`): what failed (`what`) and how.
+    pub fn error(&self, rc: i32, what: &str) -> tvm_ffi::Error {
+        call_error(rc, CUDA_ERROR_OUT_OF_MEMORY, what, &self.describe(rc))
     }
 }

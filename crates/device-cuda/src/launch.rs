@@ -8,7 +8,7 @@ use tvm_runtime::device::current_stream;
 use tvm_runtime::kernel::LaunchDims;
 
 use crate::context::CudaRuntime;
-use crate::driver::{CUDA_SUCCESS, LaunchAttribute, LaunchConfigEx};
+use crate::driver::{CUDA_SUCCESS, CuFunction, LaunchAttribute, LaunchConfigEx};
 use crate::module::Kernel;
 
 /// Dynamic shared memory above this needs the kernel's permission (`cuFuncSetAttribute`).
@@ -32,7 +32,7 @@ fn attribute(id: i32, values: &[u32]) -> LaunchAttribute {
     }
 }
 
-/// The attributes of an extended launch (empty when a plain launch does).
+/// The attributes of an extended launch.
 fn extended_attributes(dims: &LaunchDims) -> Vec<LaunchAttribute> {
     let mut attributes = Vec::new();
     if dims.cluster != [1; 3] {
@@ -60,102 +60,115 @@ fn missing(entry_point: &str, needs: &str) -> Error {
     )
 }
 
+/// Whether the launch needs `cuLaunchKernelEx` (clusters, programmatic dependent launch).
+fn needs_extended_launch(dims: &LaunchDims) -> bool {
+    dims.cluster != [1; 3] || dims.preferred_cluster != [1; 3] || dims.programmatic_dependent_launch
+}
+
 impl CudaRuntime {
-    /// Launches `kernel` on `device` with the arguments and dimensions of `call`, on the
-    /// calling thread's current stream of `device`.
+    /// Launches `kernel` on `device`, whose context is current (as
+    /// [`CudaRuntime::launch_device`] leaves it), with the arguments and dimensions of `call`,
+    /// on the calling thread's current stream of `device`.
     pub fn launch(&self, device: Device, kernel: Kernel, call: &mut KernelCall<'_>) -> Result<()> {
-        self.bind(device)?;
         let api = &self.driver.api;
-        let dims = call.dims;
         let stream = current_stream(device);
         let function = kernel.handle();
-        if dims.dyn_shared_memory > DEFAULT_DYN_SHARED_MEMORY {
-            let set = api.func_set_attribute.ok_or_else(|| {
-                missing("cuFuncSetAttribute", "more than 48 KiB of shared memory")
-            })?;
-            // SAFETY: a kernel of a module loaded on this device.
-            let rc = unsafe {
-                set(
-                    function,
-                    FUNC_MAX_DYNAMIC_SHARED_SIZE,
-                    dims.dyn_shared_memory as i32,
-                )
-            };
-            self.driver.check(
-                rc,
-                &format!(
-                    "allowing kernel `{}` {} bytes of dynamic shared memory",
-                    call.kernel(),
-                    dims.dyn_shared_memory
-                ),
-            )?;
+        let LaunchDims {
+            grid,
+            block,
+            dyn_shared_memory: shared,
+            cooperative,
+            ..
+        } = call.dims;
+        if shared > DEFAULT_DYN_SHARED_MEMORY {
+            self.allow_dyn_shared_memory(function, call)?;
         }
-        let mut params = call.addresses();
-        let params_ptr = if params.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            params.as_mut_ptr()
-        };
-        let [gx, gy, gz] = dims.grid;
-        let [bx, by, bz] = dims.block;
-        let shared = dims.dyn_shared_memory;
-        let mut attributes = extended_attributes(&dims);
+        // Clusters and programmatic dependent launch take the extended launch.
+        let mut extended =
+            needs_extended_launch(&call.dims).then(|| extended_attributes(&call.dims));
+        let [gx, gy, gz] = grid;
+        let [bx, by, bz] = block;
         // In the three launches below: a kernel of a module loaded on this device; `params`
         // holds one address per kernel argument, each pointing at its value, alive across the
         // call (the driver copies the values at launch); the stream belongs to this device.
-        let rc = if !attributes.is_empty() {
-            let launch_ex = api
-                .launch_kernel_ex
-                .ok_or_else(|| missing("cuLaunchKernelEx", "a cluster or programmatic launch"))?;
-            let config = LaunchConfigEx {
-                grid: dims.grid,
-                block: dims.block,
-                shared_mem_bytes: shared,
-                stream: stream.0,
-                attrs: attributes.as_mut_ptr(),
-                num_attrs: attributes.len() as u32,
-            };
-            // SAFETY: as above; `config` and its attributes outlive the call.
-            unsafe { launch_ex(&config, function, params_ptr, std::ptr::null_mut()) }
-        } else if dims.cooperative {
-            let cooperative = api
-                .launch_cooperative_kernel
-                .ok_or_else(|| missing("cuLaunchCooperativeKernel", "a cooperative launch"))?;
-            // SAFETY: as above.
-            unsafe {
-                cooperative(
-                    function, gx, gy, gz, bx, by, bz, shared, stream.0, params_ptr,
-                )
+        let rc = call.with_addresses(|params| {
+            if let Some(attributes) = &mut extended {
+                let launch_ex = api.launch_kernel_ex.ok_or_else(|| {
+                    missing("cuLaunchKernelEx", "a cluster or programmatic launch")
+                })?;
+                let config = LaunchConfigEx {
+                    grid,
+                    block,
+                    shared_mem_bytes: shared,
+                    stream: stream.0,
+                    attrs: attributes.as_mut_ptr(),
+                    num_attrs: attributes.len() as u32,
+                };
+                // SAFETY: as above; `config` and its attributes outlive the call.
+                Ok(unsafe { launch_ex(&config, function, params, std::ptr::null_mut()) })
+            } else if cooperative {
+                let cooperative = api
+                    .launch_cooperative_kernel
+                    .ok_or_else(|| missing("cuLaunchCooperativeKernel", "a cooperative launch"))?;
+                // SAFETY: as above.
+                Ok(unsafe {
+                    cooperative(function, gx, gy, gz, bx, by, bz, shared, stream.0, params)
+                })
+            } else {
+                // SAFETY: as above.
+                Ok(unsafe {
+                    (api.launch_kernel)(
+                        function,
+                        gx,
+                        gy,
+                        gz,
+                        bx,
+                        by,
+                        bz,
+                        shared,
+                        stream.0,
+                        params,
+                        std::ptr::null_mut(),
+                    )
+                })
             }
-        } else {
-            // SAFETY: as above.
-            unsafe {
-                (api.launch_kernel)(
-                    function,
-                    gx,
-                    gy,
-                    gz,
-                    bx,
-                    by,
-                    bz,
-                    shared,
-                    stream.0,
-                    params_ptr,
-                    std::ptr::null_mut(),
-                )
-            }
-        };
+        })?;
         if rc == CUDA_SUCCESS {
-            // The message is formatted only on failure: launches are hot.
             return Ok(());
         }
+        Err(self.launch_error(rc, device, call))
+    }
+
+    /// Lets `function` use more than 48 KiB of dynamic shared memory, as `call` asks.
+    fn allow_dyn_shared_memory(&self, function: CuFunction, call: &KernelCall<'_>) -> Result<()> {
+        let bytes = call.dims.dyn_shared_memory;
+        let set =
+            self.driver.api.func_set_attribute.ok_or_else(|| {
+                missing("cuFuncSetAttribute", "more than 48 KiB of shared memory")
+            })?;
+        // SAFETY: a kernel of a module loaded on this device.
+        let rc = unsafe { set(function, FUNC_MAX_DYNAMIC_SHARED_SIZE, bytes as i32) };
         self.driver.check(
             rc,
             &format!(
-                "CUDA launch of kernel `{}` on {device} failed (grid=({gx}, {gy}, {gz}), \
-                 block=({bx}, {by}, {bz}), dynamic shared memory={shared})",
+                "allowing kernel `{}` {bytes} bytes of dynamic shared memory",
                 call.kernel()
             ),
         )
+    }
+
+    /// The error of a failed launch: the driver's, with the kernel and its dimensions (made
+    /// only on failure: launches are hot).
+    #[cold]
+    fn launch_error(&self, rc: i32, device: Device, call: &KernelCall<'_>) -> Error {
+        let [gx, gy, gz] = call.dims.grid;
+        let [bx, by, bz] = call.dims.block;
+        let shared = call.dims.dyn_shared_memory;
+        let what = format!(
+            "CUDA launch of kernel `{}` on {device} failed (grid=({gx}, {gy}, {gz}), \
+             block=({bx}, {by}, {bz}), dynamic shared memory={shared})",
+            call.kernel()
+        );
+        self.driver.error(rc, &what)
     }
 }

@@ -159,6 +159,7 @@ impl KernelBackend for CudaBackend {
         }
     }
 
+    #[inline]
     fn placement(&self, device: Device) -> TensorPlacement {
         match device.device_type() {
             abi::kDLCUDA => TensorPlacement::OnDevice,
@@ -167,16 +168,12 @@ impl KernelBackend for CudaBackend {
         }
     }
 
+    #[inline]
     fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
-        let runtime = self.runtime()?;
-        let device = match tensors_on {
-            Some(device) => device,
-            None => Device::new(kDLCUDA, runtime.current_device().unwrap_or(0)),
-        };
-        runtime.check_device(device)?;
-        Ok(device)
+        self.runtime()?.launch_device(tensors_on)
     }
 
+    #[inline]
     fn launch(&self, device: Device, kernel: Kernel, call: &mut KernelCall<'_>) -> Result<()> {
         self.runtime()?.launch(device, kernel, call)
     }

@@ -78,6 +78,11 @@ driver_table! {
             get_error_string: "hipGetErrorString" => fn(i32) -> *const c_char;
         }
         optional {
+            // Cooperative launches (`tirx.use_cooperative_launch`), arguments as an array of
+            // their addresses.
+            module_launch_cooperative_kernel: "hipModuleLaunchCooperativeKernel" => fn(
+                HipFunction, u32, u32, u32, u32, u32, u32, u32, HipStream, *mut *mut c_void
+            ) -> i32;
             // The properties struct of ROCm 6 (`hipDeviceProp_tR0600`), absent from ROCm 5.
             get_device_properties_r0600: "hipGetDevicePropertiesR0600" =>
                 fn(*mut u8, i32) -> i32;
@@ -192,11 +197,11 @@ impl HipLibrary {
         if rc == HIP_SUCCESS {
             return Ok(());
         }
-        Err(call_error(
-            rc,
-            HIP_ERROR_OUT_OF_MEMORY,
-            what,
-            &self.describe(rc),
-        ))
+        Err(self.error(rc, what))
+    }
+
+    /// The error of a failed call (`rc` is not `hipSuccess`): what failed (`what`) and how.
+    pub fn error(&self, rc: i32, what: &str) -> tvm_ffi::Error {
+        call_error(rc, HIP_ERROR_OUT_OF_MEMORY, what, &self.describe(rc))
     }
 }

@@ -1,6 +1,8 @@
 //! Modules of HSACO code objects, loaded with `hipModuleLoadData` on each device at the first
 //! launch there, and launches with `hipModuleLaunchKernel`: the arguments as one blob in C
-//! struct layout, handed over in `extra` (`HIP_LAUNCH_PARAM_BUFFER_POINTER`/`_SIZE`/`_END`).
+//! struct layout, handed over in `extra` (`HIP_LAUNCH_PARAM_BUFFER_POINTER`/`_SIZE`/`_END`);
+//! cooperative launches with `hipModuleLaunchCooperativeKernel`, which takes the arguments as
+//! an array of their addresses only.
 //!
 //! The module kind is `hip`, as TVM's ROCm modules are saved; their serialized form loads
 //! through `ffi.Module.load_from_bytes.hip` and the aliases `.hsaco` and `.rocm`.
@@ -14,9 +16,10 @@ use device_common::runtime::GpuRuntime;
 use tvm_ffi::abi::{self, kDLROCM};
 use tvm_ffi::{Device, Error, ErrorKind, Result};
 use tvm_runtime::device::current_stream;
+use tvm_runtime::kernel::LaunchDims;
 
 use crate::hip::{HIP_SUCCESS, HipFunction, HipModule};
-use crate::runtime::RocmBackend;
+use crate::runtime::{HipRuntime, RocmBackend};
 
 /// The code format a module holds, which is also the extension of its files.
 pub const CODE_FORMAT: &str = "hsaco";
@@ -37,12 +40,16 @@ pub struct LoadedCode(usize);
 #[derive(Clone, Copy, Debug)]
 pub struct Kernel(usize);
 
-/// The launch tags HIP's plain launch cannot honour, named for the error.
-fn unsupported_launch(call: &KernelCall<'_>) -> Option<&'static str> {
-    let dims = &call.dims;
-    if dims.cooperative {
-        Some("a cooperative launch (tirx.use_cooperative_launch)")
-    } else if dims.cluster != [1; 3] || dims.preferred_cluster != [1; 3] {
+impl Kernel {
+    /// HIP's `hipFunction_t`.
+    pub fn handle(self) -> HipFunction {
+        self.0 as HipFunction
+    }
+}
+
+/// The launch tags HIP cannot honour, named for the error.
+fn unsupported_launch(dims: &LaunchDims) -> Option<&'static str> {
+    if dims.cluster != [1; 3] || dims.preferred_cluster != [1; 3] {
         Some("thread block clusters (clusterCtaIdx / preferredClusterCtaIdx)")
     } else if dims.programmatic_dependent_launch {
         Some("programmatic dependent launch (tirx.use_programtic_dependent_launch)")
@@ -113,6 +120,7 @@ impl KernelBackend for RocmBackend {
         }
     }
 
+    #[inline]
     fn placement(&self, device: Device) -> TensorPlacement {
         match device.device_type() {
             abi::kDLROCM => TensorPlacement::OnDevice,
@@ -121,16 +129,14 @@ impl KernelBackend for RocmBackend {
         }
     }
 
+    #[inline]
     fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
-        let runtime = self.runtime()?;
-        let device = tensors_on
-            .unwrap_or_else(|| Device::new(kDLROCM, runtime.current_device().unwrap_or(0)));
-        runtime.check_device(device)?;
-        Ok(device)
+        self.runtime()?.launch_device(tensors_on)
     }
 
+    #[inline]
     fn launch(&self, device: Device, kernel: Kernel, call: &mut KernelCall<'_>) -> Result<()> {
-        if let Some(what) = unsupported_launch(call) {
+        if let Some(what) = unsupported_launch(&call.dims) {
             return Err(Error::new(
                 ErrorKind::ValueError,
                 format!(
@@ -139,49 +145,89 @@ impl KernelBackend for RocmBackend {
                 ),
             ));
         }
-        let runtime = self.runtime()?;
-        runtime.bind(device)?;
-        let mut blob = call.aligned_blob();
-        let mut size = blob.len();
-        let mut extra = [
-            LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
-            blob.as_mut_ptr().cast(),
-            LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
-            (&mut size as *mut usize).cast(),
-            LAUNCH_PARAM_END as *mut c_void,
-        ];
+        self.runtime()?.launch(device, kernel, call)
+    }
+}
+
+impl HipRuntime {
+    /// Launches `kernel` on `device`, which is current (as [`HipRuntime::launch_device`]
+    /// leaves it), with the arguments and dimensions of `call`, on the calling thread's current
+    /// stream of `device`: `hipModuleLaunchKernel` with the arguments as one aligned blob, or
+    /// `hipModuleLaunchCooperativeKernel` with an array of their addresses for the cooperative
+    /// tag.
+    pub fn launch(&self, device: Device, kernel: Kernel, call: &mut KernelCall<'_>) -> Result<()> {
+        let api = &self.hip.api;
+        let function = kernel.handle();
+        let LaunchDims {
+            grid: [gx, gy, gz],
+            block: [bx, by, bz],
+            dyn_shared_memory: shared,
+            cooperative,
+            ..
+        } = call.dims;
+        let stream = current_stream(device);
+        // In both launches: a kernel of code loaded on this device, which is current; the
+        // arguments (blob and size, or addresses and values) are alive across the call (HIP
+        // copies them at launch); the stream belongs to this device.
+        let rc = if cooperative {
+            let launch = api.module_launch_cooperative_kernel.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::RuntimeError,
+                    "a cooperative launch needs hipModuleLaunchCooperativeKernel, which this HIP \
+                     runtime lacks",
+                )
+            })?;
+            call.with_addresses(|params| {
+                // SAFETY: as above.
+                unsafe { launch(function, gx, gy, gz, bx, by, bz, shared, stream.0, params) }
+            })
+        } else {
+            call.with_aligned_blob(|blob| {
+                let mut size = blob.len();
+                let mut extra = [
+                    LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
+                    blob.as_mut_ptr().cast(),
+                    LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
+                    (&mut size as *mut usize).cast(),
+                    LAUNCH_PARAM_END as *mut c_void,
+                ];
+                // SAFETY: as above; `extra` describes the blob and its size.
+                unsafe {
+                    (api.module_launch_kernel)(
+                        function,
+                        gx,
+                        gy,
+                        gz,
+                        bx,
+                        by,
+                        bz,
+                        shared,
+                        stream.0,
+                        std::ptr::null_mut(),
+                        extra.as_mut_ptr(),
+                    )
+                }
+            })
+        };
+        if rc == HIP_SUCCESS {
+            return Ok(());
+        }
+        Err(self.launch_error(rc, device, call))
+    }
+
+    /// The error of a failed launch: HIP's, with the kernel and its dimensions (made only on
+    /// failure: launches are hot).
+    #[cold]
+    fn launch_error(&self, rc: i32, device: Device, call: &KernelCall<'_>) -> Error {
         let [gx, gy, gz] = call.dims.grid;
         let [bx, by, bz] = call.dims.block;
         let shared = call.dims.dyn_shared_memory;
-        let stream = current_stream(device);
-        // SAFETY: a kernel of code loaded on this device, bound above; `extra` describes the
-        // argument blob and its size, both alive across the call (HIP copies the arguments at
-        // launch); the stream belongs to this device.
-        let rc = unsafe {
-            (runtime.hip.api.module_launch_kernel)(
-                kernel.0 as HipFunction,
-                gx,
-                gy,
-                gz,
-                bx,
-                by,
-                bz,
-                shared,
-                stream.0,
-                std::ptr::null_mut(),
-                extra.as_mut_ptr(),
-            )
-        };
-        if rc == HIP_SUCCESS {
-            // The message is formatted only on failure: launches are hot.
-            return Ok(());
-        }
         let what = format!(
             "ROCm launch of kernel `{}` on {device} failed (grid=({gx}, {gy}, {gz}), \
              block=({bx}, {by}, {bz}), dynamic shared memory={shared})",
             call.kernel()
         );
-        runtime.hip.check(rc, &what)
+        self.hip.error(rc, &what)
     }
 }
 

@@ -37,11 +37,41 @@ pub struct HipRuntime {
 
 impl HipRuntime {
     /// The device HIP has current on the calling thread.
+    #[inline]
     pub fn current_device(&self) -> Option<i32> {
         let mut id = -1;
         // SAFETY: an out-parameter.
         let rc = unsafe { (self.hip.api.get_device)(&mut id) };
-        (rc == 0 && (0..self.hip.device_count).contains(&id)).then_some(id)
+        (rc == HIP_SUCCESS && (0..self.hip.device_count).contains(&id)).then_some(id)
+    }
+
+    /// Makes `device` (a checked index) current on the calling thread.
+    #[inline]
+    fn set_device(&self, device: Device) -> Result<()> {
+        // SAFETY: an index checked against the device count.
+        let rc = unsafe { (self.hip.api.set_device)(device.device_id()) };
+        if rc == HIP_SUCCESS {
+            // Every launch binds: the message is formatted only on failure.
+            return Ok(());
+        }
+        Err(self
+            .hip
+            .error(rc, &format!("making {device} current (hipSetDevice)")))
+    }
+
+    /// The device a kernel launch runs on, made current on the calling thread: `tensors_on`
+    /// (the device of the call's tensors) when given, else HIP's current device. `hipSetDevice`
+    /// is called only when the device is not current already, so a launch costs one runtime
+    /// call besides the launch itself.
+    #[inline]
+    pub fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
+        let current = self.current_device();
+        let device = tensors_on.unwrap_or_else(|| Device::new(kDLROCM, current.unwrap_or(0)));
+        self.check_device(device)?;
+        if current != Some(device.device_id()) {
+            self.set_device(device)?;
+        }
+        Ok(device)
     }
 
     /// Free and total bytes of `device`'s memory.
@@ -92,6 +122,7 @@ impl GpuRuntime for HipRuntime {
         })
     }
 
+    #[inline]
     fn check_device(&self, device: Device) -> Result<()> {
         check_device_index(
             "HIP runtime",
@@ -103,14 +134,7 @@ impl GpuRuntime for HipRuntime {
 
     fn bind(&self, device: Device) -> Result<()> {
         self.check_device(device)?;
-        // SAFETY: an index checked against the device count.
-        let rc = unsafe { (self.hip.api.set_device)(device.device_id()) };
-        if rc == HIP_SUCCESS {
-            // Every launch binds: the message is formatted only on failure.
-            return Ok(());
-        }
-        self.hip
-            .check(rc, &format!("making {device} current (hipSetDevice)"))
+        self.set_device(device)
     }
 
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
@@ -300,6 +324,7 @@ impl RocmBackend {
 
     /// The runtime, opening HIP the first time; a `RuntimeError` saying which library was
     /// looked for and why it did not load.
+    #[inline]
     pub fn runtime(&self) -> Result<&Arc<HipRuntime>> {
         self.lazy.runtime()
     }

@@ -3,11 +3,14 @@
  * to it), which describes memory, streams, kernels and its build-time switches.
  *
  * HIP's own switches: FAKE_RUNTIME_VERSION (60032830, HIP 6.0), FAKE_LEGACY_PROPERTIES (only
- * the unversioned hipGetDeviceProperties of ROCm 5, with its struct layout). With
+ * the unversioned hipGetDeviceProperties of ROCm 5, with its struct layout),
+ * FAKE_NO_COOPERATIVE_LAUNCH (no hipModuleLaunchCooperativeKernel). With
  * FAKE_DEVICE_COUNT=0, hipInit says hipErrorInvalidDevice and hipGetDeviceCount
  * hipErrorNoDevice, as ROCm 5.2 does on a machine without a GPU. Module images are text: each
- * `.entry <name>(` is a kernel and `gfx999` an architecture the device cannot run. Launches take
- * their arguments only as one blob in `extra`, each argument aligned to its size.
+ * `.entry <name>(` is a kernel and `gfx999` an architecture the device cannot run. Plain launches
+ * take their arguments only as one blob in `extra`, each argument aligned to its size;
+ * cooperative launches only as `kernelParams` (one address per argument), with at most one
+ * block per compute unit (hipErrorCooperativeLaunchTooLarge past that).
  * `fake_hip_live("allocations")` (and "host", "streams", "events", "modules") counts what is not
  * released. */
 #define FAKE_DEFAULT_SHARED_MEMORY (64 << 10)
@@ -129,6 +132,21 @@ hipError_t hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
     return launch(f, dims, s, params);
 }
 
+enum { COOPERATIVE_LAUNCH_TOO_LARGE = 720 };
+#ifndef FAKE_NO_COOPERATIVE_LAUNCH
+/* Every block of a cooperative grid must be resident at once: one per compute unit here
+ * (hipDeviceGetAttribute's 104 + device). */
+hipError_t hipModuleLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+                                            unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                            void *s, void **kernel_params) {
+    function *fn = f;
+    if (!kernel_params && fn->sizes && fn->sizes[0]) return INVALID_VALUE;
+    if ((unsigned long)gx * gy * gz > 104ul + current_device) return COOPERATIVE_LAUNCH_TOO_LARGE;
+    unsigned dims[16] = {gx, gy, gz, bx, by, bz, shmem, 1, 1, 1, 1, 0, 1, 1, 1, 0};
+    return launch(f, dims, s, kernel_params);
+}
+#endif
+
 static const error_entry errors[] = {
     {OK, "hipSuccess", "no error"},
     {INVALID_VALUE, "hipErrorInvalidValue", "invalid argument"},
@@ -140,6 +158,7 @@ static const error_entry errors[] = {
     {NO_BINARY_FOR_GPU, "hipErrorNoBinaryForGpu", "no kernel image is available for execution on the device"},
     {NOT_FOUND, "hipErrorNotFound", "named symbol not found"},
     {LAUNCH_FAILED, "hipErrorLaunchFailure", "unspecified launch failure"},
+    {COOPERATIVE_LAUNCH_TOO_LARGE, "hipErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch"},
 };
 #define ERROR_COUNT (sizeof errors / sizeof errors[0])
 const char *hipGetErrorName(hipError_t code) { return describe_error(errors, ERROR_COUNT, code, 0); }

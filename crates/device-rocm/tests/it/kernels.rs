@@ -31,7 +31,7 @@ const META: &str = r#"{"func_info": {
 /// The metadata, with kernels that run `record_launch` under other launch tags.
 fn functions() -> BTreeMap<String, FunctionInfo> {
     let mut map = function_map_from_json(META).unwrap();
-    let probes: [(&str, &[&str]); 3] = [
+    let probes: [(&str, &[&str]); 4] = [
         (
             "probe",
             &[
@@ -47,6 +47,7 @@ fn functions() -> BTreeMap<String, FunctionInfo> {
             &["blockIdx.x", "tirx.use_cooperative_launch"],
         ),
         ("clustered", &["clusterCtaIdx.x"]),
+        ("dependent", &["tirx.use_programtic_dependent_launch"]),
     ];
     for (name, tags) in probes {
         let info = FunctionInfo {
@@ -57,6 +58,10 @@ fn functions() -> BTreeMap<String, FunctionInfo> {
         };
         map.insert(name.to_owned(), info);
     }
+    // `scalars` launched cooperatively: its arguments travel as addresses, not as a blob.
+    let mut scalars = map["scalars"].clone();
+    scalars.launch_param_tags = vec!["blockIdx.x".into(), "tirx.use_cooperative_launch".into()];
+    map.insert("cooperative_scalars".to_owned(), scalars);
     map
 }
 
@@ -180,26 +185,133 @@ fn grid_block_and_dynamic_shared_memory_reach_hip_on_the_current_stream() {
 }
 
 #[test]
-fn cooperative_and_cluster_launches_are_refused_by_name() {
+fn cooperative_launches_go_through_hip_s_cooperative_entry_point() {
+    let setup = setup(HSACO);
+    let out = alloc(&setup.api, rocm(1), 16);
+    let stream = setup.api.create_stream(rocm(1)).unwrap();
+    let previous = set_current_stream(rocm(1), stream).unwrap();
+    // The tensor argument (a DLTensor pointer on rocm:1) decides the device.
+    let mut shape = [16i64];
+    let mut tensor = f32_tensor(out, rocm(1), &mut shape, None);
+    let raw = tvm_ffi::abi::TVMFFIAny {
+        type_index: tvm_ffi::abi::kTVMFFIDLTensorPtr,
+        small_str_len: 0,
+        payload: tvm_ffi::abi::TVMFFIAnyPayload {
+            v_ptr: (&mut tensor as *mut tvm_ffi::abi::DLTensor).cast(),
+        },
+    };
+    let grid = Any::from(5i64);
+    // SAFETY: the descriptor outlives the call.
+    let args = [unsafe { AnyView::from_raw(raw) }, grid.as_view()];
+    let launched = setup.kernel("cooperative").call_packed(&args);
+    set_current_stream(rocm(1), previous).unwrap();
+    launched.unwrap();
+    let mut dims = [0f32; 16];
+    transfer(&setup.api, rocm(1), &mut dims, out, false, stream);
+    let dims = dims.map(f32::to_bits);
+    assert_eq!(&dims[..8], &[5, 1, 1, 1, 1, 1, 0, 1], "cooperative, grid 5");
+    assert_eq!(
+        dims[15], stream.0 as usize as u32,
+        "queued on the current stream"
+    );
+    // SAFETY: created above.
+    unsafe { setup.api.free_stream(rocm(1), stream).unwrap() };
+
+    // Scalars of each size reach the kernel through their addresses.
+    let out = alloc(&setup.api, rocm(0), 10);
+    setup
+        .kernel("cooperative_scalars")
+        .call((
+            ptr(out),
+            -7i64,
+            4_000_000_000i64,
+            0.5f64,
+            2.25f64,
+            -(1i64 << 40),
+            2i64,
+        ))
+        .unwrap();
+    let mut values = [0f32; 10];
+    transfer(
+        &setup.api,
+        rocm(0),
+        &mut values,
+        out,
+        false,
+        StreamHandle::NULL,
+    );
+    let doubles: Vec<f64> = values
+        .chunks(2)
+        .map(|p| f64::from_bits(u64::from(p[0].to_bits()) | (u64::from(p[1].to_bits()) << 32)))
+        .collect();
+    assert_eq!(doubles, [-7.0, 4e9, 0.5, 2.25, -(2f64.powi(40))]);
+
+    // A grid that cannot be resident at once is HIP's error, with the launch.
+    let err = setup
+        .kernel("cooperative")
+        .call((ptr(out), 1000i64))
+        .unwrap_err();
+    assert!(
+        err.message()
+            .contains("ROCm launch of kernel `record_launch` on rocm:0 failed (grid=(1000, 1, 1)")
+            && err
+                .message()
+                .contains("hipErrorCooperativeLaunchTooLarge (720)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_runtime_without_cooperative_launch_says_so_and_plain_launches_work() {
+    let fake = build_fake(&["FAKE_NO_COOPERATIVE_LAUNCH"]);
+    let backend = backend(&fake);
+    let api = RocmDeviceApi::new(backend.clone());
+    let module = Module::new(
+        DeviceModule::new(backend, "hsaco", functions(), HSACO.as_bytes().to_vec()).unwrap(),
+    );
+    let out = alloc(&api, rocm(0), 16);
+    let err = module
+        .get_function_required("cooperative")
+        .unwrap()
+        .call((ptr(out), 2i64))
+        .unwrap_err();
+    assert!(
+        err.is_kind(ErrorKind::RuntimeError)
+            && err.message().contains(
+                "a cooperative launch needs hipModuleLaunchCooperativeKernel, which this HIP \
+                 runtime lacks"
+            ),
+        "{err}"
+    );
+    module
+        .get_function_required("probe")
+        .unwrap()
+        .call((ptr(out), 1i64, 1i64, 1i64, 1i64, 0i64))
+        .unwrap();
+}
+
+#[test]
+fn cluster_and_programmatic_launches_are_refused_by_name() {
     let setup = setup(HSACO);
     let out = alloc(&setup.api, rocm(0), 16);
     let err = setup
-        .kernel("cooperative")
+        .kernel("clustered")
         .call((ptr(out), 2i64))
         .unwrap_err();
     assert!(
         err.is_kind(ErrorKind::ValueError)
             && err.message().contains(
-                "kernel `record_launch` asks for a cooperative launch \
-                 (tirx.use_cooperative_launch), which the ROCm backend does not support"
+                "kernel `record_launch` asks for thread block clusters (clusterCtaIdx / \
+                 preferredClusterCtaIdx), which the ROCm backend does not support"
             ),
         "{err}"
     );
-    let err = setup
-        .kernel("clustered")
-        .call((ptr(out), 2i64))
-        .unwrap_err();
-    assert!(err.message().contains("thread block clusters"), "{err}");
+    let err = setup.kernel("dependent").call((ptr(out),)).unwrap_err();
+    assert!(
+        err.message()
+            .contains("asks for programmatic dependent launch"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! order, then the dynamic shared memory size when its tag (always the last) is present.
 
 use tvm_ffi::abi::{kDLFloat, kDLInt, kDLOpaqueHandle, kDLUInt};
-use tvm_ffi::{AnyView, DataType, Error, ErrorKind, Result};
+use tvm_ffi::{AnyView, DataType, Error, ErrorKind, Result, TryFromAnyView};
 
 use super::info::FunctionInfo;
 
@@ -54,6 +54,21 @@ pub struct LaunchDims {
     pub cooperative: bool,
     /// Whether programmatic dependent launch is asked for.
     pub programmatic_dependent_launch: bool,
+}
+
+impl Default for LaunchDims {
+    /// One block of one thread, no dynamic shared memory, none of the launch features.
+    fn default() -> LaunchDims {
+        LaunchDims {
+            grid: [1; 3],
+            block: [1; 3],
+            cluster: [1; 3],
+            preferred_cluster: [1; 3],
+            dyn_shared_memory: 0,
+            cooperative: false,
+            programmatic_dependent_launch: false,
+        }
+    }
 }
 
 impl LaunchDims {
@@ -191,65 +206,86 @@ impl LaunchConfig {
     /// [`LaunchConfig::num_args`] of them). A dimension of zero or past `u32` is a
     /// `ValueError` naming the tag and the value.
     pub fn dims(&self, launch_args: &[AnyView<'_>]) -> Result<LaunchDims> {
+        let mut dims = LaunchDims::default();
+        self.read_dims(launch_args, &mut dims)?;
+        Ok(dims)
+    }
+
+    /// [`LaunchConfig::dims`] written into `dims` (all of it), for a caller that keeps the
+    /// dimensions in a larger value: a launch is hot, and this copies nothing.
+    #[inline]
+    pub fn read_dims(&self, launch_args: &[AnyView<'_>], dims: &mut LaunchDims) -> Result<()> {
         if launch_args.len() != self.num_args() {
-            tvm_ffi::bail!(
-                ErrorKind::TypeError,
-                "kernel `{}` takes {} launch arguments after its own, got {}",
-                self.kernel,
-                self.num_args(),
-                launch_args.len()
-            );
+            return Err(self.wrong_count(launch_args.len()));
         }
-        let mut dims = LaunchDims {
-            grid: [1; 3],
-            block: [1; 3],
-            cluster: [1; 3],
-            preferred_cluster: [1; 3],
-            dyn_shared_memory: 0,
+        *dims = LaunchDims {
             cooperative: self.cooperative,
             programmatic_dependent_launch: self.programmatic_dependent_launch,
+            ..LaunchDims::default()
         };
         for ((dimension, tag), value) in self.dimensions.iter().zip(launch_args) {
             let value = self.extent(tag, value, 1)?;
-            let (slot, index) = match *dimension {
-                Dimension::Grid(i) => (&mut dims.grid, i),
-                Dimension::Block(i) => (&mut dims.block, i),
-                Dimension::Cluster(i) => (&mut dims.cluster, i),
-                Dimension::PreferredCluster(i) => (&mut dims.preferred_cluster, i),
-            };
-            slot[index] = value;
+            match *dimension {
+                Dimension::Grid(i) => dims.grid[i] = value,
+                Dimension::Block(i) => dims.block[i] = value,
+                Dimension::Cluster(i) => dims.cluster[i] = value,
+                Dimension::PreferredCluster(i) => dims.preferred_cluster[i] = value,
+            }
         }
         if self.dyn_shared_memory {
             let last = &launch_args[launch_args.len() - 1];
             dims.dyn_shared_memory = self.extent(DYN_SHARED_MEMORY_TAG, last, 0)?;
         }
-        Ok(dims)
+        Ok(())
     }
 
-    fn extent(&self, tag: &str, value: &AnyView<'_>, least: i64) -> Result<u32> {
-        let number: i64 = value.cast().map_err(|_| {
-            Error::new(
-                ErrorKind::TypeError,
-                format!(
-                    "kernel `{}`: launch argument {tag} must be an int, got {}",
-                    self.kernel,
-                    value.type_key()
-                ),
-            )
-        })?;
-        u32::try_from(number)
-            .ok()
-            .filter(|n| i64::from(*n) >= least)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::ValueError,
-                    format!(
-                        "kernel `{}`: launch argument {tag} is {number}, outside {least}..={}",
-                        self.kernel,
-                        u32::MAX
-                    ),
-                )
-            })
+    /// The launch argument of `tag`, at least `least`. Launches are hot: the errors are made
+    /// out of line, only when there is one.
+    #[inline]
+    fn extent(&self, tag: &str, value: &AnyView<'_>, least: u32) -> Result<u32> {
+        let Some(number) = i64::try_from_view(value) else {
+            return Err(self.not_an_int(tag, value));
+        };
+        match u32::try_from(number) {
+            Ok(extent) if extent >= least => Ok(extent),
+            _ => Err(self.out_of_range(tag, number, least)),
+        }
+    }
+
+    #[cold]
+    fn wrong_count(&self, got: usize) -> Error {
+        Error::new(
+            ErrorKind::TypeError,
+            format!(
+                "kernel `{}` takes {} launch arguments after its own, got {got}",
+                self.kernel,
+                self.num_args()
+            ),
+        )
+    }
+
+    #[cold]
+    fn not_an_int(&self, tag: &str, value: &AnyView<'_>) -> Error {
+        Error::new(
+            ErrorKind::TypeError,
+            format!(
+                "kernel `{}`: launch argument {tag} must be an int, got {}",
+                self.kernel,
+                value.type_key()
+            ),
+        )
+    }
+
+    #[cold]
+    fn out_of_range(&self, tag: &str, number: i64, least: u32) -> Error {
+        Error::new(
+            ErrorKind::ValueError,
+            format!(
+                "kernel `{}`: launch argument {tag} is {number}, outside {least}..={}",
+                self.kernel,
+                u32::MAX
+            ),
+        )
     }
 }
 
@@ -308,52 +344,53 @@ impl ArgKind {
     /// The scalar `value` as its little-endian bytes, 8 wide with a 32-bit value in the low
     /// four (TVM's `ArgUnion64`). A value of the wrong type or out of range is an error naming
     /// the argument.
+    #[inline]
     pub fn scalar_bytes(self, kernel: &str, index: usize, value: &AnyView<'_>) -> Result<[u8; 8]> {
-        let wrong = |what: &str| {
-            Error::new(
-                ErrorKind::TypeError,
-                format!(
-                    "kernel `{kernel}`: argument {index} must be {what}, got {}",
-                    value.type_key()
-                ),
-            )
-        };
-        let out_of_range = |number: i64, what: &str| {
-            Error::new(
-                ErrorKind::ValueError,
-                format!("kernel `{kernel}`: argument {index} is {number}, outside {what}"),
-            )
-        };
+        let int =
+            || i64::try_from_view(value).ok_or_else(|| wrong_type(kernel, index, value, "an int"));
+        let float =
+            || f64::try_from_view(value).ok_or_else(|| wrong_type(kernel, index, value, "a float"));
         let mut out = [0u8; 8];
         match self {
-            ArgKind::Handle => return Err(wrong("a scalar, not a handle")),
-            ArgKind::Int64 => {
-                out = value
-                    .cast::<i64>()
-                    .map_err(|_| wrong("an int"))?
-                    .to_le_bytes()
+            ArgKind::Handle => {
+                return Err(wrong_type(kernel, index, value, "a scalar, not a handle"));
             }
+            ArgKind::Int64 => out = int()?.to_le_bytes(),
             ArgKind::Int32 => {
-                let number = value.cast::<i64>().map_err(|_| wrong("an int"))?;
-                let narrow = i32::try_from(number).map_err(|_| out_of_range(number, "int32"))?;
+                let number = int()?;
+                let narrow = i32::try_from(number)
+                    .map_err(|_| out_of_range(kernel, index, number, "int32"))?;
                 out[..4].copy_from_slice(&narrow.to_le_bytes());
             }
             ArgKind::UInt32 => {
-                let number = value.cast::<i64>().map_err(|_| wrong("an int"))?;
-                let narrow = u32::try_from(number).map_err(|_| out_of_range(number, "uint32"))?;
+                let number = int()?;
+                let narrow = u32::try_from(number)
+                    .map_err(|_| out_of_range(kernel, index, number, "uint32"))?;
                 out[..4].copy_from_slice(&narrow.to_le_bytes());
             }
-            ArgKind::Float64 => {
-                out = value
-                    .cast::<f64>()
-                    .map_err(|_| wrong("a float"))?
-                    .to_le_bytes()
-            }
-            ArgKind::Float32 => {
-                let number = value.cast::<f64>().map_err(|_| wrong("a float"))? as f32;
-                out[..4].copy_from_slice(&number.to_le_bytes());
-            }
+            ArgKind::Float64 => out = float()?.to_le_bytes(),
+            ArgKind::Float32 => out[..4].copy_from_slice(&(float()? as f32).to_le_bytes()),
         }
         Ok(out)
     }
+}
+
+/// "kernel `k`: argument 1 must be an int, got str" (made only on failure: launches are hot).
+#[cold]
+fn wrong_type(kernel: &str, index: usize, value: &AnyView<'_>, what: &str) -> Error {
+    Error::new(
+        ErrorKind::TypeError,
+        format!(
+            "kernel `{kernel}`: argument {index} must be {what}, got {}",
+            value.type_key()
+        ),
+    )
+}
+
+#[cold]
+fn out_of_range(kernel: &str, index: usize, number: i64, what: &str) -> Error {
+    Error::new(
+        ErrorKind::ValueError,
+        format!("kernel `{kernel}`: argument {index} is {number}, outside {what}"),
+    )
 }

@@ -1,35 +1,42 @@
 //! Kernel launches in a loop, for counting their cost with callgrind (`scripts/launch-cost.sh`):
-//! `launch_cost <driver> <packed|bare> <launches>`.
+//! `rocm_launch_cost <runtime> <packed|bare> <launches>`.
 //!
-//! Both modes launch `add_one(x, n)` on a grid of 1 x 1 on the null stream of `cuda:0` of the
-//! driver at `<driver>` (the fake of `tests/fake`, or a real `libcuda.so.1`): `packed` through
-//! the module's packed function (argument reading, device choice, the kernel cache, argument
-//! addresses, `cuLaunchKernel`), `bare` by calling `cuLaunchKernel` itself with prepared
-//! arguments. The work queued is never waited for: what is counted is the launch calls.
+//! Both modes launch `add_one(x, n)` on a grid of 1 x 1 on the null stream of `rocm:0` of the
+//! HIP runtime at `<runtime>` (the fake of `tests/fake`: the code object is the fake's text
+//! image): `packed` through the `hip` module's packed function (argument reading, device
+//! choice, the kernel cache, the aligned argument blob, `hipModuleLaunchKernel`), `bare` by
+//! calling `hipModuleLaunchKernel` itself with a prepared blob. The work queued is never waited
+//! for: what is counted is the launch calls.
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 
 use device_common::module::{DeviceModule, KernelBackend};
-use device_cuda::CudaBackend;
+use device_common::runtime::GpuRuntime;
+use device_rocm::RocmBackend;
 use tvm_ffi::{Any, AnyView, DataType, Device, Result};
 use tvm_runtime::Module;
 use tvm_runtime::kernel::FunctionInfo;
 
 use tvm_ffi_capi as _;
 
-const PTX: &str = ".version 7.0\n.target sm_52\n.visible .entry add_one(.param .u64 x) { ret; }\n";
+const HSACO: &str = "amdgcn-amd-amdhsa--gfx90a\n.entry add_one(\n\0";
+
+/// `HIP_LAUNCH_PARAM_BUFFER_POINTER`, `_SIZE` and `_END`.
+const BUFFER_POINTER: usize = 1;
+const BUFFER_SIZE: usize = 2;
+const END: usize = 3;
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, driver, mode, launches] = args.as_slice() else {
-        eprintln!("usage: launch_cost <driver> <packed|bare> <launches>");
+    let [_, library, mode, launches] = args.as_slice() else {
+        eprintln!("usage: rocm_launch_cost <runtime> <packed|bare> <launches>");
         std::process::exit(2);
     };
     let launches: u64 = launches.parse().expect("<launches> is a count");
-    let backend = Arc::new(CudaBackend::with_library(driver));
-    let device = Device::new(tvm_ffi::abi::kDLCUDA, 0);
+    let backend = Arc::new(RocmBackend::with_library(library));
+    let device = Device::new(tvm_ffi::abi::kDLROCM, 0);
     let runtime = backend.runtime()?;
     let data = runtime.alloc_device(device, 4, 64)?;
     match mode.as_str() {
@@ -41,7 +48,8 @@ fn main() -> Result<()> {
                 arg_extra_tags: Vec::new(),
             };
             let functions = BTreeMap::from([("add_one".to_owned(), info)]);
-            let module = DeviceModule::new(backend.clone(), "ptx", functions, PTX.into())?;
+            let module =
+                DeviceModule::new(backend.clone(), "hsaco", functions, HSACO.as_bytes().into())?;
             let add_one = Module::new(module).get_function_required("add_one")?;
             let values = [
                 Any::from(data as usize as *mut c_void),
@@ -55,18 +63,25 @@ fn main() -> Result<()> {
             }
         }
         "bare" => {
-            let code = backend.load(device, "ptx", &[PTX.as_bytes(), b"\0"].concat())?;
+            let code = backend.load(device, "hsaco", HSACO.as_bytes())?;
             let kernel = backend.kernel(device, code, "add_one")?;
             let function = kernel.handle();
-            let (mut x, mut n) = (data, 1i32);
-            let mut params = [
-                (&mut x as *mut u64).cast::<c_void>(),
-                (&mut n as *mut i32).cast::<c_void>(),
+            // `x` (a pointer) at 0 and `n` (an int32) at 8: 12 bytes in C struct layout.
+            let mut blob = [0u8; 12];
+            blob[..8].copy_from_slice(&data.to_le_bytes());
+            blob[8..].copy_from_slice(&1i32.to_le_bytes());
+            let mut size = blob.len();
+            let mut extra = [
+                BUFFER_POINTER as *mut c_void,
+                blob.as_mut_ptr().cast(),
+                BUFFER_SIZE as *mut c_void,
+                (&mut size as *mut usize).cast(),
+                END as *mut c_void,
             ];
-            let launch = runtime.driver.api.launch_kernel;
+            let launch = runtime.hip.api.module_launch_kernel;
             for _ in 0..launches {
-                // SAFETY: a kernel of a module loaded on cuda:0, whose context the load made
-                // current; `params` points at the two argument values.
+                // SAFETY: a kernel of code loaded on rocm:0, which the load made current;
+                // `extra` describes the argument blob and its size.
                 let rc = unsafe {
                     launch(
                         function,
@@ -78,11 +93,11 @@ fn main() -> Result<()> {
                         1,
                         0,
                         std::ptr::null_mut(),
-                        params.as_mut_ptr(),
                         std::ptr::null_mut(),
+                        extra.as_mut_ptr(),
                     )
                 };
-                assert_eq!(rc, 0, "cuLaunchKernel failed");
+                assert_eq!(rc, 0, "hipModuleLaunchKernel failed");
             }
         }
         other => panic!("mode {other:?} is neither packed nor bare"),
