@@ -17,6 +17,7 @@ mod opaque;
 mod sequences;
 mod string;
 mod string_values;
+mod structural;
 mod tensor;
 mod tensor_capi;
 mod threads;
