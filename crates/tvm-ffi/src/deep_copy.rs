@@ -102,6 +102,9 @@ impl Copier {
 
     fn copy_reflected(&mut self, value: AnyView<'_>, addr: usize) -> Result<Any> {
         let t = value.type_index();
+        if crate::enums::is_enum_type(t) {
+            return Ok(value.to_owned());
+        }
         let fields: Vec<FieldRef> = reflection::fields_of(t)
             .filter(|f| f.is_readable())
             .collect();

@@ -24,6 +24,7 @@ pub mod containers;
 pub mod deep_copy;
 pub mod device;
 pub mod dtype;
+pub mod enums;
 pub mod error;
 pub mod function;
 pub mod object;

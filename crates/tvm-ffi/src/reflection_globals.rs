@@ -154,6 +154,7 @@ pub fn functions() -> Vec<(&'static str, Function)> {
     // functions still work with the types as registered.
     let _ = access_path::register();
     let _ = structural::register_types();
+    let _ = crate::enums::register();
     let mut all = structural_functions();
     all.extend(copy_and_compare_functions());
     all.extend(serialization_functions());

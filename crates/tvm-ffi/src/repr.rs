@@ -222,7 +222,12 @@ impl Printer {
                 let _ = write!(out, "]@{}", tensor.device());
                 self.addr_suffix(ptr, out);
             }
-            _ => self.print_fields(value, ptr, out)?,
+            _ => match crate::enums::entry_name(value) {
+                Some(name) => {
+                    let _ = write!(out, "{}.{name}", value.type_key());
+                }
+                None => self.print_fields(value, ptr, out)?,
+            },
         }
         Ok(())
     }

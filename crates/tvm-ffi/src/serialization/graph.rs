@@ -245,6 +245,9 @@ impl GraphWriter {
             abi::kTVMFFIDict => {
                 self.indices(value.cast::<Dict>()?.iter().flat_map(|(k, v)| [k, v]))
             }
+            _ if crate::enums::is_enum_type(t) => Ok(Any::from(
+                crate::enums::entry_name(value).unwrap_or_default(),
+            )),
             _ => {
                 if !creatable(t) {
                     return Err(Error::new(
@@ -511,6 +514,14 @@ impl GraphReader {
                 format!("JSON graph node {i} has type `{type_key}`, which is not registered"),
             )
         })?;
+        if crate::enums::is_enum_type(type_index) {
+            let name = data
+                .and_then(|d| d.cast::<std::string::String>().ok())
+                .ok_or_else(|| {
+                    invalid(format!("node {i} (`{type_key}`): expected an entry name"))
+                })?;
+            return crate::enums::entry_by_name(type_key, &name);
+        }
         let data: Map = data.and_then(|d| d.cast().ok()).ok_or_else(|| {
             invalid(format!(
                 "node {i} (`{type_key}`): `data` is not a JSON object of fields"

@@ -191,6 +191,7 @@ impl Equal {
                 Ok(equal || self.fail(None))
             }
             t if t != rhs.type_index() => Ok(self.fail(None)),
+            t if crate::enums::is_enum_type(t) => Ok(lp == rp || self.fail(None)),
             t => self.eq_reflected(t, lhs, rhs, lp, rp),
         }
     }

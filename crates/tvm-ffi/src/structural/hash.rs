@@ -148,6 +148,13 @@ impl Hasher {
                         .as_bytes(),
                 ),
             ),
+            t if crate::enums::is_enum_type(t) => {
+                let seed = crate::types::type_info(t).map_or(0, |i| i.type_key_hash);
+                let index = value
+                    .as_object::<crate::enums::EnumObj>()
+                    .map_or(0, |e| e._int_index);
+                hash_combine(seed, index as u64)
+            }
             _ => self.hash_reflected(t, value, ptr)?,
         })
     }

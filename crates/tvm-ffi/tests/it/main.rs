@@ -8,6 +8,7 @@ use tvm_ffi_testing as _;
 mod any;
 mod containers;
 mod dtype;
+mod enums;
 mod error;
 mod function;
 mod map;
