@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use crate::abi::{self, TVMFFIByteArray, TVMFFITypeAttrColumn, kTVMFFINone};
+use crate::abi::{self, TVMFFIAny, TVMFFIByteArray, TVMFFITypeAttrColumn, kTVMFFINone};
 use crate::any::{Any, AnyView};
 
 /// A named type attribute column, looked up on first use (and again until it exists).
@@ -49,6 +49,14 @@ impl TypeAttr {
 
     /// The entry of `type_index` in the column (an owning copy), if it has a non-None one.
     pub fn get(&self, type_index: i32) -> Option<Any> {
+        let entry = self.get_raw(type_index)?;
+        // SAFETY: the entry is a valid value owned by the column; we take our own reference.
+        Some(unsafe { AnyView::from_raw(entry) }.to_owned())
+    }
+
+    /// The entry of `type_index` as the column holds it (borrowed from the column, which keeps
+    /// it for the process), if it has a non-None one.
+    pub fn get_raw(&self, type_index: i32) -> Option<TVMFFIAny> {
         let column = self.column()?;
         let offset = i64::from(type_index) - i64::from(column.begin_index);
         if column.data.is_null() || offset < 0 || offset >= i64::from(column.size) {
@@ -57,10 +65,6 @@ impl TypeAttr {
         // SAFETY: `offset` is within the column's `size` initialized entries, which the column
         // keeps alive (entries are never replaced once set).
         let entry = unsafe { *column.data.add(offset as usize) };
-        if entry.type_index == kTVMFFINone {
-            return None;
-        }
-        // SAFETY: the entry is a valid value owned by the column; we take our own reference.
-        Some(unsafe { AnyView::from_raw(entry) }.to_owned())
+        (entry.type_index != kTVMFFINone).then_some(entry)
     }
 }
