@@ -16,8 +16,10 @@
 
 use std::collections::HashMap;
 
+use super::json::Json;
 use crate::abi;
 use crate::any::{Any, AnyView};
+use crate::containers::array::ArrayObj;
 use crate::containers::hash::{any_equal, any_hash};
 use crate::containers::map::MapRead;
 use crate::error::{Error, ErrorKind, Result};
@@ -47,30 +49,35 @@ impl Eq for NodeKey {}
 
 /// The JSON graph of `value` as a value (a `Map`), with `metadata` (unless None).
 pub fn to_json_graph(value: AnyView<'_>, metadata: AnyView<'_>) -> Result<Any> {
+    Ok(graph_tree(value, metadata)?.to_any())
+}
+
+/// The JSON-graph text of `value` (compact).
+pub fn to_json_graph_string(value: AnyView<'_>, metadata: AnyView<'_>) -> Result<String> {
+    Ok(graph_tree(value, metadata)?.write(None))
+}
+
+/// The JSON graph of `value` as a [`Json`] tree.
+fn graph_tree(value: AnyView<'_>, metadata: AnyView<'_>) -> Result<Json> {
     let mut writer = GraphWriter {
         nodes: Vec::new(),
         index: HashMap::new(),
         active: Vec::new(),
     };
     let root = writer.node(value)?;
-    let mut graph = Map::new();
-    graph.insert("root_index", root as i64);
-    graph.insert("nodes", Array::from_vec(writer.nodes));
+    let mut graph = vec![
+        ("root_index".to_owned(), Json::Int(root as i64)),
+        ("nodes".to_owned(), Json::Array(writer.nodes)),
+    ];
     if !metadata.is_none() {
-        graph.insert("metadata", metadata.to_owned());
+        graph.push(("metadata".to_owned(), Json::from_any(metadata)?));
     }
-    Ok(graph.into())
-}
-
-/// The JSON-graph text of `value` (compact).
-pub fn to_json_graph_string(value: AnyView<'_>, metadata: AnyView<'_>) -> Result<String> {
-    let graph = to_json_graph(value, metadata)?;
-    super::json::stringify(graph.as_view(), None)
+    Ok(Json::Object(graph))
 }
 
 /// The value of JSON-graph text.
 pub fn from_json_graph_string(text: &str) -> Result<Any> {
-    from_json_graph(super::json::parse(text)?.as_view())
+    decode_graph(&super::json::parse_tree(text)?)
 }
 
 fn invalid(what: impl std::fmt::Display) -> Error {
@@ -78,19 +85,23 @@ fn invalid(what: impl std::fmt::Display) -> Error {
 }
 
 struct GraphWriter {
-    nodes: Vec<Any>,
+    nodes: Vec<Json>,
     index: HashMap<NodeKey, usize>,
     /// Objects being written (to refuse cycles instead of recursing forever).
     active: Vec<usize>,
 }
 
-fn node_of(type_key: &str, data: Option<Any>) -> Any {
-    let mut node = Map::new();
-    node.insert("type", type_key);
+fn node_of(type_key: &str, data: Option<Json>) -> Json {
+    let mut node = vec![("type".to_owned(), Json::Str(type_key.to_owned()))];
     if let Some(data) = data {
-        node.insert("data", data);
+        node.push(("data".to_owned(), data));
     }
-    node.into()
+    Json::Object(node)
+}
+
+fn text_of(value: &AnyView<'_>) -> Json {
+    let bytes = crate::string::bytes_of_view(value).unwrap_or_default();
+    Json::Str(String::from_utf8_lossy(bytes).into_owned())
 }
 
 const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -134,7 +145,7 @@ fn base64_decode(text: &str) -> Result<Vec<u8>> {
 }
 
 impl GraphWriter {
-    fn push(&mut self, key: Any, node: Any) -> usize {
+    fn push(&mut self, key: Any, node: Json) -> usize {
         let index = self.nodes.len();
         self.nodes.push(node);
         self.index.insert(NodeKey(key), index);
@@ -142,53 +153,44 @@ impl GraphWriter {
     }
 
     fn node(&mut self, value: AnyView<'_>) -> Result<usize> {
-        let owned = value.to_owned();
-        let key = NodeKey(owned);
+        let key = NodeKey(value.to_owned());
         if let Some(&index) = self.index.get(&key) {
             return Ok(index);
         }
         let NodeKey(owned) = key;
         let t = value.type_index();
-        let (type_key, data): (String, Option<Any>) = match t {
-            abi::kTVMFFINone => ("None".into(), None),
-            abi::kTVMFFIBool => ("bool".into(), Some(owned.clone())),
-            abi::kTVMFFIInt => ("int".into(), Some(owned.clone())),
-            abi::kTVMFFIFloat => ("float".into(), Some(owned.clone())),
-            abi::kTVMFFISmallStr | abi::kTVMFFIStr | abi::kTVMFFIRawStr => (
-                "ffi.String".into(),
-                Some(Any::from(value.cast::<crate::String>()?)),
-            ),
+        let (type_key, data): (&str, Option<Json>) = match t {
+            abi::kTVMFFINone => ("None", None),
+            abi::kTVMFFIBool => ("bool", Some(Json::Bool(value.cast()?))),
+            abi::kTVMFFIInt => ("int", Some(Json::Int(value.cast()?))),
+            abi::kTVMFFIFloat => ("float", Some(Json::Float(value.cast()?))),
+            abi::kTVMFFISmallStr | abi::kTVMFFIStr | abi::kTVMFFIRawStr => {
+                ("ffi.String", Some(text_of(&value)))
+            }
             abi::kTVMFFISmallBytes | abi::kTVMFFIBytes | abi::kTVMFFIByteArrayPtr => {
-                let bytes = value.cast::<crate::Bytes>()?;
-                (
-                    "ffi.Bytes".into(),
-                    Some(Any::from(base64_encode(bytes.as_bytes()))),
-                )
+                let bytes = crate::string::bytes_of_view(&value).unwrap_or_default();
+                ("ffi.Bytes", Some(Json::Str(base64_encode(bytes))))
             }
             abi::kTVMFFIDataType => (
-                "DataType".into(),
-                Some(Any::from(value.cast::<DataType>()?.to_string())),
+                "DataType",
+                Some(Json::Str(value.cast::<DataType>()?.to_string())),
             ),
             abi::kTVMFFIDevice => {
                 let d = value.cast::<Device>()?.0;
                 let pair = vec![
-                    Any::from(d.device_type as i64),
-                    Any::from(d.device_id as i64),
+                    Json::Int(d.device_type.into()),
+                    Json::Int(d.device_id.into()),
                 ];
-                ("Device".into(), Some(Array::from_vec(pair).into()))
+                ("Device", Some(Json::Array(pair)))
             }
             abi::kTVMFFIShape => {
-                let dims = value
-                    .cast::<Shape>()?
-                    .as_slice()
-                    .iter()
-                    .map(|d| Any::from(*d))
-                    .collect();
-                ("ffi.Shape".into(), Some(Array::from_vec(dims).into()))
+                let shape = value.cast::<Shape>()?;
+                let dims = shape.as_slice().iter().map(|d| Json::Int(*d)).collect();
+                ("ffi.Shape", Some(Json::Array(dims)))
             }
             abi::kTVMFFIBigInt => (
-                "ffi.BigInt".into(),
-                Some(Any::from(
+                "ffi.BigInt",
+                Some(Json::Str(
                     crate::bigint_text::to_decimal(value).unwrap_or_default(),
                 )),
             ),
@@ -200,7 +202,7 @@ impl GraphWriter {
                 ));
             }
         };
-        let node = node_of(&type_key, data);
+        let node = node_of(type_key, data);
         Ok(self.push(owned, node))
     }
 
@@ -229,23 +231,33 @@ impl GraphWriter {
         Ok(self.push(owned, node))
     }
 
-    fn indices(&mut self, items: impl Iterator<Item = Any>) -> Result<Any> {
+    fn indices<'a>(&mut self, items: impl Iterator<Item = AnyView<'a>>) -> Result<Json> {
         let indices = items
-            .map(|item| self.node(item.as_view()).map(|i| Any::from(i as i64)))
+            .map(|item| self.node(item).map(|i| Json::Int(i as i64)))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Array::from_vec(indices).into())
+        Ok(Json::Array(indices))
     }
 
-    fn object_data(&mut self, value: AnyView<'_>) -> Result<Any> {
+    fn object_data(&mut self, value: AnyView<'_>) -> Result<Json> {
         let t = value.type_index();
         match t {
-            abi::kTVMFFIArray => self.indices(value.cast::<Array>()?.iter().cloned()),
-            abi::kTVMFFIList => self.indices(value.cast::<List>()?.to_vec().into_iter()),
-            abi::kTVMFFIMap => self.indices(value.cast::<Map>()?.iter().flat_map(|(k, v)| [k, v])),
-            abi::kTVMFFIDict => {
-                self.indices(value.cast::<Dict>()?.iter().flat_map(|(k, v)| [k, v]))
+            abi::kTVMFFIArray => {
+                let array = value.as_object::<ArrayObj>().expect("an array");
+                self.indices(array.as_slice().iter().map(Any::as_view))
             }
-            _ if crate::enums::is_enum_type(t) => Ok(Any::from(
+            abi::kTVMFFIList => {
+                let items = value.cast::<List>()?.to_vec();
+                self.indices(items.iter().map(Any::as_view))
+            }
+            abi::kTVMFFIMap | abi::kTVMFFIDict => {
+                let entries: Vec<(Any, Any)> = if t == abi::kTVMFFIMap {
+                    value.cast::<Map>()?.iter().collect()
+                } else {
+                    value.cast::<Dict>()?.iter().collect()
+                };
+                self.indices(entries.iter().flat_map(|(k, v)| [k.as_view(), v.as_view()]))
+            }
+            _ if crate::enums::is_enum_type(t) => Ok(Json::Str(
                 crate::enums::entry_name(value).unwrap_or_default(),
             )),
             _ => {
@@ -255,17 +267,18 @@ impl GraphWriter {
                         format!("`{}` does not support ToJSONGraph", value.type_key()),
                     ));
                 }
-                let mut fields = Map::new();
+                let mut fields = Vec::new();
                 for field in serial_fields(t) {
                     let v = field.get(value)?;
-                    let data = if inline_field(&field) && !v.is_object() {
-                        v
-                    } else {
-                        Any::from(self.node(v.as_view())? as i64)
+                    let data = match v.type_index() {
+                        abi::kTVMFFIInt if inline_field(&field) => Json::Int(v.cast()?),
+                        abi::kTVMFFIFloat if inline_field(&field) => Json::Float(v.cast()?),
+                        abi::kTVMFFIBool if inline_field(&field) => Json::Bool(v.cast()?),
+                        _ => Json::Int(self.node(v.as_view())? as i64),
                     };
-                    fields.insert(field.name(), data);
+                    fields.push((field.name().to_owned(), data));
                 }
-                Ok(fields.into())
+                Ok(Json::Object(fields))
             }
         }
     }
@@ -329,41 +342,43 @@ pub(crate) fn create_blank(type_index: i32) -> Result<Any> {
     ))
 }
 
-/// The value of a JSON graph (as parsed JSON: a map with `root_index` and `nodes`).
+/// The value of a JSON graph given as a value (a map with `root_index` and `nodes`, as
+/// [`to_json_graph`] makes).
 pub fn from_json_graph(graph: AnyView<'_>) -> Result<Any> {
-    let graph: Map = graph.cast().map_err(|_| {
-        invalid(format!(
-            "expected a JSON object, got `{}`",
-            graph.type_key()
-        ))
-    })?;
-    let root = graph
-        .get("root_index")
-        .ok_or_else(|| invalid("missing `root_index`"))?
-        .cast::<i64>()
-        .map_err(|_| invalid("`root_index` is not an integer"))?;
-    let nodes: Array = graph
-        .get("nodes")
-        .ok_or_else(|| invalid("missing `nodes`"))?
-        .cast()
-        .map_err(|_| invalid("`nodes` is not a list"))?;
+    decode_graph(&Json::from_any(graph)?)
+}
+
+fn decode_graph(graph: &Json) -> Result<Any> {
+    if !matches!(graph, Json::Object(_)) {
+        return Err(invalid("expected a JSON object"));
+    }
+    let root = match graph.get("root_index") {
+        Some(Json::Int(i)) => *i,
+        Some(_) => return Err(invalid("`root_index` is not an integer")),
+        None => return Err(invalid("missing `root_index`")),
+    };
+    let nodes = match graph.get("nodes") {
+        Some(Json::Array(nodes)) => nodes,
+        Some(_) => return Err(invalid("`nodes` is not a list")),
+        None => return Err(invalid("missing `nodes`")),
+    };
     let mut reader = GraphReader {
+        nodes,
         done: vec![None; nodes.len()],
         active: vec![false; nodes.len()],
-        nodes,
         depth: 0,
     };
     reader.value(root)
 }
 
-struct GraphReader {
-    nodes: Array,
+struct GraphReader<'a> {
+    nodes: &'a [Json],
     done: Vec<Option<Any>>,
     active: Vec<bool>,
     depth: usize,
 }
 
-impl GraphReader {
+impl GraphReader<'_> {
     fn value(&mut self, index: i64) -> Result<Any> {
         let i = usize::try_from(index)
             .ok()
@@ -390,93 +405,75 @@ impl GraphReader {
         Ok(value)
     }
 
-    fn index_list(&mut self, data: Option<Any>, i: usize) -> Result<Vec<Any>> {
-        let data: Array = data
-            .ok_or_else(|| invalid(format!("node {i} has no `data`")))?
-            .cast()
-            .map_err(|_| invalid(format!("node {i}: `data` is not a list")))?;
-        data.iter()
-            .map(|x| {
-                let index = x
-                    .cast::<i64>()
-                    .map_err(|_| invalid(format!("node {i}: bad node index")))?;
-                self.value(index)
+    fn index_list(&mut self, data: Option<&Json>, i: usize) -> Result<Vec<Any>> {
+        let Some(Json::Array(items)) = data else {
+            return Err(invalid(format!(
+                "node {i}: `data` is not a list of node indices"
+            )));
+        };
+        items
+            .iter()
+            .map(|x| match x {
+                Json::Int(index) => self.value(*index),
+                _ => Err(invalid(format!("node {i}: bad node index"))),
             })
             .collect()
     }
 
     fn decode(&mut self, i: usize) -> Result<Any> {
-        let node: Map = self.nodes.as_slice()[i]
-            .cast()
-            .map_err(|_| invalid(format!("node {i} is not a JSON object")))?;
-        let type_key = node
-            .get("type")
-            .and_then(|t| t.cast::<std::string::String>().ok())
-            .ok_or_else(|| invalid(format!("node {i} has no string `type`")))?;
+        let node = &self.nodes[i];
+        let Some(Json::Str(type_key)) = node.get("type") else {
+            return Err(invalid(format!("node {i} has no string `type`")));
+        };
         let data = node.get("data");
         let need = |what: &str| invalid(format!("node {i} (`{type_key}`): expected {what}"));
+        let text = || match data {
+            Some(Json::Str(s)) => Ok(s.as_str()),
+            _ => Err(need("a string")),
+        };
         Ok(match type_key.as_str() {
             "None" => Any::none(),
-            "bool" => Any::from(
-                data.and_then(|d| d.cast::<bool>().ok())
-                    .ok_or_else(|| need("a bool"))?,
-            ),
+            "bool" => match data {
+                Some(Json::Bool(b)) => Any::from(*b),
+                _ => return Err(need("a bool")),
+            },
             "int" => match data {
-                Some(d) if d.type_index() == abi::kTVMFFIInt => d,
+                Some(Json::Int(v)) => Any::from(*v),
                 _ => return Err(need("an integer")),
             },
-            "float" => Any::from(
-                data.and_then(|d| d.cast::<f64>().ok())
-                    .ok_or_else(|| need("a number"))?,
+            "float" => match data {
+                Some(Json::Float(v)) => Any::from(*v),
+                Some(Json::Int(v)) => Any::from(*v as f64),
+                _ => return Err(need("a number")),
+            },
+            "ffi.String" => Any::from(text()?),
+            "ffi.Bytes" => crate::Bytes::from_bytes(&base64_decode(text()?)?).into(),
+            "DataType" => Any::from(
+                text()?
+                    .parse::<DataType>()
+                    .map_err(|e| invalid(format!("node {i}: {e}")))?,
             ),
-            "ffi.String" => {
-                let text = data
-                    .and_then(|d| d.cast::<crate::String>().ok())
-                    .ok_or_else(|| need("a string"))?;
-                text.into()
-            }
-            "ffi.Bytes" => {
-                let text = data
-                    .and_then(|d| d.cast::<std::string::String>().ok())
-                    .ok_or_else(|| need("base64 text"))?;
-                crate::Bytes::from_bytes(&base64_decode(&text)?).into()
-            }
-            "DataType" => {
-                let text = data
-                    .and_then(|d| d.cast::<std::string::String>().ok())
-                    .ok_or_else(|| need("dtype text"))?;
-                Any::from(
-                    text.parse::<DataType>()
-                        .map_err(|e| invalid(format!("node {i}: {e}")))?,
-                )
-            }
-            "Device" => {
-                let pair: Array = data
-                    .and_then(|d| d.cast().ok())
-                    .ok_or_else(|| need("[type, id]"))?;
-                let get = |k: usize| pair.get(k).and_then(|v| v.cast::<i64>().ok());
-                match (pair.len(), get(0), get(1)) {
-                    (2, Some(t), Some(id)) => Any::from(Device::new(t as i32, id as i32)),
+            "Device" => match data {
+                Some(Json::Array(pair)) => match pair.as_slice() {
+                    [Json::Int(t), Json::Int(id)] => Any::from(Device::new(*t as i32, *id as i32)),
                     _ => return Err(need("[type, id]")),
+                },
+                _ => return Err(need("[type, id]")),
+            },
+            "ffi.Shape" => match data {
+                Some(Json::Array(dims)) => {
+                    let dims = dims
+                        .iter()
+                        .map(|d| match d {
+                            Json::Int(d) => Ok(*d),
+                            _ => Err(need("integer dims")),
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    Shape::new(&dims).into()
                 }
-            }
-            "ffi.Shape" => {
-                let dims: Array = data
-                    .and_then(|d| d.cast().ok())
-                    .ok_or_else(|| need("a list of dims"))?;
-                let dims = dims
-                    .iter()
-                    .map(|d| d.cast::<i64>())
-                    .collect::<Result<Vec<_>>>()
-                    .map_err(|_| need("integer dims"))?;
-                Shape::new(&dims).into()
-            }
-            "ffi.BigInt" => {
-                let text = data
-                    .and_then(|d| d.cast::<std::string::String>().ok())
-                    .ok_or_else(|| need("decimal text"))?;
-                crate::bigint_text::from_decimal(&text)?
-            }
+                _ => return Err(need("a list of dims")),
+            },
+            "ffi.BigInt" => crate::bigint_text::from_decimal(text()?)?,
             "ffi.Array" => Array::from_vec(self.index_list(data, i)?).into(),
             "ffi.List" => self
                 .index_list(data, i)?
@@ -488,18 +485,18 @@ impl GraphReader {
                 if items.len() % 2 != 0 {
                     return Err(need("an even number of key and value indices"));
                 }
-                let pairs = items.chunks(2).map(|kv| (kv[0].clone(), kv[1].clone()));
+                let mut pairs = items.into_iter();
                 if type_key == "ffi.Map" {
                     let mut map = Map::new();
-                    pairs.for_each(|(k, v)| {
+                    while let (Some(k), Some(v)) = (pairs.next(), pairs.next()) {
                         map.insert(k, v);
-                    });
+                    }
                     map.into()
                 } else {
                     let dict = Dict::new();
-                    pairs.for_each(|(k, v)| {
+                    while let (Some(k), Some(v)) = (pairs.next(), pairs.next()) {
                         dict.insert(k, v);
-                    });
+                    }
                     dict.into()
                 }
             }
@@ -507,7 +504,7 @@ impl GraphReader {
         })
     }
 
-    fn object(&mut self, i: usize, type_key: &str, data: Option<Any>) -> Result<Any> {
+    fn object(&mut self, i: usize, type_key: &str, data: Option<&Json>) -> Result<Any> {
         let type_index = types::type_key_to_index(type_key).map_err(|_| {
             Error::new(
                 ErrorKind::KeyError,
@@ -515,30 +512,38 @@ impl GraphReader {
             )
         })?;
         if crate::enums::is_enum_type(type_index) {
-            let name = data
-                .and_then(|d| d.cast::<std::string::String>().ok())
-                .ok_or_else(|| {
-                    invalid(format!("node {i} (`{type_key}`): expected an entry name"))
-                })?;
-            return crate::enums::entry_by_name(type_key, &name);
+            let Some(Json::Str(name)) = data else {
+                return Err(invalid(format!(
+                    "node {i} (`{type_key}`): expected an entry name"
+                )));
+            };
+            return crate::enums::entry_by_name(type_key, name);
         }
-        let data: Map = data.and_then(|d| d.cast().ok()).ok_or_else(|| {
-            invalid(format!(
+        let Some(data @ Json::Object(_)) = data else {
+            return Err(invalid(format!(
                 "node {i} (`{type_key}`): `data` is not a JSON object of fields"
-            ))
-        })?;
+            )));
+        };
         let obj = create_blank(type_index)?;
         for field in serial_fields(type_index) {
             let value = match data.get(field.name()) {
-                Some(v) if inline_field(&field) => v,
-                Some(v) => {
-                    let index = v.cast::<i64>().map_err(|_| {
-                        invalid(format!(
-                            "node {i}: field `{}` is not a node index",
+                Some(v) if inline_field(&field) => match v {
+                    Json::Int(x) => Any::from(*x),
+                    Json::Float(x) => Any::from(*x),
+                    Json::Bool(x) => Any::from(*x),
+                    _ => {
+                        return Err(invalid(format!(
+                            "node {i}: field `{}` is not a plain number or bool",
                             field.name()
-                        ))
-                    })?;
-                    self.value(index)?
+                        )));
+                    }
+                },
+                Some(Json::Int(index)) => self.value(*index)?,
+                Some(_) => {
+                    return Err(invalid(format!(
+                        "node {i}: field `{}` is not a node index",
+                        field.name()
+                    )));
                 }
                 None => match field.default_value() {
                     Some(default)

@@ -1,6 +1,9 @@
 //! JSON text to and from values (`ffi.json.Parse`, `ffi.json.Stringify`): objects are `Map`s
 //! (keys in document order), arrays `Array`s, numbers `int` (when integral and within 64 bits)
 //! or `float`, and `NaN`/`Infinity`/`-Infinity` are accepted and written as JavaScript does.
+//!
+//! Text is read into and written from [`Json`], a plain Rust tree, which the JSON-graph code
+//! also works on directly (no runtime objects for the document's own structure).
 
 use std::fmt::Write as _;
 
@@ -10,8 +13,130 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::repr::format_g;
 use crate::{Array, Dict, List, Map, abi};
 
-/// Parses JSON `text`; a `ValueError` saying what was expected where (line, column, char).
+/// A JSON document as a Rust tree (objects keep their keys in document order).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Json {
+    /// `null`.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// An integral number within 64 bits.
+    Int(i64),
+    /// Any other number (`NaN` and the infinities included).
+    Float(f64),
+    /// A string.
+    Str(String),
+    /// An array.
+    Array(Vec<Json>),
+    /// An object.
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    /// The member `key` of an object (the last one of that name); `None` otherwise.
+    pub fn get(&self, key: &str) -> Option<&Json> {
+        match self {
+            Json::Object(members) => members.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The document as a value: objects become `Map`s, arrays `Array`s.
+    pub fn to_any(&self) -> Any {
+        match self {
+            Json::Null => Any::none(),
+            Json::Bool(b) => Any::from(*b),
+            Json::Int(i) => Any::from(*i),
+            Json::Float(x) => Any::from(*x),
+            Json::Str(s) => Any::from(s.as_str()),
+            Json::Array(items) => Array::from_vec(items.iter().map(Json::to_any).collect()).into(),
+            Json::Object(members) => {
+                let mut map = Map::new();
+                for (k, v) in members {
+                    map.insert(k.as_str(), v.to_any());
+                }
+                map.into()
+            }
+        }
+    }
+
+    /// The document a value stands for; a `ValueError` for values JSON cannot hold (non-string
+    /// keys, objects other than containers and strings).
+    pub fn from_any(value: AnyView<'_>) -> Result<Json> {
+        from_any_at(value, 0)
+    }
+
+    /// The JSON text, compact or indented by `indent` spaces.
+    pub fn write(&self, indent: Option<usize>) -> String {
+        let mut out = String::new();
+        Writer {
+            indent,
+            out: &mut out,
+        }
+        .value(self, 0);
+        out
+    }
+}
+
+fn from_any_at(value: AnyView<'_>, level: usize) -> Result<Json> {
+    if level > 10_000 {
+        return Err(Error::new(
+            ErrorKind::ValueError,
+            "value nested too deeply for JSON",
+        ));
+    }
+    let seq = |items: &[Any]| -> Result<Json> {
+        let items = items.iter().map(|v| from_any_at(v.as_view(), level + 1));
+        Ok(Json::Array(items.collect::<Result<_>>()?))
+    };
+    let map = |entries: &mut dyn Iterator<Item = (Any, Any)>| -> Result<Json> {
+        let mut members = Vec::new();
+        for (k, v) in entries {
+            let key = k.cast::<crate::String>().map_err(|_| {
+                Error::new(
+                    ErrorKind::ValueError,
+                    format!("Expect key to be string, got `{}`", k.type_key()),
+                )
+            })?;
+            members.push((
+                key.to_string_lossy().into_owned(),
+                from_any_at(v.as_view(), level + 1)?,
+            ));
+        }
+        Ok(Json::Object(members))
+    };
+    Ok(match value.type_index() {
+        abi::kTVMFFINone => Json::Null,
+        abi::kTVMFFIBool => Json::Bool(value.cast()?),
+        abi::kTVMFFIInt => Json::Int(value.cast()?),
+        abi::kTVMFFIFloat => Json::Float(value.cast()?),
+        abi::kTVMFFISmallStr | abi::kTVMFFIStr | abi::kTVMFFIRawStr => Json::Str(
+            value
+                .cast::<crate::String>()?
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        abi::kTVMFFIArray => seq(value.cast::<Array>()?.as_slice())?,
+        abi::kTVMFFIList => seq(&value.cast::<List>()?.to_vec())?,
+        abi::kTVMFFIMap => map(&mut value.cast::<Map>()?.iter())?,
+        abi::kTVMFFIDict => map(&mut value.cast::<Dict>()?.iter())?,
+        _ => {
+            return Err(Error::new(
+                ErrorKind::ValueError,
+                format!("Unsupported type: `{}`", value.type_key()),
+            ));
+        }
+    })
+}
+
+/// Parses JSON `text` into a value; a `ValueError` saying what was expected where (line,
+/// column, char).
 pub fn parse(text: &str) -> Result<Any> {
+    Ok(parse_tree(text)?.to_any())
+}
+
+/// Parses JSON `text` into a [`Json`] tree; errors as [`parse`].
+pub fn parse_tree(text: &str) -> Result<Json> {
     let mut p = Parser {
         s: text.as_bytes(),
         pos: 0,
@@ -68,7 +193,7 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self) -> Result<Any> {
+    fn value(&mut self) -> Result<Json> {
         self.depth += 1;
         if self.depth > 10_000 {
             return Err(self.error("JSON nested too deeply"));
@@ -78,23 +203,23 @@ impl Parser<'_> {
         result
     }
 
-    fn value_inner(&mut self) -> Result<Any> {
+    fn value_inner(&mut self) -> Result<Json> {
         match self.s.get(self.pos) {
             Some(b'{') => self.object(),
             Some(b'[') => self.array(),
-            Some(b'"') => Ok(Any::from(self.string()?)),
-            Some(b't') if self.eat("true") => Ok(Any::from(true)),
-            Some(b'f') if self.eat("false") => Ok(Any::from(false)),
-            Some(b'n') if self.eat("null") => Ok(Any::none()),
-            Some(b'N') if self.eat("NaN") => Ok(Any::from(f64::NAN)),
-            Some(b'I') if self.eat("Infinity") => Ok(Any::from(f64::INFINITY)),
-            Some(b'-') if self.eat("-Infinity") => Ok(Any::from(f64::NEG_INFINITY)),
+            Some(b'"') => Ok(Json::Str(self.string()?)),
+            Some(b't') if self.eat("true") => Ok(Json::Bool(true)),
+            Some(b'f') if self.eat("false") => Ok(Json::Bool(false)),
+            Some(b'n') if self.eat("null") => Ok(Json::Null),
+            Some(b'N') if self.eat("NaN") => Ok(Json::Float(f64::NAN)),
+            Some(b'I') if self.eat("Infinity") => Ok(Json::Float(f64::INFINITY)),
+            Some(b'-') if self.eat("-Infinity") => Ok(Json::Float(f64::NEG_INFINITY)),
             Some(b'-' | b'0'..=b'9') => self.number(),
             _ => Err(self.error("Expecting value")),
         }
     }
 
-    fn number(&mut self) -> Result<Any> {
+    fn number(&mut self) -> Result<Json> {
         let start = self.pos;
         if self.s[self.pos] == b'-' {
             self.pos += 1;
@@ -127,10 +252,10 @@ impl Parser<'_> {
         }
         let text = &self.text[start..self.pos];
         if !is_float && let Ok(v) = text.parse::<i64>() {
-            return Ok(Any::from(v));
+            return Ok(Json::Int(v));
         }
         match text.parse::<f64>() {
-            Ok(v) if v.is_finite() => Ok(Any::from(v)),
+            Ok(v) if v.is_finite() => Ok(Json::Float(v)),
             _ => {
                 self.pos = start;
                 Err(self.error("Expecting value"))
@@ -210,12 +335,12 @@ impl Parser<'_> {
         }
     }
 
-    fn array(&mut self) -> Result<Any> {
+    fn array(&mut self) -> Result<Json> {
         self.pos += 1;
         let mut items = Vec::new();
         self.ws();
         if self.eat("]") {
-            return Ok(Array::from_vec(items).into());
+            return Ok(Json::Array(items));
         }
         loop {
             self.ws();
@@ -225,18 +350,18 @@ impl Parser<'_> {
                 continue;
             }
             if self.eat("]") {
-                return Ok(Array::from_vec(items).into());
+                return Ok(Json::Array(items));
             }
             return Err(self.error("Expecting ',' delimiter"));
         }
     }
 
-    fn object(&mut self) -> Result<Any> {
+    fn object(&mut self) -> Result<Json> {
         self.pos += 1;
-        let mut map = Map::new();
+        let mut members = Vec::new();
         self.ws();
         if self.eat("}") {
-            return Ok(map.into());
+            return Ok(Json::Object(members));
         }
         loop {
             self.ws();
@@ -250,13 +375,13 @@ impl Parser<'_> {
             }
             self.ws();
             let value = self.value()?;
-            map.insert(key, value);
+            members.push((key, value));
             self.ws();
             if self.eat(",") {
                 continue;
             }
             if self.eat("}") {
-                return Ok(map.into());
+                return Ok(Json::Object(members));
             }
             return Err(self.error("Expecting ',' delimiter"));
         }
@@ -266,13 +391,7 @@ impl Parser<'_> {
 /// Writes `value` as JSON text, compact or indented by `indent` spaces; a `ValueError` for
 /// values JSON cannot hold (non-string keys, objects other than containers and strings).
 pub fn stringify(value: AnyView<'_>, indent: Option<usize>) -> Result<String> {
-    let mut out = String::new();
-    Writer {
-        indent,
-        out: &mut out,
-    }
-    .value(value, 0)?;
-    Ok(out)
+    Ok(Json::from_any(value)?.write(indent))
 }
 
 /// The JSON text of a float: `%.17g`, with `.0` added to integral values.
@@ -293,21 +412,28 @@ pub fn float_text(x: f64) -> String {
 /// Appends a JSON string literal (non-ASCII written as is).
 pub fn quote_json(text: &str, out: &mut String) {
     out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+    let mut start = 0;
+    for (i, b) in text.bytes().enumerate() {
+        let escaped = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b if b < 0x20 => "",
+            _ => continue,
+        };
+        out.push_str(&text[start..i]);
+        if escaped.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(escaped);
         }
+        start = i + 1;
     }
+    out.push_str(&text[start..]);
     out.push('"');
 }
 
@@ -324,85 +450,49 @@ impl Writer<'_> {
         }
     }
 
-    fn value(&mut self, value: AnyView<'_>, level: usize) -> Result<()> {
-        if level > 10_000 {
-            return Err(Error::new(
-                ErrorKind::ValueError,
-                "value nested too deeply for JSON",
-            ));
-        }
-        match value.type_index() {
-            abi::kTVMFFINone => self.out.push_str("null"),
-            abi::kTVMFFIBool => self.out.push_str(if value.cast::<bool>()? {
-                "true"
-            } else {
-                "false"
-            }),
-            abi::kTVMFFIInt => {
-                let _ = write!(self.out, "{}", value.cast::<i64>()?);
+    fn value(&mut self, value: &Json, level: usize) {
+        match value {
+            Json::Null => self.out.push_str("null"),
+            Json::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
+            Json::Int(i) => {
+                let _ = write!(self.out, "{i}");
             }
-            abi::kTVMFFIFloat => self.out.push_str(&float_text(value.cast::<f64>()?)),
-            abi::kTVMFFISmallStr | abi::kTVMFFIStr | abi::kTVMFFIRawStr => {
-                let text = value.cast::<crate::String>()?;
-                quote_json(&text.to_string_lossy(), self.out);
+            Json::Float(x) => self.out.push_str(&float_text(*x)),
+            Json::Str(s) => quote_json(s, self.out),
+            Json::Array(items) => {
+                self.out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(',');
+                    }
+                    self.newline(level + 1);
+                    self.value(item, level + 1);
+                }
+                if !items.is_empty() {
+                    self.newline(level);
+                }
+                self.out.push(']');
             }
-            abi::kTVMFFIArray => self.seq(value.cast::<Array>()?.as_slice(), level)?,
-            abi::kTVMFFIList => self.seq(&value.cast::<List>()?.to_vec(), level)?,
-            abi::kTVMFFIMap => self.map(value.cast::<Map>()?.iter(), level)?,
-            abi::kTVMFFIDict => self.map(value.cast::<Dict>()?.iter(), level)?,
-            _ => {
-                return Err(Error::new(
-                    ErrorKind::ValueError,
-                    format!("Unsupported type: `{}`", value.type_key()),
-                ));
+            Json::Object(members) => {
+                self.out.push('{');
+                for (i, (k, v)) in members.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(',');
+                    }
+                    self.newline(level + 1);
+                    quote_json(k, self.out);
+                    self.out.push(':');
+                    if self.indent.is_some() {
+                        self.out.push(' ');
+                    }
+                    self.value(v, level + 1);
+                }
+                if !members.is_empty() {
+                    self.newline(level);
+                }
+                self.out.push('}');
             }
         }
-        Ok(())
-    }
-
-    fn seq(&mut self, items: &[Any], level: usize) -> Result<()> {
-        self.out.push('[');
-        for (i, item) in items.iter().enumerate() {
-            if i > 0 {
-                self.out.push(',');
-            }
-            self.newline(level + 1);
-            self.value(item.as_view(), level + 1)?;
-        }
-        if !items.is_empty() {
-            self.newline(level);
-        }
-        self.out.push(']');
-        Ok(())
-    }
-
-    fn map(&mut self, entries: impl Iterator<Item = (Any, Any)>, level: usize) -> Result<()> {
-        self.out.push('{');
-        let mut any = false;
-        for (i, (k, v)) in entries.enumerate() {
-            if i > 0 {
-                self.out.push(',');
-            }
-            any = true;
-            self.newline(level + 1);
-            let key = k.cast::<crate::String>().map_err(|_| {
-                Error::new(
-                    ErrorKind::ValueError,
-                    format!("Expect key to be string, got `{}`", k.type_key()),
-                )
-            })?;
-            quote_json(&key.to_string_lossy(), self.out);
-            self.out.push(':');
-            if self.indent.is_some() {
-                self.out.push(' ');
-            }
-            self.value(v.as_view(), level + 1)?;
-        }
-        if any {
-            self.newline(level);
-        }
-        self.out.push('}');
-        Ok(())
     }
 }
 

@@ -3,14 +3,15 @@
 
 use std::collections::HashMap;
 
-use super::{FactCache, MAX_DEPTH, SEqHashKind, canonical_index, tensor_bytes, too_deep};
+use super::{FactCache, MAX_DEPTH, SEqHashKind, canonical_index, content, tensor_bytes, too_deep};
 use crate::abi;
 use crate::access_path::{AccessKind, AccessPath, AccessStep};
 use crate::any::{Any, AnyView};
+use crate::containers::array::ArrayObj;
 use crate::containers::map::MapRead;
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
-use crate::{Array, Dict, List, Map, Shape, Tensor};
+use crate::{Dict, List, Map, Shape, Tensor};
 
 /// Whether `lhs` and `rhs` are structurally equal (see the [module](super) documentation).
 pub fn structural_equal(
@@ -131,8 +132,7 @@ impl Equal {
                 let (a, b) = (lhs.cast::<f64>()?, rhs.cast::<f64>()?);
                 a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
             }
-            abi::kTVMFFIStr => lhs.cast::<crate::String>()? == rhs.cast::<crate::String>()?,
-            abi::kTVMFFIBytes => lhs.cast::<crate::Bytes>()? == rhs.cast::<crate::Bytes>()?,
+            abi::kTVMFFIStr | abi::kTVMFFIBytes => content(&lhs) == content(&rhs),
             t if t >= abi::kTVMFFIStaticObjectBegin => {
                 self.depth += 1;
                 if self.depth > MAX_DEPTH {
@@ -158,7 +158,8 @@ impl Equal {
                 if lp == rp && self.lhs_to_rhs.is_empty() {
                     return Ok(true);
                 }
-                let (a, b): (Array, Array) = (lhs.cast()?, rhs.cast()?);
+                let a = lhs.as_object::<ArrayObj>().expect("an array");
+                let b = rhs.as_object::<ArrayObj>().expect("an array");
                 self.eq_seq(a.as_slice(), b.as_slice())
             }
             abi::kTVMFFIList => {

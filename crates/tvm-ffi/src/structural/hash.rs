@@ -4,15 +4,17 @@
 use std::collections::HashMap;
 
 use super::{
-    FactCache, MAX_DEPTH, SEqHashKind, canonical_index, equal::HookSlot, tensor_bytes, too_deep,
+    FactCache, MAX_DEPTH, SEqHashKind, canonical_index, content, equal::HookSlot, fast_hash_bytes,
+    tensor_bytes, too_deep,
 };
 use crate::abi;
 use crate::any::{Any, AnyView};
+use crate::containers::array::ArrayObj;
 use crate::containers::hash::{hash_bytes, hash_combine};
 use crate::containers::map::MapRead;
 use crate::error::Result;
 use crate::function::Function;
-use crate::{Array, Dict, List, Map, Shape, Tensor};
+use crate::{Dict, List, Map, Shape, Tensor};
 
 /// The structural hash of `value` (see the [module](super) documentation).
 pub fn structural_hash(
@@ -64,11 +66,8 @@ impl Hasher {
                 };
                 hash_combine(seed, bits)
             }
-            abi::kTVMFFIStr => {
-                hash_combine(seed, hash_bytes(value.cast::<crate::String>()?.as_bytes()))
-            }
-            abi::kTVMFFIBytes => {
-                hash_combine(seed, hash_bytes(value.cast::<crate::Bytes>()?.as_bytes()))
+            abi::kTVMFFIStr | abi::kTVMFFIBytes => {
+                hash_combine(seed, fast_hash_bytes(content(&value).unwrap_or_default()))
             }
             t if t >= abi::kTVMFFIStaticObjectBegin => {
                 self.depth += 1;
@@ -107,7 +106,10 @@ impl Hasher {
         let seed = t as u64;
         let ptr = value.as_object_ptr().expect("object") as usize;
         Ok(match t {
-            abi::kTVMFFIArray => self.hash_seq(seed, value.cast::<Array>()?.as_slice())?,
+            abi::kTVMFFIArray => {
+                let array = value.as_object::<ArrayObj>().expect("an array");
+                self.hash_seq(seed, array.as_slice())?
+            }
             abi::kTVMFFIList => self.hash_seq(seed, &value.cast::<List>()?.to_vec())?,
             abi::kTVMFFIMap => self.hash_map(seed, &value.cast::<Map>()?)?,
             abi::kTVMFFIDict => self.hash_map(seed, &value.cast::<Dict>()?)?,

@@ -31,6 +31,7 @@ pub use hash::structural_hash;
 pub use key::{StructuralKey, StructuralKeyObj};
 
 use crate::abi;
+use crate::any::AnyView;
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 use crate::reflection::{self, FieldRef};
@@ -165,6 +166,32 @@ pub(crate) fn canonical_index(type_index: i32) -> i32 {
         abi::kTVMFFISmallBytes | abi::kTVMFFIByteArrayPtr => abi::kTVMFFIBytes,
         t => t,
     }
+}
+
+/// A fast, process-independent hash of a byte string (8-byte words folded with a multiply-rotate
+/// mixer; the length is mixed in, so a zero tail differs from no tail).
+pub(crate) fn fast_hash_bytes(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
+        h = (h ^ word).wrapping_mul(K).rotate_left(31);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(word))
+            .wrapping_mul(K)
+            .rotate_left(31);
+    }
+    h ^ (h >> 29)
+}
+
+/// The content of a string or bytes value, borrowed from it.
+pub(crate) fn content<'a>(value: &'a AnyView<'_>) -> Option<&'a [u8]> {
+    crate::string::bytes_of_view(value)
 }
 
 /// The bytes of a tensor's elements, for content comparison and hashing: only for contiguous
