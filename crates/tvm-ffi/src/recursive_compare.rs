@@ -18,7 +18,7 @@ use crate::function::Function;
 use crate::reflection;
 use crate::structural::canonical_index;
 use crate::type_attr::TypeAttr;
-use crate::{Array, Dict, List, Map, Shape};
+use crate::{Dict, List, Map, Shape};
 
 static EQ_HOOK: TypeAttr = TypeAttr::new("__ffi_eq__");
 static HASH_HOOK: TypeAttr = TypeAttr::new("__ffi_hash__");
@@ -47,34 +47,47 @@ struct Compare {
     depth: usize,
 }
 
-fn strings(v: &AnyView<'_>) -> Option<Vec<u8>> {
-    match canonical_index(v.type_index()) {
-        abi::kTVMFFIStr => v
-            .cast::<crate::String>()
-            .ok()
-            .map(|s| s.as_bytes().to_vec()),
-        abi::kTVMFFIBytes => v.cast::<crate::Bytes>().ok().map(|s| s.as_bytes().to_vec()),
-        _ => None,
-    }
+fn strings<'a>(v: &'a AnyView<'_>) -> Option<&'a [u8]> {
+    crate::string::bytes_of_view(v)
 }
 
-fn seq_of(v: &AnyView<'_>) -> Result<Option<Vec<Any>>> {
+/// The items of a sequence: borrowed from an array, copied from a list (which may change while
+/// it is compared) or a shape.
+fn seq_of<'a>(v: &AnyView<'a>) -> Result<Option<std::borrow::Cow<'a, [Any]>>> {
+    use std::borrow::Cow;
     Ok(match v.type_index() {
-        abi::kTVMFFIArray => Some(v.cast::<Array>()?.as_slice().to_vec()),
-        abi::kTVMFFIList => Some(v.cast::<List>()?.to_vec()),
-        abi::kTVMFFIShape => Some(
+        abi::kTVMFFIArray => Some(Cow::Borrowed(
+            v.as_object::<crate::containers::array::ArrayObj>()
+                .expect("an array")
+                .as_slice(),
+        )),
+        abi::kTVMFFIList => Some(Cow::Owned(v.cast::<List>()?.to_vec())),
+        abi::kTVMFFIShape => Some(Cow::Owned(
             v.cast::<Shape>()?
                 .as_slice()
                 .iter()
                 .map(|d| Any::from(*d))
                 .collect(),
-        ),
+        )),
         _ => None,
     })
 }
 
 fn type_name(v: &AnyView<'_>) -> String {
     v.type_key()
+}
+
+/// Whether a cycle can pass through objects of this type: immutable arrays, maps, strings and
+/// shapes can only be part of one through a mutable object, which is tracked instead.
+fn may_cycle(type_index: i32) -> bool {
+    !matches!(
+        type_index,
+        abi::kTVMFFIArray
+            | abi::kTVMFFIMap
+            | abi::kTVMFFIShape
+            | abi::kTVMFFIStr
+            | abi::kTVMFFIBytes
+    )
 }
 
 impl Compare {
@@ -112,13 +125,16 @@ impl Compare {
             return Ok(true);
         }
         let pair = (pa as usize, pb as usize);
-        if !self.active.insert(pair) {
+        let tracked = may_cycle(a.type_index());
+        if tracked && !self.active.insert(pair) {
             return Ok(true);
         }
         self.enter()?;
         let result = self.eq_objects(a, b);
         self.depth -= 1;
-        self.active.remove(&pair);
+        if tracked {
+            self.active.remove(&pair);
+        }
         result
     }
 
@@ -127,7 +143,7 @@ impl Compare {
             if x.len() != y.len() {
                 return Ok(false);
             }
-            for (x, y) in x.iter().zip(&y) {
+            for (x, y) in x.iter().zip(y.iter()) {
                 if !self.eq(x.as_view(), y.as_view())? {
                     return Ok(false);
                 }
@@ -225,19 +241,22 @@ impl Compare {
             return Ok(Ordering::Equal);
         }
         let pair = (pa as usize, pb as usize);
-        if !self.active.insert(pair) {
+        let tracked = may_cycle(a.type_index());
+        if tracked && !self.active.insert(pair) {
             return Ok(Ordering::Equal);
         }
         self.enter()?;
         let result = self.cmp_objects(a, b);
         self.depth -= 1;
-        self.active.remove(&pair);
+        if tracked {
+            self.active.remove(&pair);
+        }
         result
     }
 
     fn cmp_objects(&mut self, a: AnyView<'_>, b: AnyView<'_>) -> Result<Ordering> {
         if let (Some(x), Some(y)) = (seq_of(&a)?, seq_of(&b)?) {
-            for (x, y) in x.iter().zip(&y) {
+            for (x, y) in x.iter().zip(y.iter()) {
                 let order = self.cmp(x.as_view(), y.as_view())?;
                 if order != Ordering::Equal {
                     return Ok(order);
@@ -286,13 +305,16 @@ impl Compare {
             }));
         };
         let key = (ptr as usize, 0);
-        if !self.active.insert(key) {
+        let tracked = may_cycle(v.type_index());
+        if tracked && !self.active.insert(key) {
             return Ok(t as u64);
         }
         self.enter()?;
         let result = self.hash_object(v);
         self.depth -= 1;
-        self.active.remove(&key);
+        if tracked {
+            self.active.remove(&key);
+        }
         result
     }
 
@@ -300,7 +322,7 @@ impl Compare {
         let t = v.type_index();
         let mut h = t as u64;
         if let Some(items) = seq_of(&v)? {
-            for item in &items {
+            for item in items.iter() {
                 h = hash_combine(h, self.hash(item.as_view())?);
             }
             return Ok(hash_combine(h, items.len() as u64));

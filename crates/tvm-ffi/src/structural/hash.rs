@@ -54,19 +54,24 @@ struct Hasher {
 
 impl Hasher {
     fn hash(&mut self, value: AnyView<'_>) -> Result<u64> {
-        let t = canonical_index(value.type_index());
-        let seed = t as u64;
+        let raw = value.as_raw();
+        // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
+        let bits = unsafe { raw.payload.v_uint64 };
+        let t = raw.type_index;
         Ok(match t {
             abi::kTVMFFIFloat => {
-                let x = value.cast::<f64>()?;
-                let bits = if x.is_nan() {
-                    f64::NAN.to_bits()
-                } else {
-                    x.to_bits()
-                };
-                hash_combine(seed, bits)
+                let x = f64::from_bits(bits);
+                let bits = if x.is_nan() { f64::NAN.to_bits() } else { bits };
+                hash_combine(t as u64, bits)
             }
-            abi::kTVMFFIStr | abi::kTVMFFIBytes => {
+            t if t < abi::kTVMFFIRawStr => hash_combine(t as u64, bits),
+            abi::kTVMFFISmallStr
+            | abi::kTVMFFIStr
+            | abi::kTVMFFIRawStr
+            | abi::kTVMFFISmallBytes
+            | abi::kTVMFFIBytes
+            | abi::kTVMFFIByteArrayPtr => {
+                let seed = canonical_index(t) as u64;
                 hash_combine(seed, fast_hash_bytes(content(&value).unwrap_or_default()))
             }
             t if t >= abi::kTVMFFIStaticObjectBegin => {
@@ -78,8 +83,7 @@ impl Hasher {
                 self.depth -= 1;
                 result?
             }
-            // SAFETY: plain values keep all their state in the 8 payload bytes.
-            _ => hash_combine(seed, unsafe { value.as_raw().payload.v_uint64 }),
+            _ => hash_combine(t as u64, bits),
         })
     }
 

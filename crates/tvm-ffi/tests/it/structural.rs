@@ -227,3 +227,28 @@ fn json_graph_refuses_bad_input() {
     list.clear();
     assert!(json::parse("[1,]").is_err());
 }
+
+#[test]
+fn recursive_comparison_handles_cycles() {
+    let make = |v: i64| {
+        let list = tvm_ffi::List::new();
+        list.push(v);
+        list.push(arr(vec![list.clone().into()]));
+        list
+    };
+    let (a, b, c) = (make(1), make(1), make(2));
+    let (va, vb, vc) = (
+        Any::from(a.clone()),
+        Any::from(b.clone()),
+        Any::from(c.clone()),
+    );
+    assert!(recursive_eq(va.as_view(), vb.as_view()).unwrap());
+    assert!(!recursive_eq(va.as_view(), vc.as_view()).unwrap());
+    assert_eq!(
+        recursive_hash(va.as_view()).unwrap(),
+        recursive_hash(vb.as_view()).unwrap()
+    );
+    for list in [a, b, c] {
+        list.clear();
+    }
+}
