@@ -230,7 +230,7 @@ impl Compare {
             _ => {}
         }
         if let (Some(x), Some(y)) = (strings(&a), strings(&b)) {
-            return Ok(x.cmp(&y));
+            return Ok(x.cmp(y));
         }
         let (Some(pa), Some(pb)) = (a.as_object_ptr(), b.as_object_ptr()) else {
             // SAFETY: plain values keep all their state in the 8 payload bytes.
@@ -296,7 +296,7 @@ impl Compare {
             return Ok(hash_combine(t as u64, bits));
         }
         if let Some(bytes) = strings(&v) {
-            return Ok(hash_combine(t as u64, hash_bytes(&bytes)));
+            return Ok(hash_combine(t as u64, hash_bytes(bytes)));
         }
         let Some(ptr) = v.as_object_ptr() else {
             // SAFETY: plain values keep all their state in the 8 payload bytes.

@@ -237,10 +237,8 @@ impl Equal {
             let (rx, ry) = (x.as_raw(), y.as_raw());
             // Identical plain values need no call (the common case of leaves).
             // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
-            if rx.type_index == ry.type_index
-                && rx.type_index < abi::kTVMFFISmallStr
-                && unsafe { rx.payload.v_uint64 == ry.payload.v_uint64 }
-            {
+            let same_bits = unsafe { rx.payload.v_uint64 == ry.payload.v_uint64 };
+            if rx.type_index == ry.type_index && rx.type_index < abi::kTVMFFISmallStr && same_bits {
                 continue;
             }
             if !self.with_step(Step::Index(i as i64), |s| s.eq(x.as_view(), y.as_view()))? {
