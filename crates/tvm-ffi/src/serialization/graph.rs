@@ -14,6 +14,7 @@
 //! inline, others as node indices. Objects are rebuilt through their type's creator (or
 //! `__ffi_new__`) and field setters.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::json::Json;
@@ -58,7 +59,7 @@ pub fn to_json_graph_string(value: AnyView<'_>, metadata: AnyView<'_>) -> Result
 }
 
 /// The JSON graph of `value` as a [`Json`] tree.
-fn graph_tree(value: AnyView<'_>, metadata: AnyView<'_>) -> Result<Json> {
+fn graph_tree(value: AnyView<'_>, metadata: AnyView<'_>) -> Result<Json<'static>> {
     let mut writer = GraphWriter {
         nodes: Vec::new(),
         index: HashMap::new(),
@@ -66,11 +67,11 @@ fn graph_tree(value: AnyView<'_>, metadata: AnyView<'_>) -> Result<Json> {
     };
     let root = writer.node(value)?;
     let mut graph = vec![
-        ("root_index".to_owned(), Json::Int(root as i64)),
-        ("nodes".to_owned(), Json::Array(writer.nodes)),
+        (Cow::Borrowed("root_index"), Json::Int(root as i64)),
+        (Cow::Borrowed("nodes"), Json::Array(writer.nodes)),
     ];
     if !metadata.is_none() {
-        graph.push(("metadata".to_owned(), Json::from_any(metadata)?));
+        graph.push((Cow::Borrowed("metadata"), Json::from_any(metadata)?));
     }
     Ok(Json::Object(graph))
 }
@@ -85,23 +86,24 @@ fn invalid(what: impl std::fmt::Display) -> Error {
 }
 
 struct GraphWriter {
-    nodes: Vec<Json>,
+    nodes: Vec<Json<'static>>,
     index: HashMap<NodeKey, usize>,
     /// Objects being written (to refuse cycles instead of recursing forever).
     active: Vec<usize>,
 }
 
-fn node_of(type_key: &str, data: Option<Json>) -> Json {
-    let mut node = vec![("type".to_owned(), Json::Str(type_key.to_owned()))];
+fn node_of(type_key: Cow<'static, str>, data: Option<Json<'static>>) -> Json<'static> {
+    let mut node = Vec::with_capacity(2);
+    node.push((Cow::Borrowed("type"), Json::Str(type_key)));
     if let Some(data) = data {
-        node.push(("data".to_owned(), data));
+        node.push((Cow::Borrowed("data"), data));
     }
     Json::Object(node)
 }
 
-fn text_of(value: &AnyView<'_>) -> Json {
+fn text_of(value: &AnyView<'_>) -> Json<'static> {
     let bytes = crate::string::bytes_of_view(value).unwrap_or_default();
-    Json::Str(String::from_utf8_lossy(bytes).into_owned())
+    Json::Str(Cow::Owned(String::from_utf8_lossy(bytes).into_owned()))
 }
 
 const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -145,7 +147,7 @@ fn base64_decode(text: &str) -> Result<Vec<u8>> {
 }
 
 impl GraphWriter {
-    fn push(&mut self, key: Any, node: Json) -> usize {
+    fn push(&mut self, key: Any, node: Json<'static>) -> usize {
         let index = self.nodes.len();
         self.nodes.push(node);
         self.index.insert(NodeKey(key), index);
@@ -159,7 +161,7 @@ impl GraphWriter {
         }
         let NodeKey(owned) = key;
         let t = value.type_index();
-        let (type_key, data): (&str, Option<Json>) = match t {
+        let (type_key, data): (&'static str, Option<Json<'static>>) = match t {
             abi::kTVMFFINone => ("None", None),
             abi::kTVMFFIBool => ("bool", Some(Json::Bool(value.cast()?))),
             abi::kTVMFFIInt => ("int", Some(Json::Int(value.cast()?))),
@@ -169,11 +171,14 @@ impl GraphWriter {
             }
             abi::kTVMFFISmallBytes | abi::kTVMFFIBytes | abi::kTVMFFIByteArrayPtr => {
                 let bytes = crate::string::bytes_of_view(&value).unwrap_or_default();
-                ("ffi.Bytes", Some(Json::Str(base64_encode(bytes))))
+                (
+                    "ffi.Bytes",
+                    Some(Json::Str(Cow::Owned(base64_encode(bytes)))),
+                )
             }
             abi::kTVMFFIDataType => (
                 "DataType",
-                Some(Json::Str(value.cast::<DataType>()?.to_string())),
+                Some(Json::Str(Cow::Owned(value.cast::<DataType>()?.to_string()))),
             ),
             abi::kTVMFFIDevice => {
                 let d = value.cast::<Device>()?.0;
@@ -190,9 +195,9 @@ impl GraphWriter {
             }
             abi::kTVMFFIBigInt => (
                 "ffi.BigInt",
-                Some(Json::Str(
+                Some(Json::Str(Cow::Owned(
                     crate::bigint_text::to_decimal(value).unwrap_or_default(),
-                )),
+                ))),
             ),
             t if t >= abi::kTVMFFIStaticObjectBegin => return self.object_node(value, owned),
             _ => {
@@ -202,7 +207,7 @@ impl GraphWriter {
                 ));
             }
         };
-        let node = node_of(type_key, data);
+        let node = node_of(Cow::Borrowed(type_key), data);
         Ok(self.push(owned, node))
     }
 
@@ -227,18 +232,18 @@ impl GraphWriter {
         let result = self.object_data(value);
         self.active.pop();
         let data = result?;
-        let node = node_of(&value.type_key(), Some(data));
+        let node = node_of(Cow::Owned(value.type_key()), Some(data));
         Ok(self.push(owned, node))
     }
 
-    fn indices<'a>(&mut self, items: impl Iterator<Item = AnyView<'a>>) -> Result<Json> {
+    fn indices<'a>(&mut self, items: impl Iterator<Item = AnyView<'a>>) -> Result<Json<'static>> {
         let indices = items
             .map(|item| self.node(item).map(|i| Json::Int(i as i64)))
             .collect::<Result<Vec<_>>>()?;
         Ok(Json::Array(indices))
     }
 
-    fn object_data(&mut self, value: AnyView<'_>) -> Result<Json> {
+    fn object_data(&mut self, value: AnyView<'_>) -> Result<Json<'static>> {
         let t = value.type_index();
         match t {
             abi::kTVMFFIArray => {
@@ -257,9 +262,9 @@ impl GraphWriter {
                 };
                 self.indices(entries.iter().flat_map(|(k, v)| [k.as_view(), v.as_view()]))
             }
-            _ if crate::enums::is_enum_type(t) => Ok(Json::Str(
+            _ if crate::enums::is_enum_type(t) => Ok(Json::Str(Cow::Owned(
                 crate::enums::entry_name(value).unwrap_or_default(),
-            )),
+            ))),
             _ => {
                 if !creatable(t) {
                     return Err(Error::new(
@@ -276,7 +281,7 @@ impl GraphWriter {
                         abi::kTVMFFIBool if inline_field(&field) => Json::Bool(v.cast()?),
                         _ => Json::Int(self.node(v.as_view())? as i64),
                     };
-                    fields.push((field.name().to_owned(), data));
+                    fields.push((Cow::Borrowed(field.name()), data));
                 }
                 Ok(Json::Object(fields))
             }
@@ -348,7 +353,7 @@ pub fn from_json_graph(graph: AnyView<'_>) -> Result<Any> {
     decode_graph(&Json::from_any(graph)?)
 }
 
-fn decode_graph(graph: &Json) -> Result<Any> {
+fn decode_graph(graph: &Json<'_>) -> Result<Any> {
     if !matches!(graph, Json::Object(_)) {
         return Err(invalid("expected a JSON object"));
     }
@@ -372,7 +377,7 @@ fn decode_graph(graph: &Json) -> Result<Any> {
 }
 
 struct GraphReader<'a> {
-    nodes: &'a [Json],
+    nodes: &'a [Json<'a>],
     done: Vec<Option<Any>>,
     active: Vec<bool>,
     depth: usize,
@@ -405,7 +410,7 @@ impl GraphReader<'_> {
         Ok(value)
     }
 
-    fn index_list(&mut self, data: Option<&Json>, i: usize) -> Result<Vec<Any>> {
+    fn index_list(&mut self, data: Option<&Json<'_>>, i: usize) -> Result<Vec<Any>> {
         let Some(Json::Array(items)) = data else {
             return Err(invalid(format!(
                 "node {i}: `data` is not a list of node indices"
@@ -428,10 +433,10 @@ impl GraphReader<'_> {
         let data = node.get("data");
         let need = |what: &str| invalid(format!("node {i} (`{type_key}`): expected {what}"));
         let text = || match data {
-            Some(Json::Str(s)) => Ok(s.as_str()),
+            Some(Json::Str(s)) => Ok(s.as_ref()),
             _ => Err(need("a string")),
         };
-        Ok(match type_key.as_str() {
+        Ok(match type_key.as_ref() {
             "None" => Any::none(),
             "bool" => match data {
                 Some(Json::Bool(b)) => Any::from(*b),
@@ -504,7 +509,7 @@ impl GraphReader<'_> {
         })
     }
 
-    fn object(&mut self, i: usize, type_key: &str, data: Option<&Json>) -> Result<Any> {
+    fn object(&mut self, i: usize, type_key: &str, data: Option<&Json<'_>>) -> Result<Any> {
         let type_index = types::type_key_to_index(type_key).map_err(|_| {
             Error::new(
                 ErrorKind::KeyError,

@@ -5,6 +5,7 @@
 //! Text is read into and written from [`Json`], a plain Rust tree, which the JSON-graph code
 //! also works on directly (no runtime objects for the document's own structure).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::any::{Any, AnyView};
@@ -14,8 +15,10 @@ use crate::repr::format_g;
 use crate::{Array, Dict, List, Map, abi};
 
 /// A JSON document as a Rust tree (objects keep their keys in document order).
+/// Strings borrow from the parsed text where they have no escapes (`'a`); trees built from
+/// values own theirs (`Json<'static>`).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Json {
+pub enum Json<'a> {
     /// `null`.
     Null,
     /// `true` / `false`.
@@ -25,16 +28,16 @@ pub enum Json {
     /// Any other number (`NaN` and the infinities included).
     Float(f64),
     /// A string.
-    Str(String),
+    Str(Cow<'a, str>),
     /// An array.
-    Array(Vec<Json>),
+    Array(Vec<Json<'a>>),
     /// An object.
-    Object(Vec<(String, Json)>),
+    Object(Vec<(Cow<'a, str>, Json<'a>)>),
 }
 
-impl Json {
+impl<'a> Json<'a> {
     /// The member `key` of an object (the last one of that name); `None` otherwise.
-    pub fn get(&self, key: &str) -> Option<&Json> {
+    pub fn get(&self, key: &str) -> Option<&Json<'a>> {
         match self {
             Json::Object(members) => members.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
@@ -48,12 +51,12 @@ impl Json {
             Json::Bool(b) => Any::from(*b),
             Json::Int(i) => Any::from(*i),
             Json::Float(x) => Any::from(*x),
-            Json::Str(s) => Any::from(s.as_str()),
+            Json::Str(s) => Any::from(s.as_ref()),
             Json::Array(items) => Array::from_vec(items.iter().map(Json::to_any).collect()).into(),
             Json::Object(members) => {
                 let mut map = Map::new();
                 for (k, v) in members {
-                    map.insert(k.as_str(), v.to_any());
+                    map.insert(k.as_ref(), v.to_any());
                 }
                 map.into()
             }
@@ -62,7 +65,7 @@ impl Json {
 
     /// The document a value stands for; a `ValueError` for values JSON cannot hold (non-string
     /// keys, objects other than containers and strings).
-    pub fn from_any(value: AnyView<'_>) -> Result<Json> {
+    pub fn from_any(value: AnyView<'_>) -> Result<Json<'static>> {
         from_any_at(value, 0)
     }
 
@@ -78,18 +81,18 @@ impl Json {
     }
 }
 
-fn from_any_at(value: AnyView<'_>, level: usize) -> Result<Json> {
+fn from_any_at(value: AnyView<'_>, level: usize) -> Result<Json<'static>> {
     if level > 10_000 {
         return Err(Error::new(
             ErrorKind::ValueError,
             "value nested too deeply for JSON",
         ));
     }
-    let seq = |items: &[Any]| -> Result<Json> {
+    let seq = |items: &[Any]| -> Result<Json<'static>> {
         let items = items.iter().map(|v| from_any_at(v.as_view(), level + 1));
         Ok(Json::Array(items.collect::<Result<_>>()?))
     };
-    let map = |entries: &mut dyn Iterator<Item = (Any, Any)>| -> Result<Json> {
+    let map = |entries: &mut dyn Iterator<Item = (Any, Any)>| -> Result<Json<'static>> {
         let mut members = Vec::new();
         for (k, v) in entries {
             let key = k.cast::<crate::String>().map_err(|_| {
@@ -99,7 +102,7 @@ fn from_any_at(value: AnyView<'_>, level: usize) -> Result<Json> {
                 )
             })?;
             members.push((
-                key.to_string_lossy().into_owned(),
+                Cow::Owned(key.to_string_lossy().into_owned()),
                 from_any_at(v.as_view(), level + 1)?,
             ));
         }
@@ -110,12 +113,12 @@ fn from_any_at(value: AnyView<'_>, level: usize) -> Result<Json> {
         abi::kTVMFFIBool => Json::Bool(value.cast()?),
         abi::kTVMFFIInt => Json::Int(value.cast()?),
         abi::kTVMFFIFloat => Json::Float(value.cast()?),
-        abi::kTVMFFISmallStr | abi::kTVMFFIStr | abi::kTVMFFIRawStr => Json::Str(
+        abi::kTVMFFISmallStr | abi::kTVMFFIStr | abi::kTVMFFIRawStr => Json::Str(Cow::Owned(
             value
                 .cast::<crate::String>()?
                 .to_string_lossy()
                 .into_owned(),
-        ),
+        )),
         abi::kTVMFFIArray => seq(value.cast::<Array>()?.as_slice())?,
         abi::kTVMFFIList => seq(&value.cast::<List>()?.to_vec())?,
         abi::kTVMFFIMap => map(&mut value.cast::<Map>()?.iter())?,
@@ -136,7 +139,7 @@ pub fn parse(text: &str) -> Result<Any> {
 }
 
 /// Parses JSON `text` into a [`Json`] tree; errors as [`parse`].
-pub fn parse_tree(text: &str) -> Result<Json> {
+pub fn parse_tree(text: &str) -> Result<Json<'_>> {
     let mut p = Parser {
         s: text.as_bytes(),
         pos: 0,
@@ -159,7 +162,7 @@ struct Parser<'a> {
     depth: usize,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn error(&self, what: &str) -> Error {
         let before = &self.text.as_bytes()[..self.pos.min(self.s.len())];
         let line = before.iter().filter(|b| **b == b'\n').count() + 1;
@@ -193,7 +196,7 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self) -> Result<Json> {
+    fn value(&mut self) -> Result<Json<'a>> {
         self.depth += 1;
         if self.depth > 10_000 {
             return Err(self.error("JSON nested too deeply"));
@@ -203,7 +206,7 @@ impl Parser<'_> {
         result
     }
 
-    fn value_inner(&mut self) -> Result<Json> {
+    fn value_inner(&mut self) -> Result<Json<'a>> {
         match self.s.get(self.pos) {
             Some(b'{') => self.object(),
             Some(b'[') => self.array(),
@@ -219,7 +222,7 @@ impl Parser<'_> {
         }
     }
 
-    fn number(&mut self) -> Result<Json> {
+    fn number(&mut self) -> Result<Json<'a>> {
         let start = self.pos;
         if self.s[self.pos] == b'-' {
             self.pos += 1;
@@ -277,9 +280,21 @@ impl Parser<'_> {
         }
     }
 
-    fn string(&mut self) -> Result<String> {
+    fn string(&mut self) -> Result<Cow<'a, str>> {
         let start = self.pos;
         self.pos += 1;
+        // A string without escapes is borrowed from the text.
+        let plain_end = self.s[self.pos..]
+            .iter()
+            .position(|b| matches!(b, b'"' | b'\\') || *b < 0x20)
+            .map(|n| self.pos + n);
+        if let Some(end) = plain_end
+            && self.s[end] == b'"'
+        {
+            let text: &'a str = self.text;
+            self.pos = end + 1;
+            return Ok(Cow::Borrowed(&text[start + 1..end]));
+        }
         let mut out = String::new();
         loop {
             let run_start = self.pos;
@@ -293,7 +308,7 @@ impl Parser<'_> {
             match self.s.get(self.pos) {
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(Cow::Owned(out));
                 }
                 Some(b'\\') => {
                     self.pos += 1;
@@ -335,7 +350,7 @@ impl Parser<'_> {
         }
     }
 
-    fn array(&mut self) -> Result<Json> {
+    fn array(&mut self) -> Result<Json<'a>> {
         self.pos += 1;
         let mut items = Vec::new();
         self.ws();
@@ -356,7 +371,7 @@ impl Parser<'_> {
         }
     }
 
-    fn object(&mut self) -> Result<Json> {
+    fn object(&mut self) -> Result<Json<'a>> {
         self.pos += 1;
         let mut members = Vec::new();
         self.ws();
@@ -450,7 +465,7 @@ impl Writer<'_> {
         }
     }
 
-    fn value(&mut self, value: &Json, level: usize) {
+    fn value(&mut self, value: &Json<'_>, level: usize) {
         match value {
             Json::Null => self.out.push_str("null"),
             Json::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
