@@ -90,7 +90,16 @@ impl Hasher {
     fn hash_seq(&mut self, seed: u64, items: &[Any]) -> Result<u64> {
         let mut h = hash_combine(seed, items.len() as u64);
         for item in items {
-            h = hash_combine(h, self.hash(item.as_view())?);
+            let raw = item.as_raw();
+            let item_hash =
+                if raw.type_index < abi::kTVMFFIRawStr && raw.type_index != abi::kTVMFFIFloat {
+                    // Plain values other than floats hash their bits (as `hash` does), inline.
+                    // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
+                    hash_combine(raw.type_index as u64, unsafe { raw.payload.v_uint64 })
+                } else {
+                    self.hash(item.as_view())?
+                };
+            h = hash_combine(h, item_hash);
         }
         Ok(h)
     }

@@ -190,7 +190,14 @@ pub(crate) fn fast_hash_bytes(bytes: &[u8]) -> u64 {
 }
 
 /// The content of a string or bytes value, borrowed from it.
+#[inline]
 pub(crate) fn content<'a>(value: &'a AnyView<'_>) -> Option<&'a [u8]> {
+    let raw = value.as_raw();
+    if matches!(raw.type_index, abi::kTVMFFIStr | abi::kTVMFFIBytes) {
+        // SAFETY: a valid value with these indices holds a live bytes object, which the view
+        // keeps alive while borrowed.
+        return Some(unsafe { (*raw.payload.v_obj.cast::<crate::string::BytesObj>()).as_bytes() });
+    }
     crate::string::bytes_of_view(value)
 }
 
