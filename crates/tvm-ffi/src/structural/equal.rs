@@ -241,6 +241,12 @@ impl Equal {
             if rx.type_index == ry.type_index && rx.type_index < abi::kTVMFFISmallStr && same_bits {
                 continue;
             }
+            if rx.type_index == abi::kTVMFFIStr && ry.type_index == abi::kTVMFFIStr {
+                let (vx, vy) = (x.as_view(), y.as_view());
+                if content(&vx) == content(&vy) {
+                    continue;
+                }
+            }
             if !self.with_step(Step::Index(i as i64), |s| s.eq(x.as_view(), y.as_view()))? {
                 return Ok(false);
             }

@@ -91,14 +91,29 @@ impl Hasher {
         let mut h = hash_combine(seed, items.len() as u64);
         for item in items {
             let raw = item.as_raw();
-            let item_hash =
-                if raw.type_index < abi::kTVMFFIRawStr && raw.type_index != abi::kTVMFFIFloat {
-                    // Plain values other than floats hash their bits (as `hash` does), inline.
-                    // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
-                    hash_combine(raw.type_index as u64, unsafe { raw.payload.v_uint64 })
-                } else {
-                    self.hash(item.as_view())?
-                };
+            // Plain values and heap strings are hashed inline, as `hash` does.
+            let item_hash = match raw.type_index {
+                abi::kTVMFFIFloat => {
+                    // SAFETY: float values keep their value in `v_float64`.
+                    let x = unsafe { raw.payload.v_float64 };
+                    let bits = if x.is_nan() {
+                        f64::NAN.to_bits()
+                    } else {
+                        x.to_bits()
+                    };
+                    hash_combine(abi::kTVMFFIFloat as u64, bits)
+                }
+                // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
+                t if t < abi::kTVMFFIRawStr => {
+                    hash_combine(t as u64, unsafe { raw.payload.v_uint64 })
+                }
+                abi::kTVMFFIStr => {
+                    let view = item.as_view();
+                    let bytes = content(&view).unwrap_or_default();
+                    hash_combine(abi::kTVMFFIStr as u64, fast_hash_bytes(bytes))
+                }
+                _ => self.hash(item.as_view())?,
+            };
             h = hash_combine(h, item_hash);
         }
         Ok(h)
