@@ -103,8 +103,8 @@ impl Hasher {
                     };
                     hash_combine(abi::kTVMFFIFloat as u64, bits)
                 }
-                // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
                 t if t < abi::kTVMFFIRawStr => {
+                    // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
                     hash_combine(t as u64, unsafe { raw.payload.v_uint64 })
                 }
                 abi::kTVMFFIStr => {
