@@ -252,3 +252,34 @@ fn recursive_comparison_handles_cycles() {
         list.clear();
     }
 }
+
+/// The text apache-tvm-ffi 0.1.15 writes for the same value (recorded from it): ours writes it
+/// byte for byte and reads it back.
+const REFERENCE_GRAPH: &str = r#"{"root_index":22,"nodes":[{"type":"int","data":1},{"type":"float","data":2.5},{"type":"ffi.String","data":"short"},{"type":"ffi.String","data":"xxxxxxxxxxxxxxxxxxxx"},{"type":"None"},{"type":"bool","data":true},{"type":"ffi.String","data":"k"},{"type":"int","data":3},{"type":"ffi.String","data":"s"},{"type":"ffi.Array","data":[7,8]},{"type":"ffi.String","data":"n"},{"type":"ffi.String","data":"d"},{"type":"float","data":1.0000000000000001e+300},{"type":"ffi.Map","data":[11,12]},{"type":"ffi.Map","data":[6,9,10,13]},{"type":"ffi.Bytes","data":"YnkAdGVz"},{"type":"DataType","data":"float32x4"},{"type":"Device","data":[2,1]},{"type":"ffi.Shape","data":[2,3]},{"type":"ffi.String","data":"a"},{"type":"ffi.List","data":[0]},{"type":"ffi.Dict","data":[19,20]},{"type":"ffi.Array","data":[0,1,2,3,4,5,14,15,16,17,18,21]}]}"#;
+
+#[test]
+fn json_graph_text_matches_the_reference_runtime() {
+    let dict = Dict::new();
+    dict.insert("a", tvm_ffi::List::from_iter([Any::from(1)]));
+    let value = arr(vec![
+        1.into(),
+        2.5.into(),
+        "short".into(),
+        "x".repeat(20).into(),
+        Any::none(),
+        true.into(),
+        map(&[
+            ("k", arr(vec![3.into(), "s".into()])),
+            ("n", map(&[("d", 1e300.into())])),
+        ]),
+        tvm_ffi::Bytes::from_bytes(b"by\0tes").into(),
+        "float32x4".parse::<tvm_ffi::DataType>().unwrap().into(),
+        tvm_ffi::Device::new(2, 1).into(),
+        tvm_ffi::Shape::new(&[2, 3]).into(),
+        dict.into(),
+    ]);
+    let text = to_json_graph_string(value.as_view(), Any::none().as_view()).unwrap();
+    assert_eq!(text, REFERENCE_GRAPH);
+    let back = from_json_graph_string(REFERENCE_GRAPH).unwrap();
+    assert!(structural_equal(back.as_view(), value.as_view(), false, false).unwrap());
+}
