@@ -64,6 +64,8 @@ class Row:
     #: Whether the result of one execution is the expected one (result, namespace).
     check: Check
     kind: str = "call"
+    #: Executions per timed run, for statements far slower than a call (default: ``--number``).
+    number: int | None = None
 
     @property
     def target(self) -> float:
@@ -128,6 +130,34 @@ ROWS: tuple[Row, ...] = (
         'dtype("float32")',
         'dtype("float32")',
         lambda r, ns: str(r) == "float32" and isinstance(r, ns["dtype"]),
+    ),
+    Row(
+        "shash_100k",
+        "StructuralHash(g) - 100,000-node graph",
+        "s_hash(graph, False, False)",
+        lambda r, ns: isinstance(r, int),
+        number=5,
+    ),
+    Row(
+        "sequal_100k",
+        "StructuralEqual(g, copy of g) - 100,000-node graph",
+        "s_equal(graph, graph_copy, False, False)",
+        lambda r, ns: r is True,
+        number=5,
+    ),
+    Row(
+        "to_json_100k",
+        "ToJSONGraphString(g) - 100,000-node graph",
+        "to_json(graph, None)",
+        lambda r, ns: isinstance(r, str) and r.startswith('{"root_index"'),
+        number=3,
+    ),
+    Row(
+        "from_json_100k",
+        "FromJSONGraphString(text) - 100,000-node graph",
+        "from_json(graph_json)",
+        lambda r, ns: len(r) == len(ns["graph"]),
+        number=3,
     ),
     Row(
         "import",
@@ -218,6 +248,16 @@ def _namespace(impl: str) -> tuple[dict[str, Any], list[str]]:
     step("dict3", lambda: {"a": 1, "b": 2, "c": 3})
     step("arr", lambda: ns["convert"](ns["list3"]))
     step("m", lambda: ns["convert"](ns["dict3"]))
+    # A graph of 100,000 values (60,000 objects): per item an array, a string, a nested array
+    # holding a float, and an int.
+    step("s_hash", lambda: ns["get_global_func"]("ffi.StructuralHash"))
+    step("s_equal", lambda: ns["get_global_func"]("ffi.StructuralEqual"))
+    step("to_json", lambda: ns["get_global_func"]("ffi.ToJSONGraphString"))
+    step("from_json", lambda: ns["get_global_func"]("ffi.FromJSONGraphString"))
+    items = [[i, f"node-{i:08d}", [float(i)]] for i in range(20_000)]
+    step("graph", lambda: ns["convert"](items))
+    step("graph_copy", lambda: ns["convert"](items))
+    step("graph_json", lambda: ns["to_json"](ns["graph"], None))
     return ns, problems
 
 
@@ -226,6 +266,8 @@ def _time_row(row: Row, ns: dict[str, Any], number: int, repeat: int) -> float:
     result = eval(row.stmt, ns)  # one call first: the statement works and gives the right value
     if not row.check(result, ns):
         raise AssertionError(f"{row.stmt} gave an unexpected value: {result!r}")
+    if row.number is not None:
+        number = min(number, row.number)
     timer = timeit.Timer(row.stmt, globals=ns)
     timer.timeit(number=max(1, number // 10))  # warm-up: caches, branch predictors, lazy setup
     return min(timer.repeat(repeat=repeat, number=number)) / number * 1e9

@@ -36,6 +36,10 @@ ROWS = [
     "numpy.from_dlpack(t) - tensor to numpy",
     'device("cuda", 0)',
     'dtype("float32")',
+    "StructuralHash(g) - 100,000-node graph",
+    "StructuralEqual(g, copy of g) - 100,000-node graph",
+    "ToJSONGraphString(g) - 100,000-node graph",
+    "FromJSONGraphString(text) - 100,000-node graph",
     "import tvm / import tvm_ffi - fresh interpreter",
 ]
 

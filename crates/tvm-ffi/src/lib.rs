@@ -16,19 +16,29 @@
 
 /// The raw C ABI (the `tvm-ffi-sys` crate).
 pub use tvm_ffi_sys as abi;
+pub mod access_path;
 pub mod any;
+pub mod bigint_text;
 pub mod boundary;
 pub mod containers;
+pub mod deep_copy;
 pub mod device;
 pub mod dtype;
+pub mod enums;
 pub mod error;
 pub mod function;
 pub mod object;
 pub mod opaque;
+pub mod recursive_compare;
 pub mod reflection;
+pub mod reflection_globals;
+pub mod repr;
+pub mod serialization;
 pub mod stack;
 pub mod string;
+pub mod structural;
 pub mod tensor;
+pub mod type_attr;
 pub mod types;
 
 // Unit tests run in a binary of their own, which links the process state.

@@ -11,7 +11,7 @@ use crate::abi::{
     self, TVMFFIAny, TVMFFIByteArray, TVMFFIFieldInfo, TVMFFIMethodInfo, TVMFFITypeInfo,
     TVMFFITypeMetadata,
 };
-use crate::any::{Any, AnyView};
+use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 use crate::types;
@@ -37,8 +37,116 @@ fn check(rc: c_int, what: &str) -> Result<()> {
     }
 }
 
-/// Registers a read-only field `name` of type `F` at byte `offset` from the object header.
-pub fn register_field<F: Clone + Into<Any>>(
+/// Writes a value converted to `F` into the field at `field` (used on fresh objects by
+/// deserialization and deep copy, as the setter of a read-only field).
+unsafe extern "C" fn field_setter<F: TryFromAnyView>(
+    field: *mut c_void,
+    value: *const TVMFFIAny,
+) -> c_int {
+    crate::boundary::ffi_status("a reflected field setter", || {
+        // SAFETY: the runtime passes a valid value, borrowed for the call.
+        let value: F = unsafe { AnyView::from_raw(*value) }.cast()?;
+        // SAFETY: the runtime passes the address of a live, initialized field of type `F`,
+        // which nothing else reads during the call.
+        unsafe { *field.cast::<F>() = value };
+        Ok(())
+    })
+}
+
+/// The value a field of a freshly created, not yet filled object starts with (the object is
+/// then filled through the field setters, as deserialization and deep copy do).
+pub trait FieldDefault {
+    /// The type index recorded as the field's static type (`-1`: any value).
+    const STATIC_TYPE_INDEX: i32 = abi::kTVMFFIAny;
+    /// The starting value.
+    fn field_default() -> Self;
+}
+
+macro_rules! field_defaults {
+    ($index:expr => $($t:ty),*) => {
+        $(impl FieldDefault for $t {
+            const STATIC_TYPE_INDEX: i32 = $index;
+            fn field_default() -> Self { Default::default() }
+        })*
+    };
+}
+field_defaults!(abi::kTVMFFIInt => i8, i16, i32, i64, u8, u16, u32, u64);
+field_defaults!(abi::kTVMFFIFloat => f32, f64);
+field_defaults!(abi::kTVMFFIBool => bool);
+field_defaults!(abi::kTVMFFIStr => crate::String);
+field_defaults!(abi::kTVMFFIBytes => crate::Bytes);
+field_defaults!(abi::kTVMFFIArray => crate::Array);
+field_defaults!(abi::kTVMFFIList => crate::List);
+field_defaults!(abi::kTVMFFIMap => crate::Map);
+field_defaults!(abi::kTVMFFIDict => crate::Dict);
+
+impl FieldDefault for crate::Shape {
+    const STATIC_TYPE_INDEX: i32 = abi::kTVMFFIShape;
+    fn field_default() -> Self {
+        crate::Shape::new(&[])
+    }
+}
+
+impl FieldDefault for crate::DataType {
+    const STATIC_TYPE_INDEX: i32 = abi::kTVMFFIDataType;
+    fn field_default() -> Self {
+        crate::DataType::void()
+    }
+}
+
+impl FieldDefault for crate::Device {
+    const STATIC_TYPE_INDEX: i32 = abi::kTVMFFIDevice;
+    fn field_default() -> Self {
+        crate::Device::cpu(0)
+    }
+}
+field_defaults!(abi::kTVMFFIAny => Any);
+
+impl<T> FieldDefault for Option<T> {
+    fn field_default() -> Self {
+        None
+    }
+}
+
+impl FieldDefault for crate::Object {
+    fn field_default() -> Self {
+        crate::Object::header()
+    }
+}
+
+/// The metadata creator of a type: a new object whose fields hold their [`FieldDefault`].
+unsafe extern "C" fn create_object<T: crate::ObjectCore + FieldDefault>(
+    out: *mut abi::TVMFFIObjectHandle,
+) -> c_int {
+    crate::boundary::ffi_status("an object creator", || {
+        let obj = crate::ObjectRef::new(T::field_default());
+        // SAFETY: the runtime passes a writable handle slot; the new reference moves into it.
+        unsafe { out.write(obj.into_raw().cast()) };
+        Ok(())
+    })
+}
+
+/// Registers the size of `T`'s objects and a creator of blank instances, which deserialization
+/// and deep copy fill through the field setters.
+pub fn register_metadata_with_creator<T: crate::ObjectCore + FieldDefault>(
+    type_index: i32,
+) -> Result<()> {
+    let metadata = TVMFFITypeMetadata {
+        doc: TVMFFIByteArray::EMPTY,
+        creator: Some(create_object::<T>),
+        total_size: i32::try_from(size_of::<T>()).unwrap_or(0),
+        structural_eq_hash_kind: abi::kTVMFFISEqHashKindTreeNode,
+    };
+    // SAFETY: the record is valid for the call; the runtime copies it.
+    check(
+        unsafe { abi::TVMFFITypeRegisterMetadata(type_index, &metadata) },
+        "metadata",
+    )
+}
+
+/// Registers a field `name` of type `F` at byte `offset` from the object header: read-only for
+/// frontends, with a setter for deserialization and deep copy.
+pub fn register_field<F: Clone + Into<Any> + TryFromAnyView + FieldDefault>(
     type_index: i32,
     name: &str,
     offset: usize,
@@ -52,9 +160,9 @@ pub fn register_field<F: Clone + Into<Any>>(
         alignment: align_of::<F>() as i64,
         offset: offset as i64,
         getter: Some(field_getter::<F>),
-        setter: std::ptr::null_mut(),
+        setter: field_setter::<F> as *mut c_void,
         default_value_or_factory: TVMFFIAny::NONE,
-        field_static_type_index: abi::kTVMFFIAny,
+        field_static_type_index: F::STATIC_TYPE_INDEX,
     };
     // SAFETY: the record is valid for the call; the runtime copies it.
     check(
@@ -251,6 +359,77 @@ impl Member<TVMFFIFieldInfo> {
         self.info.flags
     }
 
+    /// The declared static type index of the field (`-1` for `Any`; a hint only).
+    pub fn static_type_index(&self) -> i32 {
+        self.info.field_static_type_index
+    }
+
+    /// The default value (or default factory, with `DefaultFromFactory`), if the field has one.
+    pub fn default_value(&self) -> Option<AnyView<'static>> {
+        (self.info.flags & abi::kTVMFFIFieldFlagBitMaskHasDefault != 0)
+            // SAFETY: the type table owns the default for the process.
+            .then(|| unsafe { AnyView::from_raw(self.info.default_value_or_factory) })
+    }
+
+    /// Whether the field has a setter, so that [`Member::set`] can write it.
+    pub fn is_settable(&self) -> bool {
+        !self.info.setter.is_null()
+    }
+
+    /// Writes `value` into the field of `obj` through its setter. Meant for objects under
+    /// construction (deserialization, deep copy) that nothing else reads yet: a `TypeError` if
+    /// `obj` is not an object of the declaring type, an `AttributeError` without a setter, or
+    /// the setter's error.
+    pub fn set<'a>(&self, obj: impl Into<AnyView<'a>>, value: AnyView<'_>) -> Result<()> {
+        let obj = obj.into();
+        let ptr = obj
+            .as_object_ptr()
+            .filter(|_| types::is_instance_of(obj.type_index(), self.owner))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::TypeError,
+                    format!(
+                        "field `{}` of `{}` cannot be written on a value of type `{}`",
+                        self.name(),
+                        types::type_key_of(self.owner),
+                        obj.type_key()
+                    ),
+                )
+            })?;
+        if self.info.setter.is_null() {
+            return Err(Error::new(
+                ErrorKind::AttributeError,
+                format!("field `{}` has no setter", self.name()),
+            ));
+        }
+        // SAFETY: the object is a live instance of the declaring type, so the offset is that of
+        // this field within it.
+        let field = unsafe { ptr.cast::<u8>().add(self.offset()) }.cast::<c_void>();
+        if self.info.flags & abi::kTVMFFIFieldFlagBitMaskSetterIsFunctionObj != 0 {
+            // SAFETY: with this flag the setter is a Function handle the type table keeps alive.
+            let setter = unsafe {
+                AnyView::from_raw(TVMFFIAny {
+                    type_index: abi::kTVMFFIFunction,
+                    small_str_len: 0,
+                    payload: abi::TVMFFIAnyPayload {
+                        v_obj: self.info.setter.cast(),
+                    },
+                })
+            };
+            let setter: Function = setter.cast()?;
+            setter.call_packed(&[Any::from(field).as_view(), value])?;
+            return Ok(());
+        }
+        // SAFETY: without the flag the setter is a C function with this signature.
+        let setter: unsafe extern "C" fn(*mut c_void, *const TVMFFIAny) -> c_int =
+            unsafe { std::mem::transmute(self.info.setter) };
+        // SAFETY: `field` is the field's address; the value is valid for the call.
+        if unsafe { setter(field, value.as_raw()) } != 0 {
+            return Err(Error::take_raised_or(ErrorKind::RuntimeError, self.name()));
+        }
+        Ok(())
+    }
+
     /// Whether the field has a getter, so that [`Member::get`] can read it.
     pub fn is_readable(&self) -> bool {
         self.info.getter.is_some()
@@ -376,9 +555,18 @@ macro_rules! define_object {
                     )*
                     // Metadata registers once per type; a repeat registration (another copy of
                     // this library) keeps the first.
-                    let _ = $crate::reflection::register_metadata(index, ::std::mem::size_of::<$name>());
+                    let _ = $crate::reflection::register_metadata_with_creator::<$name>(index);
                     index
                 })
+            }
+        }
+
+        impl $crate::reflection::FieldDefault for $name {
+            fn field_default() -> Self {
+                $name {
+                    base: <$parent as $crate::reflection::FieldDefault>::field_default(),
+                    $( $field: <$fty as $crate::reflection::FieldDefault>::field_default(), )*
+                }
             }
         }
     };

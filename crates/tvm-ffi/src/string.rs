@@ -112,6 +112,7 @@ pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> 
 
 /// The bytes of a string-like value: small forms, heap objects, raw C strings and byte-array
 /// pointers. `None` for any other type.
+#[inline]
 pub(crate) fn bytes_of_view<'a>(view: &'a AnyView<'_>) -> Option<&'a [u8]> {
     // SAFETY: a view's objects and pointers stay valid for its lifetime.
     unsafe { bytes_of_raw(view.as_raw()) }
@@ -133,6 +134,7 @@ pub fn bytes_of_any(value: &Any) -> Option<&[u8]> {
 ///
 /// # Safety
 /// Objects and pointers held by `raw` stay valid while `raw` is borrowed.
+#[inline]
 pub(crate) unsafe fn bytes_of_raw(raw: &TVMFFIAny) -> Option<&[u8]> {
     // SAFETY: each branch reads the payload member its type index selects; objects and
     // pointers are valid per the caller's guarantee.

@@ -130,6 +130,10 @@ impl PyObjectRef {
         if this.any().is_none() {
             return Ok(format!("<unbound {}>", slf.get_type().name()?));
         }
+        // The runtime's printer (`ffi.ReprPrint`); the Python-level field repr if it fails.
+        if let Ok(text) = tvm_ffi::repr::repr(this.any().as_view()) {
+            return Ok(text);
+        }
         let fields = reflected_fields(this.any().type_index());
         let mut parts = Vec::new();
         for name in fields {
@@ -139,11 +143,27 @@ impl PyObjectRef {
         Ok(format!("{}({})", this.any().type_key(), parts.join(", ")))
     }
 
-    fn __getstate__(&self) -> PyResult<()> {
-        Err(PyTypeError::new_err(format!(
-            "cannot pickle {}",
-            self.any().type_key()
-        )))
+    /// Pickles as JSON-graph text (`ffi.ToJSONGraphString`), read back by
+    /// `tvm.ffi.serialization.from_json_graph_str`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        let py = slf.py();
+        let this = slf.get();
+        let text = tvm_ffi::serialization::to_json_graph_string(
+            this.any().as_view(),
+            Any::none().as_view(),
+        )
+        .map_err(|e| raise_error(py, e))?;
+        let load = py
+            .import("tvm.ffi.serialization")?
+            .getattr("from_json_graph_str")?;
+        Ok((load, (text,)))
+    }
+
+    /// A deep copy through `ffi.DeepCopy` (shared references and cycles kept).
+    fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let copy =
+            tvm_ffi::deep_copy::deep_copy(self.any().as_view()).map_err(|e| raise_error(py, e))?;
+        any_to_py(py, copy)
     }
 }
 

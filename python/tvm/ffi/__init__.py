@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import _native
 from .._native import Device, Function, Object, Tensor, from_dlpack
+from .access_path import AccessKind, AccessPath, AccessStep
 from .container import Array, Dict, List, Map, Shape
 from .dtype import dtype
 from .module import Module, load_module, system_lib
@@ -21,9 +22,19 @@ from .registry import (
     register_object,
     remove_global_func,
 )
+from .serialization import from_json_graph_str, to_json_graph_str
 from .string import Bytes, String
+from .structural import (
+    StructuralKey,
+    get_first_structural_mismatch,
+    structural_equal,
+    structural_hash,
+)
 
 __all__ = [
+    "AccessKind",
+    "AccessPath",
+    "AccessStep",
     "Array",
     "Bytes",
     "Device",
@@ -35,18 +46,24 @@ __all__ = [
     "Object",
     "Shape",
     "String",
+    "StructuralKey",
     "Tensor",
     "convert",
     "device",
     "dtype",
     "from_dlpack",
+    "from_json_graph_str",
+    "get_first_structural_mismatch",
     "get_global_func",
     "list_global_func_names",
     "load_module",
     "register_func",
     "register_object",
     "remove_global_func",
+    "structural_equal",
+    "structural_hash",
     "system_lib",
+    "to_json_graph_str",
 ]
 
 

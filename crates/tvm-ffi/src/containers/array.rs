@@ -89,6 +89,13 @@ unsafe impl ObjectCore for ArrayObj {
     }
 }
 
+impl ArrayObj {
+    /// The elements (borrowed: no reference counts change).
+    pub fn as_slice(&self) -> &[Any] {
+        self.0.elements()
+    }
+}
+
 /// Marker view of `ffi.List` (index 75).
 #[repr(transparent)]
 pub struct ListObj(SeqObj);

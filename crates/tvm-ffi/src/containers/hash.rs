@@ -9,16 +9,15 @@
 //!   `1` differs from `true` and `0.0` from `-0.0`.
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
 
 use crate::abi::{
-    self, TVMFFIAny, TVMFFIByteArray, TVMFFITypeAttrColumn, kTVMFFIBytes, kTVMFFIFunction,
-    kTVMFFINone, kTVMFFIOpaquePtr, kTVMFFISmallBytes, kTVMFFISmallStr, kTVMFFIStaticObjectBegin,
-    kTVMFFIStr,
+    TVMFFIAny, kTVMFFIBytes, kTVMFFIFunction, kTVMFFIOpaquePtr, kTVMFFISmallBytes, kTVMFFISmallStr,
+    kTVMFFIStaticObjectBegin, kTVMFFIStr,
 };
 use crate::any::{Any, AnyView};
 use crate::function::Function;
 use crate::string::BytesObj;
+use crate::type_attr::TypeAttr;
 
 /// Modulus of the byte-string hash (the Mersenne prime 2^31 - 1).
 const HASH_MOD: u64 = 2_147_483_647;
@@ -101,50 +100,8 @@ pub fn register_hooks<H: AnyHashHooks>(type_index: i32) -> crate::Result<()> {
     )
 }
 
-/// A type attribute column pointer (NULL if the column does not exist).
-#[derive(Clone, Copy)]
-struct ColumnPtr(*const TVMFFITypeAttrColumn);
-
-// SAFETY: column structs live for the process and are only read through this pointer.
-unsafe impl Send for ColumnPtr {}
-// SAFETY: as above.
-unsafe impl Sync for ColumnPtr {}
-
-/// The column `name`, looked up once (column structs live for the process; only their `data`
-/// pointer moves when more entries are registered).
-fn column(cache: &OnceLock<ColumnPtr>, name: &str) -> *const TVMFFITypeAttrColumn {
-    cache
-        .get_or_init(|| {
-            let key = TVMFFIByteArray::from_text(name);
-            // SAFETY: `key` views `name` for the duration of the call; the result is a pointer
-            // to a process-lifetime column or NULL.
-            ColumnPtr(unsafe { abi::TVMFFIGetTypeAttrColumn(&key) })
-        })
-        .0
-}
-
-/// The non-None entry of a column for `type_index`, if any.
-fn column_entry(column: *const TVMFFITypeAttrColumn, type_index: i32) -> Option<TVMFFIAny> {
-    // SAFETY: a non-NULL column pointer stays valid for the process.
-    let column = unsafe { column.as_ref() }?;
-    let offset = i64::from(type_index) - i64::from(column.begin_index);
-    if column.data.is_null() || offset < 0 || offset >= i64::from(column.size) {
-        return None;
-    }
-    // SAFETY: `offset` is within the column's `size` initialized entries.
-    let entry = unsafe { *column.data.add(offset as usize) };
-    (entry.type_index != kTVMFFINone).then_some(entry)
-}
-
-fn hash_column() -> *const TVMFFITypeAttrColumn {
-    static CACHE: OnceLock<ColumnPtr> = OnceLock::new();
-    column(&CACHE, "__any_hash__")
-}
-
-fn equal_column() -> *const TVMFFITypeAttrColumn {
-    static CACHE: OnceLock<ColumnPtr> = OnceLock::new();
-    column(&CACHE, "__any_equal__")
-}
+static HASH_ATTR: TypeAttr = TypeAttr::new("__any_hash__");
+static EQUAL_ATTR: TypeAttr = TypeAttr::new("__any_equal__");
 
 /// Runs a custom `__any_hash__` entry on `v`.
 fn call_hash_hook(hook: TVMFFIAny, v: &TVMFFIAny) -> u64 {
@@ -229,7 +186,7 @@ pub fn any_hash(v: &TVMFFIAny) -> u64 {
             let content = unsafe { heap_bytes(v) };
             hash_combine(v.type_index as u64, hash_bytes(content))
         }
-        t if t >= kTVMFFIStaticObjectBegin => match column_entry(hash_column(), t) {
+        t if t >= kTVMFFIStaticObjectBegin => match HASH_ATTR.get_raw(t) {
             Some(hook) => hash_combine(t as u64, call_hash_hook(hook, v)),
             None => hash_combine(t as u64, bits),
         },
@@ -252,9 +209,9 @@ pub fn any_equal(a: &TVMFFIAny, b: &TVMFFIAny) -> bool {
                 // SAFETY: valid values with these indices hold live bytes objects.
                 unsafe { heap_bytes(a) == heap_bytes(b) }
             }
-            t if t >= kTVMFFIStaticObjectBegin => {
-                column_entry(equal_column(), t).is_some_and(|hook| call_equal_hook(hook, a, b))
-            }
+            t if t >= kTVMFFIStaticObjectBegin => EQUAL_ATTR
+                .get_raw(t)
+                .is_some_and(|hook| call_equal_hook(hook, a, b)),
             _ => false,
         };
     }

@@ -1,0 +1,204 @@
+//! Enums (`ffi.Enum`, `ffi.IntEnum`, `ffi.StrEnum`): each entry of an enum type is one object,
+//! a singleton with an integer index (its position) and a name. The entries of a type live in
+//! an `ffi.EnumState` stored as the type's `__ffi_enum__` attribute: `entries` in order,
+//! `indexes` from both the int index and the name to the entry, and `attrs`, per attribute name,
+//! a value for each entry. Entries print as `type.key.Name`, serialize by name and deserialize
+//! to the same singleton, and are never copied.
+
+use crate::any::{Any, AnyView};
+use crate::containers::map::MapRead;
+use crate::error::{Error, ErrorKind, Result};
+use crate::function::Function;
+use crate::object::{Object, ObjectCore, ObjectRef};
+use crate::type_attr::TypeAttr;
+use crate::{Dict, List, define_object, reflection, types};
+
+define_object! {
+    /// The entries of one enum type (its `__ffi_enum__` attribute).
+    pub struct EnumStateObj : "ffi.EnumState" extends Object {
+        /// The entries in index order.
+        pub entries: List,
+        /// Entry by int index and by name.
+        pub indexes: Dict,
+        /// Per attribute name, a dict from entry to value.
+        pub attrs: Dict,
+    }
+}
+
+define_object! {
+    /// An enum entry: its index among the entries of its type and its name.
+    pub struct EnumObj : "ffi.Enum" extends Object {
+        /// The position among the entries.
+        pub _int_index: i64,
+        /// The name.
+        pub _str_index: crate::String,
+    }
+}
+
+define_object! {
+    /// An enum entry with an integer value.
+    pub struct IntEnumObj : "ffi.IntEnum" extends EnumObj {
+        /// The value.
+        pub value: i64,
+    }
+}
+
+define_object! {
+    /// An enum entry with a string value.
+    pub struct StrEnumObj : "ffi.StrEnum" extends EnumObj {
+        /// The value.
+        pub value: crate::String,
+    }
+}
+
+static ENUM_ATTR: TypeAttr = TypeAttr::new("__ffi_enum__");
+
+/// Whether objects of `type_index` are enum entries.
+pub fn is_enum_type(type_index: i32) -> bool {
+    type_index >= crate::abi::kTVMFFIDynObjectBegin
+        && types::is_instance_of(type_index, EnumObj::type_index())
+}
+
+/// The entries of an enum type (shared, mutable as entries are added).
+#[derive(Clone)]
+pub struct EnumState(ObjectRef<EnumStateObj>);
+
+impl EnumState {
+    /// An empty state.
+    pub fn new() -> EnumState {
+        EnumState(ObjectRef::new(EnumStateObj {
+            base: Object::header(),
+            entries: List::new(),
+            indexes: Dict::new(),
+            attrs: Dict::new(),
+        }))
+    }
+
+    /// The state of enum type `type_index`, if it has one.
+    pub fn of(type_index: i32) -> Option<EnumState> {
+        ENUM_ATTR
+            .get(type_index)
+            .and_then(|v| v.cast::<ObjectRef<EnumStateObj>>().ok())
+            .map(EnumState)
+    }
+
+    /// The state of enum type `type_index`, created (and registered as its `__ffi_enum__`) if
+    /// it has none.
+    pub fn of_or_create(type_index: i32) -> Result<EnumState> {
+        if let Some(state) = EnumState::of(type_index) {
+            return Ok(state);
+        }
+        let state = EnumState::new();
+        reflection::register_type_attr(type_index, "__ffi_enum__", &Any::from(state.0.clone()))?;
+        // Another thread may have registered first: use whichever the table holds.
+        Ok(EnumState::of(type_index).unwrap_or(state))
+    }
+
+    /// The entries in index order.
+    pub fn entries(&self) -> Vec<Any> {
+        self.0.entries.to_vec()
+    }
+
+    /// Adds `entry` (an object whose type derives from `ffi.Enum`, with its index set to the
+    /// current number of entries): a `ValueError` if its name or index is taken.
+    pub fn add(&self, entry: Any) -> Result<()> {
+        let obj = entry.as_object::<EnumObj>().ok_or_else(|| {
+            Error::new(
+                ErrorKind::TypeError,
+                format!(
+                    "an enum entry must derive from ffi.Enum, got `{}`",
+                    entry.type_key()
+                ),
+            )
+        })?;
+        let (index, name) = (obj._int_index, obj._str_index.clone());
+        if self.0.indexes.contains_key(&Any::from(index))
+            || self.0.indexes.contains_key(&Any::from(name.clone()))
+        {
+            return Err(Error::new(
+                ErrorKind::ValueError,
+                format!(
+                    "enum entry {index} `{}` is already defined",
+                    name.to_string_lossy()
+                ),
+            ));
+        }
+        self.0.entries.push(entry.clone());
+        self.0.indexes.insert(index, entry.clone());
+        self.0.indexes.insert(name, entry);
+        Ok(())
+    }
+
+    /// The entry with int index or name `key`: a `KeyError` naming the key and the range.
+    pub fn get(&self, type_key: &str, key: AnyView<'_>) -> Result<Any> {
+        self.0.indexes.get(&key).ok_or_else(|| {
+            let shown = crate::repr::repr(key).unwrap_or_else(|_| key.type_key());
+            Error::new(
+                ErrorKind::KeyError,
+                format!(
+                    "enum `{type_key}` has no entry {shown} (it has {} entries, indices 0 to {})",
+                    self.0.entries.len(),
+                    self.0.entries.len() as i64 - 1
+                ),
+            )
+        })
+    }
+
+    /// Sets attribute `name` of `entry` to `value`.
+    pub fn set_attr(&self, name: &str, entry: Any, value: Any) -> Result<()> {
+        let column = match self.0.attrs.get(name) {
+            Some(column) => column.cast::<Dict>()?,
+            None => {
+                let column = Dict::new();
+                self.0.attrs.insert(name, column.clone());
+                column
+            }
+        };
+        column.insert(entry, value);
+        Ok(())
+    }
+
+    /// The state's object.
+    pub fn as_object(&self) -> &ObjectRef<EnumStateObj> {
+        &self.0
+    }
+}
+
+impl Default for EnumState {
+    fn default() -> Self {
+        EnumState::new()
+    }
+}
+
+/// The name of an enum entry (`None` if `value` is not one).
+pub fn entry_name(value: AnyView<'_>) -> Option<String> {
+    if !is_enum_type(value.type_index()) {
+        return None;
+    }
+    value
+        .as_object::<EnumObj>()
+        .map(|e| e._str_index.to_string_lossy().into_owned())
+}
+
+/// The entry of enum type `type_key` named `name`; a `KeyError` if the type has no such entry
+/// (or no entries).
+pub fn entry_by_name(type_key: &str, name: &str) -> Result<Any> {
+    let index = types::type_key_to_index(type_key)?;
+    let state = EnumState::of(index).ok_or_else(|| {
+        Error::new(
+            ErrorKind::KeyError,
+            format!("enum `{type_key}` has no entries"),
+        )
+    })?;
+    state.get(type_key, Any::from(name).as_view())
+}
+
+/// Registers the enum types and the `__ffi_init__` of `ffi.EnumState`.
+pub(crate) fn register() -> Result<()> {
+    let _ = (IntEnumObj::type_index(), StrEnumObj::type_index());
+    let index = EnumStateObj::type_index();
+    let init = Function::from_typed("__ffi_init__", || Any::from(EnumState::new().0));
+    reflection::register_method(index, "__ffi_init__", &init, true)?;
+    // The column exists from start-up, as the original's headers assume.
+    reflection::register_type_attr(0, "__ffi_enum__", &Any::none())
+}

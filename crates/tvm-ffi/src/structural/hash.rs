@@ -1,0 +1,254 @@
+//! Structural hashing (`ffi.StructuralHash`), consistent with [`structural_equal`]
+//! (super::structural_equal).
+
+use std::collections::HashMap;
+
+use super::{
+    FactCache, MAX_DEPTH, SEqHashKind, canonical_index, content, equal::HookSlot, fast_hash_bytes,
+    tensor_bytes, too_deep,
+};
+use crate::abi;
+use crate::any::{Any, AnyView};
+use crate::containers::array::ArrayObj;
+use crate::containers::hash::{hash_bytes, hash_combine};
+use crate::containers::map::MapRead;
+use crate::error::Result;
+use crate::function::Function;
+use crate::{Dict, List, Map, Shape, Tensor};
+
+/// The structural hash of `value` (see the [module](super) documentation).
+pub fn structural_hash(
+    value: AnyView<'_>,
+    map_free_vars: bool,
+    skip_tensor_content: bool,
+) -> Result<u64> {
+    Hasher {
+        map_free_vars,
+        skip_tensor_content,
+        vars: HashMap::new(),
+        facts: FactCache::default(),
+        in_def: false,
+        depth: 0,
+    }
+    .hash(value)
+}
+
+/// Finalizes a hash (a 64-bit mixer, so nearby inputs spread).
+fn mix(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+struct Hasher {
+    map_free_vars: bool,
+    skip_tensor_content: bool,
+    /// Hashes given to variables, by address: their order of definition.
+    vars: HashMap<usize, u64>,
+    facts: FactCache,
+    in_def: bool,
+    depth: usize,
+}
+
+impl Hasher {
+    fn hash(&mut self, value: AnyView<'_>) -> Result<u64> {
+        let raw = value.as_raw();
+        // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
+        let bits = unsafe { raw.payload.v_uint64 };
+        let t = raw.type_index;
+        Ok(match t {
+            abi::kTVMFFIFloat => {
+                let x = f64::from_bits(bits);
+                let bits = if x.is_nan() { f64::NAN.to_bits() } else { bits };
+                hash_combine(t as u64, bits)
+            }
+            t if t < abi::kTVMFFIRawStr => hash_combine(t as u64, bits),
+            abi::kTVMFFISmallStr
+            | abi::kTVMFFIStr
+            | abi::kTVMFFIRawStr
+            | abi::kTVMFFISmallBytes
+            | abi::kTVMFFIBytes
+            | abi::kTVMFFIByteArrayPtr => {
+                let seed = canonical_index(t) as u64;
+                hash_combine(seed, fast_hash_bytes(content(&value).unwrap_or_default()))
+            }
+            t if t >= abi::kTVMFFIStaticObjectBegin => {
+                self.depth += 1;
+                if self.depth > MAX_DEPTH {
+                    return Err(too_deep());
+                }
+                let result = self.hash_object(value);
+                self.depth -= 1;
+                result?
+            }
+            _ => hash_combine(t as u64, bits),
+        })
+    }
+
+    fn hash_seq(&mut self, seed: u64, items: &[Any]) -> Result<u64> {
+        let mut h = hash_combine(seed, items.len() as u64);
+        for item in items {
+            let raw = item.as_raw();
+            // Plain values and heap strings are hashed inline, as `hash` does.
+            let item_hash = match raw.type_index {
+                abi::kTVMFFIFloat => {
+                    // SAFETY: float values keep their value in `v_float64`.
+                    let x = unsafe { raw.payload.v_float64 };
+                    let bits = if x.is_nan() {
+                        f64::NAN.to_bits()
+                    } else {
+                        x.to_bits()
+                    };
+                    hash_combine(abi::kTVMFFIFloat as u64, bits)
+                }
+                t if t < abi::kTVMFFIRawStr => {
+                    // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
+                    hash_combine(t as u64, unsafe { raw.payload.v_uint64 })
+                }
+                abi::kTVMFFIStr => {
+                    let view = item.as_view();
+                    let bytes = content(&view).unwrap_or_default();
+                    hash_combine(abi::kTVMFFIStr as u64, fast_hash_bytes(bytes))
+                }
+                _ => self.hash(item.as_view())?,
+            };
+            h = hash_combine(h, item_hash);
+        }
+        Ok(h)
+    }
+
+    fn hash_map<M: MapRead>(&mut self, seed: u64, map: &M) -> Result<u64> {
+        // Order-independent: a sum of mixed per-entry hashes.
+        let mut sum = 0u64;
+        for (k, v) in map.iter() {
+            let entry = hash_combine(self.hash(k.as_view())?, self.hash(v.as_view())?);
+            sum = sum.wrapping_add(mix(entry));
+        }
+        Ok(hash_combine(hash_combine(seed, map.len() as u64), sum))
+    }
+
+    fn hash_object(&mut self, value: AnyView<'_>) -> Result<u64> {
+        let t = value.type_index();
+        let seed = t as u64;
+        let ptr = value.as_object_ptr().expect("object") as usize;
+        Ok(match t {
+            abi::kTVMFFIArray => {
+                let array = value.as_object::<ArrayObj>().expect("an array");
+                self.hash_seq(seed, array.as_slice())?
+            }
+            abi::kTVMFFIList => self.hash_seq(seed, &value.cast::<List>()?.to_vec())?,
+            abi::kTVMFFIMap => self.hash_map(seed, &value.cast::<Map>()?)?,
+            abi::kTVMFFIDict => self.hash_map(seed, &value.cast::<Dict>()?)?,
+            abi::kTVMFFIShape => value
+                .cast::<Shape>()?
+                .as_slice()
+                .iter()
+                .fold(seed, |h, d| hash_combine(h, *d as u64)),
+            abi::kTVMFFITensor => {
+                let tensor: Tensor = value.cast()?;
+                let dtype = tensor.dtype();
+                let mut h = hash_combine(
+                    seed,
+                    u64::from(dtype.code()) << 24
+                        | u64::from(dtype.bits()) << 16
+                        | u64::from(dtype.lanes()),
+                );
+                let device = tensor.device().0;
+                h = hash_combine(
+                    h,
+                    (device.device_type as u64) << 32 | device.device_id as u32 as u64,
+                );
+                for d in tensor.shape() {
+                    h = hash_combine(h, *d as u64);
+                }
+                if !self.skip_tensor_content
+                    && let Some(bytes) = tensor_bytes(&tensor)
+                {
+                    h = hash_combine(h, hash_bytes(bytes));
+                }
+                h
+            }
+            abi::kTVMFFIBigInt => hash_combine(
+                seed,
+                hash_bytes(
+                    crate::bigint_text::to_decimal(value)
+                        .unwrap_or_default()
+                        .as_bytes(),
+                ),
+            ),
+            t if crate::enums::is_enum_type(t) => {
+                let seed = crate::types::type_info(t).map_or(0, |i| i.type_key_hash);
+                let index = value
+                    .as_object::<crate::enums::EnumObj>()
+                    .map_or(0, |e| e._int_index);
+                hash_combine(seed, index as u64)
+            }
+            _ => self.hash_reflected(t, value, ptr)?,
+        })
+    }
+
+    fn hash_reflected(&mut self, type_index: i32, value: AnyView<'_>, ptr: usize) -> Result<u64> {
+        let facts = self.facts.get(type_index)?;
+        let seed = facts.type_key_hash;
+        match facts.kind {
+            SEqHashKind::Unsupported => unreachable!("kind_of rejects it"),
+            SEqHashKind::UniqueInstance => return Ok(hash_combine(seed, ptr as u64)),
+            SEqHashKind::FreeVar => {
+                if let Some(&h) = self.vars.get(&ptr) {
+                    return Ok(h);
+                }
+                if self.in_def || self.map_free_vars {
+                    let h = hash_combine(seed, self.vars.len() as u64 + 1);
+                    self.vars.insert(ptr, h);
+                    return Ok(h);
+                }
+                return Ok(hash_combine(seed, ptr as u64));
+            }
+            _ => {}
+        }
+        if let Some(hook) = &facts.s_hash {
+            return self.call_hook(hook, value, seed);
+        }
+        let mut h = seed;
+        for sfield in &facts.fields {
+            let field = sfield.field.get(value)?;
+            let saved = self.in_def;
+            self.in_def = saved || sfield.defines;
+            let result = self.hash(field.as_view());
+            self.in_def = saved;
+            h = hash_combine(h, result?);
+        }
+        Ok(h)
+    }
+
+    /// Runs a type's `__s_hash__(obj, init_hash, hash_cb)`, where `hash_cb(value, init_hash,
+    /// def_region_kind)` folds a sub-value's hash into `init_hash` with this walk's state.
+    fn call_hook(&mut self, hook: &Function, value: AnyView<'_>, seed: u64) -> Result<u64> {
+        let this = HookSlot::new(self as *mut Hasher as usize);
+        let slot = this.clone();
+        let callback = Function::from_typed(
+            "__s_hash__.hash_cb",
+            move |v: Any, init: i64, def_region: i64| -> Result<i64> {
+                let ptr = slot.get()?;
+                // SAFETY: the slot holds the walk's address only while the hook runs, during
+                // which the walk itself is not used except through this callback, on the
+                // calling thread.
+                let walk = unsafe { &mut *(ptr as *mut Hasher) };
+                let saved = walk.in_def;
+                walk.in_def = saved || def_region != 0;
+                let result = walk.hash(v.as_view());
+                walk.in_def = saved;
+                Ok(hash_combine(init as u64, result?) as i64)
+            },
+        );
+        let result = hook.call_packed(&[
+            value,
+            Any::from(seed as i64).as_view(),
+            Any::from(callback).as_view(),
+        ]);
+        this.clear();
+        Ok(result?.cast::<i64>()? as u64)
+    }
+}

@@ -1,0 +1,86 @@
+//! Enum types defined in Rust: entries, lookup by index and name, repr, serialization to the
+//! same singleton, deep copy and structural identity.
+
+use tvm_ffi::deep_copy::deep_copy;
+use tvm_ffi::enums::{EnumObj, EnumState, IntEnumObj};
+use tvm_ffi::repr::repr;
+use tvm_ffi::serialization::{from_json_graph_string, to_json_graph_string};
+use tvm_ffi::structural::{structural_equal, structural_hash};
+use tvm_ffi::{Any, Array, Object, ObjectCore, ObjectRef, define_object};
+
+define_object! {
+    /// A test enum.
+    pub struct Color : "test.enums.Color" extends IntEnumObj {}
+}
+
+fn colors() -> (EnumState, Any, Any) {
+    let state = EnumState::of_or_create(Color::type_index()).unwrap();
+    if state.entries().is_empty() {
+        for (i, (name, value)) in [("Red", 10), ("Green", 20)].into_iter().enumerate() {
+            let entry = ObjectRef::new(Color {
+                base: IntEnumObj {
+                    base: EnumObj {
+                        base: Object::header(),
+                        _int_index: i as i64,
+                        _str_index: name.into(),
+                    },
+                    value,
+                },
+            });
+            state.add(entry.into()).unwrap();
+        }
+    }
+    let entries = state.entries();
+    (state, entries[0].clone(), entries[1].clone())
+}
+
+#[test]
+fn entries_look_up_print_and_serialize_as_singletons() {
+    let (state, red, green) = colors();
+    let by_name = state
+        .get("test.enums.Color", Any::from("Green").as_view())
+        .unwrap();
+    assert_eq!(by_name.as_object_ptr(), green.as_object_ptr());
+    let by_index = state
+        .get("test.enums.Color", Any::from(0).as_view())
+        .unwrap();
+    assert_eq!(by_index.as_object_ptr(), red.as_object_ptr());
+    let err = state
+        .get("test.enums.Color", Any::from(7).as_view())
+        .unwrap_err();
+    assert_eq!(err.kind(), "KeyError");
+    assert!(err.message().contains("no entry 7"), "{err}");
+    assert_eq!(repr(red.as_view()).unwrap(), "test.enums.Color.Red");
+
+    let text = to_json_graph_string(
+        Any::from(Array::from_vec(vec![red.clone(), green.clone()])).as_view(),
+        Any::none().as_view(),
+    )
+    .unwrap();
+    assert!(
+        text.contains(r#"{"type":"test.enums.Color","data":"Red"}"#),
+        "{text}"
+    );
+    let back = from_json_graph_string(&text)
+        .unwrap()
+        .cast::<Array>()
+        .unwrap();
+    assert_eq!(back.as_slice()[1].as_object_ptr(), green.as_object_ptr());
+    let bad = text.replace("\"Red\"", "\"Blue\"");
+    assert!(
+        from_json_graph_string(&bad)
+            .unwrap_err()
+            .message()
+            .contains("Blue")
+    );
+
+    assert_eq!(
+        deep_copy(red.as_view()).unwrap().as_object_ptr(),
+        red.as_object_ptr()
+    );
+    assert!(!structural_equal(red.as_view(), green.as_view(), false, false).unwrap());
+    assert_ne!(
+        structural_hash(red.as_view(), false, false).unwrap(),
+        structural_hash(green.as_view(), false, false).unwrap()
+    );
+}

@@ -1,0 +1,285 @@
+//! Structural equality and hashing, mismatch paths, repr, deep copy, recursive comparison and
+//! JSON-graph serialization of Rust-defined objects and containers.
+
+use tvm_ffi::deep_copy::deep_copy;
+use tvm_ffi::recursive_compare::{recursive_cmp, recursive_eq, recursive_hash};
+use tvm_ffi::repr::repr;
+use tvm_ffi::serialization::{from_json_graph_string, json, to_json_graph_string};
+use tvm_ffi::structural::{first_structural_mismatch, structural_equal, structural_hash};
+use tvm_ffi::{Any, Array, Dict, Map, Object, ObjectRef, define_object};
+
+define_object! {
+    /// A node with a plain field, a string and a child.
+    pub struct SNode : "test.structural.Node" extends Object {
+        pub value: i64,
+        pub name: tvm_ffi::String,
+        pub child: Any,
+    }
+}
+
+fn node(value: i64, child: impl Into<Any>) -> Any {
+    ObjectRef::new(SNode {
+        base: Object::header(),
+        value,
+        name: "n".into(),
+        child: child.into(),
+    })
+    .into()
+}
+
+fn arr(items: Vec<Any>) -> Any {
+    Array::from_vec(items).into()
+}
+
+fn map(entries: &[(&str, Any)]) -> Any {
+    let mut m = Map::new();
+    for (k, v) in entries {
+        m.insert(*k, v.clone());
+    }
+    m.into()
+}
+
+#[test]
+fn structural_equality_follows_content() {
+    let a = node(1, arr(vec![1.into(), "x".into()]));
+    let b = node(1, arr(vec![1.into(), "x".into()]));
+    let c = node(1, arr(vec![1.into(), "y".into()]));
+    assert!(structural_equal(a.as_view(), b.as_view(), false, false).unwrap());
+    assert!(!structural_equal(a.as_view(), c.as_view(), false, false).unwrap());
+    let h = |v: &Any| structural_hash(v.as_view(), false, false).unwrap();
+    assert_eq!(h(&a), h(&b));
+    assert_ne!(h(&a), h(&c));
+    // Maps compare in any order; int and float differ; NaN equals NaN.
+    let m1 = map(&[("a", 1.into()), ("b", 2.into())]);
+    let m2 = map(&[("b", 2.into()), ("a", 1.into())]);
+    assert!(structural_equal(m1.as_view(), m2.as_view(), false, false).unwrap());
+    assert_eq!(h(&m1), h(&m2));
+    let d: Any = Dict::new().into();
+    assert!(!structural_equal(Any::from(Map::new()).as_view(), d.as_view(), false, false).unwrap());
+    assert!(
+        !structural_equal(
+            Any::from(1).as_view(),
+            Any::from(1.0).as_view(),
+            false,
+            false
+        )
+        .unwrap()
+    );
+    assert!(
+        structural_equal(
+            Any::from(f64::NAN).as_view(),
+            Any::from(f64::NAN).as_view(),
+            false,
+            false
+        )
+        .unwrap()
+    );
+}
+
+fn same(a: &Any, b: &Any) -> bool {
+    a.as_object_ptr() == b.as_object_ptr()
+}
+
+#[test]
+fn first_mismatch_names_both_paths() {
+    let a = arr(vec![1.into(), node(2, arr(vec![3.into()]))]);
+    let b = arr(vec![1.into(), node(2, arr(vec![4.into()]))]);
+    let (l, r) = first_structural_mismatch(a.as_view(), b.as_view(), false, false)
+        .unwrap()
+        .unwrap();
+    assert_eq!(l.to_text().unwrap(), "<root>[1].child[0]");
+    assert_eq!(r.to_text().unwrap(), "<root>[1].child[0]");
+    let short = arr(vec![1.into()]);
+    let (l, r) = first_structural_mismatch(a.as_view(), short.as_view(), false, false)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (l.to_text().unwrap().as_str(), r.to_text().unwrap().as_str()),
+        ("<root>[1]", "<root>[<missing:1>]")
+    );
+    let m1 = map(&[("a", 1.into())]);
+    let m2 = map(&[("a", 1.into()), ("b", 2.into())]);
+    let (l, r) = first_structural_mismatch(m1.as_view(), m2.as_view(), false, false)
+        .unwrap()
+        .unwrap();
+    assert_eq!(l.to_text().unwrap(), r#"<root>[<missing:"b">]"#);
+    assert_eq!(r.to_text().unwrap(), r#"<root>["b"]"#);
+    assert!(
+        first_structural_mismatch(a.as_view(), a.as_view(), false, false)
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn functions_are_not_structurally_comparable() {
+    let f: Any = tvm_ffi::Function::from_typed("f", || 1i64).into();
+    let err = structural_hash(f.as_view(), false, false).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(err.message().contains("ffi.Function"), "{err}");
+}
+
+#[test]
+fn repr_prints_python_literals() {
+    let v = arr(vec![
+        1.into(),
+        "a\"b".into(),
+        Any::none(),
+        true.into(),
+        2.5.into(),
+        arr(vec![3.into()]),
+    ]);
+    assert_eq!(
+        repr(v.as_view()).unwrap(),
+        r#"(1, "a\"b", None, True, 2.5, (3,))"#
+    );
+    let n = node(7, map(&[("k", 1.into())]));
+    assert_eq!(
+        repr(n.as_view()).unwrap(),
+        r#"test.structural.Node(value=7, name="n", child={"k": 1})"#
+    );
+}
+
+#[test]
+fn deep_copy_keeps_sharing_and_content() {
+    let shared = arr(vec![1.into()]);
+    let n = node(1, arr(vec![shared.clone(), shared.clone()]));
+    let copy = deep_copy(n.as_view()).unwrap();
+    assert!(!same(&copy, &n));
+    assert!(structural_equal(copy.as_view(), n.as_view(), false, false).unwrap());
+    let child = copy
+        .as_object::<SNode>()
+        .unwrap()
+        .child
+        .cast::<Array>()
+        .unwrap();
+    assert!(same(&child.as_slice()[0], &child.as_slice()[1]));
+    assert!(!same(&child.as_slice()[0], &shared));
+    let f: Any = tvm_ffi::Function::from_typed("f", || 1i64).into();
+    assert!(
+        deep_copy(f.as_view())
+            .unwrap_err()
+            .message()
+            .contains("ffi.Function")
+    );
+}
+
+#[test]
+fn recursive_comparison_orders_and_hashes() {
+    let a = arr(vec![1.into(), 2.into()]);
+    let b = arr(vec![1.into(), 3.into()]);
+    assert!(recursive_cmp(a.as_view(), b.as_view()).unwrap().is_lt());
+    assert!(recursive_eq(a.as_view(), arr(vec![1.into(), 2.into()]).as_view()).unwrap());
+    assert_eq!(
+        recursive_hash(a.as_view()).unwrap(),
+        recursive_hash(arr(vec![1.into(), 2.into()]).as_view()).unwrap()
+    );
+    let err = recursive_cmp(Any::from(1).as_view(), Any::from(2.5).as_view()).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+}
+
+#[test]
+fn json_graph_round_trips_in_the_original_format() {
+    let text = to_json_graph_string(
+        arr(vec![42.into(), 42.into(), "s".into()]).as_view(),
+        Any::none().as_view(),
+    )
+    .unwrap();
+    assert_eq!(
+        text,
+        r#"{"root_index":2,"nodes":[{"type":"int","data":42},{"type":"ffi.String","data":"s"},{"type":"ffi.Array","data":[0,0,1]}]}"#
+    );
+    let n = node(5, map(&[("k", arr(vec![1.5.into()]))]));
+    let text = to_json_graph_string(n.as_view(), Any::none().as_view()).unwrap();
+    assert!(
+        text.contains(r#""type":"test.structural.Node","data":{"value":5,"#),
+        "{text}"
+    );
+    let back = from_json_graph_string(&text).unwrap();
+    assert!(structural_equal(back.as_view(), n.as_view(), false, false).unwrap());
+}
+
+#[test]
+fn json_graph_refuses_bad_input() {
+    for bad in [
+        "",
+        "not json",
+        r#"{"nodes": []}"#,
+        r#"{"root_index": 0}"#,
+        r#"{"root_index": 3, "nodes": []}"#,
+        r#"{"root_index": 0, "nodes": [{"type": "ffi.Array", "data": [0]}]}"#,
+    ] {
+        let err = from_json_graph_string(bad).unwrap_err();
+        assert_eq!(err.kind(), "ValueError", "{bad}: {err}");
+    }
+    let err = from_json_graph_string(
+        r#"{"root_index": 0, "nodes": [{"type": "no.such.Type", "data": {}}]}"#,
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), "KeyError");
+    assert!(err.message().contains("no.such.Type"));
+    // A cycle through a mutable container cannot be written.
+    let list = tvm_ffi::List::new();
+    list.push(node(1, list.clone()));
+    let err =
+        to_json_graph_string(Any::from(list.clone()).as_view(), Any::none().as_view()).unwrap_err();
+    assert!(err.message().contains("cyclic"), "{err}");
+    list.clear();
+    assert!(json::parse("[1,]").is_err());
+}
+
+#[test]
+fn recursive_comparison_handles_cycles() {
+    let make = |v: i64| {
+        let list = tvm_ffi::List::new();
+        list.push(v);
+        list.push(arr(vec![list.clone().into()]));
+        list
+    };
+    let (a, b, c) = (make(1), make(1), make(2));
+    let (va, vb, vc) = (
+        Any::from(a.clone()),
+        Any::from(b.clone()),
+        Any::from(c.clone()),
+    );
+    assert!(recursive_eq(va.as_view(), vb.as_view()).unwrap());
+    assert!(!recursive_eq(va.as_view(), vc.as_view()).unwrap());
+    assert_eq!(
+        recursive_hash(va.as_view()).unwrap(),
+        recursive_hash(vb.as_view()).unwrap()
+    );
+    for list in [a, b, c] {
+        list.clear();
+    }
+}
+
+/// The text apache-tvm-ffi 0.1.15 writes for the same value (recorded from it): ours writes it
+/// byte for byte and reads it back.
+const REFERENCE_GRAPH: &str = r#"{"root_index":22,"nodes":[{"type":"int","data":1},{"type":"float","data":2.5},{"type":"ffi.String","data":"short"},{"type":"ffi.String","data":"xxxxxxxxxxxxxxxxxxxx"},{"type":"None"},{"type":"bool","data":true},{"type":"ffi.String","data":"k"},{"type":"int","data":3},{"type":"ffi.String","data":"s"},{"type":"ffi.Array","data":[7,8]},{"type":"ffi.String","data":"n"},{"type":"ffi.String","data":"d"},{"type":"float","data":1.0000000000000001e+300},{"type":"ffi.Map","data":[11,12]},{"type":"ffi.Map","data":[6,9,10,13]},{"type":"ffi.Bytes","data":"YnkAdGVz"},{"type":"DataType","data":"float32x4"},{"type":"Device","data":[2,1]},{"type":"ffi.Shape","data":[2,3]},{"type":"ffi.String","data":"a"},{"type":"ffi.List","data":[0]},{"type":"ffi.Dict","data":[19,20]},{"type":"ffi.Array","data":[0,1,2,3,4,5,14,15,16,17,18,21]}]}"#;
+
+#[test]
+fn json_graph_text_matches_the_reference_runtime() {
+    let dict = Dict::new();
+    dict.insert("a", tvm_ffi::List::from_iter([Any::from(1)]));
+    let value = arr(vec![
+        1.into(),
+        2.5.into(),
+        "short".into(),
+        "x".repeat(20).into(),
+        Any::none(),
+        true.into(),
+        map(&[
+            ("k", arr(vec![3.into(), "s".into()])),
+            ("n", map(&[("d", 1e300.into())])),
+        ]),
+        tvm_ffi::Bytes::from_bytes(b"by\0tes").into(),
+        "float32x4".parse::<tvm_ffi::DataType>().unwrap().into(),
+        tvm_ffi::Device::new(2, 1).into(),
+        tvm_ffi::Shape::new(&[2, 3]).into(),
+        dict.into(),
+    ]);
+    let text = to_json_graph_string(value.as_view(), Any::none().as_view()).unwrap();
+    assert_eq!(text, REFERENCE_GRAPH);
+    let back = from_json_graph_string(REFERENCE_GRAPH).unwrap();
+    assert!(structural_equal(back.as_view(), value.as_view(), false, false).unwrap());
+}
