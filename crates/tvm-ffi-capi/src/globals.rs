@@ -246,5 +246,6 @@ pub(crate) fn builtin_functions() -> Vec<(&'static str, Function)> {
     all.extend(list_functions());
     all.extend(environment_functions());
     all.extend(tvm_ffi::containers::map_globals::functions());
+    all.extend(tvm_ffi::dataclass::functions());
     all
 }

@@ -103,7 +103,7 @@ pub fn register_hooks<H: AnyHashHooks>(type_index: i32) -> crate::Result<()> {
 
 /// A type attribute column pointer (NULL if the column does not exist).
 #[derive(Clone, Copy)]
-struct ColumnPtr(*const TVMFFITypeAttrColumn);
+pub(crate) struct ColumnPtr(*const TVMFFITypeAttrColumn);
 
 // SAFETY: column structs live for the process and are only read through this pointer.
 unsafe impl Send for ColumnPtr {}
@@ -112,7 +112,7 @@ unsafe impl Sync for ColumnPtr {}
 
 /// The column `name`, looked up once (column structs live for the process; only their `data`
 /// pointer moves when more entries are registered).
-fn column(cache: &OnceLock<ColumnPtr>, name: &str) -> *const TVMFFITypeAttrColumn {
+pub(crate) fn column(cache: &OnceLock<ColumnPtr>, name: &str) -> *const TVMFFITypeAttrColumn {
     cache
         .get_or_init(|| {
             let key = TVMFFIByteArray::from_text(name);
@@ -124,7 +124,10 @@ fn column(cache: &OnceLock<ColumnPtr>, name: &str) -> *const TVMFFITypeAttrColum
 }
 
 /// The non-None entry of a column for `type_index`, if any.
-fn column_entry(column: *const TVMFFITypeAttrColumn, type_index: i32) -> Option<TVMFFIAny> {
+pub(crate) fn column_entry(
+    column: *const TVMFFITypeAttrColumn,
+    type_index: i32,
+) -> Option<TVMFFIAny> {
     // SAFETY: a non-NULL column pointer stays valid for the process.
     let column = unsafe { column.as_ref() }?;
     let offset = i64::from(type_index) - i64::from(column.begin_index);
