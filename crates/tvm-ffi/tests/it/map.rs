@@ -1133,10 +1133,8 @@ fn big_int(words: &[i64]) -> tvm_ffi::Any {
     let array = tvm_ffi::abi::TVMFFIByteArray::from_bytes(&bytes);
     let mut out = tvm_ffi::abi::TVMFFIAny::NONE;
     // SAFETY: `array` views `bytes` for the call; `out` receives an owned value.
-    assert_eq!(
-        unsafe { tvm_ffi::abi::TVMFFIBigIntFromByteArray(&array, &mut out) },
-        0
-    );
+    let rc = unsafe { tvm_ffi::abi::TVMFFIBigIntFromByteArray(&array, &mut out) };
+    assert_eq!(rc, 0);
     // SAFETY: a successful call writes an owned value.
     unsafe { tvm_ffi::Any::from_raw(out) }
 }
