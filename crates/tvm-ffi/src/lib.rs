@@ -19,6 +19,7 @@ pub use tvm_ffi_sys as abi;
 pub mod any;
 pub mod boundary;
 pub mod containers;
+pub mod convert;
 pub mod dataclass;
 pub mod device;
 pub mod dtype;

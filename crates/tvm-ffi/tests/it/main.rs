@@ -7,6 +7,7 @@ use tvm_ffi_testing as _;
 
 mod any;
 mod containers;
+mod convert;
 mod dataclass;
 mod dtype;
 mod error;
