@@ -288,6 +288,7 @@ pub(crate) fn builtin_functions() -> Vec<(&'static str, Function)> {
     all.extend(list_slice_functions());
     all.extend(environment_functions());
     all.extend(tvm_ffi::containers::map_globals::functions());
+    all.extend(tvm_ffi::containers::devices::functions());
     all.extend(tvm_ffi::dataclass::functions());
     all
 }

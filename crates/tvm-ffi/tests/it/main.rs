@@ -9,6 +9,7 @@ mod any;
 mod containers;
 mod convert;
 mod dataclass;
+mod devices;
 mod dtype;
 mod error;
 mod function;
