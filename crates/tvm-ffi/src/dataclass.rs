@@ -65,12 +65,17 @@ impl FieldStorage {
         })
     }
 
-    /// The storage of a registered field: as [`FieldStorage::of`], except that an "any" field
-    /// of pointer size (a compact reference of a parent defined in C++) is an object reference,
-    /// and an index that cannot be stored is plain bytes (`None`), which need no release.
+    /// The storage of a registered field: as [`FieldStorage::of`], except that the record's
+    /// size decides between the two owned forms (an "any" field of pointer size is a compact
+    /// object reference of a parent defined in C++; an object-typed field of 16 bytes is a
+    /// value that may be inline, as strings and bytes are), and an index that cannot be stored
+    /// is plain bytes (`None`), which need no release.
     fn of_record(info: &TVMFFIFieldInfo) -> Option<FieldStorage> {
+        const ANY_SIZE: i64 = size_of::<TVMFFIAny>() as i64;
+        const POINTER_SIZE: i64 = size_of::<*mut TVMFFIObject>() as i64;
         match FieldStorage::of(info.field_static_type_index).ok()? {
-            FieldStorage::Any if info.size == 8 => Some(FieldStorage::Object),
+            FieldStorage::Any if info.size == POINTER_SIZE => Some(FieldStorage::Object),
+            FieldStorage::Object if info.size == ANY_SIZE => Some(FieldStorage::Any),
             storage => Some(storage),
         }
     }

@@ -32,7 +32,12 @@ struct FieldSpec {
 fn define(key: &str, fields: &[FieldSpec], total_size: i64) -> i32 {
     let index = types::register_type(key, abi::kTVMFFIObject, 0, true).unwrap();
     for spec in fields {
-        let storage = FieldStorage::of(spec.static_index).unwrap();
+        // A 16-byte field holds a value whatever its static type (strings may be inline).
+        let storage = if spec.size == 16 {
+            FieldStorage::Any
+        } else {
+            FieldStorage::of(spec.static_index).unwrap()
+        };
         // SAFETY: `identity` accepts any converter pointer.
         let setter = unsafe { dataclass::field_setter(storage, std::ptr::null_mut(), identity) };
         let setter = Any::from(setter);
@@ -200,6 +205,41 @@ fn object_fields_are_released_with_the_object_and_shared_by_shallow_copy() {
     drop(obj);
     drop(copy);
     assert_eq!(child.as_object().use_count(), base);
+}
+
+#[test]
+fn string_fields_of_sixteen_bytes_are_values_not_pointers() {
+    // A field typed `ffi.String` and stored in 16 bytes (as C++ parents and the core's own
+    // types record strings): inline small strings and string objects are both released and
+    // copied as values.
+    let index = define(
+        "test.dataclass.Named",
+        &[field("name", abi::kTVMFFIStr, 16, 24)],
+        40,
+    );
+    let init: Function = dataclass::type_attr(index, "__ffi_init__")
+        .unwrap()
+        .cast()
+        .unwrap();
+    let copy_fn: Function = dataclass::type_attr(index, "__ffi_shallow_copy__")
+        .unwrap()
+        .cast()
+        .unwrap();
+    for name in ["abc", "a string too long to be stored inline"] {
+        let obj = init.call((name,)).unwrap();
+        let copy = copy_fn.call((obj.clone(),)).unwrap();
+        drop(obj);
+        assert_eq!(get(&copy, "name").cast::<String>().unwrap(), name);
+        drop(copy);
+    }
+    let long = tvm_ffi::String::new("a string object shared by the fields of two objects");
+    let obj = init.call((long.clone(),)).unwrap();
+    let copy = copy_fn.call((obj.clone(),)).unwrap();
+    drop((obj, copy));
+    assert_eq!(
+        Any::from(long).cast::<String>().unwrap(),
+        "a string object shared by the fields of two objects"
+    );
 }
 
 #[test]
