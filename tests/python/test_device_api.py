@@ -143,3 +143,20 @@ def test_the_environment_allocator_reaches_the_test_device(no_leaks):
     t = alloc(tvm.ffi.Shape([3]), tvm.ffi.dtype("int8"), ext_dev(1))
     assert t.device == ext_dev(1) and t.shape == (3,)
     del t
+
+
+def test_first_non_cpu_device_in_containers(no_leaks):
+    """ffi.ContainerFindFirstNonCPUDevice: the first tensor off the CPU, depth first, in order,
+    through array/list elements and map/dict values; cpu:0 when there is none."""
+    find = tvm.get_global_func("ffi.ContainerFindFirstNonCPUDevice")
+    on_cpu = empty((2,), "float32", cpu())
+    on_dev1 = empty((2,), "float32", ext_dev(1))
+    on_dev0 = empty((2,), "float32", ext_dev(0))
+    assert find(on_dev1) == ext_dev(1)
+    assert find(on_cpu) == cpu(0)
+    assert find([1, "x", on_cpu]) == cpu(0)
+    assert find(None) == cpu(0)
+    assert find([on_cpu, [[on_dev1]], on_dev0]) == ext_dev(1)
+    assert find({"a": on_cpu, "b": (on_dev0,)}) == ext_dev(0)
+    assert find(tvm.ffi.Dict({on_dev1: 1})) == cpu(0), "keys are not searched"
+    del on_cpu, on_dev1, on_dev0

@@ -177,6 +177,45 @@ def test_native_library_soname_is_libtvm_ffi():
     assert "Library soname: [libtvm_ffi.so]" in dynamic
 
 
+_LOAD_WITHOUT_IMPORT = r"""
+import ctypes, json, sys
+
+class ByteArray(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_char_p), ("size", ctypes.c_size_t)]
+
+# Loaded as the original's Python package loads libtvm_ffi.so: no Python module init runs.
+lib = ctypes.CDLL(sys.argv[1], ctypes.RTLD_GLOBAL)
+found = {}
+for name in sys.argv[2:]:
+    handle = ctypes.c_void_p()
+    key = name.encode()
+    rc = lib.TVMFFIFunctionGetGlobal(ctypes.byref(ByteArray(key, len(key))), ctypes.byref(handle))
+    assert rc == 0
+    found[name] = bool(handle.value)
+print(json.dumps({"found": found, "tvm_imported": "tvm" in sys.modules}))
+"""
+
+
+def test_loading_the_library_registers_the_runtime_without_the_python_module():
+    # The module, RPC and device globals are registered by the library's constructor, so the
+    # same file works as a drop-in libtvm_ffi.so; these are a sample of each kind.
+    names = [
+        "ffi.ModuleLoadFromFile",
+        "ffi.SystemLib",
+        "ffi.ModuleGetFunction",
+        "ffi.ModuleGlobalsAdd",
+        "ffi.MakeFieldGetter",
+        "ffi._RegisterFFIInit",
+        "rpc.Connect",
+        "ffi.Module.load_from_bytes.vulkan",
+    ]
+    proc = _run_python(_LOAD_WITHOUT_IMPORT, _native()._name, *names)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert not report["tvm_imported"]
+    assert report["found"] == dict.fromkeys(names, True)
+
+
 def test_base_has_no_legacy_helpers():
     # The old names, spelled in parts so that searches for them find only real uses.
     for legacy in ("py" + "_str", "__version__", "TVM" + "Error", "_RUNTIME_ONLY"):

@@ -15,25 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "expect.h"
+
 namespace {
 
 namespace ffi = tvm::ffi;
-
-#define EXPECT(cond) TVM_FFI_CHECK(cond, AssertionError) << "(layer_tests.cc:" << __LINE__ << ") "
-#define EXPECT_EQ(a, b)                     \
-  TVM_FFI_CHECK((a) == (b), AssertionError) \
-      << "(layer_tests.cc:" << __LINE__ << ") `" << (a) << "` != `" << (b) << "` "
-
-// Runs `body` and returns the Error it throws; fails if it throws nothing.
-template <typename Body>
-ffi::Error ExpectError(int line, Body&& body) {
-  try {
-    body();
-  } catch (const ffi::Error& err) {
-    return err;
-  }
-  TVM_FFI_THROW(AssertionError) << "(layer_tests.cc:" << line << ") expected an error";
-}
 
 // An object of our own: header plus a payload; the deleter counts its calls per flag.
 struct CountedObject {

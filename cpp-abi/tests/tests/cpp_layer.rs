@@ -6,6 +6,9 @@
 //! * `layer_*`: the tests of `cpp/layer_tests.cc` (Any, String, ObjectRef, Function, Error,
 //!   Array, TensorView against this runtime), one Rust test each, plus tensors, strings and
 //!   byte arrays made here and read by the C++ side.
+//! * `legacy_abi::*`, `legacy_abi_*`: the tests of `cpp/legacy_abi_tests.cc`, the bridge from the
+//!   old packed-function ABI (`tvm/ffi/extra/legacy_abi.h`): every type code both ways, bad
+//!   codes, results, wrapped legacy functions, and a runtime tensor as `kTVMNDArrayHandle`.
 //! * `*_add_one`, `*_concat`, `*_sum_array`, `cpp_example_*`: both examples on runtime tensors,
 //!   `DLTensor*` arguments, strings, arrays and lists; their errors (the typed wrapper's
 //!   `TypeError` names the function, the argument and both types); metadata and doc symbols; the
@@ -67,6 +70,8 @@ struct Libraries {
     c_example: Library,
     cpp_example: Library,
     layer_tests: Library,
+    /// The tests of the legacy-ABI bridge (cpp/legacy_abi_tests.cc).
+    legacy_abi: Library,
     /// Two C and two C++ translation units that all include c_api.h.
     multi_unit: Library,
     /// Built with -DTVM_FFI_NO_ABI_VERSION_RECORD.
@@ -157,6 +162,9 @@ fn libraries() -> &'static Libraries {
         let layer_tests = dir.join("liblayer_tests.so");
         let layer_source = manifest_path("cpp/layer_tests.cc");
         compile("g++", "-std=c++17", &[], &[layer_source], &layer_tests);
+        let legacy_abi = dir.join("liblegacy_abi_tests.so");
+        let legacy_source = manifest_path("cpp/legacy_abi_tests.cc");
+        compile("g++", "-std=c++17", &[], &[legacy_source], &legacy_abi);
 
         // Four translation units including the header, linked into one library; compiled with
         // -fvisibility=hidden, which must not hide the record.
@@ -223,6 +231,7 @@ fn libraries() -> &'static Libraries {
             c_example: load("add_one_c", &c_example),
             cpp_example: load("add_one_cpp", &cpp_example),
             layer_tests: load("layer_tests", &layer_tests),
+            legacy_abi: load("legacy_abi_tests", &legacy_abi),
             multi_unit: load("multi_unit", &multi_unit),
             no_record: load("no_record", &no_record),
         };
@@ -325,10 +334,12 @@ fn expect_error(result: Result<Any, Error>, kind: &str) -> Error {
 // The tests of cpp/layer_tests.cc
 // ---------------------------------------------------------------------------------------------
 
-fn run_layer_test(name: &str) {
-    if let Err(err) = libraries().layer_tests.call(name, &[]) {
+/// Runs the exported C++ test `name` of `lib` (no arguments; it fails by throwing).
+fn run_cpp_test(lib: &Library, name: &str) {
+    if let Err(err) = lib.call(name, &[]) {
         panic!(
-            "C++ test {name} failed: {}: {}\n{}",
+            "C++ test {name} of {} failed: {}: {}\n{}",
+            lib.name,
             err.kind(),
             err.message(),
             err.backtrace()
@@ -336,20 +347,24 @@ fn run_layer_test(name: &str) {
     }
 }
 
-macro_rules! layer_tests {
-    ($($name:ident),* $(,)?) => {
-        mod layer {
+/// One Rust test per C++ test of a library: `cpp_tests!(module, library field, tests...)`.
+macro_rules! cpp_tests {
+    ($module:ident, $library:ident, $($name:ident),* $(,)?) => {
+        mod $module {
             $(
                 #[test]
                 fn $name() {
-                    super::run_layer_test(stringify!($name));
+                    let lib = &super::libraries().$library;
+                    super::run_cpp_test(lib, stringify!($name));
                 }
             )*
         }
     };
 }
 
-layer_tests!(
+cpp_tests!(
+    layer,
+    layer_tests,
     test_any_plain_values,
     test_strings,
     test_object_ref_counts,
@@ -361,6 +376,27 @@ layer_tests!(
     test_tensor_views,
     test_load_time_registration,
 );
+
+// The bridge from the old packed-function ABI (tvm/ffi/extra/legacy_abi.h).
+cpp_tests!(
+    legacy_abi,
+    legacy_abi,
+    test_legacy_to_ffi_every_code,
+    test_ffi_to_legacy_strings_bytes_objects,
+    test_bad_legacy_codes,
+    test_move_legacy_result,
+    test_wrap_legacy_function,
+);
+
+#[test]
+fn legacy_abi_tensor_crosses_as_ndarray_handle() {
+    let lib = &libraries().legacy_abi;
+    let tensor = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3]).expect("tensor");
+    let value = Any::from(tensor);
+    if let Err(err) = lib.call("legacy_tensor", &views(&[&value])) {
+        panic!("legacy_tensor failed: {}: {}", err.kind(), err.message());
+    }
+}
 
 #[test]
 fn layer_reads_runtime_tensors() {

@@ -345,8 +345,10 @@ pub(crate) fn symbolizations_on_this_thread() -> u64 {
 
 /// The backtrace text of captured `frames`, at most `TVM_TRACEBACK_LIMIT` lines (default 512).
 ///
-/// When `file` or `func` is given, `  File "<file>", line <line>, in <func>` is the first line.
-/// The text stops before the first FFI boundary frame (`TVMFFIFunctionCall`, or one a
+/// When `file` or `func` is given, `  File "<file>", line <line>, in <func>` is the first line;
+/// when both are, that line stands for the caller of the capture, whose frame (the first one
+/// with a visible symbol, inlined calls included) is then left out, as the original runtime
+/// leaves it out. The text stops before the first FFI boundary frame (`TVMFFIFunctionCall`, or one a
 /// registered [`FrameFilter`] names) unless `cross_ffi_boundary`.
 pub(crate) fn symbolize(
     frames: &[usize],
@@ -366,6 +368,7 @@ fn symbolize_limited(
     let _ = SYMBOLIZED.try_with(|count| count.set(count.get() + 1));
     let mut out = String::new();
     let mut count = 0usize;
+    let mut skip_caller = matches!(location, Some((Some(_), _, Some(_))));
     if let Some((file, line, func)) = location {
         if limit > 0 && (file.is_some() || func.is_some()) {
             push_line(
@@ -382,7 +385,12 @@ fn symbolize_limited(
         if done {
             break;
         }
-        for symbol in symbols_of(ip).iter() {
+        let symbols = symbols_of(ip);
+        if skip_caller && symbols.iter().any(|symbol| symbol.line.is_some()) {
+            skip_caller = false;
+            continue;
+        }
+        for symbol in symbols.iter() {
             if !cross_ffi_boundary && symbol.boundary {
                 done = true;
                 break;
@@ -618,6 +626,37 @@ mod tests {
             text.starts_with("  File \"<unknown>\", line 7, in OnlyFunc\n"),
             "{text}"
         );
+    }
+
+    #[inline(never)]
+    fn located_throw_site() -> String {
+        let text = format_backtrace(Some("src/kernel.cc"), 42, Some("MyKernel"), false);
+        std::hint::black_box(text)
+    }
+
+    #[inline(never)]
+    fn unlocated_throw_site() -> String {
+        let text = format_backtrace(None, 42, Some("MyKernel"), false);
+        std::hint::black_box(text)
+    }
+
+    #[test]
+    fn the_located_caller_is_not_repeated() {
+        // The location line stands for the caller of TVMFFIBacktrace: its frame is left out,
+        // the frames above it stay.
+        let text = located_throw_site();
+        assert!(
+            text.starts_with("  File \"src/kernel.cc\", line 42"),
+            "{text}"
+        );
+        assert!(!text.contains("located_throw_site"), "{text}");
+        assert!(
+            text.contains("the_located_caller_is_not_repeated"),
+            "{text}"
+        );
+        // Without a file, the location is partial and every frame stays.
+        let text = unlocated_throw_site();
+        assert!(text.contains("unlocated_throw_site"), "{text}");
     }
 
     #[test]

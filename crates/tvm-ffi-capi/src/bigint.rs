@@ -33,6 +33,41 @@ fn normalize(words: &mut Vec<i64>) {
 ///
 /// # Safety
 /// `words` is a valid byte array; `out` is valid for writes.
+/// The words of a BigInt value, least significant first.
+fn words_of<'a>(value: &'a tvm_ffi::AnyView<'_>) -> &'a [i64] {
+    let Some(obj) = value
+        .as_object_ptr()
+        .filter(|_| value.type_index() == kTVMFFIBigInt)
+    else {
+        return &[];
+    };
+    let obj = obj.cast::<BigIntObj>();
+    // SAFETY: a live BigInt object: its word count, then that many words right after it.
+    unsafe { std::slice::from_raw_parts(obj.add(1).cast::<i64>(), (*obj).num_words) }
+}
+
+/// Map keys of `ffi.BigInt` compare and hash by value (its normalized words).
+struct BigIntKeys;
+
+impl tvm_ffi::containers::hash::AnyHashHooks for BigIntKeys {
+    fn hash(value: tvm_ffi::AnyView<'_>) -> i64 {
+        words_of(&value)
+            .iter()
+            .fold(0x2545_f491_4f6c_dd1d_i64, |h, &w| {
+                (h ^ w).wrapping_mul(0x0100_0000_01b3).rotate_left(29)
+            })
+    }
+
+    fn equal(a: tvm_ffi::AnyView<'_>, b: tvm_ffi::AnyView<'_>) -> bool {
+        words_of(&a) == words_of(&b)
+    }
+}
+
+/// Registers the map-key hooks of `ffi.BigInt`.
+pub(crate) fn register_key_hooks() -> tvm_ffi::Result<()> {
+    tvm_ffi::containers::hash::register_hooks::<BigIntKeys>(kTVMFFIBigInt)
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFIBigIntFromByteArray(
     words: *const TVMFFIByteArray,
@@ -44,7 +79,10 @@ pub unsafe extern "C" fn TVMFFIBigIntFromByteArray(
         if bytes.len() % 8 != 0 {
             return Err(Error::new(
                 ErrorKind::ValueError,
-                format!("BigInt byte length {} is not a multiple of 8", bytes.len()),
+                format!(
+                    "BigInt content must contain whole 64-bit words, got {} bytes",
+                    bytes.len()
+                ),
             ));
         }
         let mut words: Vec<i64> = bytes

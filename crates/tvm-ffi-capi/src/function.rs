@@ -144,6 +144,10 @@ impl Registry {
                     .insert(name, function, String::new(), String::new(), false)
                     .expect("builtin names are unique");
             }
+            // Type attributes of the core's own types, registered with its functions.
+            crate::bigint::register_key_hooks().expect("the BigInt map-key hooks register");
+            tvm_ffi::convert::register_core_converters()
+                .expect("the __ffi_convert__ entries of the core types register");
             registry
         })
     }

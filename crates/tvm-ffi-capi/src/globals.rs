@@ -78,6 +78,47 @@ fn list_functions() -> Vec<(&'static str, Function)> {
     ]
 }
 
+/// Slice assignment and deletion, reversal and reservation of lists (the Python `list` API).
+fn list_slice_functions() -> Vec<(&'static str, Function)> {
+    vec![
+        (
+            "ffi.ListReplaceSlice",
+            Function::from_typed(
+                "ffi.ListReplaceSlice",
+                |l: List, start: i64, stop: i64, values: List| {
+                    l.splice(start, stop, values.to_vec())
+                },
+            ),
+        ),
+        (
+            "ffi.ListEraseRange",
+            Function::from_typed("ffi.ListEraseRange", |l: List, start: i64, stop: i64| {
+                l.splice(start, stop, Vec::new())
+            }),
+        ),
+        (
+            "ffi.ListReverse",
+            Function::from_typed("ffi.ListReverse", |l: List| l.reverse()),
+        ),
+        (
+            "ffi.ListReserve",
+            Function::from_typed("ffi.ListReserve", |l: List, capacity: i64| {
+                let capacity = usize::try_from(capacity)
+                    .ok()
+                    .filter(|&c| c <= isize::MAX as usize / size_of::<Any>())
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::ValueError,
+                            format!("ffi.ListReserve: capacity {capacity} is out of range"),
+                        )
+                    })?;
+                l.reserve(capacity);
+                Ok::<(), Error>(())
+            }),
+        ),
+    ]
+}
+
 fn core_functions() -> Vec<(&'static str, Function)> {
     static INVALID: OnceLock<Any> = OnceLock::new();
     static KWARGS: OnceLock<Any> = OnceLock::new();
@@ -244,8 +285,11 @@ fn environment_functions() -> Vec<(&'static str, Function)> {
 pub(crate) fn builtin_functions() -> Vec<(&'static str, Function)> {
     let mut all = core_functions();
     all.extend(list_functions());
+    all.extend(list_slice_functions());
     all.extend(environment_functions());
     all.extend(tvm_ffi::containers::map_globals::functions());
     all.extend(tvm_ffi::reflection_globals::functions());
+    all.extend(tvm_ffi::containers::devices::functions());
+    all.extend(tvm_ffi::dataclass::functions());
     all
 }

@@ -114,8 +114,9 @@ const STATIC_OBJECT_KEYS: [&str; 14] = [
     "ffi.BigInt",
 ];
 
-/// Attribute columns created at start-up, so that code caching column pointers finds them.
-const PRESET_COLUMNS: [&str; 14] = [
+/// Attribute columns created at start-up, so that code caching column pointers finds them (the
+/// original's headers assume every one of these exists once the library is loaded).
+const PRESET_COLUMNS: [&str; 18] = [
     "__any_hash__",
     "__any_equal__",
     "__ffi_repr__",
@@ -130,6 +131,18 @@ const PRESET_COLUMNS: [&str; 14] = [
     "__s_equal__",
     "__data_to_json__",
     "__data_from_json__",
+    "__ffi_enum__",
+    "__s_visit__",
+    "__s_mutate__",
+    "__s_maybe_inplace_mutate__",
+];
+
+/// Object sizes the table starts with (`TVMFFITypeMetadata::total_size`, no creator): the
+/// bare header of `ffi.Object`, and `ffi.BigInt`'s header plus its word count (its words
+/// follow inline, so that is the size of the fixed part).
+const PRESET_SIZES: [(i32, i32); 2] = [
+    (tvm_ffi_sys::kTVMFFIObject, 24),
+    (tvm_ffi_sys::kTVMFFIBigInt, 32),
 ];
 
 /// `std::hash<std::string_view>` of libstdc++ on 64-bit targets (MurmurHash64A variant with
@@ -179,6 +192,17 @@ impl TypeTable {
                 }
                 for name in PRESET_COLUMNS {
                     t.column(name);
+                }
+                for (index, total_size) in PRESET_SIZES {
+                    let entry = t.entry(index).expect("a preset type");
+                    let record = Box::new(TVMFFITypeMetadata {
+                        doc: TVMFFIByteArray::EMPTY,
+                        creator: None,
+                        total_size,
+                        structural_eq_hash_kind: tvm_ffi_sys::kTVMFFISEqHashKindUnsupported,
+                    });
+                    entry.info.metadata = &*record;
+                    entry.metadata = Some(record);
                 }
             }
             table

@@ -71,7 +71,15 @@ pub fn parse_dtype(s: &str) -> Result<DLDataType, String> {
         0
     };
     let (head, lanes_spec) = match s[name_skip..].find('x') {
-        Some(at) => (&s[..name_skip + at], Some(&s[name_skip + at + 1..])),
+        // `float4_e2m1fn_x2`: the lane suffix of a named float may follow an underscore.
+        Some(at) => {
+            let head = &s[..name_skip + at];
+            let head = head
+                .strip_suffix('_')
+                .filter(|h| h.contains('_'))
+                .unwrap_or(head);
+            (head, Some(&s[name_skip + at + 1..]))
+        }
         None => (s, None),
     };
     let (code, bits) = parse_name_and_bits(head, s)?;
@@ -85,10 +93,11 @@ pub fn parse_dtype(s: &str) -> Result<DLDataType, String> {
 /// Parses the part before the lane suffix into (code, bits); `whole` is used for messages.
 fn parse_name_and_bits(head: &str, whole: &str) -> Result<(u8, u8), String> {
     for &(code, bits, name) in &FIXED_FLOATS {
-        // `fp8_`, `fp6_` and `fp4_` alias `float8_`, `float6_` and `float4_`.
-        let alias_matches = head
-            .strip_prefix("fp")
-            .is_some_and(|rest| name.strip_prefix("float") == Some(rest));
+        // `fp8_`/`f8_`, `fp6_`/`f6_` and `fp4_`/`f4_` alias `float8_`, `float6_` and `float4_`.
+        let alias_matches = ["fp", "f"].iter().any(|prefix| {
+            head.strip_prefix(prefix)
+                .is_some_and(|rest| name.strip_prefix("float") == Some(rest))
+        });
         if head == name || alias_matches {
             return Ok((code, bits));
         }

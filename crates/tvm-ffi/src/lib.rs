@@ -21,6 +21,8 @@ pub mod any;
 pub mod bigint_text;
 pub mod boundary;
 pub mod containers;
+pub mod convert;
+pub mod dataclass;
 pub mod deep_copy;
 pub mod device;
 pub mod dtype;

@@ -301,7 +301,7 @@ impl MemberRecord for TVMFFIMethodInfo {
 /// as the type table describes it.
 pub struct Member<R: MemberRecord> {
     owner: i32,
-    info: &'static R,
+    pub(crate) info: &'static R,
 }
 
 impl<R: MemberRecord> Clone for Member<R> {

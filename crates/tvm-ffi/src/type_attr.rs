@@ -57,14 +57,30 @@ impl TypeAttr {
     /// The entry of `type_index` as the column holds it (borrowed from the column, which keeps
     /// it for the process), if it has a non-None one.
     pub fn get_raw(&self, type_index: i32) -> Option<TVMFFIAny> {
-        let column = self.column()?;
-        let offset = i64::from(type_index) - i64::from(column.begin_index);
-        if column.data.is_null() || offset < 0 || offset >= i64::from(column.size) {
-            return None;
-        }
-        // SAFETY: `offset` is within the column's `size` initialized entries, which the column
-        // keeps alive (entries are never replaced once set).
-        let entry = unsafe { *column.data.add(offset as usize) };
-        (entry.type_index != kTVMFFINone).then_some(entry)
+        column_entry(self.column()?, type_index)
     }
+}
+
+/// The non-None entry of `type_index` in `column`, as the column holds it.
+fn column_entry(column: &TVMFFITypeAttrColumn, type_index: i32) -> Option<TVMFFIAny> {
+    let offset = i64::from(type_index) - i64::from(column.begin_index);
+    if column.data.is_null() || offset < 0 || offset >= i64::from(column.size) {
+        return None;
+    }
+    // SAFETY: `offset` is within the column's `size` initialized entries, which the column
+    // keeps alive (entries are never replaced once set).
+    let entry = unsafe { *column.data.add(offset as usize) };
+    (entry.type_index != kTVMFFINone).then_some(entry)
+}
+
+/// The value of type attribute `name` for `type_index` (an owning copy), if the column exists
+/// and has a non-None entry; for names known only at run time (a [`TypeAttr`] caches its
+/// column).
+pub fn type_attr_value(type_index: i32, name: &str) -> Option<Any> {
+    let key = TVMFFIByteArray::from_text(name);
+    // SAFETY: `key` views `name` for the call; the result is NULL or a process-lifetime column.
+    let column = unsafe { abi::TVMFFIGetTypeAttrColumn(&key).as_ref() }?;
+    let entry = column_entry(column, type_index)?;
+    // SAFETY: the entry is a valid value owned by the column; we take our own reference.
+    Some(unsafe { AnyView::from_raw(entry) }.to_owned())
 }

@@ -18,6 +18,7 @@ mod dtype;
 mod errors;
 mod function_type;
 mod holder;
+mod load;
 mod ml_dtypes;
 mod objects;
 mod stack;
@@ -114,22 +115,8 @@ fn compiled_device_backends() -> Vec<&'static str> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tvm_ffi_capi::register_frame_filter(PYTHON_FRAMES);
-    tvm_runtime::init();
-    tvm_rpc::globals::init();
-    // Loads nothing: libvulkan is opened on the first use of a Vulkan device.
-    #[cfg(feature = "vulkan")]
-    device_vulkan::register().map_err(|e| errors::raise_error(m.py(), e))?;
-    // Loads nothing: the CUDA driver is opened on the first use of a CUDA device.
-    #[cfg(feature = "cuda")]
-    device_cuda::register().map_err(|e| errors::raise_error(m.py(), e))?;
-    // Loads nothing: wgpu looks for adapters on the first use of a WebGPU device.
-    #[cfg(feature = "webgpu")]
-    device_webgpu::register()
-        .map(|_| ())
-        .map_err(|e| errors::raise_error(m.py(), e))?;
-    // Loads nothing: the HIP runtime is opened on the first use of a ROCm device.
-    #[cfg(feature = "rocm")]
-    device_rocm::register().map_err(|e| errors::raise_error(m.py(), e))?;
+    // Registered when the library was loaded; this reports a failure of that registration.
+    load::register_all().map_err(|e| errors::raise_error(m.py(), e))?;
     m.add("_device_backends", compiled_device_backends())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;

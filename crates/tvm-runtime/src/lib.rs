@@ -11,6 +11,7 @@ pub mod device;
 pub mod kernel;
 mod library;
 mod module;
+mod module_globals;
 pub mod profiling;
 mod system_lib;
 
@@ -143,13 +144,7 @@ pub fn init() {
                 Ok::<bool, Error>(m.get_function(&name, query_imports)?.is_some())
             },
         );
-        register_typed(
-            "ffi.ModuleGetFunctionMetadata",
-            |m: Module, name: String| m.function_metadata(&name),
-        );
-        register_typed("ffi.ModuleGetFunctionDoc", |m: Module, name: String| {
-            m.function_doc(&name)
-        });
+        module_globals::register_all();
         register_typed("ffi.ModuleGetKind", |m: Module| m.kind());
         register_typed("ffi.ModuleGetImports", |m: Module| {
             m.imports().into_iter().collect::<Array>()

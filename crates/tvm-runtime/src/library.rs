@@ -192,6 +192,10 @@ impl ModuleImpl for LibraryModule {
     fn function_doc(&self, name: &str) -> Result<Option<String>> {
         self.text_symbol("__tvm_ffi__doc_", name)
     }
+
+    fn property_mask(&self) -> i64 {
+        Module::BINARY_SERIALIZABLE | Module::RUNNABLE
+    }
 }
 
 /// Checks the ABI version a library recorded (if it did) against this runtime's.

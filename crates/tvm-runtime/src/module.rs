@@ -29,6 +29,30 @@ pub trait ModuleImpl: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// The module's property bits: [`Module::BINARY_SERIALIZABLE`], [`Module::RUNNABLE`],
+    /// [`Module::COMPILATION_EXPORTABLE`] (none by default).
+    fn property_mask(&self) -> i64 {
+        0
+    }
+
+    /// The formats [`ModuleImpl::write_to_file`] accepts (none by default).
+    fn write_formats(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The module's source in `format`, empty when it has none (the default).
+    fn inspect_source(&self, _format: &str) -> Result<String> {
+        Ok(String::new())
+    }
+
+    /// Writes the module to `path` in `format`; by default a `RuntimeError` naming the kind.
+    fn write_to_file(&self, _path: &str, _format: &str) -> Result<()> {
+        Err(Error::new(
+            ErrorKind::RuntimeError,
+            format!("Module[{}] does not support WriteToFile", self.kind()),
+        ))
+    }
+
     /// A time evaluator of function `name` that measures where the module lives, for modules
     /// whose functions run elsewhere (a remote module); `None` times the function here.
     fn time_evaluator(
@@ -70,6 +94,13 @@ pub struct Module {
 }
 
 impl Module {
+    /// Property bit: the module can be serialized to bytes.
+    pub const BINARY_SERIALIZABLE: i64 = 0b001;
+    /// Property bit: the module's functions can run in this process.
+    pub const RUNNABLE: i64 = 0b010;
+    /// Property bit: the module can be exported for compilation (written as source or object).
+    pub const COMPILATION_EXPORTABLE: i64 = 0b100;
+
     /// Wraps a module implementation in a new module object.
     pub fn new(inner: impl ModuleImpl) -> Module {
         let obj = ObjectRef::new(ModuleObj {
@@ -157,6 +188,55 @@ impl Module {
     /// The documentation of function `name`, if recorded.
     pub fn function_doc(&self, name: &str) -> Result<Option<String>> {
         self.obj.inner.function_doc(name)
+    }
+
+    /// [`Module::function_metadata`] (`doc` false) or [`Module::function_doc`] (`doc` true) of
+    /// this module, then, with `query_imports`, of its imports depth first.
+    pub fn function_info(
+        &self,
+        name: &str,
+        doc: bool,
+        query_imports: bool,
+    ) -> Result<Option<String>> {
+        let own = if doc {
+            self.function_doc(name)?
+        } else {
+            self.function_metadata(name)?
+        };
+        if own.is_some() || !query_imports {
+            return Ok(own);
+        }
+        for import in self.imports() {
+            if let Some(found) = import.function_info(name, doc, true)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The module's property bits ([`Module::RUNNABLE`], ...).
+    pub fn property_mask(&self) -> i64 {
+        self.obj.inner.property_mask()
+    }
+
+    /// The formats [`Module::write_to_file`] accepts.
+    pub fn write_formats(&self) -> Vec<String> {
+        self.obj.inner.write_formats()
+    }
+
+    /// The module's source in `format` (empty when it has none).
+    pub fn inspect_source(&self, format: &str) -> Result<String> {
+        self.obj.inner.inspect_source(format)
+    }
+
+    /// Writes the module to `path` in `format`.
+    pub fn write_to_file(&self, path: &str, format: &str) -> Result<()> {
+        self.obj.inner.write_to_file(path, format)
+    }
+
+    /// Whether both refer to the same module object.
+    pub fn same_as(&self, other: &Module) -> bool {
+        self.obj.ptr_eq(&other.obj)
     }
 
     /// Adds `other` to the imports; a `RuntimeError` if that would create a cycle.

@@ -35,6 +35,10 @@ impl ModuleImpl for SystemLibModule {
         "system_lib"
     }
 
+    fn property_mask(&self) -> i64 {
+        Module::BINARY_SERIALIZABLE | Module::RUNNABLE
+    }
+
     fn get_function(&self, _module: &Module, name: &str) -> Result<Option<Function>> {
         let candidates = [
             format!("{SYMBOL_PREFIX}{}{name}", self.prefix),

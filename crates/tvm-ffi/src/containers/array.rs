@@ -442,6 +442,54 @@ impl List {
         drop(values);
     }
 
+    /// Replaces the elements in `start..stop` with `values` (Python's `l[start:stop] = values`
+    /// for a normalized slice): an `IndexError` unless `start <= stop <= len`.
+    pub fn splice(&self, start: i64, stop: i64, values: Vec<Any>) -> Result<()> {
+        let removed: Vec<Any> = {
+            let _lock = self.lock_for_mutation();
+            let len = self.seq().len();
+            let range = usize::try_from(start)
+                .ok()
+                .zip(usize::try_from(stop).ok())
+                .filter(|&(a, b)| a <= b && b <= len)
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::IndexError,
+                        format!("slice {start}..{stop} is out of range for a list of {len}"),
+                    )
+                })?;
+            let data = self.seq().cell().data.cast::<Any>();
+            // SAFETY: the first `len` slots are initialized; they leave the list (size 0) and
+            // come back below.
+            let mut all: Vec<Any> = (0..len).map(|i| unsafe { data.add(i).read() }).collect();
+            self.seq().cell_mut().size = 0;
+            let removed = all.splice(range.0..range.1, values).collect();
+            self.reserve_locked(all.len());
+            let data = self.seq().cell().data.cast::<Any>();
+            let new_len = all.len();
+            for (i, value) in all.into_iter().enumerate() {
+                // SAFETY: capacity covers `new_len` slots, each written once.
+                unsafe { data.add(i).write(value) };
+            }
+            self.seq().cell_mut().size = new_len as i64;
+            removed
+        };
+        // Dropped without the lock: a destructor may run arbitrary code.
+        drop(removed);
+        Ok(())
+    }
+
+    /// Reverses the elements in place.
+    pub fn reverse(&self) {
+        let _lock = self.lock_for_mutation();
+        let len = self.seq().len();
+        let data = self.seq().cell().data.cast::<TVMFFIAny>();
+        if len > 1 {
+            // SAFETY: `len` initialized slots, permuted in place.
+            unsafe { std::slice::from_raw_parts_mut(data, len).reverse() };
+        }
+    }
+
     /// A snapshot of the elements.
     pub fn to_vec(&self) -> Vec<Any> {
         let _lock = self.lock();

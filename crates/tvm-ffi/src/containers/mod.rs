@@ -3,6 +3,7 @@
 //! `Shape`.
 
 pub mod array;
+pub mod devices;
 pub mod hash;
 pub mod map;
 pub mod map_globals;

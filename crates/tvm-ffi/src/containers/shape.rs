@@ -1,7 +1,8 @@
 //! `Shape`: an immutable array of `i64` stored inline after the shape cell.
 
-use crate::abi::{TVMFFIShapeCell, kTVMFFIShape};
+use crate::abi::{TVMFFIShapeCell, kTVMFFIArray, kTVMFFIList, kTVMFFIShape};
 use crate::any::{Any, AnyView, TryFromAnyView};
+use crate::containers::array::Array;
 use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
 
 /// Layout of `ffi.Shape` (index 69): header, cell, then the values.
@@ -108,7 +109,19 @@ impl From<Shape> for Any {
 
 impl TryFromAnyView for Shape {
     const TYPE_NAME: &'static str = "ffi.Shape";
+    /// Accepts a shape, or an array or list of ints (copied into a new shape).
     fn try_from_view(view: &AnyView<'_>) -> Option<Shape> {
-        ObjectRef::<ShapeObj>::try_from_view(view).map(|obj| Shape { obj })
+        if let Some(obj) = ObjectRef::<ShapeObj>::try_from_view(view) {
+            return Some(Shape { obj });
+        }
+        if !matches!(view.type_index(), kTVMFFIArray | kTVMFFIList) {
+            return None;
+        }
+        let items = Array::try_from_view(view)?;
+        let dims = items
+            .iter()
+            .map(|item| item.cast::<i64>().ok())
+            .collect::<Option<Vec<i64>>>()?;
+        Some(Shape::new(&dims))
     }
 }

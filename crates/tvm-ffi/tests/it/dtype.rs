@@ -54,3 +54,29 @@ fn short_float_aliases_are_checked_like_the_full_names() {
     assert!("f8".parse::<DataType>().is_err());
     assert!("bf32".parse::<DataType>().is_err());
 }
+
+#[test]
+fn short_names_of_the_small_float_formats_parse_as_the_full_names() {
+    for (short, full) in [
+        ("f8_e4m3fn", "float8_e4m3fn"),
+        ("f8_e5m2fnuz", "float8_e5m2fnuz"),
+        ("f6_e2m3fn", "float6_e2m3fn"),
+        ("f4_e2m1fn", "float4_e2m1fn"),
+        ("fp8_e8m0fnu", "float8_e8m0fnu"),
+        ("f8_e4m3fnx4", "float8_e4m3fnx4"),
+        ("f4_e2m1fn_x2", "float4_e2m1fnx2"),
+        ("fp4_e2m1fn_x2", "float4_e2m1fnx2"),
+        ("float4_e2m1fn_x2", "float4_e2m1fnx2"),
+    ] {
+        let expected = parse_dtype(full).unwrap_or_else(|e| panic!("`{full}`: {e}"));
+        let got = parse_dtype(short).unwrap_or_else(|e| panic!("`{short}`: {e}"));
+        assert_eq!(
+            (got.code, got.bits, got.lanes),
+            (expected.code, expected.bits, expected.lanes),
+            "`{short}`"
+        );
+    }
+    // The underscore before the lanes belongs to the named formats only.
+    assert!(parse_dtype("float32_x4").is_err());
+    assert!(parse_dtype("f8_e9m9").is_err());
+}

@@ -7,6 +7,9 @@ use tvm_ffi_testing as _;
 
 mod any;
 mod containers;
+mod convert;
+mod dataclass;
+mod devices;
 mod dtype;
 mod enums;
 mod error;

@@ -1126,3 +1126,29 @@ fn dropping_deeply_nested_maps_does_not_overflow_the_stack() {
     }
     drop(nested);
 }
+
+/// A BigInt value made by the C API from little-endian words.
+fn big_int(words: &[i64]) -> tvm_ffi::Any {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let array = tvm_ffi::abi::TVMFFIByteArray::from_bytes(&bytes);
+    let mut out = tvm_ffi::abi::TVMFFIAny::NONE;
+    // SAFETY: `array` views `bytes` for the call; `out` receives an owned value.
+    let rc = unsafe { tvm_ffi::abi::TVMFFIBigIntFromByteArray(&array, &mut out) };
+    assert_eq!(rc, 0);
+    // SAFETY: a successful call writes an owned value.
+    unsafe { tvm_ffi::Any::from_raw(out) }
+}
+
+#[test]
+fn keys_wider_than_64_bits_are_found_by_value() {
+    // Touch the registry: the core's type attributes register with its functions.
+    tvm_ffi::Function::get_global("ffi.Map").unwrap();
+    let wide = big_int(&[1, 2]);
+    let same = big_int(&[1, 2]);
+    let other = big_int(&[1, 3]);
+    assert_eq!(wide.type_index(), tvm_ffi::abi::kTVMFFIBigInt);
+    assert_ne!(wide.as_object_ptr(), same.as_object_ptr());
+    let map: Map = [(wide, tvm_ffi::Any::from(7i64))].into_iter().collect();
+    assert_eq!(map.get(&same).unwrap().cast::<i64>().unwrap(), 7);
+    assert!(map.get(&other).is_none());
+}

@@ -121,3 +121,41 @@ fn pushing_grows_the_buffer_geometrically() {
     assert_eq!(cell(&list).capacity, 4096);
     assert_eq!(ints(&list.to_vec()), (0..4096).collect::<Vec<_>>());
 }
+
+#[test]
+fn list_slice_globals_replace_erase_reverse_and_reserve() {
+    let global = |name: &str| tvm_ffi::Function::get_global(name).unwrap();
+    let ints = |l: &tvm_ffi::List| -> Vec<i64> {
+        l.to_vec()
+            .iter()
+            .map(|v| v.cast::<i64>().unwrap())
+            .collect()
+    };
+    let list: tvm_ffi::List = (0..5i64).map(tvm_ffi::Any::from).collect();
+    let replacement: tvm_ffi::List = [7i64, 8, 9].into_iter().map(tvm_ffi::Any::from).collect();
+    global("ffi.ListReplaceSlice")
+        .call((list.clone(), 1i64, 3i64, replacement))
+        .unwrap();
+    assert_eq!(ints(&list), [0, 7, 8, 9, 3, 4]);
+    global("ffi.ListEraseRange")
+        .call((list.clone(), 0i64, 2i64))
+        .unwrap();
+    assert_eq!(ints(&list), [8, 9, 3, 4]);
+    global("ffi.ListReverse").call((list.clone(),)).unwrap();
+    assert_eq!(ints(&list), [4, 3, 9, 8]);
+    global("ffi.ListReserve")
+        .call((list.clone(), 100i64))
+        .unwrap();
+    assert_eq!(ints(&list), [4, 3, 9, 8]);
+
+    let err = global("ffi.ListEraseRange")
+        .call((list.clone(), 3i64, 9i64))
+        .unwrap_err();
+    assert!(err.is_kind(tvm_ffi::ErrorKind::IndexError), "{err}");
+    assert!(err.message().contains("3..9"), "{err}");
+    let err = global("ffi.ListReserve")
+        .call((list.clone(), -1i64))
+        .unwrap_err();
+    assert!(err.is_kind(tvm_ffi::ErrorKind::ValueError), "{err}");
+    assert!(err.message().contains("-1"));
+}

@@ -156,3 +156,31 @@ fn version_matches_the_header_macros() {
     unsafe { abi::TVMFFIGetVersion(&mut v) };
     assert_eq!((v.major, v.minor, v.patch), (0, 1, 16));
 }
+
+#[test]
+fn start_up_columns_and_core_sizes_exist() {
+    // The original's headers assume these columns exist once the library is loaded.
+    for name in [
+        "__ffi_enum__",
+        "__s_visit__",
+        "__s_mutate__",
+        "__s_maybe_inplace_mutate__",
+        "__ffi_init__",
+        "__ffi_new__",
+    ] {
+        let key = tvm_ffi::abi::TVMFFIByteArray::from_text(name);
+        // SAFETY: `key` views `name` for the call.
+        let column = unsafe { tvm_ffi::abi::TVMFFIGetTypeAttrColumn(&key) };
+        assert!(!column.is_null(), "{name}");
+    }
+    for (index, size) in [
+        (tvm_ffi::abi::kTVMFFIObject, 24),
+        (tvm_ffi::abi::kTVMFFIBigInt, 32),
+    ] {
+        let info = tvm_ffi::types::type_info(index).unwrap();
+        // SAFETY: metadata lives in the type table for the process.
+        let metadata = unsafe { info.metadata.as_ref() }.expect("metadata");
+        assert_eq!(metadata.total_size, size);
+        assert!(metadata.creator.is_none());
+    }
+}

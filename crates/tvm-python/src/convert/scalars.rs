@@ -77,20 +77,16 @@ pub(super) fn bool(value: bool) -> TVMFFIAny {
     )
 }
 
-/// A `str` (or a subclass) as an inline small string, or as a view of its cached UTF-8 buffer,
-/// which lives as long as the object and ends with a NUL.
+/// A `str` (or a subclass) as a string value, as the original binding passes it: inline up to
+/// 7 bytes (`kTVMFFISmallStr`), a `String` object beyond (`kTVMFFIStr`), never a raw C string,
+/// which a kernel written for the original rejects.
 #[inline(always)]
 pub(super) fn str(obj: &Bound<'_, PyString>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
     let text = match obj.to_str() {
         Ok(text) => text,
         Err(err) => return escaped_str(obj, temps, err),
     };
-    if text.len() <= MAX_SMALL_LEN || text.contains('\0') {
-        // Short text lives inline; embedded NULs cannot travel as a C string, so that text is
-        // copied into a string value.
-        return Ok(keep(temps, tvm_ffi::String::new(text).into_any()));
-    }
-    Ok(TVMFFIAny::raw_c_str(text.as_ptr().cast()))
+    Ok(keep(temps, tvm_ffi::String::new(text).into_any()))
 }
 
 /// A `str` that is not valid UTF-8: text that native code returned as bytes that are not UTF-8

@@ -95,7 +95,50 @@ fn module_globals_see_kinds_functions_and_imports() {
             .call((lib.clone(), "no_such_function"))
             .unwrap();
         assert!(value.is_none(), "{name}");
+        // The original's arity: (module, name, query_imports).
+        let value = global(name)
+            .call((lib.clone(), "no_such_function", true))
+            .unwrap();
+        assert!(value.is_none(), "{name}");
+        let err = global(name).call((lib.clone(),)).unwrap_err();
+        assert!(
+            err.message().contains("(module, name[, query_imports])"),
+            "{name}"
+        );
     }
+    let mask: i64 = global("ffi.ModuleGetPropertyMask")
+        .call((lib.clone(),))
+        .unwrap()
+        .cast()
+        .unwrap();
+    assert_eq!(mask, Module::BINARY_SERIALIZABLE | Module::RUNNABLE);
+    let formats = global("ffi.ModuleGetWriteFormats")
+        .call((lib.clone(),))
+        .unwrap()
+        .cast::<Array>()
+        .unwrap();
+    assert!(formats.is_empty());
+    let source: String = global("ffi.ModuleInspectSource")
+        .call((lib.clone(), "c"))
+        .unwrap()
+        .cast()
+        .unwrap();
+    assert!(source.is_empty());
+    let err = global("ffi.ModuleWriteToFile")
+        .call((lib.clone(), "/tmp/never-written.so", "so"))
+        .unwrap_err();
+    assert!(err.message().contains("does not support WriteToFile"));
+    // Pinning is idempotent, and unpinning a module that is not pinned does nothing.
+    for name in [
+        "ffi.ModuleGlobalsAdd",
+        "ffi.ModuleGlobalsAdd",
+        "ffi.ModuleGlobalsRemove",
+    ] {
+        global(name).call((lib.clone(),)).unwrap();
+    }
+    global("ffi.ModuleGlobalsRemove")
+        .call((lib.clone(),))
+        .unwrap();
 
     let imports = global("ffi.ModuleGetImports");
     let import_count = |m: &Module| {
