@@ -224,6 +224,20 @@ impl KernelSignature {
 }
 
 impl KernelCall<'_> {
+    /// What a failed launch says before the driver's error: `<backend> launch of kernel `k` on
+    /// <device> failed (grid=(..), block=(..), dynamic shared memory=N)`. Made only on failure.
+    #[cold]
+    pub fn launch_failure(&self, backend: &str, device: Device) -> String {
+        let [gx, gy, gz] = self.dims.grid;
+        let [bx, by, bz] = self.dims.block;
+        let shared = self.dims.dyn_shared_memory;
+        format!(
+            "{backend} launch of kernel `{}` on {device} failed (grid=({gx}, {gy}, {gz}), \
+             block=({bx}, {by}, {bz}), dynamic shared memory={shared})",
+            self.kernel()
+        )
+    }
+
     /// The kernel's name.
     #[inline]
     pub fn kernel(&self) -> &str {

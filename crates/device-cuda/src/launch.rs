@@ -161,14 +161,6 @@ impl CudaRuntime {
     /// only on failure: launches are hot).
     #[cold]
     fn launch_error(&self, rc: i32, device: Device, call: &KernelCall<'_>) -> Error {
-        let [gx, gy, gz] = call.dims.grid;
-        let [bx, by, bz] = call.dims.block;
-        let shared = call.dims.dyn_shared_memory;
-        let what = format!(
-            "CUDA launch of kernel `{}` on {device} failed (grid=({gx}, {gy}, {gz}), \
-             block=({bx}, {by}, {bz}), dynamic shared memory={shared})",
-            call.kernel()
-        );
-        self.driver.error(rc, &what)
+        self.driver.error(rc, &call.launch_failure("CUDA", device))
     }
 }

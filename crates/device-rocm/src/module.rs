@@ -219,15 +219,7 @@ impl HipRuntime {
     /// failure: launches are hot).
     #[cold]
     fn launch_error(&self, rc: i32, device: Device, call: &KernelCall<'_>) -> Error {
-        let [gx, gy, gz] = call.dims.grid;
-        let [bx, by, bz] = call.dims.block;
-        let shared = call.dims.dyn_shared_memory;
-        let what = format!(
-            "ROCm launch of kernel `{}` on {device} failed (grid=({gx}, {gy}, {gz}), \
-             block=({bx}, {by}, {bz}), dynamic shared memory={shared})",
-            call.kernel()
-        );
-        self.hip.error(rc, &what)
+        self.hip.error(rc, &call.launch_failure("ROCm", device))
     }
 }
 
