@@ -7,7 +7,7 @@ use std::ffi::c_void;
 use crate::abi::{TVMFFIAny, TVMFFISeqCell, kTVMFFIArray, kTVMFFIList};
 use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
+use crate::object::{Object, ObjectCore, ObjectRef, alloc_object, alloc_object_uninit};
 
 use super::sync::ObjectLock;
 
@@ -113,7 +113,22 @@ pub struct Array {
 impl Array {
     /// An array of the given values.
     pub fn from_vec(values: Vec<Any>) -> Array {
-        let len = values.len();
+        let mut values = values.into_iter();
+        let filled: Result<Array> = Array::build(values.len(), |_| {
+            Ok(values.next().expect("the vector has `len` values"))
+        });
+        filled.expect("moving owned values cannot fail")
+    }
+
+    /// An array of owned copies of the viewed values (one allocation), or the error of the first
+    /// view that cannot be owned (see [`AnyView::try_to_owned`]).
+    pub fn try_from_views(views: &[AnyView<'_>]) -> Result<Array> {
+        Array::build(views.len(), |i| views[i].try_to_owned())
+    }
+
+    /// Allocates an array of `len` elements inline and fills it with `element(0..len)`; on an
+    /// error, the elements made so far are released with the array.
+    fn build(len: usize, mut element: impl FnMut(usize) -> Result<Any>) -> Result<Array> {
         let bytes = len
             .checked_mul(size_of::<TVMFFIAny>())
             .expect("array size overflows");
@@ -126,21 +141,25 @@ impl Array {
                 data_deleter: None,
             }),
         };
-        // SAFETY: repr(C) with the header first; Drop releases the inline elements.
-        let ptr = unsafe { alloc_object(value, bytes, kTVMFFIArray) };
+        // SAFETY: repr(C) with the header first; Drop releases the first `size` inline elements,
+        // and only those are ever read.
+        let ptr = unsafe { alloc_object_uninit(value, bytes, kTVMFFIArray) };
         // SAFETY: the new block has room for `len` values right after the 56-byte object.
-        unsafe {
-            let data = ptr.as_ptr().add(1).cast::<TVMFFIAny>();
-            for (i, v) in values.into_iter().enumerate() {
-                data.add(i).write(v.into_raw());
-            }
-            let cell = (*ptr.as_ptr()).cell.get_mut();
-            cell.data = data.cast::<c_void>();
-            cell.size = len as i64;
-        }
+        let data = unsafe { ptr.as_ptr().add(1).cast::<TVMFFIAny>() };
         // SAFETY: the new object's reference moves into the array.
-        let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
-        Array { obj }
+        let array = Array {
+            obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
+        };
+        let cell = array.obj.0.cell_mut();
+        cell.data = data.cast::<c_void>();
+        for i in 0..len {
+            let value = element(i)?;
+            // SAFETY: slot `i` is in the block and not yet initialized; `size` counts it only
+            // once it holds an owning value.
+            unsafe { data.add(i).write(value.into_raw()) };
+            cell.size = i as i64 + 1;
+        }
+        Ok(array)
     }
 
     /// An empty array.
