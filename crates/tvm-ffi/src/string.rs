@@ -89,6 +89,7 @@ fn small_word(bytes: &[u8]) -> u64 {
 
 /// Builds an owning `Any` holding `bytes` in small form (index `small_index`) or as a heap
 /// object (index `heap_index`).
+#[inline]
 pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> Any {
     if bytes.len() <= MAX_SMALL_LEN {
         let payload = small_word(bytes).to_le_bytes();
@@ -100,6 +101,12 @@ pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> 
         // SAFETY: a small value owns nothing.
         return unsafe { Any::from_raw(raw) };
     }
+    new_heap_bytes_any(bytes, heap_index)
+}
+
+/// The heap form of [`new_bytes_any`]: a bytes object of type `heap_index`.
+#[inline(never)]
+fn new_heap_bytes_any(bytes: &[u8], heap_index: i32) -> Any {
     let header = BytesObj {
         base: Object::header(),
         bytes: TVMFFIByteArray::EMPTY,

@@ -188,6 +188,7 @@ impl Array {
     }
 
     /// The element at `index` (negative counts from the end), or an `IndexError` naming it.
+    #[inline]
     pub fn at(&self, index: i64) -> Result<&Any> {
         let i = normalize_index(index, self.len())?;
         Ok(&self.as_slice()[i])
@@ -211,15 +212,22 @@ impl Default for Array {
 }
 
 /// Resolves a possibly negative index against `len`, or an `IndexError` naming both.
+#[inline]
 pub(crate) fn normalize_index(index: i64, len: usize) -> Result<usize> {
     let resolved = if index < 0 { index + len as i64 } else { index };
     if resolved < 0 || resolved as usize >= len {
-        return Err(Error::new(
-            ErrorKind::IndexError,
-            format!("index {index} out of range for length {len}"),
-        ));
+        return Err(index_error(index, len));
     }
     Ok(resolved as usize)
+}
+
+#[cold]
+#[inline(never)]
+fn index_error(index: i64, len: usize) -> Error {
+    Error::new(
+        ErrorKind::IndexError,
+        format!("index {index} out of range for length {len}"),
+    )
 }
 
 impl<T: Into<Any>> FromIterator<T> for Array {
