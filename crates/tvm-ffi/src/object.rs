@@ -103,28 +103,41 @@ pub unsafe fn inc_ref(obj: *mut TVMFFIObject) {
 #[inline]
 pub unsafe fn dec_ref(obj: *mut TVMFFIObject) {
     // SAFETY: the caller owns a strong reference, so the header is live until the deleter runs.
+    let old = unsafe { (*obj).combined_ref_count.fetch_sub(1, Ordering::Release) };
+    if old & 0xFFFF_FFFF == 1 {
+        // SAFETY: that was the last strong reference, given up by the caller.
+        unsafe { release_last_strong(obj, old) };
+    }
+}
+
+/// The rest of [`dec_ref`] once the last strong reference is gone (`old` is the combined count
+/// before the decrement): out of line, so that the common decrement stays a few instructions.
+///
+/// # Safety
+/// The strong count of `obj` just dropped from 1 to 0.
+#[inline(never)]
+unsafe fn release_last_strong(obj: *mut TVMFFIObject, old: u64) {
+    // SAFETY: the header stays live until the deleter frees it (weak flag).
     unsafe {
         let header = &*obj;
-        let old = header.combined_ref_count.fetch_sub(1, Ordering::Release);
+        fence(Ordering::Acquire);
         if old == kTVMFFIObjectBothOne {
-            fence(Ordering::Acquire);
             if let Some(deleter) = header.deleter {
                 deleter(obj.cast(), abi::kTVMFFIObjectDeleterFlagBitMaskBoth);
             }
-        } else if old & 0xFFFF_FFFF == 1 {
+            return;
+        }
+        let deleter = header.deleter;
+        if let Some(deleter) = deleter {
+            deleter(obj.cast(), kTVMFFIObjectDeleterFlagBitMaskStrong);
+        }
+        let old_weak = header
+            .combined_ref_count
+            .fetch_sub(kTVMFFIObjectWeakOne, Ordering::Release);
+        if old_weak == kTVMFFIObjectWeakOne {
             fence(Ordering::Acquire);
-            let deleter = header.deleter;
             if let Some(deleter) = deleter {
-                deleter(obj.cast(), kTVMFFIObjectDeleterFlagBitMaskStrong);
-            }
-            let old_weak = header
-                .combined_ref_count
-                .fetch_sub(kTVMFFIObjectWeakOne, Ordering::Release);
-            if old_weak == kTVMFFIObjectWeakOne {
-                fence(Ordering::Acquire);
-                if let Some(deleter) = deleter {
-                    deleter(obj.cast(), kTVMFFIObjectDeleterFlagBitMaskWeak);
-                }
+                deleter(obj.cast(), kTVMFFIObjectDeleterFlagBitMaskWeak);
             }
         }
     }

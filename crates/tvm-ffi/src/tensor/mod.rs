@@ -198,18 +198,20 @@ fn check_import(
     require_alignment: i32,
     require_contiguous: bool,
 ) -> Result<()> {
-    if let Some(bad) = shape.iter().find(|d| **d < 0) {
-        crate::bail!(
-            ErrorKind::ValueError,
-            "tensor shape {shape:?} has a negative dimension {bad}"
-        );
+    // One pass: the element count (`None` once it overflows) and whether a dimension is 0.
+    let mut count = Some(1i64);
+    let mut empty = false;
+    for &dim in shape {
+        if dim < 0 {
+            crate::bail!(
+                ErrorKind::ValueError,
+                "tensor shape {shape:?} has a negative dimension {dim}"
+            );
+        }
+        empty |= dim == 0;
+        count = count.and_then(|n| n.checked_mul(dim));
     }
-    if !shape.contains(&0)
-        && shape
-            .iter()
-            .try_fold(1i64, |n, d| n.checked_mul(*d))
-            .is_none()
-    {
+    if !empty && count.is_none() {
         crate::bail!(
             ErrorKind::ValueError,
             "tensor shape {shape:?} has more elements than fit in int64"
