@@ -355,3 +355,39 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobalFromMethodInfo(
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tvm_ffi::Any;
+
+    #[test]
+    fn names_of_every_length_are_found_by_text_and_by_bytes() {
+        let registry = Registry {
+            entries: RwLock::new(HashMap::default()),
+        };
+        // Names that differ only in their last word, and lengths across the 8-byte words.
+        let names: Vec<String> = (1..=20)
+            .map(|len| "registry.x".repeat(3)[..len].to_owned())
+            .collect();
+        for (i, name) in names.iter().enumerate() {
+            let value = i as i64;
+            let function = Function::from_packed(move |_| Ok(Any::from(value)));
+            registry
+                .insert(name, function, String::new(), String::new(), false)
+                .unwrap();
+        }
+        for (i, name) in names.iter().enumerate() {
+            let by_text = registry.get(name).expect("registered");
+            assert_eq!(by_text.call(()).unwrap().cast::<i64>().unwrap(), i as i64);
+            let by_bytes = registry.get_bytes(name.as_bytes()).expect("registered");
+            assert_eq!(by_bytes.call(()).unwrap().cast::<i64>().unwrap(), i as i64);
+        }
+        assert!(registry.get_bytes(b"registry.\xff").is_none());
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(registry.names(), sorted);
+        assert!(registry.remove(&names[3]));
+        assert!(registry.get(&names[3]).is_none());
+    }
+}

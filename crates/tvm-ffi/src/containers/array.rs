@@ -147,9 +147,8 @@ impl Array {
         // SAFETY: the new block has room for `len` values right after the 56-byte object.
         let data = unsafe { ptr.as_ptr().add(1).cast::<TVMFFIAny>() };
         // SAFETY: the new object's reference moves into the array.
-        let array = Array {
-            obj: unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) },
-        };
+        let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
+        let array = Array { obj };
         let cell = array.obj.0.cell_mut();
         cell.data = data.cast::<c_void>();
         for i in 0..len {
