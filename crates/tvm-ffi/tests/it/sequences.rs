@@ -122,6 +122,13 @@ fn pushing_grows_the_buffer_geometrically() {
     assert_eq!(ints(&list.to_vec()), (0..4096).collect::<Vec<_>>());
 }
 
+/// The strong reference count of the object a value holds.
+fn strong_count(value: &Any) -> u32 {
+    let obj = value.as_object_ptr().expect("an object value");
+    // SAFETY: `value` holds a reference, so the header is live.
+    unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() }
+}
+
 #[test]
 fn arrays_from_views_own_their_elements() {
     let text = Any::from("a string longer than seven bytes");
@@ -132,18 +139,9 @@ fn arrays_from_views_own_their_elements() {
     assert_eq!(array.as_slice()[0].cast::<i64>().unwrap(), 1);
     assert_eq!(array.as_slice()[1], text);
     assert!(array.as_slice()[2].is_none());
-    let obj = text.as_object_ptr().unwrap();
-    // SAFETY: `text` and the array hold one reference each.
-    assert_eq!(
-        unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() },
-        2
-    );
+    assert_eq!(strong_count(&text), 2);
     drop(array);
-    // SAFETY: `text` still holds its reference.
-    assert_eq!(
-        unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() },
-        1
-    );
+    assert_eq!(strong_count(&text), 1);
 }
 
 #[test]
@@ -162,10 +160,5 @@ fn a_failing_view_releases_the_elements_already_taken() {
     let moved = unsafe { tvm_ffi::AnyView::from_raw(moved) };
     let err = Array::try_from_views(&[text.as_view(), moved]).unwrap_err();
     assert!(err.message().contains("already moved"), "{err}");
-    let obj = text.as_object_ptr().unwrap();
-    // SAFETY: only `text` holds a reference once the partial array is gone.
-    assert_eq!(
-        unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() },
-        1
-    );
+    assert_eq!(strong_count(&text), 1);
 }
