@@ -149,15 +149,24 @@ impl Array {
         // SAFETY: the new object's reference moves into the array.
         let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
         let array = Array { obj };
+        /// Records how many slots hold owning values when dropped, after the last element or
+        /// at an error (the array then releases exactly those).
+        struct Filled<'a>(&'a mut i64, usize);
+        impl Drop for Filled<'_> {
+            fn drop(&mut self) {
+                *self.0 = self.1 as i64;
+            }
+        }
         let cell = array.obj.0.cell_mut();
         cell.data = data.cast::<c_void>();
-        for i in 0..len {
-            let value = element(i)?;
-            // SAFETY: slot `i` is in the block and not yet initialized; `size` counts it only
-            // once it holds an owning value.
-            unsafe { data.add(i).write(value.into_raw()) };
-            cell.size = i as i64 + 1;
+        let mut filled = Filled(&mut cell.size, 0);
+        while filled.1 < len {
+            let value = element(filled.1)?;
+            // SAFETY: the slot is in the block and not yet initialized.
+            unsafe { data.add(filled.1).write(value.into_raw()) };
+            filled.1 += 1;
         }
+        drop(filled);
         Ok(array)
     }
 
