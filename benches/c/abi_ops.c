@@ -41,19 +41,9 @@ static void fail(const char* what) {
     if ((call) != 0) fail(#call);  \
   } while (0)
 
-static TVMFFIAny none_value(void) {
-  TVMFFIAny value;
-  memset(&value, 0, sizeof(value));
-  value.type_index = kTVMFFINone;
-  return value;
-}
-
-static TVMFFIAny int_value(int64_t v) {
-  TVMFFIAny value = none_value();
-  value.type_index = kTVMFFIInt;
-  value.v_int64 = v;
-  return value;
-}
+/* Values with every unnamed byte zero, as the ABI wants them. */
+#define NONE_VALUE ((TVMFFIAny){.type_index = kTVMFFINone})
+#define INT_VALUE(v) ((TVMFFIAny){.type_index = kTVMFFIInt, .v_int64 = (v)})
 
 /* Releases an owned value: objects lose their reference, everything else owns nothing. */
 static void release(TVMFFIAny* value) {
@@ -79,7 +69,7 @@ static TVMFFIObjectHandle require_global(const char* name) {
 
 /* Calls f and keeps the owned result in *out. */
 static void call(TVMFFIObjectHandle f, TVMFFIAny* args, int32_t n, TVMFFIAny* out) {
-  *out = none_value();
+  *out = NONE_VALUE;
   CHECK(TVMFFIFunctionCall(f, args, n, out));
 }
 
@@ -100,11 +90,11 @@ static void setup(void) {
   array_get_item = require_global("ffi.ArrayGetItem");
   map_get_item = require_global("ffi.MapGetItem");
   TVMFFIAny args[16];
-  for (int i = 0; i < 8; ++i) args[i] = int_value(i);
+  for (int i = 0; i < 8; ++i) args[i] = INT_VALUE(i);
   call(make_array, args, 8, &array8);
   for (int i = 0; i < 8; ++i) {
-    args[2 * i] = int_value(i);
-    args[2 * i + 1] = int_value(10 * i);
+    args[2 * i] = INT_VALUE(i);
+    args[2 * i + 1] = INT_VALUE(10 * i);
   }
   call(make_map, args, 16, &map8);
   for (int i = 0; i < 100; ++i) text[i] = (char)('a' + i % 26);
@@ -113,19 +103,19 @@ static void setup(void) {
 /* ---- the operations --------------------------------------------------------------------------- */
 
 static void op_call_nop0(void) {
-  TVMFFIAny result = none_value();
+  TVMFFIAny result = NONE_VALUE;
   CHECK(TVMFFIFunctionCall(nop, NULL, 0, &result));
 }
 
 static void op_call_nop3(void) {
-  TVMFFIAny args[3] = {int_value(1), int_value(2), int_value(3)};
-  TVMFFIAny result = none_value();
+  TVMFFIAny args[3] = {INT_VALUE(1), INT_VALUE(2), INT_VALUE(3)};
+  TVMFFIAny result = NONE_VALUE;
   CHECK(TVMFFIFunctionCall(nop, args, 3, &result));
 }
 
 static void op_call_typed_nop3(void) {
-  TVMFFIAny args[3] = {int_value(1), int_value(2), int_value(3)};
-  TVMFFIAny result = none_value();
+  TVMFFIAny args[3] = {INT_VALUE(1), INT_VALUE(2), INT_VALUE(3)};
+  TVMFFIAny result = NONE_VALUE;
   CHECK(TVMFFIFunctionCall(typed_nop, args, 3, &result));
 }
 
@@ -133,7 +123,7 @@ static void op_get_global(void) { CHECK(TVMFFIObjectDecRef(get_global("testing.n
 
 static void string_of(size_t size) {
   TVMFFIByteArray bytes = {text, size};
-  TVMFFIAny out = none_value();
+  TVMFFIAny out = NONE_VALUE;
   CHECK(TVMFFIStringFromByteArray(&bytes, &out));
   release(&out);
 }
@@ -143,17 +133,17 @@ static void op_string5(void) { string_of(5); }
 static void op_string100(void) { string_of(100); }
 
 static void op_raw_str_to_owned(void) {
-  TVMFFIAny view = none_value();
+  TVMFFIAny view = NONE_VALUE;
   view.type_index = kTVMFFIRawStr;
   view.v_c_str = "hello";
-  TVMFFIAny out = none_value();
+  TVMFFIAny out = NONE_VALUE;
   CHECK(TVMFFIAnyViewToOwnedAny(&view, &out));
   release(&out);
 }
 
 static void op_array8(void) {
   TVMFFIAny args[8];
-  for (int i = 0; i < 8; ++i) args[i] = int_value(i);
+  for (int i = 0; i < 8; ++i) args[i] = INT_VALUE(i);
   TVMFFIAny out;
   call(make_array, args, 8, &out);
   release(&out);
@@ -162,8 +152,8 @@ static void op_array8(void) {
 static void op_map8(void) {
   TVMFFIAny args[16];
   for (int i = 0; i < 8; ++i) {
-    args[2 * i] = int_value(i);
-    args[2 * i + 1] = int_value(10 * i);
+    args[2 * i] = INT_VALUE(i);
+    args[2 * i + 1] = INT_VALUE(10 * i);
   }
   TVMFFIAny out;
   call(make_map, args, 16, &out);
@@ -171,14 +161,14 @@ static void op_map8(void) {
 }
 
 static void op_array_get_item(void) {
-  TVMFFIAny args[2] = {array8, int_value(3)};
+  TVMFFIAny args[2] = {array8, INT_VALUE(3)};
   TVMFFIAny out;
   call(array_get_item, args, 2, &out);
   release(&out);
 }
 
 static void op_map_get_item(void) {
-  TVMFFIAny args[2] = {map8, int_value(3)};
+  TVMFFIAny args[2] = {map8, INT_VALUE(3)};
   TVMFFIAny out;
   call(map_get_item, args, 2, &out);
   release(&out);

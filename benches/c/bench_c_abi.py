@@ -67,7 +67,14 @@ def instructions(exe: Path, op: str, n: int) -> int:
     """The callgrind total of one run of `op` repeated `n` times."""
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.out", str(exe), op, str(n)],
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={tmp}/cg.out",
+                str(exe),
+                op,
+                str(n),
+            ],
             capture_output=True,
             text=True,
             check=False,
@@ -85,16 +92,24 @@ def per_op(exe: Path, op: str, n: int) -> float:
 
 def time_ns(exe: Path, op: str, n: int) -> float:
     """Best of 5 loops of `n` operations, in ns per operation."""
-    out = subprocess.run([str(exe), op, str(n), "--time"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(exe), op, str(n), "--time"], capture_output=True, text=True, check=True
+    )
     return float(out.stdout.strip())
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--ours-lib", type=Path, required=True, help="our cdylib exporting TVMFFI*")
     parser.add_argument("--rows", help="comma-separated row names (default: all)")
-    parser.add_argument("--iterations", type=int, default=10_000, help="N of the callgrind runs (N and 2N)")
-    parser.add_argument("--time-iterations", type=int, default=200_000, help="operations per timed loop")
+    parser.add_argument(
+        "--iterations", type=int, default=10_000, help="N of the callgrind runs (N and 2N)"
+    )
+    parser.add_argument(
+        "--time-iterations", type=int, default=200_000, help="operations per timed loop"
+    )
     parser.add_argument("--no-time", action="store_true", help="skip the ns column")
     parser.add_argument("--jobs", type=int, default=2, help="callgrind runs at once")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -108,7 +123,7 @@ def main() -> int:
     if shutil.which("valgrind") is None:
         print("bench_c_abi.py: valgrind is not installed", file=sys.stderr)
         return 1
-    import tvm_ffi  # noqa: PLC0415 - the reference wheel, only to find its files
+    import tvm_ffi  # the reference wheel, only to find its files
 
     ref_root = Path(tvm_ffi.__file__).resolve().parent
     work = ROOT / "target" / "bench" / "c-abi"
@@ -118,12 +133,16 @@ def main() -> int:
     shutil.copyfile(args.ours_lib, ours_dir / "libtvm_ffi.so")
     exes = {
         "ours": build(args.cc, ours_dir, ROOT / "python" / "tvm" / "include", ours_dir, []),
-        "ref": build(args.cc, work / "ref", ref_root / "include", ref_root / "lib", ["tvm_ffi_testing"]),
+        "ref": build(
+            args.cc, work / "ref", ref_root / "include", ref_root / "lib", ["tvm_ffi_testing"]
+        ),
     }
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         counts = {
-            (side, op): pool.submit(per_op, exe, op, args.iterations) for side, exe in exes.items() for op in rows
+            (side, op): pool.submit(per_op, exe, op, args.iterations)
+            for side, exe in exes.items()
+            for op in rows
         }
         counts = {key: future.result() for key, future in counts.items()}
     times = {}
@@ -132,22 +151,26 @@ def main() -> int:
             for side, exe in exes.items():
                 times[side, op] = time_ns(exe, op, args.time_iterations)
 
-    print(f"instructions per operation: (callgrind of {2 * args.iterations:,} - of {args.iterations:,}) / {args.iterations:,}")
+    n = args.iterations
+    print(f"instructions per operation: (callgrind of {2 * n:,} - of {n:,}) / {n:,}")
     print(f"reference: apache-tvm-ffi {tvm_ffi.__version__} ({ref_root / 'lib' / 'libtvm_ffi.so'})")
     print(f"ours: {args.ours_lib}")
     print()
-    head = f"| {'operation':<50} | {'ours':>8} | {'ref':>8} | {'ratio':>6} | {'ns ours':>8} | {'ns ref':>8} |"
+    cells = ("ours", "ref", "ratio", "ns ours", "ns ref")
+    head = f"| {'operation':<50} | " + " | ".join(f"{c:>8}" for c in cells) + " |"
     print(head)
     print("|" + "|".join("-" * (len(cell)) for cell in head.split("|")[1:-1]) + "|")
     results = []
     for op in rows:
         ours, ref = counts["ours", op], counts["ref", op]
         ratio = ours / ref if ref else float("nan")
-        ns = [f"{times[s, op]:.1f}" if times else "-" for s in ("ours", "ref")]
-        print(f"| {ROWS[op]:<50} | {ours:>8,.0f} | {ref:>8,.0f} | {ratio:>6.2f} | {ns[0]:>8} | {ns[1]:>8} |")
-        results.append({"row": op, "ours": ours, "ref": ref, "ratio": ratio, "ns": dict(zip(("ours", "ref"), ns))})
+        ns = {s: (f"{times[s, op]:.1f}" if times else "-") for s in ("ours", "ref")}
+        values = (f"{ours:,.0f}", f"{ref:,.0f}", f"{ratio:.2f}", ns["ours"], ns["ref"])
+        print(f"| {ROWS[op]:<50} | " + " | ".join(f"{v:>8}" for v in values) + " |")
+        results.append({"row": op, "ours": ours, "ref": ref, "ratio": ratio, "ns": ns})
     above = [r for r in results if r["ratio"] > TARGET]
-    print(f"\n{len(results) - len(above)} of {len(results)} rows at <= {TARGET} of the reference's instructions.")
+    met = len(results) - len(above)
+    print(f"\n{met} of {len(results)} rows at <= {TARGET} of the reference's instructions.")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))
