@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Benchmarks: the Rust criterion benchmarks of the core, then the Python side-by-side table of
-# `tvm` (this repository, `dist` profile build) against the reference `apache-tvm-ffi==0.1.15.post2`,
-# then RPC on loopback: `tvm` against `apache-tvm==0.27.0.post1` and a raw socket.
+# Benchmarks: the C ABI table (instructions per operation under callgrind, benches/c), the Rust
+# criterion benchmarks of the core, then the Python side-by-side table of `tvm` (this repository,
+# `dist` profile build) against the reference `apache-tvm-ffi==0.1.15.post2`, then RPC on
+# loopback: `tvm` against `apache-tvm==0.27.0.post1` and a raw socket.
 #
-# Usage: bash scripts/bench.sh [--quick] [-- BENCH_FFI_ARGS...]
+# Usage: bash scripts/bench.sh [--quick] [--c-only] [-- BENCH_FFI_ARGS...]
 #   --quick   short runs: criterion's --quick, one round of tiny iteration counts in Python, and
 #             two RPC rounds of 64 MiB transfers only
+#   --c-only  the C ABI table alone (needs valgrind and a C compiler)
 #   -- ...    anything after `--` goes to benches/python/bench_ffi.py (e.g. `-- --rounds 11`)
 #
 # Prepares its own virtual environments, .venv-bench and .venv-bench-apache-tvm, so the reference
@@ -15,12 +17,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 quick=0
+c_only=0
 bench_args=()
 while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
+        --c-only) c_only=1 ;;
         --) shift; bench_args+=("$@"); break ;;
-        -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -46,6 +50,20 @@ py="$venv/bin/python"
 "$py" -m pip install --quiet --disable-pip-version-check --upgrade pip
 "$py" -m pip install --quiet --disable-pip-version-check \
     "maturin>=1.9,<2" numpy "apache-tvm-ffi==0.1.15.post2"
+
+# ---- C ABI: instructions per operation ---------------------------------------------------------
+phase "C ABI: tvm vs tvm_ffi under callgrind (benches/c/bench_c_abi.py)"
+# Our libtvm_ffi.so: every TVMFFI* export of tvm-ffi-capi plus the testing.* functions, built with
+# the profile of the wheel.
+cargo build --locked --profile dist --quiet -p c-abi-bench
+mkdir -p target/bench
+"$py" benches/c/bench_c_abi.py --ours-lib target/dist/libtvm_ffi_c_abi_bench.so \
+    --json target/bench/bench_c_abi.json
+if ((c_only)); then
+    phase "done"
+    echo "JSON results: target/bench/bench_c_abi.json"
+    exit 0
+fi
 
 # apache-tvm 0.27 for the RPC rows, in an environment of its own: its import name is `tvm` too.
 # Its RPC needs cloudpickle, tornado and psutil, which it does not declare.
@@ -101,4 +119,4 @@ rpc_args=(--ours "$py" --apache "$apache_py" --json target/bench/bench_rpc.json)
 "$py" benches/python/bench_rpc.py "${rpc_args[@]}"
 
 phase "done"
-echo "JSON results: target/bench/bench_ffi.json, target/bench/bench_rpc.json; criterion reports: target/criterion/"
+echo "JSON results: target/bench/bench_c_abi.json, target/bench/bench_ffi.json, target/bench/bench_rpc.json; criterion reports: target/criterion/"

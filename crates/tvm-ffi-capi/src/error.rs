@@ -229,25 +229,38 @@ fn create_error(
     ptr.as_ptr().cast()
 }
 
-struct RaisedSlot(Cell<*mut TVMFFIObject>);
+thread_local! {
+    /// The error raised in this thread: an owned reference, or NULL. It has no destructor of
+    /// its own, so reading it costs no registration check; [`RaisedRelease`] releases what it
+    /// holds when the thread exits.
+    static RAISED: Cell<*mut TVMFFIObject> = const { Cell::new(std::ptr::null_mut()) };
+    /// Touched by every store, so that its destructor is registered before a thread holds an
+    /// error.
+    static RAISED_RELEASE: RaisedRelease = const { RaisedRelease };
+}
 
-impl Drop for RaisedSlot {
+/// Releases the thread's raised error when the thread exits.
+struct RaisedRelease;
+
+impl Drop for RaisedRelease {
     fn drop(&mut self) {
-        let obj = self.0.replace(std::ptr::null_mut());
+        let obj = RAISED.with(|slot| slot.replace(std::ptr::null_mut()));
         if !obj.is_null() {
-            // SAFETY: the slot owns one reference.
+            // SAFETY: the slot owned one reference.
             unsafe { dec_ref(obj) };
         }
     }
 }
 
-thread_local! {
-    static RAISED: RaisedSlot = const { RaisedSlot(Cell::new(std::ptr::null_mut())) };
-}
-
 /// Stores an owned error reference in the calling thread's slot, releasing the previous one.
 fn store_raised(obj: *mut TVMFFIObject) {
-    let previous = RAISED.try_with(|slot| slot.0.replace(obj)).unwrap_or(obj);
+    // Once the thread's release has run (thread exit), nothing would release a stored error:
+    // the new one is released right away instead.
+    let previous = if RAISED_RELEASE.try_with(|_| ()).is_ok() {
+        RAISED.with(|slot| slot.replace(obj))
+    } else {
+        obj
+    };
     if !previous.is_null() {
         // SAFETY: the slot owned one reference (or, during thread exit, the new error does).
         unsafe { dec_ref(previous) };
@@ -324,9 +337,7 @@ pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TVMFFIErrorMoveFromRaised(result: *mut TVMFFIObjectHandle) {
     ffi_boundary("TVMFFIErrorMoveFromRaised", || {
-        let obj = RAISED
-            .try_with(|slot| slot.0.replace(std::ptr::null_mut()))
-            .unwrap_or_default();
+        let obj = RAISED.with(|slot| slot.replace(std::ptr::null_mut()));
         if result.is_null() {
             if !obj.is_null() {
                 // SAFETY: nobody takes the reference; release it.

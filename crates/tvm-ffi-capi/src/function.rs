@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{OnceLock, RwLock};
 
 use tvm_ffi::any::AnyView;
@@ -126,9 +127,50 @@ pub(crate) struct GlobalEntry {
     pub(crate) metadata: String,
 }
 
-/// The global function registry, safe for concurrent registration and lookup.
+/// The global function registry, safe for concurrent registration and lookup. Names are kept
+/// as bytes (always UTF-8: they are inserted as `&str`), so a C lookup needs no validation.
 pub(crate) struct Registry {
-    entries: RwLock<HashMap<String, GlobalEntry>>,
+    entries: RwLock<HashMap<Vec<u8>, GlobalEntry, BuildHasherDefault<NameHasher>>>,
+}
+
+/// The hash of registry names: one rotate, xor and multiply per 8-byte word (the FxHash
+/// scheme). Names come from the programs and libraries of the process, not from untrusted
+/// input, so a keyed hash (std's SipHash, 4x the instructions of a whole lookup here) buys
+/// nothing.
+#[derive(Default)]
+pub(crate) struct NameHasher(u64);
+
+impl NameHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for NameHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            self.add(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl Registry {
@@ -137,7 +179,7 @@ impl Registry {
         static REGISTRY: OnceLock<Registry> = OnceLock::new();
         REGISTRY.get_or_init(|| {
             let registry = Registry {
-                entries: RwLock::new(HashMap::new()),
+                entries: RwLock::new(HashMap::default()),
             };
             for (name, function) in crate::globals::builtin_functions() {
                 registry
@@ -162,7 +204,7 @@ impl Registry {
         allow_override: bool,
     ) -> Result<()> {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        if !allow_override && entries.contains_key(name) {
+        if !allow_override && entries.contains_key(name.as_bytes()) {
             tvm_ffi::bail!(
                 ErrorKind::RuntimeError,
                 "Global Function `{name}` is already registered"
@@ -173,7 +215,7 @@ impl Registry {
             doc,
             metadata,
         };
-        let previous = entries.insert(name.to_owned(), entry);
+        let previous = entries.insert(name.as_bytes().to_vec(), entry);
         drop(entries);
         drop(previous);
         Ok(())
@@ -181,6 +223,11 @@ impl Registry {
 
     /// The function registered as `name`.
     pub(crate) fn get(&self, name: &str) -> Option<Function> {
+        self.get_bytes(name.as_bytes())
+    }
+
+    /// The function registered under the name spelled by `name` (none when it is not UTF-8).
+    pub(crate) fn get_bytes(&self, name: &[u8]) -> Option<Function> {
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
         entries.get(name).map(|e| e.function.clone())
     }
@@ -192,7 +239,7 @@ impl Registry {
         read: impl FnOnce(&GlobalEntry) -> T,
     ) -> Option<T> {
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
-        entries.get(name).map(read)
+        entries.get(name.as_bytes()).map(read)
     }
 
     /// Removes `name`; whether it was registered.
@@ -201,14 +248,17 @@ impl Registry {
             .entries
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(name);
+            .remove(name.as_bytes());
         removed.is_some()
     }
 
     /// All registered names, sorted.
     pub(crate) fn names(&self) -> Vec<String> {
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
-        let mut names: Vec<String> = entries.keys().cloned().collect();
+        let mut names: Vec<String> = entries
+            .keys()
+            .map(|name| String::from_utf8_lossy(name).into_owned())
+            .collect();
         names.sort_unstable();
         names
     }
@@ -227,9 +277,8 @@ pub unsafe extern "C" fn TVMFFIFunctionGetGlobal(
         // SAFETY: per the contract.
         let (name, out) = unsafe { (bytes_arg(name, "name")?, out_arg(out, "out")?) };
         // A name that is not UTF-8 names no function: absent, like any other missing name.
-        *out = std::str::from_utf8(name)
-            .ok()
-            .and_then(|name| Registry::global().get(name))
+        *out = Registry::global()
+            .get_bytes(name)
             .map_or(std::ptr::null_mut(), |f| {
                 f.as_object().clone().into_raw().cast()
             });
@@ -309,4 +358,40 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobalFromMethodInfo(
             allow_override != 0,
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tvm_ffi::Any;
+
+    #[test]
+    fn names_of_every_length_are_found_by_text_and_by_bytes() {
+        let registry = Registry {
+            entries: RwLock::new(HashMap::default()),
+        };
+        // Names that differ only in their last word, and lengths across the 8-byte words.
+        let names: Vec<String> = (1..=20)
+            .map(|len| "registry.x".repeat(3)[..len].to_owned())
+            .collect();
+        for (i, name) in names.iter().enumerate() {
+            let value = i as i64;
+            let function = Function::from_packed(move |_| Ok(Any::from(value)));
+            registry
+                .insert(name, function, String::new(), String::new(), false)
+                .unwrap();
+        }
+        for (i, name) in names.iter().enumerate() {
+            let by_text = registry.get(name).expect("registered");
+            assert_eq!(by_text.call(()).unwrap().cast::<i64>().unwrap(), i as i64);
+            let by_bytes = registry.get_bytes(name.as_bytes()).expect("registered");
+            assert_eq!(by_bytes.call(()).unwrap().cast::<i64>().unwrap(), i as i64);
+        }
+        assert!(registry.get_bytes(b"registry.\xff").is_none());
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(registry.names(), sorted);
+        assert!(registry.remove(&names[3]));
+        assert!(registry.get(&names[3]).is_none());
+    }
 }

@@ -125,7 +125,7 @@ fn core_functions() -> Vec<(&'static str, Function)> {
     vec![
         (
             "ffi.Array",
-            Function::from_packed(|args| Ok(Array::from_vec(owned_args(args)?).into())),
+            Function::from_packed(|args| Ok(Array::try_from_views(args)?.into())),
         ),
         (
             "ffi.ArraySize",

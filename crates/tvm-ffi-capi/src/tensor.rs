@@ -72,7 +72,7 @@ fn tensor_arg(handle: TVMFFIObjectHandle) -> Result<Tensor> {
     }
     // SAFETY: a live tensor lent for the call; the new reference is ours.
     let obj = unsafe { ObjectRef::<TensorObj>::from_borrowed(handle.cast()) };
-    Any::from_object(obj).cast()
+    Ok(Tensor::from_object(obj))
 }
 
 /// Exports a tensor as a legacy DLPack tensor holding one reference to it.

@@ -233,14 +233,27 @@ impl<'a> AnyView<'a> {
     }
 
     /// As [`AnyView::to_owned`], reporting a moved-from rvalue reference as an error.
+    #[inline]
     pub fn try_to_owned(&self) -> Result<Any, Error> {
         let raw = self.raw;
+        if raw.type_index >= kTVMFFIStaticObjectBegin {
+            // SAFETY: the view borrows a live object.
+            unsafe { inc_ref(raw.payload.v_obj) };
+            return Ok(Any { raw });
+        }
+        if raw.type_index < abi::kTVMFFIRawStr {
+            // None, ints, floats, pointers, dtypes, devices: plain values, copied as they are.
+            return Ok(Any { raw });
+        }
+        self.try_to_owned_special()
+    }
+
+    /// [`AnyView::try_to_owned`] of the values that need more than a copy: raw strings and
+    /// byte arrays become owned, rvalue references give up their object.
+    #[inline(never)]
+    fn try_to_owned_special(&self) -> Result<Any, Error> {
+        let raw = self.raw;
         match raw.type_index {
-            index if index >= kTVMFFIStaticObjectBegin => {
-                // SAFETY: the view borrows a live object.
-                unsafe { inc_ref(raw.payload.v_obj) };
-                Ok(Any { raw })
-            }
             abi::kTVMFFIRawStr | abi::kTVMFFIByteArrayPtr => {
                 let bytes = crate::string::bytes_of_view(self).ok_or_else(|| {
                     Error::new(ErrorKind::ValueError, "NULL string pointer in a value")

@@ -372,6 +372,7 @@ macro_rules! typed_arities {
             }
 
             #[allow(unused_variables)]
+            #[inline]
             fn call_typed(&self, signature: &str, args: &[AnyView<'_>]) -> Result<Any> {
                 if args.len() != $n {
                     return Err(Error::new(

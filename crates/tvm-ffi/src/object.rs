@@ -103,28 +103,41 @@ pub unsafe fn inc_ref(obj: *mut TVMFFIObject) {
 #[inline]
 pub unsafe fn dec_ref(obj: *mut TVMFFIObject) {
     // SAFETY: the caller owns a strong reference, so the header is live until the deleter runs.
+    let old = unsafe { (*obj).combined_ref_count.fetch_sub(1, Ordering::Release) };
+    if old & 0xFFFF_FFFF == 1 {
+        // SAFETY: that was the last strong reference, given up by the caller.
+        unsafe { release_last_strong(obj, old) };
+    }
+}
+
+/// The rest of [`dec_ref`] once the last strong reference is gone (`old` is the combined count
+/// before the decrement): out of line, so that the common decrement stays a few instructions.
+///
+/// # Safety
+/// The strong count of `obj` just dropped from 1 to 0.
+#[inline(never)]
+unsafe fn release_last_strong(obj: *mut TVMFFIObject, old: u64) {
+    // SAFETY: the header stays live until the deleter frees it (weak flag).
     unsafe {
         let header = &*obj;
-        let old = header.combined_ref_count.fetch_sub(1, Ordering::Release);
+        fence(Ordering::Acquire);
         if old == kTVMFFIObjectBothOne {
-            fence(Ordering::Acquire);
             if let Some(deleter) = header.deleter {
                 deleter(obj.cast(), abi::kTVMFFIObjectDeleterFlagBitMaskBoth);
             }
-        } else if old & 0xFFFF_FFFF == 1 {
+            return;
+        }
+        let deleter = header.deleter;
+        if let Some(deleter) = deleter {
+            deleter(obj.cast(), kTVMFFIObjectDeleterFlagBitMaskStrong);
+        }
+        let old_weak = header
+            .combined_ref_count
+            .fetch_sub(kTVMFFIObjectWeakOne, Ordering::Release);
+        if old_weak == kTVMFFIObjectWeakOne {
             fence(Ordering::Acquire);
-            let deleter = header.deleter;
             if let Some(deleter) = deleter {
-                deleter(obj.cast(), kTVMFFIObjectDeleterFlagBitMaskStrong);
-            }
-            let old_weak = header
-                .combined_ref_count
-                .fetch_sub(kTVMFFIObjectWeakOne, Ordering::Release);
-            if old_weak == kTVMFFIObjectWeakOne {
-                fence(Ordering::Acquire);
-                if let Some(deleter) = deleter {
-                    deleter(obj.cast(), kTVMFFIObjectDeleterFlagBitMaskWeak);
-                }
+                deleter(obj.cast(), kTVMFFIObjectDeleterFlagBitMaskWeak);
             }
         }
     }
@@ -247,6 +260,59 @@ pub unsafe fn alloc_object_with_deleter<S>(
     type_index: i32,
     deleter: unsafe extern "C" fn(*mut c_void, c_int),
 ) -> NonNull<S> {
+    // SAFETY: forwarded.
+    let ptr = unsafe { alloc_object_uninit_with_deleter(value, extra, type_index, deleter) };
+    // SAFETY: the block has `extra` bytes after the value.
+    unsafe { std::ptr::write_bytes(ptr.as_ptr().add(1).cast::<u8>(), 0, extra) };
+    ptr
+}
+
+/// As [`alloc_object`], leaving the `extra` bytes uninitialized, for callers that fill them
+/// right away (array elements, string bytes, tensor dims).
+///
+/// # Safety
+/// As for [`alloc_object`], and the extra bytes are written before anything reads them.
+pub(crate) unsafe fn alloc_object_uninit<S>(value: S, extra: usize, type_index: i32) -> NonNull<S> {
+    // SAFETY: forwarded; the generic deleter matches `S`.
+    unsafe { alloc_object_uninit_with_deleter(value, extra, type_index, rust_object_deleter::<S>) }
+}
+
+/// As [`alloc_object_uninit`], for values that own nothing (no drop glue, so no nested
+/// objects): their deleter frees the block and skips the bookkeeping of nested releases.
+///
+/// # Safety
+/// As for [`alloc_object_uninit`].
+pub(crate) unsafe fn alloc_plain_object_uninit<S>(
+    value: S,
+    extra: usize,
+    type_index: i32,
+) -> NonNull<S> {
+    assert!(
+        !std::mem::needs_drop::<S>(),
+        "plain objects own nothing to drop"
+    );
+    // SAFETY: forwarded; dropping the value is a no-op, so freeing the block is all there is.
+    unsafe { alloc_object_uninit_with_deleter(value, extra, type_index, plain_object_deleter) }
+}
+
+/// The deleter of [`alloc_plain_object_uninit`]: frees the block once the weak flag is set.
+unsafe extern "C" fn plain_object_deleter(obj: *mut c_void, flags: c_int) {
+    if flags & kTVMFFIObjectDeleterFlagBitMaskWeak != 0 {
+        // SAFETY: the block came from `libc::malloc` and no reference remains.
+        unsafe { libc::free(obj) };
+    }
+}
+
+/// The allocation behind [`alloc_object_with_deleter`] and [`alloc_object_uninit`].
+///
+/// # Safety
+/// As for [`alloc_object_with_deleter`]; the extra bytes are left uninitialized.
+unsafe fn alloc_object_uninit_with_deleter<S>(
+    value: S,
+    extra: usize,
+    type_index: i32,
+    deleter: unsafe extern "C" fn(*mut c_void, c_int),
+) -> NonNull<S> {
     assert!(
         std::mem::align_of::<S>() <= 16,
         "object alignment above 16 is not supported"
@@ -260,10 +326,9 @@ pub unsafe fn alloc_object_with_deleter<S>(
         std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(size, 16).unwrap());
     };
     // SAFETY: the block is large enough and suitably aligned (malloc alignment is 16); the
-    // value fills the struct, the extra bytes are zeroed here.
+    // value fills the struct.
     unsafe {
         ptr.as_ptr().write(value);
-        std::ptr::write_bytes(ptr.as_ptr().add(1).cast::<u8>(), 0, extra);
         let header = ptr.as_ptr().cast::<TVMFFIObject>();
         (*header).combined_ref_count = std::sync::atomic::AtomicU64::new(kTVMFFIObjectBothOne);
         (*header).type_index = type_index;

@@ -11,7 +11,7 @@ use crate::abi::{
 };
 use crate::any::{Any, AnyView};
 use crate::error::{Error, ErrorKind};
-use crate::object::{Object, ObjectCore, alloc_object};
+use crate::object::{Object, ObjectCore, alloc_plain_object_uninit};
 
 /// Most bytes stored inline; one byte of the 8-byte payload stays a terminating NUL.
 pub const MAX_SMALL_LEN: usize = 7;
@@ -66,17 +66,33 @@ unsafe impl ObjectCore for BytesHeapObj {
     }
 }
 
+/// Up to 8 bytes as a little-endian word, zero-padded. Assembled in registers from two
+/// overlapping loads: a copy through memory would be read back at once as one word, which
+/// stalls on the narrower stores of a short copy.
+#[inline]
+fn small_word(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    debug_assert!(n <= 8);
+    if n >= 4 {
+        let low = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let high = u32::from_le_bytes([bytes[n - 4], bytes[n - 3], bytes[n - 2], bytes[n - 1]]);
+        // The two words overlap on equal bytes, so OR joins them.
+        u64::from(low) | (u64::from(high) << ((n - 4) * 8))
+    } else if n >= 2 {
+        let low = u16::from_le_bytes([bytes[0], bytes[1]]);
+        let high = u16::from_le_bytes([bytes[n - 2], bytes[n - 1]]);
+        u64::from(low) | (u64::from(high) << ((n - 2) * 8))
+    } else {
+        bytes.first().map_or(0, |&byte| u64::from(byte))
+    }
+}
+
 /// Builds an owning `Any` holding `bytes` in small form (index `small_index`) or as a heap
 /// object (index `heap_index`).
+#[inline]
 pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> Any {
     if bytes.len() <= MAX_SMALL_LEN {
-        // Assembled in a register: a copy through memory would be read back at once as one
-        // word, which stalls on the narrower stores of a short copy.
-        let word = bytes
-            .iter()
-            .rev()
-            .fold(0u64, |word, &byte| (word << 8) | u64::from(byte));
-        let payload = word.to_le_bytes();
+        let payload = small_word(bytes).to_le_bytes();
         let raw = TVMFFIAny {
             type_index: small_index,
             small_str_len: bytes.len() as u32,
@@ -85,17 +101,24 @@ pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> 
         // SAFETY: a small value owns nothing.
         return unsafe { Any::from_raw(raw) };
     }
+    new_heap_bytes_any(bytes, heap_index)
+}
+
+/// The heap form of [`new_bytes_any`]: a bytes object of type `heap_index`.
+#[inline(never)]
+fn new_heap_bytes_any(bytes: &[u8], heap_index: i32) -> Any {
     let header = BytesObj {
         base: Object::header(),
         bytes: TVMFFIByteArray::EMPTY,
     };
     // SAFETY: BytesObj is repr(C) with the header first and owns no resources of its own; the
     // extra bytes hold the content and its NUL.
-    let ptr = unsafe { alloc_object(header, bytes.len() + 1, heap_index) };
-    // SAFETY: the block has room for the content and the (already zero) NUL after the cell.
+    let ptr = unsafe { alloc_plain_object_uninit(header, bytes.len() + 1, heap_index) };
+    // SAFETY: the block has room for the content and the NUL after the cell.
     unsafe {
         let content = ptr.as_ptr().add(1).cast::<u8>();
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), content, bytes.len());
+        content.add(bytes.len()).write(0);
         (*ptr.as_ptr()).bytes =
             TVMFFIByteArray::from_bytes(std::slice::from_raw_parts(content, bytes.len()));
     }

@@ -7,7 +7,7 @@ use std::ffi::c_void;
 use crate::abi::{TVMFFIAny, TVMFFISeqCell, kTVMFFIArray, kTVMFFIList};
 use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
+use crate::object::{Object, ObjectCore, ObjectRef, alloc_object, alloc_object_uninit};
 
 use super::sync::ObjectLock;
 
@@ -120,7 +120,22 @@ pub struct Array {
 impl Array {
     /// An array of the given values.
     pub fn from_vec(values: Vec<Any>) -> Array {
-        let len = values.len();
+        let mut values = values.into_iter();
+        let filled: Result<Array> = Array::build(values.len(), |_| {
+            Ok(values.next().expect("the vector has `len` values"))
+        });
+        filled.expect("moving owned values cannot fail")
+    }
+
+    /// An array of owned copies of the viewed values (one allocation), or the error of the first
+    /// view that cannot be owned (see [`AnyView::try_to_owned`]).
+    pub fn try_from_views(views: &[AnyView<'_>]) -> Result<Array> {
+        Array::build(views.len(), |i| views[i].try_to_owned())
+    }
+
+    /// Allocates an array of `len` elements inline and fills it with `element(0..len)`; on an
+    /// error, the elements made so far are released with the array.
+    fn build(len: usize, mut element: impl FnMut(usize) -> Result<Any>) -> Result<Array> {
         let bytes = len
             .checked_mul(size_of::<TVMFFIAny>())
             .expect("array size overflows");
@@ -133,21 +148,33 @@ impl Array {
                 data_deleter: None,
             }),
         };
-        // SAFETY: repr(C) with the header first; Drop releases the inline elements.
-        let ptr = unsafe { alloc_object(value, bytes, kTVMFFIArray) };
+        // SAFETY: repr(C) with the header first; Drop releases the first `size` inline elements,
+        // and only those are ever read.
+        let ptr = unsafe { alloc_object_uninit(value, bytes, kTVMFFIArray) };
         // SAFETY: the new block has room for `len` values right after the 56-byte object.
-        unsafe {
-            let data = ptr.as_ptr().add(1).cast::<TVMFFIAny>();
-            for (i, v) in values.into_iter().enumerate() {
-                data.add(i).write(v.into_raw());
-            }
-            let cell = (*ptr.as_ptr()).cell.get_mut();
-            cell.data = data.cast::<c_void>();
-            cell.size = len as i64;
-        }
+        let data = unsafe { ptr.as_ptr().add(1).cast::<TVMFFIAny>() };
         // SAFETY: the new object's reference moves into the array.
         let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
-        Array { obj }
+        let array = Array { obj };
+        /// Records how many slots hold owning values when dropped, after the last element or
+        /// at an error (the array then releases exactly those).
+        struct Filled<'a>(&'a mut i64, usize);
+        impl Drop for Filled<'_> {
+            fn drop(&mut self) {
+                *self.0 = self.1 as i64;
+            }
+        }
+        let cell = array.obj.0.cell_mut();
+        cell.data = data.cast::<c_void>();
+        let mut filled = Filled(&mut cell.size, 0);
+        while filled.1 < len {
+            let value = element(filled.1)?;
+            // SAFETY: the slot is in the block and not yet initialized.
+            unsafe { data.add(filled.1).write(value.into_raw()) };
+            filled.1 += 1;
+        }
+        drop(filled);
+        Ok(array)
     }
 
     /// An empty array.
@@ -176,6 +203,7 @@ impl Array {
     }
 
     /// The element at `index` (negative counts from the end), or an `IndexError` naming it.
+    #[inline]
     pub fn at(&self, index: i64) -> Result<&Any> {
         let i = normalize_index(index, self.len())?;
         Ok(&self.as_slice()[i])
@@ -199,15 +227,22 @@ impl Default for Array {
 }
 
 /// Resolves a possibly negative index against `len`, or an `IndexError` naming both.
+#[inline]
 pub(crate) fn normalize_index(index: i64, len: usize) -> Result<usize> {
     let resolved = if index < 0 { index + len as i64 } else { index };
     if resolved < 0 || resolved as usize >= len {
-        return Err(Error::new(
-            ErrorKind::IndexError,
-            format!("index {index} out of range for length {len}"),
-        ));
+        return Err(index_error(index, len));
     }
     Ok(resolved as usize)
+}
+
+#[cold]
+#[inline(never)]
+fn index_error(index: i64, len: usize) -> Error {
+    Error::new(
+        ErrorKind::IndexError,
+        format!("index {index} out of range for length {len}"),
+    )
 }
 
 impl<T: Into<Any>> FromIterator<T> for Array {

@@ -16,7 +16,7 @@ use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::device::Device;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
+use crate::object::{Object, ObjectCore, ObjectRef, alloc_object_uninit};
 
 mod dlpack;
 
@@ -121,11 +121,18 @@ fn is_read_only(obj: *const crate::abi::TVMFFIObject) -> bool {
 /// Compact row-major strides of `shape` (wrapping, never panicking, for a shape whose element
 /// count overflows `i64`, which no real tensor has).
 pub fn compact_strides(shape: &[i64]) -> Vec<i64> {
-    let mut strides = vec![1i64; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1].wrapping_mul(shape[i + 1].max(1));
-    }
+    let mut strides = vec![0i64; shape.len()];
+    fill_compact_strides(shape, &mut strides);
     strides
+}
+
+/// Writes the compact row-major strides of `shape` into `strides` (of the same length).
+fn fill_compact_strides(shape: &[i64], strides: &mut [i64]) {
+    let mut stride = 1i64;
+    for (dim, out) in shape.iter().zip(strides.iter_mut()).rev() {
+        *out = stride;
+        stride = stride.wrapping_mul((*dim).max(1));
+    }
 }
 
 /// Whether `shape`/`strides` describe a compact row-major layout (size-1 dims ignored).
@@ -191,18 +198,20 @@ fn check_import(
     require_alignment: i32,
     require_contiguous: bool,
 ) -> Result<()> {
-    if let Some(bad) = shape.iter().find(|d| **d < 0) {
-        crate::bail!(
-            ErrorKind::ValueError,
-            "tensor shape {shape:?} has a negative dimension {bad}"
-        );
+    // One pass: the element count (`None` once it overflows) and whether a dimension is 0.
+    let mut count = Some(1i64);
+    let mut empty = false;
+    for &dim in shape {
+        if dim < 0 {
+            crate::bail!(
+                ErrorKind::ValueError,
+                "tensor shape {shape:?} has a negative dimension {dim}"
+            );
+        }
+        empty |= dim == 0;
+        count = count.and_then(|n| n.checked_mul(dim));
     }
-    if !shape.contains(&0)
-        && shape
-            .iter()
-            .try_fold(1i64, |n, d| n.checked_mul(*d))
-            .is_none()
-    {
+    if !empty && count.is_none() {
         crate::bail!(
             ErrorKind::ValueError,
             "tensor shape {shape:?} has more elements than fit in int64"
@@ -275,8 +284,9 @@ fn build_tensor(
     };
     let dims_bytes = 2 * ndim * size_of::<i64>();
     // SAFETY: repr(C) with the header first; Drop releases the owner; the extra bytes hold the
-    // shape, the strides and the owner record as plain bytes.
-    let ptr = unsafe { alloc_object(storage, dims_bytes + record.len(), kTVMFFITensor) };
+    // shape, the strides and the owner record as plain bytes, all written below before anything
+    // reads them.
+    let ptr = unsafe { alloc_object_uninit(storage, dims_bytes + record.len(), kTVMFFITensor) };
     // SAFETY: the object is new; the dims and the record live right after the struct (8-byte
     // aligned, since the struct's size and the dims' are multiples of 8).
     unsafe {
@@ -285,8 +295,7 @@ fn build_tensor(
         match strides {
             Some(strides) => std::ptr::copy_nonoverlapping(strides.as_ptr(), dims.add(ndim), ndim),
             None => {
-                let compact = compact_strides(shape);
-                std::ptr::copy_nonoverlapping(compact.as_ptr(), dims.add(ndim), ndim);
+                fill_compact_strides(shape, std::slice::from_raw_parts_mut(dims.add(ndim), ndim))
             }
         }
         let record_ptr = dims.add(2 * ndim).cast::<u8>();

@@ -56,6 +56,47 @@ fn arrays_compare_element_by_element() {
     assert_eq!(text, Array::from_iter(["a heap string of some length"]));
 }
 
+/// The strong reference count of the object a value holds.
+fn strong_count(value: &Any) -> u32 {
+    let obj = value.as_object_ptr().expect("an object value");
+    // SAFETY: `value` holds a reference, so the header is live.
+    unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() }
+}
+
+#[test]
+fn arrays_from_views_own_their_elements() {
+    let text = Any::from("a string longer than seven bytes");
+    let (one, none) = (Any::from(1i64), Any::none());
+    let views = [one.as_view(), text.as_view(), none.as_view()];
+    let array = Array::try_from_views(&views).unwrap();
+    assert_eq!(array.len(), 3);
+    assert_eq!(array.as_slice()[0].cast::<i64>().unwrap(), 1);
+    assert_eq!(array.as_slice()[1], text);
+    assert!(array.as_slice()[2].is_none());
+    assert_eq!(strong_count(&text), 2);
+    drop(array);
+    assert_eq!(strong_count(&text), 1);
+}
+
+#[test]
+fn a_failing_view_releases_the_elements_already_taken() {
+    let text = Any::from("a string longer than seven bytes");
+    // A moved-from rvalue reference: its slot is NULL.
+    let mut slot: *mut abi::TVMFFIObject = std::ptr::null_mut();
+    let moved = abi::TVMFFIAny {
+        type_index: abi::kTVMFFIObjectRValueRef,
+        small_str_len: 0,
+        payload: abi::TVMFFIAnyPayload {
+            v_ptr: (&mut slot as *mut *mut abi::TVMFFIObject).cast(),
+        },
+    };
+    // SAFETY: the slot outlives the view.
+    let moved = unsafe { tvm_ffi::AnyView::from_raw(moved) };
+    let err = Array::try_from_views(&[text.as_view(), moved]).unwrap_err();
+    assert!(err.message().contains("already moved"), "{err}");
+    assert_eq!(strong_count(&text), 1);
+}
+
 #[test]
 fn debug_lists_the_elements() {
     let a = Array::from_vec(vec![Any::from(1i64), Any::from("x"), Any::none()]);

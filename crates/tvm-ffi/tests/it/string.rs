@@ -75,3 +75,19 @@ proptest! {
         prop_assert_eq!(back.as_bytes(), &v[..]);
     }
 }
+
+#[test]
+fn small_strings_of_every_length_keep_their_bytes_and_a_zero_tail() {
+    let text = b"abcdefg";
+    for len in 0..=7 {
+        let s = String::from_bytes(&text[..len]);
+        assert!(s.is_small());
+        let raw = *Any::from(s.clone()).as_raw();
+        assert_eq!(raw.small_str_len as usize, len);
+        let mut expected = [0u8; 8];
+        expected[..len].copy_from_slice(&text[..len]);
+        // SAFETY: small strings keep their bytes in the payload.
+        assert_eq!(unsafe { raw.payload.v_bytes }, expected, "length {len}");
+        assert_eq!(s.as_bytes(), &text[..len]);
+    }
+}
