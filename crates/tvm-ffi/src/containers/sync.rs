@@ -181,15 +181,24 @@ mod tests {
         let outer = ObjectLock::acquire(address as *const ());
         let inner = ObjectLock::acquire(address as *const ());
         assert_eq!((outer.depth, inner.depth), (1, 2));
-        let waited = std::thread::spawn(move || {
-            let start = std::time::Instant::now();
-            let _lock = ObjectLock::acquire(address as *const ());
-            start.elapsed()
-        });
+        let acquired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (started, start) = std::sync::mpsc::channel();
+        let other = {
+            let acquired = std::sync::Arc::clone(&acquired);
+            std::thread::spawn(move || {
+                started.send(()).unwrap();
+                let _lock = ObjectLock::acquire(address as *const ());
+                acquired.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+        };
+        // However late the other thread runs, it cannot hold the lock while this one does.
+        start.recv().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!acquired.load(std::sync::atomic::Ordering::SeqCst));
         drop(inner);
         drop(outer);
-        assert!(waited.join().unwrap() >= std::time::Duration::from_millis(40));
+        other.join().unwrap();
+        assert!(acquired.load(std::sync::atomic::Ordering::SeqCst));
     }
 
     #[test]
