@@ -152,6 +152,15 @@ def test_lone_surrogate_is_a_unicode_error():
         echo("bad \ud800 text")
 
 
+@pytest.mark.parametrize("text", ["\udcc3\udca9", "x\udcc3\udca9\udc80"])
+def test_escapes_that_spell_valid_utf8_are_refused(text):
+    """Surrogate escapes stand for bytes that are not UTF-8; escapes of bytes that are ("é")
+    would come back as other text, so they are a UnicodeEncodeError, not a changed string."""
+    with pytest.raises(UnicodeEncodeError):
+        echo(text)
+    assert echo("\udc80") == "\udc80"  # an escape of a byte that is not UTF-8 travels
+
+
 @pytest.mark.parametrize(
     "data",
     [b"", b"a", b"abcdefg", b"abcdefgh", b"\x00", b"\x00\xff" * 4, bytes(range(256)) * 40],

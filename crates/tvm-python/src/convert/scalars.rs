@@ -99,11 +99,17 @@ fn escaped_str(
     err: PyErr,
 ) -> PyResult<TVMFFIAny> {
     let py = obj.py();
-    let Ok(encoded) = obj.call_method1(pyo3::intern!(py, "encode"), ("utf-8", "surrogateescape"))
-    else {
+    let escape = pyo3::intern!(py, "surrogateescape");
+    let Ok(encoded) = obj.call_method1(pyo3::intern!(py, "encode"), ("utf-8", escape)) else {
         return Err(err);
     };
     let bytes = encoded.cast::<PyBytes>()?;
+    // Only escapes of bytes that are not UTF-8 come back as the same text: escapes that spell
+    // valid UTF-8 ("\udcc3\udca9" is "é") would change the string, so they are refused.
+    let decoded = bytes.call_method1(pyo3::intern!(py, "decode"), ("utf-8", escape))?;
+    if !decoded.eq(obj)? {
+        return Err(err);
+    }
     Ok(keep(
         temps,
         tvm_ffi::String::from_bytes(content(bytes)).into_any(),
