@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 from .. import _native
 from .._native import Function, Object
@@ -54,6 +54,10 @@ def register_func(name=None, f=None, *, override=False):
     return register(f) if f is not None else register
 
 
+@overload
+def get_global_func(name: str, allow_missing: Literal[False] = False) -> Function: ...
+@overload
+def get_global_func(name: str, allow_missing: bool) -> Function | None: ...
 def get_global_func(name: str, allow_missing: bool = False) -> Function | None:
     """The global function ``name``; a ``ValueError`` naming it if missing (or None when
     ``allow_missing``)."""
