@@ -26,3 +26,4 @@ mod tensor;
 mod tensor_capi;
 mod threads;
 mod types;
+mod value_comparisons;

@@ -1,0 +1,211 @@
+//! Structural and recursive comparison of plain values and containers of every kind, and the
+//! decimal text of big integers: the value-level paths under the object-level tests of
+//! `structural.rs`.
+
+use std::cmp::Ordering;
+
+use tvm_ffi::bigint_text::{from_decimal, to_decimal};
+use tvm_ffi::recursive_compare::{recursive_cmp, recursive_eq, recursive_hash};
+use tvm_ffi::structural::{first_structural_mismatch, structural_equal, structural_hash};
+use tvm_ffi::{Any, Array, Bytes, DataType, Device, Dict, Function, List, Map, Shape};
+
+/// One value of each kind the comparisons know, two of each where order matters.
+fn samples() -> Vec<Any> {
+    let list: List = [Any::from(1i64), Any::from("x")].into_iter().collect();
+    let dict = Dict::new();
+    dict.insert("k", Any::from(2.5f64));
+    let mut map = Map::new();
+    map.insert("a", Any::from(1i64));
+    map.insert("b", Any::from(false));
+    vec![
+        Any::none(),
+        Any::from(true),
+        Any::from(false),
+        Any::from(-3i64),
+        Any::from(7i64),
+        Any::from(0.5f64),
+        Any::from(-2.25f64),
+        Any::from(f64::NAN),
+        Any::from("short"),
+        Any::from("a string longer than an inline one"),
+        Any::from(Bytes::from(&b"\x00\x01bytes"[..])),
+        Any::from(DataType::float(32)),
+        Any::from(Device::cpu(0)),
+        Array::from_vec(vec![Any::from(1i64), Any::from("two"), Any::none()]).into(),
+        Array::from_vec(vec![]).into(),
+        list.into(),
+        dict.into(),
+        map.into(),
+        Shape::new(&[2, 3]).into(),
+        from_decimal("123456789012345678901234567890").unwrap(),
+    ]
+}
+
+#[test]
+fn every_value_equals_itself_and_a_copy_and_hashes_alike() {
+    for value in samples() {
+        let copy = tvm_ffi::deep_copy::deep_copy(value.as_view()).unwrap();
+        let is_nan = value.try_as::<f64>().is_some_and(f64::is_nan);
+        if !is_nan {
+            assert!(structural_equal(value.as_view(), copy.as_view(), false, false).unwrap());
+            assert!(
+                recursive_eq(value.as_view(), copy.as_view()).unwrap(),
+                "{value:?}"
+            );
+        }
+        assert_eq!(
+            structural_hash(value.as_view(), false, false).unwrap(),
+            structural_hash(copy.as_view(), false, false).unwrap(),
+        );
+        assert_eq!(
+            recursive_hash(value.as_view()).unwrap(),
+            recursive_hash(copy.as_view()).unwrap()
+        );
+        assert!(
+            first_structural_mismatch(value.as_view(), copy.as_view(), true, true)
+                .unwrap()
+                .is_none()
+                || is_nan
+        );
+    }
+}
+
+#[test]
+fn different_values_differ_and_say_where() {
+    let values = samples();
+    for (i, a) in values.iter().enumerate() {
+        for b in &values[i + 1..] {
+            let equal = structural_equal(a.as_view(), b.as_view(), false, false).unwrap();
+            assert!(!equal, "{a:?} == {b:?}");
+            assert!(
+                first_structural_mismatch(a.as_view(), b.as_view(), false, false)
+                    .unwrap()
+                    .is_some()
+            );
+            // Recursive comparison is defined on values of one kind and refuses mixed ones.
+            if let Ok(eq) = recursive_eq(a.as_view(), b.as_view()) {
+                assert!(!eq || a.type_index() != b.type_index(), "{a:?} == {b:?}");
+            }
+            let _ = recursive_cmp(a.as_view(), b.as_view());
+        }
+    }
+}
+
+#[test]
+fn recursive_order_is_by_value_then_by_length() {
+    let ints =
+        |v: &[i64]| -> Any { Array::from_vec(v.iter().map(|&i| Any::from(i)).collect()).into() };
+    let cmp = |a: &Any, b: &Any| recursive_cmp(a.as_view(), b.as_view()).unwrap();
+    assert_eq!(cmp(&ints(&[1, 2]), &ints(&[1, 3])), Ordering::Less);
+    assert_eq!(cmp(&ints(&[1, 2, 0]), &ints(&[1, 2])), Ordering::Greater);
+    assert_eq!(cmp(&ints(&[]), &ints(&[])), Ordering::Equal);
+    assert_eq!(cmp(&Any::from("abc"), &Any::from("abd")), Ordering::Less);
+    assert_eq!(
+        cmp(&Any::from(2.0f64), &Any::from(1.5f64)),
+        Ordering::Greater
+    );
+    assert_eq!(cmp(&Any::from(false), &Any::from(true)), Ordering::Less);
+    let bytes = |b: &[u8]| Any::from(Bytes::from(b));
+    assert_eq!(cmp(&bytes(b"a"), &bytes(b"ab")), Ordering::Less);
+    assert!(recursive_cmp(Any::from(1i64).as_view(), Any::from("1").as_view()).is_err());
+}
+
+#[test]
+fn maps_compare_in_any_order_and_by_their_keys() {
+    let mut a = Map::new();
+    let mut b = Map::new();
+    for i in 0..20i64 {
+        a.insert(i, Any::from(i * 2));
+    }
+    for i in (0..20i64).rev() {
+        b.insert(i, Any::from(i * 2));
+    }
+    let (a, b): (Any, Any) = (a.into(), b.into());
+    assert!(structural_equal(a.as_view(), b.as_view(), false, false).unwrap());
+    assert!(recursive_eq(a.as_view(), b.as_view()).unwrap());
+    assert_eq!(
+        structural_hash(a.as_view(), false, false).unwrap(),
+        structural_hash(b.as_view(), false, false).unwrap()
+    );
+    let mut c = Map::new();
+    for i in 0..20i64 {
+        c.insert(i, Any::from(if i == 13 { 0 } else { i * 2 }));
+    }
+    let c: Any = c.into();
+    assert!(!structural_equal(a.as_view(), c.as_view(), false, false).unwrap());
+    let (left, right) = first_structural_mismatch(a.as_view(), c.as_view(), false, false)
+        .unwrap()
+        .expect("a mismatch");
+    assert!(left.path_equal(&right));
+    assert_eq!(left.depth(), 1);
+    let step = left.step().expect("a map item");
+    assert_eq!(step.key().try_as::<i64>(), Some(13));
+}
+
+#[test]
+fn big_integers_print_and_parse_in_decimal() {
+    for text in [
+        "0",
+        "-1",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "340282366920938463463374607431768211456",
+        "-123456789012345678901234567890123456789012345678901234567890",
+    ] {
+        let value = from_decimal(text).unwrap();
+        let printed = to_decimal(value.as_view())
+            .or_else(|| value.try_as::<i64>().map(|i| i.to_string()))
+            .unwrap();
+        assert_eq!(printed, text);
+    }
+    for bad in ["", "-", "12a", "1.5", " 1", "+-1"] {
+        let err = from_decimal(bad).unwrap_err();
+        assert_eq!(err.kind(), "ValueError", "{bad:?}: {err}");
+    }
+    assert!(to_decimal(Any::from(5i64).as_view()).is_none());
+}
+
+#[test]
+fn structural_keys_are_equal_for_equal_structures() {
+    let key = Function::get_global("ffi.StructuralKey").unwrap();
+    let key_equal = Function::get_global("ffi.StructuralKeyEqual").unwrap();
+    let make = |v: Vec<i64>| -> Any {
+        let items: Array = Array::from_vec(v.into_iter().map(Any::from).collect());
+        key.call((items,)).unwrap()
+    };
+    let (a, b, c) = (make(vec![1, 2]), make(vec![1, 2]), make(vec![2, 1]));
+    assert!(
+        key_equal
+            .call((a.clone(), b))
+            .unwrap()
+            .cast::<bool>()
+            .unwrap()
+    );
+    assert!(!key_equal.call((a, c)).unwrap().cast::<bool>().unwrap());
+    for name in [
+        "ffi.RecursiveEq",
+        "ffi.RecursiveLt",
+        "ffi.RecursiveLe",
+        "ffi.RecursiveGt",
+        "ffi.RecursiveGe",
+    ] {
+        let f = Function::get_global(name).unwrap();
+        let out = f
+            .call((Any::from(1i64), Any::from(2i64)))
+            .unwrap()
+            .cast::<bool>()
+            .unwrap();
+        assert_eq!(
+            out,
+            matches!(name, "ffi.RecursiveLt" | "ffi.RecursiveLe"),
+            "{name}"
+        );
+    }
+    let hash = Function::get_global("ffi.RecursiveHash").unwrap();
+    assert_eq!(
+        hash.call((Any::from("x"),)).unwrap().cast::<i64>().unwrap(),
+        hash.call((Any::from("x"),)).unwrap().cast::<i64>().unwrap()
+    );
+}
