@@ -209,3 +209,69 @@ fn structural_keys_are_equal_for_equal_structures() {
         hash.call((Any::from("x"),)).unwrap().cast::<i64>().unwrap()
     );
 }
+
+#[test]
+fn the_reflection_globals_answer_through_packed_calls() {
+    let call = |name: &str, args: Vec<Any>| -> Any {
+        let f = Function::get_global(name).unwrap_or_else(|| panic!("{name} is registered"));
+        let views: Vec<_> = args.iter().map(Any::as_view).collect();
+        f.call_packed(&views).unwrap()
+    };
+    let value: Any =
+        Array::from_vec(vec![Any::from(1i64), Any::from("two"), Any::from(3.5f64)]).into();
+    let copy = call("ffi.DeepCopy", vec![value.clone()]);
+    let args = |a: &Any, b: &Any| vec![a.clone(), b.clone(), Any::from(false), Any::from(false)];
+    assert!(
+        call("ffi.StructuralEqual", args(&value, &copy))
+            .cast::<bool>()
+            .unwrap()
+    );
+    assert!(call("ffi.GetFirstStructuralMismatch", args(&value, &copy)).is_none());
+    let hash = |v: &Any| {
+        call(
+            "ffi.StructuralHash",
+            vec![v.clone(), Any::from(false), Any::from(false)],
+        )
+    };
+    assert_eq!(
+        hash(&value).cast::<i64>().unwrap(),
+        hash(&copy).cast::<i64>().unwrap()
+    );
+    let text = call("ffi.ReprPrint", vec![value.clone()])
+        .cast::<String>()
+        .unwrap();
+    assert!(text.contains("two") && text.contains("3.5"), "{text}");
+    let graph = call("ffi.ToJSONGraphString", vec![value.clone(), Any::none()]);
+    let back = call("ffi.FromJSONGraphString", vec![graph]);
+    assert!(
+        call("ffi.StructuralEqual", args(&value, &back))
+            .cast::<bool>()
+            .unwrap()
+    );
+    let tree = call("ffi.ToJSONGraph", vec![value.clone(), Any::none()]);
+    let back = call("ffi.FromJSONGraph", vec![tree]);
+    assert!(
+        call("ffi.StructuralEqual", args(&value, &back))
+            .cast::<bool>()
+            .unwrap()
+    );
+    let parsed = call(
+        "ffi.json.Parse",
+        vec![Any::from(r#"{"a": [1, 2.5, "x", null, true]}"#)],
+    );
+    let text = call("ffi.json.Stringify", vec![parsed, Any::none()])
+        .cast::<String>()
+        .unwrap();
+    assert!(
+        text.contains("2.5") && text.contains("\"x\"") && text.contains("null"),
+        "{text}"
+    );
+    let bad = Function::get_global("ffi.json.Parse")
+        .unwrap()
+        .call(("{not json",));
+    assert_eq!(bad.unwrap_err().kind(), "ValueError");
+    let bad = Function::get_global("ffi.FromJSONGraphString")
+        .unwrap()
+        .call(("[]",));
+    assert!(bad.is_err());
+}
