@@ -275,3 +275,50 @@ fn the_reflection_globals_answer_through_packed_calls() {
         .call(("[]",));
     assert!(bad.is_err());
 }
+
+#[test]
+fn tensors_compare_by_content_unless_told_to_skip_it() {
+    let a: Any = tvm_ffi::Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3])
+        .unwrap()
+        .into();
+    let same: Any = tvm_ffi::Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3])
+        .unwrap()
+        .into();
+    let other: Any = tvm_ffi::Tensor::from_slice(&[1.0f32, 2.0, 4.0], &[3])
+        .unwrap()
+        .into();
+    let shaped: Any = tvm_ffi::Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3, 1])
+        .unwrap()
+        .into();
+    let eq =
+        |x: &Any, y: &Any, skip| structural_equal(x.as_view(), y.as_view(), false, skip).unwrap();
+    let hash = |x: &Any, skip| structural_hash(x.as_view(), false, skip).unwrap();
+    assert!(eq(&a, &same, false) && eq(&a, &a, false));
+    assert!(!eq(&a, &other, false) && eq(&a, &other, true));
+    assert!(!eq(&a, &shaped, true));
+    assert_eq!(hash(&a, false), hash(&same, false));
+    assert_ne!(hash(&a, false), hash(&other, false));
+    assert_eq!(hash(&a, true), hash(&other, true));
+    assert!(
+        first_structural_mismatch(a.as_view(), other.as_view(), false, false)
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[test]
+fn every_value_has_a_repr() {
+    let mut all = samples();
+    all.push(
+        tvm_ffi::Tensor::from_slice(&[1i32, 2], &[2])
+            .unwrap()
+            .into(),
+    );
+    all.push(Any::from(f64::INFINITY));
+    all.push(Any::from(1e300f64));
+    all.push(Any::from("quote \" and \\ and \n newline"));
+    for value in all {
+        let text = tvm_ffi::repr::repr(value.as_view()).unwrap();
+        assert!(!text.is_empty(), "{value:?}");
+    }
+}
