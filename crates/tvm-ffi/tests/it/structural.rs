@@ -283,3 +283,44 @@ fn json_graph_text_matches_the_reference_runtime() {
     let back = from_json_graph_string(REFERENCE_GRAPH).unwrap();
     assert!(structural_equal(back.as_view(), value.as_view(), false, false).unwrap());
 }
+
+#[test]
+fn recursive_comparison_walks_reflected_fields_maps_and_big_integers() {
+    let big = || tvm_ffi::bigint_text::from_decimal("99999999999999999999999").unwrap();
+    let dict = |v: i64| -> Any {
+        let d = Dict::new();
+        d.insert("k", Any::from(v));
+        d.into()
+    };
+    let a = node(1, arr(vec![map(&[("x", big())]), dict(3)]));
+    let same = node(1, arr(vec![map(&[("x", big())]), dict(3)]));
+    let other_dict = node(1, arr(vec![map(&[("x", big())]), dict(4)]));
+    let other_value = node(2, arr(vec![map(&[("x", big())]), dict(3)]));
+    assert!(recursive_eq(a.as_view(), same.as_view()).unwrap());
+    assert!(!recursive_eq(a.as_view(), other_dict.as_view()).unwrap());
+    assert!(!recursive_eq(a.as_view(), other_value.as_view()).unwrap());
+    assert_eq!(
+        recursive_hash(a.as_view()).unwrap(),
+        recursive_hash(same.as_view()).unwrap()
+    );
+    assert_ne!(
+        recursive_hash(a.as_view()).unwrap(),
+        recursive_hash(other_value.as_view()).unwrap()
+    );
+    assert_eq!(
+        recursive_cmp(a.as_view(), other_value.as_view()).unwrap(),
+        std::cmp::Ordering::Less
+    );
+    // Equal up to the map: maps have no order.
+    let err = recursive_cmp(same.as_view(), a.as_view()).unwrap_err();
+    assert_eq!(err.kind(), "TypeError", "{err}");
+    let small = tvm_ffi::bigint_text::from_decimal("-99999999999999999999999").unwrap();
+    assert!(!recursive_eq(big().as_view(), small.as_view()).unwrap());
+    assert!(
+        !recursive_eq(
+            map(&[("x", big())]).as_view(),
+            map(&[("y", big())]).as_view()
+        )
+        .unwrap()
+    );
+}
