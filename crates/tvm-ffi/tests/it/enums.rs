@@ -84,3 +84,38 @@ fn entries_look_up_print_and_serialize_as_singletons() {
         structural_hash(green.as_view(), false, false).unwrap()
     );
 }
+
+#[test]
+fn entries_are_added_once_named_and_carry_attributes() {
+    let (state, red, green) = colors();
+    let duplicate = ObjectRef::new(Color {
+        base: IntEnumObj {
+            base: EnumObj {
+                base: Object::header(),
+                _int_index: 0,
+                _str_index: "Red".into(),
+            },
+            value: 99,
+        },
+    });
+    let err = state.add(duplicate.into()).unwrap_err();
+    assert_eq!(err.kind(), "ValueError", "{err}");
+    assert!(err.message().contains("already defined"), "{err}");
+    let err = state.add(Any::from(5i64)).unwrap_err();
+    assert_eq!(err.kind(), "TypeError", "{err}");
+    assert_eq!(
+        tvm_ffi::enums::entry_name(red.as_view()).as_deref(),
+        Some("Red")
+    );
+    assert!(tvm_ffi::enums::entry_name(Any::from(1i64).as_view()).is_none());
+    let found = tvm_ffi::enums::entry_by_name("test.enums.Color", "Green").unwrap();
+    assert_eq!(found.as_object_ptr(), green.as_object_ptr());
+    assert!(tvm_ffi::enums::entry_by_name("test.enums.Color", "Blue").is_err());
+    state
+        .set_attr("hex", red.clone(), Any::from("#f00"))
+        .unwrap();
+    state
+        .set_attr("hex", green.clone(), Any::from("#0f0"))
+        .unwrap();
+    assert_eq!(state.entries().len(), 2);
+}
