@@ -5,6 +5,7 @@
 use std::cmp::Ordering;
 
 use tvm_ffi::bigint_text::{from_decimal, to_decimal};
+use tvm_ffi::containers::map::MapRead;
 use tvm_ffi::recursive_compare::{recursive_cmp, recursive_eq, recursive_hash};
 use tvm_ffi::structural::{first_structural_mismatch, structural_equal, structural_hash};
 use tvm_ffi::{Any, Array, Bytes, DataType, Device, Dict, Function, List, Map, Shape};
@@ -321,4 +322,20 @@ fn every_value_has_a_repr() {
         let text = tvm_ffi::repr::repr(value.as_view()).unwrap();
         assert!(!text.is_empty(), "{value:?}");
     }
+}
+
+#[test]
+fn structural_keys_work_as_map_keys() {
+    let key = Function::get_global("ffi.StructuralKey").unwrap();
+    let make = |v: Vec<i64>| -> Any {
+        let items: Array = Array::from_vec(v.into_iter().map(Any::from).collect());
+        key.call((items,)).unwrap()
+    };
+    let mut map = Map::new();
+    map.insert(make(vec![1, 2]), Any::from("found"));
+    let got = map
+        .get(&make(vec![1, 2]))
+        .expect("an equal structure finds the entry");
+    assert_eq!(got.cast::<String>().unwrap(), "found");
+    assert!(map.get(&make(vec![2, 1])).is_none());
 }
