@@ -339,3 +339,28 @@ fn structural_keys_work_as_map_keys() {
     assert_eq!(got.cast::<String>().unwrap(), "found");
     assert!(map.get(&make(vec![2, 1])).is_none());
 }
+
+#[test]
+fn repr_escapes_every_kind_of_character_and_marks_cycles() {
+    let text = "q\" b\\ n\n r\r t\t c\x01 d\x7f é 𝄞";
+    let printed = tvm_ffi::repr::repr(Any::from(text).as_view()).unwrap();
+    for escaped in [
+        "\\\"",
+        "\\\\",
+        "\\n",
+        "\\r",
+        "\\t",
+        "\\x01",
+        "\\x7f",
+        "\\u00e9",
+        "\\U0001d11e",
+    ] {
+        assert!(printed.contains(escaped), "{escaped} not in {printed}");
+    }
+    let list = List::new();
+    list.push(Any::from(1i64));
+    list.push(Any::from(list.clone()));
+    let printed = tvm_ffi::repr::repr(Any::from(list.clone()).as_view()).unwrap();
+    assert!(printed.contains("..."), "{printed}");
+    list.clear(); // breaks the cycle, so the list is freed
+}
