@@ -364,3 +364,23 @@ fn repr_escapes_every_kind_of_character_and_marks_cycles() {
     assert!(printed.contains("..."), "{printed}");
     list.clear(); // breaks the cycle, so the list is freed
 }
+
+#[test]
+fn functions_and_errors_compare_by_identity_or_say_why_not() {
+    let f: Any = Function::from_packed(|_| Ok(Any::none())).into();
+    let g: Any = Function::from_packed(|_| Ok(Any::none())).into();
+    let e: Any = tvm_ffi::Error::new(tvm_ffi::ErrorKind::ValueError, "bad").into();
+    for value in [&f, &e] {
+        match structural_hash(value.as_view(), false, false) {
+            Ok(_) => {
+                assert!(structural_equal(value.as_view(), value.as_view(), false, false).unwrap())
+            }
+            Err(err) => assert_eq!(err.kind(), "TypeError", "{err}"),
+        }
+        assert!(recursive_eq(value.as_view(), value.as_view()).unwrap());
+        recursive_hash(value.as_view()).unwrap();
+    }
+    if let Ok(equal) = structural_equal(f.as_view(), g.as_view(), false, false) {
+        assert!(!equal, "two functions are not one");
+    }
+}
