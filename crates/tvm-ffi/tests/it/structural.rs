@@ -324,3 +324,43 @@ fn recursive_comparison_walks_reflected_fields_maps_and_big_integers() {
         .unwrap()
     );
 }
+
+define_object! {
+    /// A node whose structural comparison is its type's own hooks: only `value` counts.
+    pub struct HookedNode : "test.structural.HookedNode" extends Object {
+        pub value: i64,
+        pub ignored: i64,
+    }
+}
+
+#[test]
+fn types_compare_and_hash_through_their_own_hooks() {
+    use tvm_ffi::{Function, ObjectCore};
+    let equal_hook = Function::from_packed(|args| {
+        let compare: Function = args[2].cast()?;
+        let value = |v: &tvm_ffi::AnyView<'_>| v.cast::<ObjectRef<HookedNode>>().map(|n| n.value);
+        compare.call((value(&args[0])?, value(&args[1])?, 0i64, "value"))
+    });
+    let hash_hook = Function::from_packed(|args| {
+        let fold: Function = args[2].cast()?;
+        let node: ObjectRef<HookedNode> = args[0].cast()?;
+        fold.call((node.value, args[1].cast::<i64>()?, 0i64))
+    });
+    let index = HookedNode::type_index();
+    tvm_ffi::reflection::register_type_attr(index, "__s_equal__", &Any::from(equal_hook)).unwrap();
+    tvm_ffi::reflection::register_type_attr(index, "__s_hash__", &Any::from(hash_hook)).unwrap();
+    let make = |value, ignored| -> Any {
+        ObjectRef::new(HookedNode {
+            base: Object::header(),
+            value,
+            ignored,
+        })
+        .into()
+    };
+    let (a, b, c) = (make(1, 10), make(1, 20), make(2, 10));
+    assert!(structural_equal(a.as_view(), b.as_view(), false, false).unwrap());
+    assert!(!structural_equal(a.as_view(), c.as_view(), false, false).unwrap());
+    let hash = |v: &Any| structural_hash(v.as_view(), false, false).unwrap();
+    assert_eq!(hash(&a), hash(&b));
+    assert_ne!(hash(&a), hash(&c));
+}
