@@ -156,6 +156,8 @@ pub fn functions() -> Vec<(&'static str, Function)> {
     let _ = structural::register_types();
     let _ = crate::enums::register();
     let mut all = structural_functions();
+    all.extend(structural::visit::functions());
+    all.extend(structural::mutate::functions());
     all.extend(copy_and_compare_functions());
     all.extend(serialization_functions());
     all.push(("ffi.ReprPrint", crate::repr::repr_function()));

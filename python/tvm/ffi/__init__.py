@@ -25,10 +25,21 @@ from .registry import (
 from .serialization import from_json_graph_str, to_json_graph_str
 from .string import Bytes, String
 from .structural import (
+    DefRegionKind,
+    InplaceMode,
     StructuralKey,
+    StructuralMutator,
+    StructuralVisitor,
+    VisitInterrupt,
+    WalkOrder,
+    WalkResult,
     get_first_structural_mismatch,
     structural_equal,
     structural_hash,
+    structural_map,
+    structural_mutate,
+    structural_visit,
+    structural_walk,
 )
 
 __all__ = [
@@ -37,9 +48,11 @@ __all__ = [
     "AccessStep",
     "Array",
     "Bytes",
+    "DefRegionKind",
     "Device",
     "Dict",
     "Function",
+    "InplaceMode",
     "List",
     "Map",
     "Module",
@@ -47,7 +60,12 @@ __all__ = [
     "Shape",
     "String",
     "StructuralKey",
+    "StructuralMutator",
+    "StructuralVisitor",
     "Tensor",
+    "VisitInterrupt",
+    "WalkOrder",
+    "WalkResult",
     "convert",
     "device",
     "dtype",
@@ -62,6 +80,10 @@ __all__ = [
     "remove_global_func",
     "structural_equal",
     "structural_hash",
+    "structural_map",
+    "structural_mutate",
+    "structural_visit",
+    "structural_walk",
     "system_lib",
     "to_json_graph_str",
 ]

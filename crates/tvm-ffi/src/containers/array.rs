@@ -94,6 +94,23 @@ impl ArrayObj {
     pub fn as_slice(&self) -> &[Any] {
         self.0.elements()
     }
+
+    /// Replaces item `index` in place and returns the old one (for structural mutation of an
+    /// array that nothing else holds).
+    ///
+    /// # Safety
+    /// The caller holds the only reference to the array, and no borrow of its items (such as
+    /// a slice from [`ArrayObj::as_slice`]) is alive.
+    pub(crate) unsafe fn replace_unique(&self, index: usize, value: Any) -> Any {
+        let cell = self.0.cell_mut();
+        assert!(
+            index < cell.size.max(0) as usize,
+            "array index {index} out of range"
+        );
+        // SAFETY: `index` is within the `size` initialized items; by the caller's contract no
+        // one else reads them meanwhile.
+        unsafe { std::ptr::replace(cell.data.cast::<Any>().add(index), value) }
+    }
 }
 
 /// Marker view of `ffi.List` (index 75).

@@ -1,6 +1,6 @@
 //! Structural equality and hashing of value graphs over reflected fields
 //! (`ffi.StructuralEqual`, `ffi.StructuralHash`, `ffi.GetFirstStructuralMismatch`,
-//! `ffi.StructuralKey`).
+//! `ffi.StructuralKey`), and structural traversal ([`visit`]) and rewriting ([`mutate`]).
 //!
 //! Values compare by content: plain values by value (floats bitwise, with NaN equal to NaN),
 //! strings and bytes by their bytes, sequences item by item, maps and dicts entry by entry in
@@ -25,6 +25,8 @@
 mod equal;
 mod hash;
 mod key;
+pub mod mutate;
+pub mod visit;
 
 pub use equal::{first_structural_mismatch, structural_equal};
 pub use hash::structural_hash;
@@ -37,9 +39,12 @@ use crate::function::Function;
 use crate::reflection::{self, FieldRef};
 use crate::types;
 
-/// Registers the structural types (`ffi.StructuralKey`) with their hooks.
+/// Registers the structural types (`ffi.StructuralKey`, the traversal and rewriting engines,
+/// `ffi.VisitInterrupt`) with their hooks.
 pub(crate) fn register_types() -> Result<()> {
-    key::register()
+    key::register()?;
+    visit::register()?;
+    mutate::register()
 }
 
 /// How the objects of a type take part in structural equality and hashing
