@@ -259,6 +259,19 @@ impl Error {
         unsafe { Error::from_raw(out.cast()) }
     }
 
+    /// A copy of this error (kind, message, backtrace and cause) that carries `context` as its
+    /// extra context (objects only, as in [`Error::with_extra_context`]).
+    pub fn with_replaced_extra_context(&self, context: Any) -> Error {
+        let backtrace = self.backtrace();
+        Self::create(
+            &self.kind(),
+            &self.message(),
+            TVMFFIByteArray::from_bytes(backtrace.as_bytes()),
+            self.cause().as_ref(),
+            context.as_object_ptr(),
+        )
+    }
+
     /// A copy of this error whose cause is `cause`.
     pub fn with_cause(self, cause: Error) -> Error {
         let backtrace = self.backtrace();

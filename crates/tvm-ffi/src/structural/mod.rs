@@ -27,6 +27,7 @@ mod hash;
 mod key;
 pub mod mutate;
 pub mod visit;
+pub mod visit_error;
 
 pub use equal::{first_structural_mismatch, structural_equal};
 pub use hash::structural_hash;

@@ -146,9 +146,11 @@ fn decode_mutation(raw: TVMFFIAny) -> Mutation {
     Ok(Some(value))
 }
 
-/// Runs a vtable entry's body on the mutator and value it was called with.
+/// Runs a vtable entry's or hook's body on the mutator and value it was called with; a vtable
+/// entry (`records`) names its value in the visit context of an error.
 fn entry(
     name: &'static str,
+    records: bool,
     mutator: *mut StructuralMutatorObj,
     value: TVMFFIAny,
     body: impl FnOnce(&StructuralMutatorObj, AnyView<'_>) -> Mutation,
@@ -157,12 +159,16 @@ fn entry(
         // SAFETY: entries are reached through a live mutator, which passes itself; the value
         // is borrowed for the call.
         let (mutator, value) = unsafe { (&*mutator, AnyView::from_raw(value)) };
-        encode_mutation(check_stack().and_then(|()| body(mutator, value)))
+        let mutation = check_stack().and_then(|()| body(mutator, value));
+        encode_mutation(mutation.map_err(|error| match records {
+            true => super::visit_error::record(error, value),
+            false => error,
+        }))
     })
 }
 
 unsafe extern "C" fn dispatch_mutate(m: *mut StructuralMutatorObj, v: TVMFFIAny) -> TVMFFIAny {
-    entry("StructuralMutator.mutate", m, v, |m, v| {
+    entry("StructuralMutator.mutate", true, m, v, |m, v| {
         m.engine.mutate(m, v, InplaceMode::Disallow)
     })
 }
@@ -171,9 +177,13 @@ unsafe extern "C" fn dispatch_maybe_inplace_mutate(
     m: *mut StructuralMutatorObj,
     v: TVMFFIAny,
 ) -> TVMFFIAny {
-    entry("StructuralMutator.maybe_inplace_mutate", m, v, |m, v| {
-        m.engine.mutate(m, v, InplaceMode::Allow)
-    })
+    entry(
+        "StructuralMutator.maybe_inplace_mutate",
+        true,
+        m,
+        v,
+        |m, v| m.engine.mutate(m, v, InplaceMode::Allow),
+    )
 }
 
 unsafe extern "C" fn dispatch_var_remap_get(
@@ -597,7 +607,7 @@ fn hook(
     value: TVMFFIAny,
     body: impl FnOnce(&StructuralMutatorObj, AnyView<'_>) -> Mutation,
 ) -> TVMFFIAny {
-    entry("a structural mutation hook", mutator, value, body)
+    entry("a structural mutation hook", false, mutator, value, body)
 }
 
 /// `__s_mutate__` of arrays and lists: a new container if an item changed.

@@ -54,6 +54,12 @@ impl VisitInterrupt {
     }
 }
 
+impl std::fmt::Debug for VisitInterrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("VisitInterrupt").field(self.value()).finish()
+    }
+}
+
 impl From<VisitInterrupt> for Any {
     fn from(interrupt: VisitInterrupt) -> Any {
         Any::from(interrupt.0)
@@ -203,7 +209,8 @@ unsafe extern "C" fn dispatch_visit(
         // SAFETY: the vtable is only reachable through a live visitor, which passes itself;
         // the value is borrowed for the call.
         let (visitor, value) = unsafe { (&*visitor, AnyView::from_raw(value)) };
-        encode_visit(check_stack().and_then(|()| visitor.engine.visit(visitor, value)))
+        let outcome = check_stack().and_then(|()| visitor.engine.visit(visitor, value));
+        encode_visit(outcome.map_err(|error| super::visit_error::record(error, value)))
     })
 }
 
@@ -648,6 +655,7 @@ fn visit_all<'a>(
 
 /// Registers the types and the container hooks.
 pub(crate) fn register() -> Result<()> {
+    super::visit_error::register();
     let _ = VisitInterruptObj::type_index();
     let _ = StructuralVisitorObj::type_index();
     let sequence = Any::from(visit_sequence as NativeVisitHook as *mut std::ffi::c_void);
@@ -742,6 +750,10 @@ pub(crate) fn functions() -> Vec<(&'static str, Function)> {
                 };
                 outcome_any(structural_visit(*root, *callbacks))
             }),
+        ),
+        (
+            "ffi.VisitErrorContext.FindAccessPaths",
+            super::visit_error::find_access_paths_function(),
         ),
     ]
 }

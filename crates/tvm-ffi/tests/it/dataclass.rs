@@ -19,17 +19,17 @@ unsafe extern "C" fn identity(
     0
 }
 
-struct FieldSpec {
+pub(crate) struct FieldSpec {
     name: &'static str,
     static_index: i32,
     size: i64,
     offset: i64,
-    flags: i64,
+    pub(crate) flags: i64,
     default: Any,
 }
 
 /// Registers `key` with the given fields as a run-time laid-out type of `total_size` bytes.
-fn define(key: &str, fields: &[FieldSpec], total_size: i64) -> i32 {
+pub(crate) fn define(key: &str, fields: &[FieldSpec], total_size: i64) -> i32 {
     let index = types::register_type(key, abi::kTVMFFIObject, 0, true).unwrap();
     for spec in fields {
         // A 16-byte field holds a value whatever its static type (strings may be inline).
@@ -63,7 +63,7 @@ fn define(key: &str, fields: &[FieldSpec], total_size: i64) -> i32 {
     index
 }
 
-fn field(name: &'static str, static_index: i32, size: i64, offset: i64) -> FieldSpec {
+pub(crate) fn field(name: &'static str, static_index: i32, size: i64, offset: i64) -> FieldSpec {
     FieldSpec {
         name,
         static_index,

@@ -25,5 +25,6 @@ mod structural;
 mod tensor;
 mod tensor_capi;
 mod threads;
+mod traversal;
 mod types;
 mod value_comparisons;
