@@ -26,5 +26,6 @@ mod tensor;
 mod tensor_capi;
 mod threads;
 mod traversal;
+mod traversal_engines;
 mod types;
 mod value_comparisons;

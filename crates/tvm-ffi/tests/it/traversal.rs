@@ -15,7 +15,7 @@ use crate::dataclass::{define, field};
 const ANY: i32 = abi::kTVMFFIAny;
 
 /// Registers the structural kind of a type laid out at run time.
-fn set_kind(index: i32, total_size: i32, kind: i32) {
+pub(crate) fn set_kind(index: i32, total_size: i32, kind: i32) {
     let metadata = TVMFFITypeMetadata {
         doc: TVMFFIByteArray::EMPTY,
         creator: None,
@@ -28,7 +28,7 @@ fn set_kind(index: i32, total_size: i32, kind: i32) {
 }
 
 /// `test.traversal.Var`: a free variable with `name` and `ty` (any value).
-fn var_type() -> i32 {
+pub(crate) fn var_type() -> i32 {
     static INDEX: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
     *INDEX.get_or_init(|| {
         let fields = [field("name", ANY, 16, 24), field("ty", ANY, 16, 40)];
@@ -40,7 +40,7 @@ fn var_type() -> i32 {
 
 /// `test.traversal.Func`: `params` (a pattern definition), `simple` (a simple definition) and
 /// `body` (uses).
-fn func_type() -> i32 {
+pub(crate) fn func_type() -> i32 {
     static INDEX: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
     *INDEX.get_or_init(|| {
         let mut params = field("params", ANY, 16, 24);
@@ -54,7 +54,7 @@ fn func_type() -> i32 {
     })
 }
 
-fn make(type_index: i32, values: Vec<Any>) -> Any {
+pub(crate) fn make(type_index: i32, values: Vec<Any>) -> Any {
     let init: Function = tvm_ffi::dataclass::type_attr(type_index, "__ffi_init__")
         .unwrap()
         .cast()
@@ -63,23 +63,23 @@ fn make(type_index: i32, values: Vec<Any>) -> Any {
         .unwrap()
 }
 
-fn var(name: &str, ty: Any) -> Any {
+pub(crate) fn var(name: &str, ty: Any) -> Any {
     make(var_type(), vec![name.into(), ty])
 }
 
-fn get(obj: &Any, name: &str) -> Any {
+pub(crate) fn get(obj: &Any, name: &str) -> Any {
     let field = tvm_ffi::reflection::fields_of(obj.type_index())
         .find(|f| f.name() == name)
         .unwrap();
     field.get(obj.as_view()).unwrap()
 }
 
-fn arr(items: Vec<Any>) -> Any {
+pub(crate) fn arr(items: Vec<Any>) -> Any {
     Array::from_vec(items).into()
 }
 
 /// A callback table `[[type_index, callback]]`.
-fn table(type_index: i32, callback: Function) -> Any {
+pub(crate) fn table(type_index: i32, callback: Function) -> Any {
     arr(vec![arr(vec![
         Any::from(i64::from(type_index)),
         callback.into(),
@@ -162,7 +162,7 @@ fn a_uniquely_owned_root_changes_in_place_and_a_shared_one_is_copied() {
     assert_eq!(get_item(&mapped, 0).cast::<i64>().unwrap(), -3);
 }
 
-fn get_item(array: &Any, index: usize) -> Any {
+pub(crate) fn get_item(array: &Any, index: usize) -> Any {
     array.cast::<Array>().unwrap().as_slice()[index].clone()
 }
 
