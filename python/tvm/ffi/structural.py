@@ -340,8 +340,9 @@ def structural_map(
     """``root`` with every value replaced by what the first matching callback returns for it
     (``callbacks``: ``(value)``; ``with_def_region_kind``: ``(value, DefRegionKind)``), after
     its children are mapped (``order="post"``) or before (``"pre"``, the replacement's
-    children are then mapped). Map keys stay; a rewritten variable is rewritten once and
-    shared by its uses. Changed paths are copied; ``root`` itself is unchanged."""
+    children are then mapped). Map keys stay; where the definition of a variable is rewritten,
+    its later uses start from that same replacement. Changed paths are copied; ``root``
+    itself is unchanged."""
     return get_global_func("ffi.StructuralMap")(
         root,
         _table(callbacks, "structural_map"),

@@ -604,3 +604,112 @@ fn a_failed_rewrite_records_where_it_failed() {
     assert_eq!(trail.len(), 2);
     assert_eq!(trail[0].as_object_ptr(), get_item(&root, 1).as_object_ptr());
 }
+
+#[test]
+fn the_walk_and_map_globals_match_the_rust_entry_points() {
+    let root = arr(vec![Any::from(1i64), arr(vec![Any::from(2i64)])]);
+    let (on_int, seen) = int_recorder();
+    let outcome = call(
+        "ffi.StructuralWalk",
+        &[
+            root.as_view(),
+            table(abi::kTVMFFIInt, on_int).as_view(),
+            AnyView::none(),
+            Any::from(1i64).as_view(),
+        ],
+    )
+    .unwrap();
+    assert!(outcome.is_none());
+    assert_eq!(*seen.lock().unwrap(), [1, 2]);
+
+    let increment = table(abi::kTVMFFIInt, add(10));
+    let mapped = call(
+        "ffi.StructuralMap",
+        &[
+            root.as_view(),
+            increment.as_view(),
+            AnyView::none(),
+            Any::from(0i64).as_view(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(int(&get_item(&mapped, 0)), 11);
+    assert_eq!(int(&get_item(&get_item(&mapped, 1), 0)), 12);
+    assert_eq!(int(&get_item(&root, 0)), 1);
+
+    // An entry that is not a tuple is named by its type.
+    let err = structural_walk(
+        root.as_view(),
+        arr(vec![Any::from(5i64)]).as_view(),
+        AnyView::none(),
+        0,
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(
+        err.message().contains("entry of type `int`"),
+        "{}",
+        err.message()
+    );
+}
+
+/// The start of a mutator as C++ sees it: the object header, then the vtable pointer.
+#[repr(C)]
+struct MutatorPrefix {
+    header: abi::TVMFFIObject,
+    vtable: *const tvm_ffi::structural::mutate::MutatorVTable,
+}
+
+#[test]
+fn the_remap_entries_of_the_vtable_serve_native_hooks() {
+    let x = var("x", Any::none());
+    let y = var("y", Any::none());
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let record = results.clone();
+    let (x_in, y_in) = (x.clone(), y.clone());
+    let native_caller = Function::from_packed(move |args| {
+        let mutator = args[1].as_object_ptr().expect("a mutator object");
+        // SAFETY: a mutator starts with the header and the vtable pointer (the layout C++
+        // hooks compiled against the original's headers read); the entries take the live
+        // mutator and borrowed values and return owning ones.
+        let vtable = unsafe { &*(*mutator.cast::<MutatorPrefix>()).vtable };
+        let unchanged = abi::TVMFFIAny {
+            type_index: abi::kTVMFFIUnchanged,
+            small_str_len: 0,
+            payload: abi::TVMFFIAnyPayload { v_int64: 0 },
+        };
+        let mutator = mutator.cast();
+        // SAFETY: as above.
+        let answers = unsafe {
+            [
+                (vtable.var_remap_set)(mutator, *x_in.as_raw(), *y_in.as_raw()),
+                (vtable.var_remap_get)(mutator, *x_in.as_raw()),
+                (vtable.var_remap_set)(mutator, *y_in.as_raw(), unchanged),
+                (vtable.var_remap_get)(mutator, *y_in.as_raw()),
+                (vtable.var_remap_get)(mutator, *args[0].as_raw()),
+                (vtable.var_remap_set)(mutator, *args[0].as_raw(), unchanged),
+            ]
+        };
+        let mut record = record.lock().unwrap();
+        for answer in answers {
+            if answer.type_index == abi::kTVMFFIUnchanged {
+                record.push("unchanged".to_owned());
+                continue;
+            }
+            // SAFETY: every other answer is one owning value.
+            let answer = unsafe { Any::from_raw(answer) };
+            record.push(match answer.try_as::<Error>() {
+                Some(error) => error.kind().into_owned(),
+                None if answer.as_object_ptr() == y_in.as_object_ptr() => "y".to_owned(),
+                None => answer.as_view().type_name(),
+            });
+        }
+        Ok(args[0].to_owned())
+    });
+    let root = arr(vec![Any::from(1i64)]);
+    structural_mutate(root, table(abi::kTVMFFIInt, native_caller).as_view()).unwrap();
+    assert_eq!(
+        *results.lock().unwrap(),
+        ["None", "y", "None", "unchanged", "TypeError", "TypeError"]
+    );
+}
