@@ -582,3 +582,24 @@ def test_huge_indices_are_index_errors_and_pop_takes_one_default():
     with pytest.raises(TypeError, match="at most 2 arguments, got 3"):
         d.pop("x", 1, 2)
     assert d.pop("x", 1) == 1
+
+
+def test_repr_of_containers_holding_themselves_marks_the_cycle():
+    items = ffi.List([1])
+    items.append(items)
+    assert repr(items) == "[1, [...]]"
+    table = ffi.Dict({"n": 1})
+    table["self"] = table
+    assert repr(table) == "{'n': 1, 'self': {...}}"
+    # The same container twice side by side is not a cycle.
+    inner = ffi.List([2])
+    assert repr(ffi.Array([inner, inner])) == "[[2], [2]]"
+    # A cycle through two containers, and the repr works again afterwards.
+    outer = ffi.List()
+    middle = ffi.Dict({"back": outer})
+    outer.append(middle)
+    assert repr(outer) == "[{'back': [...]}]"
+    assert repr(outer) == "[{'back': [...]}]"
+    items.pop()
+    table.pop("self")
+    outer.clear()

@@ -102,6 +102,41 @@ fn sequence_eq(py: Python<'_>, items: &[Any], other: &Bound<'_, PyAny>) -> PyRes
     Ok(true)
 }
 
+thread_local! {
+    /// The containers whose repr this thread is building, by address.
+    static REPRS_IN_PROGRESS: std::cell::RefCell<Vec<usize>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `body` to print `container`, unless this thread is already printing it: a container
+/// reached again through itself prints as `placeholder`, as Python prints `[...]` for a list
+/// holding itself.
+fn repr_once(
+    container: Any,
+    placeholder: &str,
+    body: impl FnOnce() -> PyResult<String>,
+) -> PyResult<String> {
+    struct Leave(usize);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            REPRS_IN_PROGRESS.with_borrow_mut(|active| active.retain(|&key| key != self.0));
+        }
+    }
+    let key = container.as_object_ptr().map_or(0, |ptr| ptr as usize);
+    let entered = REPRS_IN_PROGRESS.with_borrow_mut(|active| {
+        let fresh = !active.contains(&key);
+        if fresh {
+            active.push(key);
+        }
+        fresh
+    });
+    if !entered {
+        return Ok(placeholder.to_owned());
+    }
+    let _leave = Leave(key);
+    body()
+}
+
 fn sequence_repr(py: Python<'_>, items: &[Any]) -> PyResult<String> {
     let parts: PyResult<Vec<String>> = items
         .iter()
@@ -239,7 +274,8 @@ macro_rules! sequence_methods {
             }
 
             fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-                sequence_repr(py, &self.0.items())
+                let items = self.0.items();
+                repr_once(Any::from((*self.0).clone()), "[...]", || sequence_repr(py, &items))
             }
         }
     };
@@ -472,7 +508,9 @@ macro_rules! mapping_methods {
             }
 
             fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-                mapping_repr(py, self.0.iter().collect())
+                repr_once(Any::from((*self.0).clone()), "{...}", || {
+                    mapping_repr(py, self.0.iter().collect())
+                })
             }
         }
     };
