@@ -148,21 +148,25 @@ impl Equal {
                 x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
             }
             abi::kTVMFFIStr | abi::kTVMFFIBytes => content(&lhs) == content(&rhs),
-            t if t >= abi::kTVMFFIStaticObjectBegin => {
-                self.depth += 1;
-                if self.depth > MAX_DEPTH {
-                    return Err(too_deep());
-                }
-                let result = self.eq_object(lhs, rhs);
-                self.depth -= 1;
-                return result;
-            }
+            t if t >= abi::kTVMFFIStaticObjectBegin => return self.eq_nested(lhs, rhs),
             // SAFETY: plain values keep all their state in the 8 payload bytes.
             _ => unsafe { lhs.as_raw().payload.v_uint64 == rhs.as_raw().payload.v_uint64 },
         };
         Ok(equal || self.fail(None))
     }
 
+    /// Compares two objects, one level deeper.
+    fn eq_nested(&mut self, lhs: AnyView<'_>, rhs: AnyView<'_>) -> Result<bool> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(too_deep());
+        }
+        let result = self.eq_object(lhs, rhs);
+        self.depth -= 1;
+        result
+    }
+
+    /// Compares two objects of the same type.
     fn eq_object(&mut self, lhs: AnyView<'_>, rhs: AnyView<'_>) -> Result<bool> {
         let (lp, rp) = (
             lhs.as_object_ptr().expect("object") as usize,
@@ -247,7 +251,17 @@ impl Equal {
                     continue;
                 }
             }
-            if !self.with_step(Step::Index(i as i64), |s| s.eq(x.as_view(), y.as_view()))? {
+            // Two objects of one type (not strings or bytes, compared by content) skip the
+            // checks of plain values.
+            let both_objects = rx.type_index == ry.type_index
+                && rx.type_index >= abi::kTVMFFIStaticObjectBegin
+                && !matches!(rx.type_index, abi::kTVMFFIStr | abi::kTVMFFIBytes);
+            let (vx, vy) = (x.as_view(), y.as_view());
+            let equal = self.with_step(Step::Index(i as i64), |s| match both_objects {
+                true => s.eq_nested(vx, vy),
+                false => s.eq(vx, vy),
+            })?;
+            if !equal {
                 return Ok(false);
             }
         }

@@ -52,67 +52,63 @@ struct Hasher {
     depth: usize,
 }
 
+/// The hash of a value that holds no objects to walk (plain values, strings and bytes), or
+/// `None` for an object. Floats hash by their bits, with every NaN alike.
+#[inline]
+fn leaf_hash(value: AnyView<'_>) -> Option<u64> {
+    let raw = value.as_raw();
+    // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
+    let bits = unsafe { raw.payload.v_uint64 };
+    let t = raw.type_index;
+    Some(match t {
+        abi::kTVMFFIFloat => {
+            let bits = if f64::from_bits(bits).is_nan() {
+                f64::NAN.to_bits()
+            } else {
+                bits
+            };
+            hash_combine(t as u64, bits)
+        }
+        t if t < abi::kTVMFFIRawStr => hash_combine(t as u64, bits),
+        abi::kTVMFFISmallStr
+        | abi::kTVMFFIStr
+        | abi::kTVMFFIRawStr
+        | abi::kTVMFFISmallBytes
+        | abi::kTVMFFIBytes
+        | abi::kTVMFFIByteArrayPtr => {
+            let seed = canonical_index(t) as u64;
+            hash_combine(seed, fast_hash_bytes(content(&value).unwrap_or_default()))
+        }
+        t if t >= abi::kTVMFFIStaticObjectBegin => return None,
+        _ => hash_combine(t as u64, bits),
+    })
+}
+
 impl Hasher {
     fn hash(&mut self, value: AnyView<'_>) -> Result<u64> {
-        let raw = value.as_raw();
-        // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
-        let bits = unsafe { raw.payload.v_uint64 };
-        let t = raw.type_index;
-        Ok(match t {
-            abi::kTVMFFIFloat => {
-                let x = f64::from_bits(bits);
-                let bits = if x.is_nan() { f64::NAN.to_bits() } else { bits };
-                hash_combine(t as u64, bits)
-            }
-            t if t < abi::kTVMFFIRawStr => hash_combine(t as u64, bits),
-            abi::kTVMFFISmallStr
-            | abi::kTVMFFIStr
-            | abi::kTVMFFIRawStr
-            | abi::kTVMFFISmallBytes
-            | abi::kTVMFFIBytes
-            | abi::kTVMFFIByteArrayPtr => {
-                let seed = canonical_index(t) as u64;
-                hash_combine(seed, fast_hash_bytes(content(&value).unwrap_or_default()))
-            }
-            t if t >= abi::kTVMFFIStaticObjectBegin => {
-                self.depth += 1;
-                if self.depth > MAX_DEPTH {
-                    return Err(too_deep());
-                }
-                let result = self.hash_object(value);
-                self.depth -= 1;
-                result?
-            }
-            _ => hash_combine(t as u64, bits),
-        })
+        match leaf_hash(value) {
+            Some(h) => Ok(h),
+            None => self.hash_nested(value),
+        }
+    }
+
+    /// The hash of an object, one level deeper.
+    fn hash_nested(&mut self, value: AnyView<'_>) -> Result<u64> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(too_deep());
+        }
+        let result = self.hash_object(value);
+        self.depth -= 1;
+        result
     }
 
     fn hash_seq(&mut self, seed: u64, items: &[Any]) -> Result<u64> {
         let mut h = hash_combine(seed, items.len() as u64);
         for item in items {
-            let raw = item.as_raw();
-            // Plain values and heap strings are hashed inline, as `hash` does.
-            let item_hash = match raw.type_index {
-                abi::kTVMFFIFloat => {
-                    // SAFETY: float values keep their value in `v_float64`.
-                    let x = unsafe { raw.payload.v_float64 };
-                    let bits = if x.is_nan() {
-                        f64::NAN.to_bits()
-                    } else {
-                        x.to_bits()
-                    };
-                    hash_combine(abi::kTVMFFIFloat as u64, bits)
-                }
-                t if t < abi::kTVMFFIRawStr => {
-                    // SAFETY: every payload is 8 initialized bytes; `v_uint64` reads them all.
-                    hash_combine(t as u64, unsafe { raw.payload.v_uint64 })
-                }
-                abi::kTVMFFIStr => {
-                    let view = item.as_view();
-                    let bytes = content(&view).unwrap_or_default();
-                    hash_combine(abi::kTVMFFIStr as u64, fast_hash_bytes(bytes))
-                }
-                _ => self.hash(item.as_view())?,
+            let item_hash = match leaf_hash(item.as_view()) {
+                Some(leaf) => leaf,
+                None => self.hash_nested(item.as_view())?,
             };
             h = hash_combine(h, item_hash);
         }
@@ -132,11 +128,10 @@ impl Hasher {
     fn hash_object(&mut self, value: AnyView<'_>) -> Result<u64> {
         let t = value.type_index();
         let seed = t as u64;
-        let ptr = value.as_object_ptr().expect("object") as usize;
         Ok(match t {
             abi::kTVMFFIArray => {
                 let array = value.as_object::<ArrayObj>().expect("an array");
-                self.hash_seq(seed, array.as_slice())?
+                return self.hash_seq(seed, array.as_slice());
             }
             abi::kTVMFFIList => self.hash_seq(seed, &value.cast::<List>()?.to_vec())?,
             abi::kTVMFFIMap => self.hash_map(seed, &value.cast::<Map>()?)?,
@@ -185,7 +180,10 @@ impl Hasher {
                     .map_or(0, |e| e._int_index);
                 hash_combine(seed, index as u64)
             }
-            _ => self.hash_reflected(t, value, ptr)?,
+            _ => {
+                let ptr = value.as_object_ptr().expect("an object") as usize;
+                self.hash_reflected(t, value, ptr)?
+            }
         })
     }
 

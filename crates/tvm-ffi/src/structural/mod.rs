@@ -186,11 +186,18 @@ pub(crate) fn fast_hash_bytes(bytes: &[u8]) -> u64 {
     }
     let rest = chunks.remainder();
     if !rest.is_empty() {
-        let mut word = [0u8; 8];
-        word[..rest.len()].copy_from_slice(rest);
-        h = (h ^ u64::from_le_bytes(word))
-            .wrapping_mul(K)
-            .rotate_left(31);
+        // The tail as a little-endian word padded with zeros: from the last 8 bytes (one load)
+        // shifted down past the bytes already folded, or from a zero-padded copy of a string
+        // shorter than a word.
+        let word = match bytes.last_chunk::<8>() {
+            Some(last) => u64::from_le_bytes(*last) >> (8 * (8 - rest.len())),
+            None => {
+                let mut word = [0u8; 8];
+                word[..rest.len()].copy_from_slice(rest);
+                u64::from_le_bytes(word)
+            }
+        };
+        h = (h ^ word).wrapping_mul(K).rotate_left(31);
     }
     h ^ (h >> 29)
 }
@@ -224,4 +231,35 @@ pub(crate) fn tensor_bytes(tensor: &crate::Tensor) -> Option<&[u8]> {
     // SAFETY: a contiguous host tensor holds `numel` elements of its dtype from `data_ptr`,
     // alive and unchanged while the tensor is borrowed.
     Some(unsafe { std::slice::from_raw_parts(tensor.data_ptr().cast::<u8>(), len) })
+}
+
+#[cfg(test)]
+mod tests {
+    /// `fast_hash_bytes` folding every tail zero-padded, as the one-load tail must reproduce.
+    fn padded_tail_hash(bytes: &[u8]) -> u64 {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut h = (bytes.len() as u64).wrapping_mul(K);
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            h = (h ^ u64::from_le_bytes(word))
+                .wrapping_mul(K)
+                .rotate_left(31);
+        }
+        h ^ (h >> 29)
+    }
+
+    #[test]
+    fn the_tail_word_is_the_zero_padded_tail() {
+        let text: Vec<u8> = (0u8..41)
+            .map(|i| i.wrapping_mul(37).wrapping_add(11))
+            .collect();
+        for len in 0..=text.len() {
+            assert_eq!(
+                super::fast_hash_bytes(&text[..len]),
+                padded_tail_hash(&text[..len]),
+                "length {len}"
+            );
+        }
+    }
 }
