@@ -250,11 +250,6 @@ def _define(
     key = type_key if type_key is not None else f"{cls.__module__}.{cls.__qualname__}"
     if not isinstance(key, str) or not key:
         raise TypeError(f"py_class: the type key must be a non-empty str, got {key!r}")
-    if structural_eq not in _STRUCTURAL_KINDS:
-        raise ValueError(
-            f"py_class: structural_eq must be one of {sorted(k for k in _STRUCTURAL_KINDS if k)} "
-            f"or None, got {structural_eq!r}"
-        )
     parent = next((b for b in cls.__mro__[1:] if _FIELDS_ATTR in b.__dict__), None)
     parent_fields: list[Field] = list(getattr(parent, _FIELDS_ATTR, ()))
     bases = cls.__bases__
@@ -263,6 +258,10 @@ def _define(
     namespace = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__")}
     new_cls: Any = type(cls)(cls.__name__, bases, namespace)
     own = _own_fields(cls, new_cls, key, kw_only, frozen)
+    inherited = {spec.name for spec in parent_fields}
+    for spec in own:
+        if spec.name in inherited:
+            raise ValueError(f"{key}: field '{spec.name}' is already a field of a parent type")
     all_fields = parent_fields + own
     signature = _signature(all_fields, key)
     specs = []
@@ -345,6 +344,11 @@ def py_class(
     ``"const-tree"``, ``"dag"``, ``"var"``, ``"singleton"``, or None for not comparable).
     A type key that is already registered is a ``ValueError``.
     """
+    if structural_eq not in _STRUCTURAL_KINDS:
+        raise ValueError(
+            f"py_class: structural_eq must be one of {sorted(k for k in _STRUCTURAL_KINDS if k)} "
+            f"or None, got {structural_eq!r}"
+        )
     define = functools.partial(
         _define,
         init=init,
