@@ -22,6 +22,7 @@ from tvm.ffi.dataclasses import (
     StrEnum,
     asdict,
     auto,
+    entry,
     field,
     fields,
     is_dataclass,
@@ -223,7 +224,8 @@ def test_pickle_deepcopy_and_json_round_trips():
     back = from_json_graph_str(to_json_graph_str(node))
     assert type(back.next) is Node and back.next.value == 2
     shallow = copy.copy(p)
-    assert not shallow.same_as(p) and tvm.ffi.structural_equal(shallow, p)
+    assert type(shallow) is Point and not shallow.same_as(p)
+    assert shallow.tags.same_as(p.tags) and shallow.x == p.x
 
 
 def test_inheritance_extends_the_parent_fields():
@@ -338,6 +340,36 @@ def test_enum_entries_are_singletons_found_by_index_and_name():
         Color(7)
     with pytest.raises(TypeError):
         Color.get(1.5)
+
+
+def test_enum_entries_carry_attributes():
+    class Op(Enum, type_key=key("Op")):
+        ADD = entry(symbol="+", arity=2)
+        NEG = entry(symbol="-", arity=1)
+        NOP = auto()
+
+    class Code(IntEnum, type_key=key("Code")):
+        OK = entry(200, text="ok")
+        MISSING = entry(text="missing")
+
+    assert (Op.ADD.symbol, Op.NEG.arity) == ("+", 1)
+    assert (Code.OK.value, Code.MISSING.value, Code.MISSING.text) == (200, 1, "missing")
+    with pytest.raises(AttributeError, match="NOP has no attribute 'symbol'"):
+        _ = Op.NOP.symbol
+    with pytest.raises(AttributeError, match="no attribute 'color'"):
+        _ = Op.ADD.color
+
+
+def test_user_defined_init_calls_the_generated_one():
+    @py_class(key("Scaled"))
+    class Scaled:
+        value: float
+
+        def __init__(self, raw: float, scale: float = 2.0) -> None:
+            self.__ffi_init__(raw * scale)
+
+    assert Scaled(1.5).value == 3.0
+    assert tvm.ffi.structural_equal(copy.deepcopy(Scaled(1.0)), Scaled(1.0))
 
 
 def test_enum_entries_round_trip_to_the_same_singleton():

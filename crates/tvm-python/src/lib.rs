@@ -148,6 +148,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pyclass::_object_set_field, m)?)?;
     m.add_function(wrap_pyfunction!(pyclass::_define_enum_type, m)?)?;
     m.add_function(wrap_pyfunction!(pyclass::_add_enum_entry, m)?)?;
+    m.add_function(wrap_pyfunction!(pyclass::_shallow_copy, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_set_error_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_register_dtype_class, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_parse_dtype, m)?)?;

@@ -4,9 +4,10 @@
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use tvm_ffi::dataclass::{FieldStorage, create_empty};
+use tvm_ffi::dataclass::{self, FieldStorage, create_empty};
+use tvm_ffi::enums::EnumState;
 use tvm_ffi::runtime_types::{self, EnumKind, FieldDefault, FieldSpec, TypeSpec};
-use tvm_ffi::{Any, reflection};
+use tvm_ffi::{Any, Function, reflection};
 
 use crate::convert::{any_to_py, function_of, py_to_any};
 use crate::errors::raise_error;
@@ -137,7 +138,9 @@ pub(crate) fn _define_enum_type(py: Python<'_>, type_key: &str, kind: &str) -> P
     runtime_types::define_enum_type(type_key, enum_kind(kind)?).map_err(|e| raise_error(py, e))
 }
 
-/// Adds entry `name` with `value` to enum type `type_index` of `kind`; returns the entry.
+/// Adds entry `name` with `value` to enum type `type_index` of `kind`, with attributes
+/// `attrs` (recorded in the type's enum state, where native code finds them); returns the
+/// entry.
 #[pyfunction]
 pub(crate) fn _add_enum_entry(
     py: Python<'_>,
@@ -145,9 +148,33 @@ pub(crate) fn _add_enum_entry(
     kind: &str,
     name: &str,
     value: &Bound<'_, PyAny>,
+    attrs: Vec<(String, Bound<'_, PyAny>)>,
 ) -> PyResult<Py<PyAny>> {
     let value = py_to_any(value)?;
     let entry = runtime_types::add_enum_entry(type_index, enum_kind(kind)?, name, value.as_view())
         .map_err(|e| raise_error(py, e))?;
+    let state = EnumState::of(type_index)
+        .ok_or_else(|| PyValueError::new_err("the enum type lost its entries"))?;
+    for (attr, attr_value) in attrs {
+        state
+            .set_attr(&attr, entry.clone(), py_to_any(&attr_value)?)
+            .map_err(|e| raise_error(py, e))?;
+    }
     any_to_py(py, entry)
+}
+
+/// A shallow copy of `obj` (fields shared) through its type's `__ffi_shallow_copy__`; a
+/// `TypeError` for a type without one.
+#[pyfunction]
+pub(crate) fn _shallow_copy(py: Python<'_>, obj: &Bound<'_, PyObjectRef>) -> PyResult<Py<PyAny>> {
+    let this = obj.get().any();
+    let copy: Function = dataclass::type_attr(this.type_index(), "__ffi_shallow_copy__")
+        .and_then(|attr| attr.cast().ok())
+        .ok_or_else(|| {
+            PyTypeError::new_err(format!("'{}' objects cannot be copied", this.type_key()))
+        })?;
+    let value = copy
+        .call_packed(&[this.as_view()])
+        .map_err(|e| raise_error(py, e))?;
+    any_to_py(py, value)
 }

@@ -9,7 +9,7 @@ whose entries are runtime singletons.
 """
 
 from ..._native import Object
-from ._enum import Enum, IntEnum, StrEnum, auto
+from ._enum import Enum, IntEnum, StrEnum, auto, entry
 from ._field import MISSING, Field, field
 from ._py_class import asdict, fields, is_dataclass, py_class, replace
 
@@ -22,6 +22,7 @@ __all__ = [
     "StrEnum",
     "asdict",
     "auto",
+    "entry",
     "field",
     "fields",
     "is_dataclass",

@@ -10,7 +10,7 @@ from ... import _native
 from ..._native import Object
 from ..registry import register_object
 
-__all__ = ["Enum", "IntEnum", "StrEnum", "auto"]
+__all__ = ["Enum", "IntEnum", "StrEnum", "auto", "entry"]
 
 
 class auto:  # noqa: N801 - the name the enum module uses
@@ -18,6 +18,19 @@ class auto:  # noqa: N801 - the name the enum module uses
     for ``StrEnum``; the way to declare entries of a plain ``Enum``."""
 
     __slots__ = ()
+
+
+class entry:  # noqa: N801 - lower case, as the field specifier `field`
+    """An entry with attributes, read back as attributes of the entry and recorded in the
+    type's enum state for native code: ``ADD = entry(symbol="+")``. For ``IntEnum`` and
+    ``StrEnum`` the optional positional argument is the value (chosen as by :class:`auto`
+    when omitted)."""
+
+    __slots__ = ("attrs", "value")
+
+    def __init__(self, value: Any = None, /, **attrs: Any) -> None:
+        self.value = auto() if value is None else value
+        self.attrs = attrs
 
 
 class _EnumMeta(type):
@@ -61,6 +74,7 @@ class Enum(Object, metaclass=_EnumMeta):
     _tvm_kind: ClassVar[str] = "enum"
     _tvm_entries: ClassVar[list[Any]] = []
     _tvm_by_key: ClassVar[dict[Any, Any]] = {}
+    _tvm_attrs: ClassVar[dict[str, dict[int, Any]]] = {}
 
     def __init_subclass__(cls, type_key: str | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -76,18 +90,22 @@ class Enum(Object, metaclass=_EnumMeta):
         _native._register_object_class(key, cls)
         cls._tvm_entries = []
         cls._tvm_by_key = {}
-        for position, (name, value) in enumerate(declared):
-            entry = _native._add_enum_entry(
-                index, cls._tvm_kind, name, cls._entry_value(position, name, value)
-            )
-            cls._tvm_entries.append(entry)
-            cls._tvm_by_key[position] = entry
-            cls._tvm_by_key[name] = entry
-            setattr(cls, name, entry)
+        cls._tvm_attrs = {}
+        for position, (name, declared_value) in enumerate(declared):
+            spec = declared_value if isinstance(declared_value, entry) else entry(declared_value)
+            value = cls._entry_value(position, name, spec.value)
+            attrs = list(spec.attrs.items())
+            item = _native._add_enum_entry(index, cls._tvm_kind, name, value, attrs)
+            for attr, attr_value in attrs:
+                cls._tvm_attrs.setdefault(attr, {})[position] = attr_value
+            cls._tvm_entries.append(item)
+            cls._tvm_by_key[position] = item
+            cls._tvm_by_key[name] = item
+            setattr(cls, name, item)
 
     @classmethod
     def _is_entry(cls, name: str, value: Any) -> bool:
-        return not name.startswith("_") and isinstance(value, auto)
+        return not name.startswith("_") and isinstance(value, (auto, entry))
 
     @classmethod
     def _entry_value(cls, position: int, name: str, value: Any) -> Any:
@@ -118,6 +136,15 @@ class Enum(Object, metaclass=_EnumMeta):
                 f"{cls.__name__} has no entry {key!r} (it has {len(cls._tvm_entries)} entries)"
             ) from None
 
+    def __getattr__(self, name: str) -> Any:
+        values = type(self)._tvm_attrs.get(name)
+        if values is None or name.startswith("__"):
+            raise AttributeError(f"{type(self).__name__} entries have no attribute '{name}'")
+        try:
+            return values[self.index]
+        except KeyError:
+            raise AttributeError(f"{self.name} has no attribute '{name}'") from None
+
     @property
     def name(self) -> str:
         """The entry's name."""
@@ -138,7 +165,8 @@ class IntEnum(Enum):
     @classmethod
     def _is_entry(cls, name: str, value: Any) -> bool:
         return not name.startswith("_") and (
-            isinstance(value, auto) or (isinstance(value, int) and not isinstance(value, bool))
+            isinstance(value, (auto, entry))
+            or (isinstance(value, int) and not isinstance(value, bool))
         )
 
     @classmethod
@@ -163,7 +191,7 @@ class StrEnum(Enum):
 
     @classmethod
     def _is_entry(cls, name: str, value: Any) -> bool:
-        return not name.startswith("_") and isinstance(value, (auto, str))
+        return not name.startswith("_") and isinstance(value, (auto, entry, str))
 
     @classmethod
     def _entry_value(cls, position: int, name: str, value: Any) -> Any:

@@ -230,7 +230,7 @@ def _add_dunders(new_cls: Any, eq: bool, order: bool, frozen: bool, unsafe_hash:
         set_missing("__setattr__", refuse_setattr)
         set_missing("__delattr__", refuse_delattr)
     set_missing("__replace__", lambda self, **changes: replace(self, **changes))
-    set_missing("__copy__", lambda self: replace(self))
+    set_missing("__copy__", lambda self: _native._shallow_copy(self))
 
 
 def _define(
