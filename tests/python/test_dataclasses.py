@@ -154,6 +154,25 @@ def test_assignment_checks_types_and_frozen_fields_refuse_it():
     assert (obj.fixed, obj.free) == (1, 2)
 
 
+def test_native_field_writes_respect_frozen_and_read_only_fields():
+    leaf = Leaf("a")
+    with pytest.raises(AttributeError, match="read-only"):
+        tvm._native._object_set_field(leaf, "label", "b")
+    pair = tvm.get_global_func("testing.make_int_pair")(1, 2, "pair")
+    with pytest.raises(AttributeError, match="read-only"):
+        tvm._native._object_set_field(pair, "a", 5)
+    with pytest.raises(AttributeError, match="no field 'zzz'"):
+        tvm._native._object_set_field(Point(1), "zzz", 5)
+    unbound = Point.__new__(Point)
+    with pytest.raises(AttributeError):
+        unbound.x = 1
+    with pytest.raises(AttributeError):
+        _ = unbound.x
+    with pytest.raises(TypeError, match="already initialized"):
+        Point.__ffi_init__(Point(1), 2)
+    assert leaf.label == "a" and pair.a == 1
+
+
 def test_instances_are_runtime_objects_that_come_back_as_themselves():
     p = Point(4, tags=[1])
     back = echo(p)

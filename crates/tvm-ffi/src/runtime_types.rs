@@ -107,7 +107,12 @@ fn storage_fits(storage: FieldStorage, static_type_index: i32) -> bool {
         // Any value (including strings, which may be inline) may live in an `Any` slot, and an
         // object slot holds any object type.
         _ if storage == FieldStorage::Any => true,
-        Ok(FieldStorage::Object) => storage == FieldStorage::Object,
+        // Strings and bytes may be inline values, never in an object slot.
+        Ok(FieldStorage::Object) => {
+            storage == FieldStorage::Object
+                && static_type_index != abi::kTVMFFIStr
+                && static_type_index != abi::kTVMFFIBytes
+        }
         Ok(expected) => expected == storage,
         Err(_) => false,
     }

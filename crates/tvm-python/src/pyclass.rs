@@ -98,7 +98,8 @@ pub(crate) fn _init_object(
     obj.get().bind(new)
 }
 
-/// Sets field `name` of `obj` to `value` through the field's setter.
+/// Sets field `name` of `obj` to `value` through the field's setter; an `AttributeError` for
+/// a field that is not writable (frozen, or defined read-only in native code).
 #[pyfunction]
 pub(crate) fn _object_set_field(
     py: Python<'_>,
@@ -115,6 +116,12 @@ pub(crate) fn _object_set_field(
                 this.type_key()
             ))
         })?;
+    if field.flags() & tvm_ffi::abi::kTVMFFIFieldFlagBitMaskWritable == 0 {
+        return Err(PyAttributeError::new_err(format!(
+            "field '{name}' of {} is read-only",
+            this.type_key()
+        )));
+    }
     let value = py_to_any(value)?;
     field
         .set(this.as_view(), value.as_view())

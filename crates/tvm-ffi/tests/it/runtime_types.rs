@@ -320,6 +320,14 @@ fn invalid_specifications_are_rejected_before_registration() {
     );
     check(
         type_spec(
+            &fresh_key("Text"),
+            object,
+            vec![spec("x", abi::kTVMFFIStr, FieldStorage::Object)],
+        ),
+        "cannot hold type index",
+    );
+    check(
+        type_spec(
             &fresh_key("Untyped"),
             object,
             vec![spec("x", -1, FieldStorage::Object)],
