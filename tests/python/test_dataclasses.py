@@ -256,10 +256,12 @@ def test_inheritance_extends_the_parent_fields():
     @py_class(key("Child"))
     class Child(Base):
         c: float = 0.0
+        sibling: Optional[Base] = None  # noqa: UP045 - a local class, named in a string
 
-    child = Child(1, "x", 2.0)
+    child = Child(1, "x", 2.0, Base(0))
     assert isinstance(child, Base)
-    assert [f.name for f in fields(child)] == ["a", "b", "c"]
+    assert [f.name for f in fields(child)] == ["a", "b", "c", "sibling"]
+    assert child.sibling.a == 0
     assert (child.a, child.b, child.c) == (1, "x", 2.0)
     assert tvm.ffi.structural_equal(copy.deepcopy(child), child)
     with pytest.raises(ValueError, match="field 'a' is already a field of a parent"):

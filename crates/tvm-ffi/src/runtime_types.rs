@@ -104,8 +104,7 @@ fn value_error(message: String) -> Error {
 /// Whether a storage kind can hold values of `static_type_index`.
 fn storage_fits(storage: FieldStorage, static_type_index: i32) -> bool {
     match FieldStorage::of(static_type_index) {
-        // Any value (including strings, which may be inline) may live in an `Any` slot, and an
-        // object slot holds any object type.
+        // An `Any` slot holds every value, whatever the declared type.
         _ if storage == FieldStorage::Any => true,
         // Strings and bytes may be inline values, never in an object slot.
         Ok(FieldStorage::Object) => {

@@ -75,13 +75,16 @@ def _is_class_var(annotation: Any) -> bool:
     return annotation is ClassVar or get_origin(annotation) is ClassVar
 
 
-def _resolver(cls: type, new_cls: type, type_key: str, name: str) -> Callable[[str], Any]:
-    """Evaluates the text of an annotation in the class's module, where the class's own name
-    refers to the new class."""
+def _resolver(
+    cls: type, new_cls: type, type_key: str, name: str, local_names: dict[str, Any]
+) -> Callable[[str], Any]:
+    """Evaluates the text of an annotation in the class's module and the scope that defined
+    the class (``local_names``), where the class's own name refers to the new class."""
 
     def resolve(text: str) -> Any:
         module = sys.modules.get(cls.__module__)
         namespace = dict(vars(module)) if module is not None else {}
+        namespace.update(local_names)
         namespace[cls.__name__] = new_cls
         try:
             return eval(text, namespace)
@@ -94,7 +97,12 @@ def _resolver(cls: type, new_cls: type, type_key: str, name: str) -> Callable[[s
 
 
 def _own_fields(
-    cls: type, new_cls: type, type_key: str, kw_only: bool, frozen: bool
+    cls: type,
+    new_cls: type,
+    type_key: str,
+    kw_only: bool,
+    frozen: bool,
+    local_names: dict[str, Any],
 ) -> list[Field]:
     """The fields a class body declares, in order, with their storage worked out."""
     result = []
@@ -110,7 +118,7 @@ def _own_fields(
         spec.name = name
         spec.kw_only = spec.kw_only or kw_only
         spec.frozen = spec.frozen or frozen
-        resolve = _resolver(cls, new_cls, type_key, name)
+        resolve = _resolver(cls, new_cls, type_key, name, local_names)
         spec.type = resolve(annotation) if isinstance(annotation, str) else annotation
         try:
             spec._spec = field_type(spec.type, new_cls, resolve)
@@ -244,6 +252,7 @@ def _define(
     unsafe_hash: bool,
     kw_only: bool,
     structural_eq: str | None,
+    local_names: dict[str, Any],
 ) -> type:
     if not isinstance(cls, type):
         raise TypeError(f"py_class decorates a class, got {cls!r}")
@@ -257,7 +266,7 @@ def _define(
         bases = (Object, *(b for b in bases if b is not object))
     namespace = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__")}
     new_cls: Any = type(cls)(cls.__name__, bases, namespace)
-    own = _own_fields(cls, new_cls, key, kw_only, frozen)
+    own = _own_fields(cls, new_cls, key, kw_only, frozen, local_names)
     inherited = {spec.name for spec in parent_fields}
     for spec in own:
         if spec.name in inherited:
@@ -358,6 +367,8 @@ def py_class(
         unsafe_hash=unsafe_hash,
         kw_only=kw_only,
         structural_eq=structural_eq,
+        # Annotations may name classes local to the scope that applies the decorator.
+        local_names=dict(sys._getframe(1).f_locals),
     )
     if isinstance(type_key, type):
         return define(type_key, None)
