@@ -304,6 +304,10 @@ def test_registration_errors_are_clear_and_leave_nothing_behind():
         py_class(key("Kind"), structural_eq="circle")
     with pytest.raises(TypeError, match="decorates a class"):
         py_class(key("NotAClass"))(42)
+    with pytest.raises(TypeError, match=r"derives from tvm\.ffi\.Object or another py_class"):
+        bound = {"_tvm_type_index": Array([])._type_index, "_tvm_type_key": "ffi.Array"}
+        native = type("Native", (tvm.ffi.Object,), bound)
+        py_class(key("FromNative"))(type("FromNative", (native,), {"__annotations__": {"x": int}}))
     with pytest.raises(TypeError, match="non-default argument 'b'"):
 
         @py_class(key("Order"))

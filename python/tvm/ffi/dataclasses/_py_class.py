@@ -260,6 +260,20 @@ def _define(
     if not isinstance(key, str) or not key:
         raise TypeError(f"py_class: the type key must be a non-empty str, got {key!r}")
     parent = next((b for b in cls.__mro__[1:] if _FIELDS_ATTR in b.__dict__), None)
+    native = next(
+        (
+            b
+            for b in cls.__mro__[1:]
+            if b.__dict__.get("_tvm_type_index", _OBJECT_INDEX) != _OBJECT_INDEX
+            and _FIELDS_ATTR not in b.__dict__
+        ),
+        None,
+    )
+    if native is not None and (parent is None or issubclass(parent, native)):
+        raise TypeError(
+            f"{key}: a py_class type derives from tvm.ffi.Object or another py_class type, "
+            f"not from {native.__name__} ({native.__dict__['_tvm_type_key']})"
+        )
     parent_fields: list[Field] = list(getattr(parent, _FIELDS_ATTR, ()))
     bases = cls.__bases__
     if not any(issubclass(b, Object) for b in bases):
