@@ -21,6 +21,7 @@ from tvm.ffi.dataclasses import (
     IntEnum,
     StrEnum,
     asdict,
+    astuple,
     auto,
     entry,
     field,
@@ -215,6 +216,28 @@ def test_structural_kind_none_is_not_comparable():
         tvm.ffi.structural_equal(Opaque(1), Opaque(1))
 
 
+def test_field_structural_eq_marks_definitions_and_ignored_fields():
+    @py_class(key("Var"), structural_eq="var")
+    class Var:
+        name: str
+
+    @py_class(key("Let"))
+    class Let:
+        var: Var = field(structural_eq="def")
+        body: Any = None
+        comment: str = field(default="", structural_eq="ignore")
+
+    x, y, z = Var("x"), Var("y"), Var("z")
+    assert tvm.ffi.structural_equal(Let(x, x, "a"), Let(y, y, "b"))
+    assert tvm.ffi.structural_hash(Let(x, x)) == tvm.ffi.structural_hash(Let(y, y))
+    assert not tvm.ffi.structural_equal(Let(x, x), Let(y, z))
+    # Free variables differ unless mapped.
+    assert not tvm.ffi.structural_equal(x, y)
+    assert tvm.ffi.structural_equal(x, y, map_free_vars=True)
+    with pytest.raises(ValueError, match="structural_eq of a field"):
+        field(structural_eq="sometimes")
+
+
 def test_eq_hash_and_order_options():
     assert Leaf("a", 1.0) == Leaf("a", 1.0)
     assert Leaf("a", note="x") == Leaf("a", note="y")
@@ -281,6 +304,8 @@ def test_helpers_fields_replace_asdict_is_dataclass():
     assert (q.x, q.y, list(q.tags)) == (1, 4.0, [2]) and not q.same_as(p)
     assert asdict(Node(1, Node(2))) == {"value": 1, "next": {"value": 2, "next": None}}
     assert asdict(p) == {"x": 1, "y": 2.5, "name": "p", "tags": [2]}
+    assert astuple(Node(1, Node(2))) == (1, (2, None))
+    assert astuple(p) == (1, 2.5, "p", [2])
     with pytest.raises(TypeError, match="no field"):
         replace(p, z=1)
     with pytest.raises(TypeError):

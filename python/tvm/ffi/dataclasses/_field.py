@@ -22,6 +22,7 @@ _ANY, _INT, _BOOL, _FLOAT, _DTYPE, _DEVICE, _OBJECT = -1, 1, 2, 3, 5, 6, 64
 # Field flags of the type table (kTVMFFIFieldFlagBitMask*).
 FLAG_WRITABLE = 1 << 0
 FLAG_SEQ_HASH_IGNORE = 1 << 3
+FLAG_SEQ_HASH_DEF = 1 << 4
 FLAG_REPR_OFF = 1 << 6
 FLAG_COMPARE_OFF = 1 << 7
 FLAG_HASH_OFF = 1 << 8
@@ -264,6 +265,7 @@ class Field:
         "kw_only",
         "name",
         "repr",
+        "structural_eq",
         "type",
     )
 
@@ -277,7 +279,12 @@ class Field:
         hash: bool | None,
         kw_only: bool,
         frozen: bool,
+        structural_eq: str | None = None,
     ) -> None:
+        if structural_eq not in (None, "ignore", "def"):
+            raise ValueError(
+                f"structural_eq of a field must be None, 'ignore' or 'def', got {structural_eq!r}"
+            )
         if default is not MISSING and default_factory is not MISSING:
             raise ValueError("cannot specify both default and default_factory")
         if default_factory is not MISSING and not callable(default_factory):
@@ -292,6 +299,7 @@ class Field:
         self.hash = compare if hash is None else hash
         self.kw_only = kw_only
         self.frozen = frozen
+        self.structural_eq = structural_eq
         self._spec: FieldType | None = None
 
     @property
@@ -306,6 +314,10 @@ class Field:
             flags |= FLAG_REPR_OFF
         if not self.compare:
             flags |= FLAG_COMPARE_OFF | FLAG_SEQ_HASH_IGNORE
+        if self.structural_eq == "ignore":
+            flags |= FLAG_SEQ_HASH_IGNORE
+        elif self.structural_eq == "def":
+            flags |= FLAG_SEQ_HASH_DEF
         if not self.hash:
             flags |= FLAG_HASH_OFF
         if not self.init:
@@ -325,7 +337,7 @@ class Field:
             f"Field(name={self.name!r}, type={_describe(self.type)}, default={self.default!r}, "
             f"default_factory={self.default_factory!r}, init={self.init}, repr={self.repr}, "
             f"compare={self.compare}, hash={self.hash}, kw_only={self.kw_only}, "
-            f"frozen={self.frozen})"
+            f"frozen={self.frozen}, structural_eq={self.structural_eq!r})"
         )
 
 
@@ -339,12 +351,17 @@ def field(
     hash: bool | None = None,
     kw_only: bool = False,
     frozen: bool = False,
+    structural_eq: str | None = None,
 ) -> Any:
     """Declare a field of a ``py_class`` type with options, as ``x: int = field(default=0)``.
 
     ``default``/``default_factory``: the value (or a function making it) when ``__init__`` gets
     none; ``init``: whether ``__init__`` takes it; ``repr``: whether the printer shows it;
     ``compare``/``hash``: whether equality, structural comparison and hashing look at it;
-    ``kw_only``: keyword-only in ``__init__``; ``frozen``: assignment after construction raises.
+    ``kw_only``: keyword-only in ``__init__``; ``frozen``: assignment after construction raises;
+    ``structural_eq``: ``"ignore"`` leaves the field out of structural comparison only,
+    ``"def"`` marks it as where free variables are defined (as a let-binding's variable).
     """
-    return Field(default, default_factory, init, repr, compare, hash, kw_only, frozen)
+    return Field(
+        default, default_factory, init, repr, compare, hash, kw_only, frozen, structural_eq
+    )

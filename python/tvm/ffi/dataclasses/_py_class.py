@@ -17,7 +17,7 @@ from ..container import Array, Dict, List, Map
 from ..registry import get_global_func
 from ._field import MISSING, Field, Mismatch, field_type
 
-__all__ = ["asdict", "fields", "is_dataclass", "py_class", "replace"]
+__all__ = ["asdict", "astuple", "fields", "is_dataclass", "py_class", "replace"]
 
 T = TypeVar("T", bound=type)
 
@@ -432,14 +432,24 @@ def asdict(obj: Any) -> dict[str, Any]:
     containers (arrays and lists become ``list``, maps become ``dict``)."""
     if isinstance(obj, type) or not is_dataclass(obj):
         raise TypeError(f"asdict() needs a py_class instance, got {obj!r}")
-    return {spec.name: _plain(getattr(obj, spec.name)) for spec in fields(obj)}
+    return {spec.name: _plain(getattr(obj, spec.name), asdict) for spec in fields(obj)}
 
 
-def _plain(value: Any) -> Any:
+def astuple(obj: Any) -> tuple[Any, ...]:
+    """The field values of a ``py_class`` instance as a tuple, recursing as :func:`asdict`
+    does (nested instances become tuples)."""
+    if isinstance(obj, type) or not is_dataclass(obj):
+        raise TypeError(f"astuple() needs a py_class instance, got {obj!r}")
+    return tuple(_plain(getattr(obj, spec.name), astuple) for spec in fields(obj))
+
+
+def _plain(value: Any, convert: Callable[[Any], Any]) -> Any:
+    """``value`` with ``py_class`` instances turned by ``convert`` and runtime containers into
+    Python ones."""
     if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
+        return convert(value)
     if isinstance(value, (Array, List, list, tuple)):
-        return [_plain(v) for v in value]
+        return [_plain(v, convert) for v in value]
     if isinstance(value, (Map, Dict, dict)):
-        return {_plain(k): _plain(v) for k, v in value.items()}
+        return {_plain(k, convert): _plain(v, convert) for k, v in value.items()}
     return value
