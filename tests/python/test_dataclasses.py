@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 import pickle
+import uuid
 from dataclasses import FrozenInstanceError
 from typing import Any, Optional
 
@@ -37,9 +38,13 @@ make_object = tvm.get_global_func("ffi.MakeObjectFromPackedArgs")
 _keys = itertools.count()
 
 
+_run = uuid.uuid4().hex[:8]
+
+
 def key(name: str) -> str:
-    """A type key no other test uses (the type table lives as long as the process)."""
-    return f"test.dataclasses.{name}{next(_keys)}"
+    """A type key no other test uses, even if this module is imported again (the type table
+    lives as long as the process)."""
+    return f"test.dataclasses.{_run}.{name}{next(_keys)}"
 
 
 @py_class(key("Point"))
