@@ -1,5 +1,5 @@
 """``py_class``: new object types defined by Python classes, and the dataclass-style helpers
-(``fields``, ``replace``, ``asdict``, ``is_dataclass``) that work on them."""
+(``fields``, ``replace``, ``asdict``, ``astuple``, ``is_dataclass``) that work on them."""
 
 from __future__ import annotations
 
@@ -53,7 +53,9 @@ class _FieldAccess:
         name = self.field.name
         if self.field.frozen:
             raise FrozenInstanceError(f"cannot assign to frozen field '{name}' of {self.type_key}")
-        _native._object_set_field(obj, name, _convert(self.field, value, f"{self.type_key}.{name}"))
+        _native._object_set_field(
+            obj, name, _convert(self.field, value, f"{self.type_key} assignment to")
+        )
 
     def __delete__(self, obj: Object) -> None:
         raise AttributeError(f"cannot delete field '{self.field.name}' of {self.type_key}")
@@ -189,13 +191,13 @@ def _make_init(
     return ffi_init
 
 
-_recursive: dict[str, Any] = {}
+_global_functions: dict[str, Any] = {}
 
 
 def _global(name: str) -> Any:
-    if name not in _recursive:
-        _recursive[name] = get_global_func(name)
-    return _recursive[name]
+    if name not in _global_functions:
+        _global_functions[name] = get_global_func(name)
+    return _global_functions[name]
 
 
 def _comparison(name: str) -> Callable[[Object, Any], Any]:
@@ -230,10 +232,10 @@ def _add_dunders(new_cls: Any, eq: bool, order: bool, frozen: bool, unsafe_hash:
     if frozen:
 
         def refuse_setattr(self: Object, name: str, value: Any) -> None:
-            raise FrozenInstanceError(f"cannot assign to field '{name}' of frozen {self.type_key}")
+            raise FrozenInstanceError(f"cannot assign to '{name}' of frozen {self.type_key}")
 
         def refuse_delattr(self: Object, name: str) -> None:
-            raise FrozenInstanceError(f"cannot delete field '{name}' of frozen {self.type_key}")
+            raise FrozenInstanceError(f"cannot delete '{name}' of frozen {self.type_key}")
 
         set_missing("__setattr__", refuse_setattr)
         set_missing("__delattr__", refuse_delattr)
