@@ -16,12 +16,18 @@ __all__ = [
     "Shape",
     "Tensor",
     "__version__",
+    "_add_enum_entry",
+    "_define_enum_type",
+    "_define_object_type",
     "_device_backends",
+    "_init_object",
     "_object_get_field",
+    "_object_set_field",
     "_parse_dtype",
     "_register_dtype_class",
     "_register_object_class",
     "_set_error_hooks",
+    "_shallow_copy",
     "_type_field_names",
     "convert",
     "empty",
@@ -226,6 +232,19 @@ def empty(
 def _object_get_field(obj: Object, name: str) -> Any: ...
 def _type_field_names(type_index: int) -> list[str]: ...
 def _register_object_class(type_key: str, cls: type) -> int: ...
+def _define_object_type(
+    type_key: str,
+    parent_index: int,
+    fields: list[tuple[str, int, bool, int, int, Any]],
+    structural_kind: int,
+) -> tuple[int, list[int]]: ...
+def _init_object(obj: Object, type_index: int, values: list[Any]) -> None: ...
+def _object_set_field(obj: Object, name: str, value: Any) -> None: ...
+def _define_enum_type(type_key: str, kind: str) -> int: ...
+def _add_enum_entry(
+    type_index: int, kind: str, name: str, value: Any, attrs: list[tuple[str, Any]]
+) -> Any: ...
+def _shallow_copy(obj: Object) -> Any: ...
 def _set_error_hooks(
     to_python: Callable[..., BaseException], from_python: Callable[[BaseException], tuple[str, str]]
 ) -> None: ...

@@ -35,6 +35,7 @@ pub mod recursive_compare;
 pub mod reflection;
 pub mod reflection_globals;
 pub mod repr;
+pub mod runtime_types;
 pub mod serialization;
 pub mod stack;
 pub mod string;

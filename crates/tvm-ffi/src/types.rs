@@ -101,3 +101,17 @@ pub fn is_instance_of(sub: i32, target: i32) -> bool {
     // SAFETY: ancestors are registered entries, never freed.
     !ancestor.is_null() && unsafe { (*ancestor).type_index } == target
 }
+
+/// The size in bytes of objects of `type_index` (header included): the size its metadata
+/// records, the header's for `ffi.Object`, `None` for an unknown index or a type without a
+/// recorded size.
+pub fn total_size(type_index: i32) -> Option<usize> {
+    if type_index == abi::kTVMFFIObject {
+        return Some(size_of::<abi::TVMFFIObject>());
+    }
+    // SAFETY: metadata, when present, lives in the type table for the process.
+    let metadata = unsafe { type_info(type_index)?.metadata.as_ref() }?;
+    usize::try_from(metadata.total_size)
+        .ok()
+        .filter(|&size| size > 0)
+}

@@ -21,6 +21,7 @@ mod holder;
 mod load;
 mod ml_dtypes;
 mod objects;
+mod pyclass;
 mod stack;
 mod tensor;
 
@@ -142,6 +143,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(objects::_register_object_class, m)?)?;
     m.add_function(wrap_pyfunction!(objects::_object_get_field, m)?)?;
     m.add_function(wrap_pyfunction!(objects::_type_field_names, m)?)?;
+    m.add_function(wrap_pyfunction!(pyclass::_define_object_type, m)?)?;
+    m.add_function(wrap_pyfunction!(pyclass::_init_object, m)?)?;
+    m.add_function(wrap_pyfunction!(pyclass::_object_set_field, m)?)?;
+    m.add_function(wrap_pyfunction!(pyclass::_define_enum_type, m)?)?;
+    m.add_function(wrap_pyfunction!(pyclass::_add_enum_entry, m)?)?;
+    m.add_function(wrap_pyfunction!(pyclass::_shallow_copy, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_set_error_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_register_dtype_class, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_parse_dtype, m)?)?;

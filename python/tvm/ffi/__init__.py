@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import _native
 from .._native import Device, Function, Object, Tensor, from_dlpack
+from . import dataclasses
 from .access_path import AccessKind, AccessPath, AccessStep
 from .container import Array, Dict, List, Map, Shape
 from .dtype import dtype
@@ -67,6 +68,7 @@ __all__ = [
     "WalkOrder",
     "WalkResult",
     "convert",
+    "dataclasses",
     "device",
     "dtype",
     "from_dlpack",

@@ -18,6 +18,7 @@ mod map;
 mod object;
 mod object_markers;
 mod opaque;
+mod runtime_types;
 mod sequences;
 mod string;
 mod string_values;
