@@ -246,21 +246,7 @@ pub unsafe fn field_setter(
     convert: FieldConverter,
 ) -> Function {
     let converter = converter as usize;
-    Function::from_packed(move |args: &[AnyView<'_>]| {
-        let [address, value] = args else {
-            crate::bail!(
-                ErrorKind::TypeError,
-                "a field setter takes (field address, value), got {} argument(s)",
-                args.len()
-            );
-        };
-        let field: *mut c_void = address.cast()?;
-        if field.is_null() {
-            crate::bail!(
-                ErrorKind::ValueError,
-                "a field setter got a NULL field address"
-            );
-        }
+    setter_function("a field setter".into(), move |field, value| {
         let mut converted = TVMFFIAny::NONE;
         // SAFETY: per this function's contract; `value` is valid for the call and `converted`
         // receives an owned value.
@@ -274,7 +260,29 @@ pub unsafe fn field_setter(
         // SAFETY: a successful converter writes an owned value.
         let converted = unsafe { Any::from_raw(converted) };
         // SAFETY: per this function's contract.
-        unsafe { write_field(field, storage, converted)? };
+        unsafe { write_field(field, storage, converted) }
+    })
+}
+
+/// A setter function `(field address, value) -> None` that checks its arguments, then runs
+/// `store` with the (non-NULL) field address and the value; `what` names the field in errors.
+pub(crate) fn setter_function(
+    what: String,
+    store: impl Fn(*mut c_void, AnyView<'_>) -> Result<()> + Send + Sync + 'static,
+) -> Function {
+    Function::from_packed(move |args: &[AnyView<'_>]| {
+        let [address, value] = args else {
+            crate::bail!(
+                ErrorKind::TypeError,
+                "{what} takes (field address, value), got {} argument(s)",
+                args.len()
+            );
+        };
+        let field: *mut c_void = address.cast()?;
+        if field.is_null() {
+            crate::bail!(ErrorKind::ValueError, "{what}: NULL field address");
+        }
+        store(field, *value)?;
         Ok(Any::none())
     })
 }

@@ -8,8 +8,6 @@
 //! Everything is checked before the type key is allocated, so a rejected specification leaves
 //! nothing behind in the type table.
 
-use std::ffi::c_void;
-
 use crate::abi::{self, TVMFFIAny, TVMFFIByteArray, TVMFFIFieldInfo, TVMFFITypeMetadata};
 use crate::any::{Any, AnyView};
 use crate::dataclass::{self, FieldStorage};
@@ -181,18 +179,7 @@ fn check_spec(spec: &TypeSpec) -> Result<usize> {
 fn make_setter(spec: &FieldSpec, type_key: &str) -> Function {
     let (storage, expected) = (spec.storage, spec.static_type_index);
     let what = format!("field `{}` of `{type_key}`", spec.name);
-    Function::from_packed(move |args: &[AnyView<'_>]| {
-        let [address, value] = args else {
-            crate::bail!(
-                ErrorKind::TypeError,
-                "a field setter takes (field address, value), got {} argument(s)",
-                args.len()
-            );
-        };
-        let field: *mut c_void = address.cast()?;
-        if field.is_null() {
-            crate::bail!(ErrorKind::ValueError, "{what}: NULL field address");
-        }
+    dataclass::setter_function(what.clone(), move |field, value| {
         // Object slots check the declared type (boxed slots hold any value, e.g. inline
         // strings for a string field).
         let typed_object = storage == FieldStorage::Object && expected != abi::kTVMFFIObject;
@@ -208,8 +195,7 @@ fn make_setter(spec: &FieldSpec, type_key: &str) -> Function {
         // SAFETY: the type table passes the address of this field, stored as `storage`, in a
         // live object of the type.
         unsafe { dataclass::write_field(field, storage, value.to_owned()) }
-            .map_err(|e| Error::new(e.kind(), format!("{what}: {}", e.message())).with_cause(e))?;
-        Ok(Any::none())
+            .map_err(|e| Error::new(e.kind(), format!("{what}: {}", e.message())).with_cause(e))
     })
 }
 

@@ -166,6 +166,13 @@ pub(crate) fn get_item(array: &Any, index: usize) -> Any {
     array.cast::<Array>().unwrap().as_slice()[index].clone()
 }
 
+/// The visit context an error of a traversal carries.
+pub(crate) fn visit_context(err: &tvm_ffi::Error) -> &VisitErrorContextObj {
+    err.extra_context()
+        .and_then(|c| c.as_object::<VisitErrorContextObj>())
+        .expect("a visit error context")
+}
+
 #[test]
 fn an_error_names_the_objects_it_left_and_their_paths() {
     let inner = arr(vec![Any::from(1i64), Any::from(2i64)]);
@@ -184,10 +191,7 @@ fn an_error_names_the_objects_it_left_and_their_paths() {
     )
     .unwrap_err();
     assert_eq!(err.kind(), "ValueError");
-    let context = err
-        .extra_context()
-        .and_then(|c| c.as_object::<VisitErrorContextObj>())
-        .expect("a visit error context");
+    let context = visit_context(&err);
     let trail = context.reverse_visit_pattern.to_vec();
     assert_eq!(trail.len(), 2);
     assert_eq!(trail[0].as_object_ptr(), inner.as_object_ptr());

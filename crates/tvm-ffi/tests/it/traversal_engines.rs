@@ -7,11 +7,12 @@ use std::sync::{Arc, Mutex};
 use tvm_ffi::abi;
 use tvm_ffi::structural::mutate::{structural_map, structural_mutate};
 use tvm_ffi::structural::visit::{VisitInterrupt, structural_visit, structural_walk};
-use tvm_ffi::structural::visit_error::VisitErrorContextObj;
 use tvm_ffi::{Any, AnyView, Array, Dict, Error, Function, List, Map, MapRead, Result};
 
 use crate::dataclass::{define, field};
-use crate::traversal::{arr, func_type, get, get_item, make, set_kind, table, var, var_type};
+use crate::traversal::{
+    arr, func_type, get, get_item, make, set_kind, table, var, var_type, visit_context,
+};
 
 fn call(name: &str, args: &[AnyView<'_>]) -> Result<Any> {
     Function::get_global(name)
@@ -51,6 +52,14 @@ fn int_recorder() -> (Function, Arc<Mutex<Vec<i64>>>) {
 
 fn add(amount: i64) -> Function {
     Function::from_packed(move |args| Ok(Any::from(args[0].cast::<i64>()? + amount)))
+}
+
+fn negate() -> Function {
+    Function::from_packed(|args| Ok(Any::from(-args[0].cast::<i64>()?)))
+}
+
+fn first_of_list(list: &Any) -> i64 {
+    int(&list.cast::<List>().unwrap().get(0).unwrap())
 }
 
 fn failure_kind(result: Result<Any>) -> String {
@@ -496,10 +505,7 @@ fn a_dag_node_is_rewritten_once_for_all_its_occurrences() {
 
 #[test]
 fn uniquely_owned_lists_and_dicts_change_in_place_and_maps_are_copied() {
-    let negate = table(
-        abi::kTVMFFIInt,
-        Function::from_packed(|args| Ok(Any::from(-args[0].cast::<i64>()?))),
-    );
+    let negate = table(abi::kTVMFFIInt, negate());
     let map_with = |root: Any| structural_map(root, negate.as_view(), AnyView::none(), 1).unwrap();
 
     let list = List::new();
@@ -509,16 +515,7 @@ fn uniquely_owned_lists_and_dicts_change_in_place_and_maps_are_copied() {
     let address = list.as_object_ptr();
     let mapped = map_with(list);
     assert_eq!(mapped.as_object_ptr(), address);
-    assert_eq!(
-        mapped
-            .cast::<List>()
-            .unwrap()
-            .get(0)
-            .unwrap()
-            .cast::<i64>()
-            .unwrap(),
-        -1
-    );
+    assert_eq!(first_of_list(&mapped), -1);
 
     let dict = Dict::new();
     dict.insert("k", 2i64);
@@ -539,10 +536,7 @@ fn uniquely_owned_lists_and_dicts_change_in_place_and_maps_are_copied() {
 
 #[test]
 fn shared_lists_and_dicts_are_copied_and_leaves_stay() {
-    let negate = table(
-        abi::kTVMFFIInt,
-        Function::from_packed(|args| Ok(Any::from(-args[0].cast::<i64>()?))),
-    );
+    let negate = table(abi::kTVMFFIInt, negate());
     let list = List::new();
     list.push(4i64);
     let dict = Dict::new();
@@ -550,16 +544,7 @@ fn shared_lists_and_dicts_are_copied_and_leaves_stay() {
     let shared = arr(vec![list.clone().into(), dict.clone().into()]);
     let mapped = structural_map(shared.clone(), negate.as_view(), AnyView::none(), 0).unwrap();
     let (new_list, new_dict) = (get_item(&mapped, 0), get_item(&mapped, 1));
-    assert_eq!(
-        new_list
-            .cast::<List>()
-            .unwrap()
-            .get(0)
-            .unwrap()
-            .cast::<i64>()
-            .unwrap(),
-        -4
-    );
+    assert_eq!(first_of_list(&new_list), -4);
     assert_eq!(int(&new_dict.cast::<Dict>().unwrap().get("k").unwrap()), -5);
     assert_eq!(list.get(0).unwrap().cast::<i64>().unwrap(), 4);
     assert_eq!(int(&dict.get("k").unwrap()), 5);
@@ -596,11 +581,7 @@ fn a_failed_rewrite_records_where_it_failed() {
     )
     .unwrap_err();
     assert_eq!(err.kind(), "ValueError");
-    let context = err
-        .extra_context()
-        .and_then(|c| c.as_object::<VisitErrorContextObj>())
-        .expect("a visit error context");
-    let trail = context.reverse_visit_pattern.to_vec();
+    let trail = visit_context(&err).reverse_visit_pattern.to_vec();
     assert_eq!(trail.len(), 2);
     assert_eq!(trail[0].as_object_ptr(), get_item(&root, 1).as_object_ptr());
 }
