@@ -15,7 +15,7 @@ use crate::dataclass::{define, field};
 const ANY: i32 = abi::kTVMFFIAny;
 
 /// Registers the structural kind of a type laid out at run time.
-fn set_kind(index: i32, total_size: i32, kind: i32) {
+pub(crate) fn set_kind(index: i32, total_size: i32, kind: i32) {
     let metadata = TVMFFITypeMetadata {
         doc: TVMFFIByteArray::EMPTY,
         creator: None,
@@ -54,7 +54,7 @@ fn func_type() -> i32 {
     })
 }
 
-fn make(type_index: i32, values: Vec<Any>) -> Any {
+pub(crate) fn make(type_index: i32, values: Vec<Any>) -> Any {
     let init: Function = tvm_ffi::dataclass::type_attr(type_index, "__ffi_init__")
         .unwrap()
         .cast()
