@@ -290,16 +290,6 @@ impl Compare {
                     Error::new(ErrorKind::TypeError, "Cannot order NaN float values")
                 });
             }
-            // Maps have no order: equal maps compare equal, others cannot be ordered.
-            abi::kTVMFFIMap | abi::kTVMFFIDict => {
-                if self.eq(a, b)? {
-                    return Ok(Ordering::Equal);
-                }
-                return Err(Error::new(
-                    ErrorKind::TypeError,
-                    format!("Cannot order unequal {} values", type_name(&a)),
-                ));
-            }
             _ => {}
         }
         if let (Some(x), Some(y)) = (strings(&a), strings(&b)) {
@@ -336,6 +326,11 @@ impl Compare {
             return Ok(x.len().cmp(&y.len()));
         }
         let t = a.type_index();
+        match t {
+            abi::kTVMFFIMap => return self.cmp_map(&a.cast::<Map>()?, &b.cast::<Map>()?, &a),
+            abi::kTVMFFIDict => return self.cmp_map(&a.cast::<Dict>()?, &b.cast::<Dict>()?, &a),
+            _ => {}
+        }
         if let Some(hook) = COMPARE_HOOK.get(t) {
             let callback = Any::from(self.cmp_callback());
             let order = hook
@@ -348,6 +343,29 @@ impl Compare {
             let order = self.cmp(field.get(a)?.as_view(), field.get(b)?.as_view())?;
             if order != Ordering::Equal {
                 return Ok(order);
+            }
+        }
+        Ok(Ordering::Equal)
+    }
+
+    /// Maps have no order: equal maps (values compared in this ordering walk) compare equal,
+    /// others cannot be ordered.
+    fn cmp_map<M: MapRead>(&self, a: &M, b: &M, value: &AnyView<'_>) -> Result<Ordering> {
+        let unordered = || {
+            Error::new(
+                ErrorKind::TypeError,
+                format!("Cannot order unequal {} values", type_name(value)),
+            )
+        };
+        if a.len() != b.len() {
+            return Err(unordered());
+        }
+        for (k, v) in a.iter() {
+            let Some(w) = b.get(&k) else {
+                return Err(unordered());
+            };
+            if self.cmp(v.as_view(), w.as_view())? != Ordering::Equal {
+                return Err(unordered());
             }
         }
         Ok(Ordering::Equal)

@@ -389,3 +389,50 @@ fn a_shared_dag_node_hashes_as_a_back_reference() {
     assert_eq!(hash(&dag), hash(&dag2));
     assert!(structural_equal(dag.as_view(), dag2.as_view(), false, false).unwrap());
 }
+
+#[test]
+fn deep_copy_keeps_cycles_through_arrays_and_maps() {
+    use tvm_ffi::List;
+    use tvm_ffi::containers::map::MapRead;
+    let same = |a: &Any, b: &Any| a.as_object_ptr() == b.as_object_ptr();
+    // An array holding a list that holds the array.
+    let list = List::new();
+    let array = arr(vec![list.clone().into()]);
+    list.push(array.clone());
+    let copy = deep_copy(array.as_view()).unwrap();
+    let copied_list = copy.cast::<Array>().unwrap().as_slice()[0].clone();
+    assert!(!same(&copied_list, &list.clone().into()));
+    assert!(same(
+        &copied_list.cast::<List>().unwrap().get(0).unwrap(),
+        &copy
+    ));
+    // A map whose value and key are lists holding the map.
+    let (value_list, key_list) = (List::new(), List::new());
+    let mut map = Map::new();
+    map.insert("list", value_list.clone());
+    map.insert(key_list.clone(), 1i64);
+    let map: Any = map.into();
+    value_list.push(map.clone());
+    key_list.push(map.clone());
+    let copy = deep_copy(map.as_view()).unwrap();
+    assert!(!same(&copy, &map));
+    let copied = copy.cast::<Map>().unwrap();
+    let back = copied.get("list").unwrap().cast::<List>().unwrap();
+    assert!(same(&back.get(0).unwrap(), &copy));
+    let (key, _) = copied
+        .iter()
+        .find(|(k, _)| k.type_index() == tvm_ffi::abi::kTVMFFIList)
+        .unwrap();
+    assert!(!same(&key, &key_list.clone().into()));
+    assert!(same(&key.cast::<List>().unwrap().get(0).unwrap(), &copy));
+    for l in [
+        &list,
+        &value_list,
+        &key_list,
+        &back,
+        &key.cast::<List>().unwrap(),
+    ] {
+        l.clear();
+    }
+    copied_list.cast::<List>().unwrap().clear();
+}

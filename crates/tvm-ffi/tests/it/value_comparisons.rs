@@ -533,3 +533,27 @@ fn recursive_hash_refuses_a_type_with_equality_but_no_hash_hook() {
         "{err}"
     );
 }
+
+#[test]
+fn ordering_distinct_cyclic_dicts_is_a_value_error() {
+    let cyclic = || -> Dict {
+        let d = Dict::new();
+        d.insert("self", d.clone());
+        d
+    };
+    let (a, b) = (cyclic(), cyclic());
+    let (x, y): (Any, Any) = (a.clone().into(), b.clone().into());
+    assert!(recursive_eq(x.as_view(), y.as_view()).unwrap());
+    let err = recursive_cmp(x.as_view(), y.as_view()).unwrap_err();
+    assert_eq!(err.kind(), "ValueError", "{err}");
+    // A missing key makes maps unordered.
+    let other = Dict::new();
+    other.insert("other", 1i64);
+    let z: Any = other.into();
+    assert_eq!(
+        recursive_cmp(x.as_view(), z.as_view()).unwrap_err().kind(),
+        "TypeError"
+    );
+    a.clear();
+    b.clear();
+}
