@@ -36,19 +36,15 @@ define_object! {
 }
 
 define_object! {
-    /// An enum entry with an integer value.
-    pub struct IntEnumObj : "ffi.IntEnum" extends EnumObj {
-        /// The value.
-        pub value: i64,
-    }
+    /// An enum entry whose value is its integer index (reflected as the read-only field `value`,
+    /// an alias of `_int_index`).
+    pub struct IntEnumObj : "ffi.IntEnum" extends EnumObj {}
 }
 
 define_object! {
-    /// An enum entry with a string value.
-    pub struct StrEnumObj : "ffi.StrEnum" extends EnumObj {
-        /// The value.
-        pub value: crate::String,
-    }
+    /// An enum entry whose value is its name (reflected as the read-only field `value`, an
+    /// alias of `_str_index`).
+    pub struct StrEnumObj : "ffi.StrEnum" extends EnumObj {}
 }
 
 static ENUM_ATTR: TypeAttr = TypeAttr::new("__ffi_enum__");
@@ -193,9 +189,26 @@ pub fn entry_by_name(type_key: &str, name: &str) -> Result<Any> {
     state.get(type_key, Any::from(name).as_view())
 }
 
-/// Registers the enum types and the `__ffi_init__` of `ffi.EnumState`.
+/// Registers the enum types (with the `value` aliases of int and str enums, left out of
+/// `__init__` and of structural comparison) and the `__ffi_init__` of `ffi.EnumState`.
 pub(crate) fn register() -> Result<()> {
-    let _ = (IntEnumObj::type_index(), StrEnumObj::type_index());
+    let alias = |doc| reflection::FieldOptions {
+        flags: crate::abi::kTVMFFIFieldFlagBitMaskInitOff
+            | crate::abi::kTVMFFIFieldFlagBitMaskSEqHashIgnore,
+        doc,
+    };
+    reflection::register_field_with::<i64>(
+        IntEnumObj::type_index(),
+        "value",
+        std::mem::offset_of!(EnumObj, _int_index),
+        alias("Canonical integer index."),
+    )?;
+    reflection::register_field_with::<crate::String>(
+        StrEnumObj::type_index(),
+        "value",
+        std::mem::offset_of!(EnumObj, _str_index),
+        alias("Canonical string index."),
+    )?;
     let index = EnumStateObj::type_index();
     let init = Function::from_typed("__ffi_init__", || Any::from(EnumState::new().0));
     reflection::register_method(index, "__ffi_init__", &init, true)?;

@@ -151,11 +151,30 @@ pub fn register_field<F: Clone + Into<Any> + TryFromAnyView + FieldDefault>(
     name: &str,
     offset: usize,
 ) -> Result<()> {
+    register_field_with::<F>(type_index, name, offset, FieldOptions::default())
+}
+
+/// The flags and doc of a field registered with [`register_field_with`].
+#[derive(Clone, Copy, Default)]
+pub struct FieldOptions<'a> {
+    /// `kTVMFFIFieldFlagBitMask*` bits.
+    pub flags: i64,
+    /// The field's documentation.
+    pub doc: &'a str,
+}
+
+/// Registers field `name` of type `F` at `offset` of a type's objects, with flags and a doc.
+pub fn register_field_with<F: Clone + Into<Any> + TryFromAnyView + FieldDefault>(
+    type_index: i32,
+    name: &str,
+    offset: usize,
+    options: FieldOptions<'_>,
+) -> Result<()> {
     let info = TVMFFIFieldInfo {
         name: TVMFFIByteArray::from_text(name),
-        doc: TVMFFIByteArray::EMPTY,
+        doc: TVMFFIByteArray::from_text(options.doc),
         metadata: TVMFFIByteArray::EMPTY,
-        flags: 0,
+        flags: options.flags,
         size: size_of::<F>() as i64,
         alignment: align_of::<F>() as i64,
         offset: offset as i64,

@@ -16,15 +16,14 @@ define_object! {
 fn colors() -> (EnumState, Any, Any) {
     let state = EnumState::of_or_create(Color::type_index()).unwrap();
     if state.entries().is_empty() {
-        for (i, (name, value)) in [("Red", 10), ("Green", 20)].into_iter().enumerate() {
+        for (name, value) in [("Red", 10), ("Green", 20)] {
             let entry = ObjectRef::new(Color {
                 base: IntEnumObj {
                     base: EnumObj {
                         base: Object::header(),
-                        _int_index: i as i64,
+                        _int_index: value,
                         _str_index: name.into(),
                     },
-                    value,
                 },
             });
             state.add(entry.into()).unwrap();
@@ -42,7 +41,7 @@ fn entries_look_up_print_and_serialize_as_singletons() {
         .unwrap();
     assert_eq!(by_name.as_object_ptr(), green.as_object_ptr());
     let by_index = state
-        .get("test.enums.Color", Any::from(0).as_view())
+        .get("test.enums.Color", Any::from(10).as_view())
         .unwrap();
     assert_eq!(by_index.as_object_ptr(), red.as_object_ptr());
     let err = state
@@ -92,10 +91,9 @@ fn entries_are_added_once_named_and_carry_attributes() {
         base: IntEnumObj {
             base: EnumObj {
                 base: Object::header(),
-                _int_index: 0,
+                _int_index: 10,
                 _str_index: "Red".into(),
             },
-            value: 99,
         },
     });
     let err = state.add(duplicate.into()).unwrap_err();
@@ -118,4 +116,39 @@ fn entries_are_added_once_named_and_carry_attributes() {
         .set_attr("hex", green.clone(), Any::from("#0f0"))
         .unwrap();
     assert_eq!(state.entries().len(), 2);
+}
+
+#[test]
+fn enum_values_are_read_only_aliases_of_the_indices() {
+    use tvm_ffi::abi;
+    let (_, _, green) = colors();
+    let value = |type_index: i32| {
+        tvm_ffi::reflection::fields_of(type_index)
+            .find(|f| f.name() == "value")
+            .unwrap()
+    };
+    let int_value = value(Color::type_index());
+    assert_eq!(
+        int_value
+            .get(green.as_view())
+            .unwrap()
+            .cast::<i64>()
+            .unwrap(),
+        20
+    );
+    let flags = int_value.flags();
+    assert_ne!(flags & abi::kTVMFFIFieldFlagBitMaskInitOff, 0);
+    assert_ne!(flags & abi::kTVMFFIFieldFlagBitMaskSEqHashIgnore, 0);
+    assert_eq!(flags & abi::kTVMFFIFieldFlagBitMaskWritable, 0);
+    // No storage of their own: the layouts are the base entry's.
+    assert_eq!(size_of::<IntEnumObj>(), size_of::<EnumObj>());
+    assert_eq!(
+        size_of::<tvm_ffi::enums::StrEnumObj>(),
+        size_of::<EnumObj>()
+    );
+    let str_value = value(tvm_ffi::enums::StrEnumObj::type_index());
+    assert_eq!(
+        str_value.offset(),
+        std::mem::offset_of!(EnumObj, _str_index)
+    );
 }
