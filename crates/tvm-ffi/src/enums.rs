@@ -176,9 +176,27 @@ pub fn entry_name(value: AnyView<'_>) -> Option<String> {
         .map(|e| e._str_index.to_string_lossy().into_owned())
 }
 
+/// The int index of an entry of an int enum (`None` if `value` is not one).
+pub fn int_index_of(value: AnyView<'_>) -> Option<i64> {
+    let t = value.type_index();
+    if !is_enum_type(t) || !types::is_instance_of(t, IntEnumObj::type_index()) {
+        return None;
+    }
+    value.as_object::<EnumObj>().map(|e| e._int_index)
+}
+
 /// The entry of enum type `type_key` named `name`; a `KeyError` if the type has no such entry
 /// (or no entries).
 pub fn entry_by_name(type_key: &str, name: &str) -> Result<Any> {
+    entry_by_key(type_key, Any::from(name))
+}
+
+/// The entry of enum type `type_key` with int index `index`; a `KeyError` if it has none.
+pub fn entry_by_index(type_key: &str, index: i64) -> Result<Any> {
+    entry_by_key(type_key, Any::from(index))
+}
+
+fn entry_by_key(type_key: &str, key: Any) -> Result<Any> {
     let index = types::type_key_to_index(type_key)?;
     let state = EnumState::of(index).ok_or_else(|| {
         Error::new(
@@ -186,7 +204,7 @@ pub fn entry_by_name(type_key: &str, name: &str) -> Result<Any> {
             format!("enum `{type_key}` has no entries"),
         )
     })?;
-    state.get(type_key, Any::from(name).as_view())
+    state.get(type_key, key.as_view())
 }
 
 /// Registers the enum types (with the `value` aliases of int and str enums, left out of

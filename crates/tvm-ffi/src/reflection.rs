@@ -58,6 +58,8 @@ unsafe extern "C" fn field_setter<F: TryFromAnyView>(
 pub trait FieldDefault {
     /// The type index recorded as the field's static type (`-1`: any value).
     const STATIC_TYPE_INDEX: i32 = abi::kTVMFFIAny;
+    /// Whether the field may hold None besides values of its type (`Optional` in its schema).
+    const OPTIONAL: bool = false;
     /// The starting value.
     fn field_default() -> Self;
 }
@@ -103,6 +105,7 @@ impl FieldDefault for crate::Device {
 field_defaults!(abi::kTVMFFIAny => Any);
 
 impl<T> FieldDefault for Option<T> {
+    const OPTIONAL: bool = true;
     fn field_default() -> Self {
         None
     }
@@ -170,10 +173,19 @@ pub fn register_field_with<F: Clone + Into<Any> + TryFromAnyView + FieldDefault>
     offset: usize,
     options: FieldOptions<'_>,
 ) -> Result<()> {
+    // The field's type schema, as frontends read it from the metadata (`{"type":"int"}`, or
+    // `Optional` around it).
+    let schema = format!(r#"{{\"type\":\"{}\"}}"#, F::TYPE_NAME);
+    let schema = if F::OPTIONAL {
+        format!(r#"{{\"type\":\"Optional\",\"args\":[{schema}]}}"#)
+    } else {
+        schema
+    };
+    let metadata = format!(r#"{{"type_schema":"{schema}"}}"#);
     let info = TVMFFIFieldInfo {
         name: TVMFFIByteArray::from_text(name),
         doc: TVMFFIByteArray::from_text(options.doc),
-        metadata: TVMFFIByteArray::EMPTY,
+        metadata: TVMFFIByteArray::from_text(&metadata),
         flags: options.flags,
         size: size_of::<F>() as i64,
         alignment: align_of::<F>() as i64,
@@ -288,6 +300,8 @@ pub trait MemberRecord: sealed::Sealed + 'static {
     fn name(&self) -> &TVMFFIByteArray;
     /// The member's documentation.
     fn doc(&self) -> &TVMFFIByteArray;
+    /// The member's metadata (a JSON object, or empty).
+    fn metadata(&self) -> &TVMFFIByteArray;
     /// The records of this kind of a type-table entry: their address and count.
     fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32);
 }
@@ -298,6 +312,9 @@ impl MemberRecord for TVMFFIFieldInfo {
     }
     fn doc(&self) -> &TVMFFIByteArray {
         &self.doc
+    }
+    fn metadata(&self) -> &TVMFFIByteArray {
+        &self.metadata
     }
     fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32) {
         (info.fields, info.num_fields)
@@ -310,6 +327,9 @@ impl MemberRecord for TVMFFIMethodInfo {
     }
     fn doc(&self) -> &TVMFFIByteArray {
         &self.doc
+    }
+    fn metadata(&self) -> &TVMFFIByteArray {
+        &self.metadata
     }
     fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32) {
         (info.methods, info.num_methods)
@@ -340,6 +360,11 @@ impl<R: MemberRecord> Member<R> {
     /// The member's documentation (empty if none).
     pub fn doc(&self) -> &'static str {
         table_text(self.info.doc())
+    }
+
+    /// The member's metadata, a JSON object such as `{"type_schema": ...}` (empty if none).
+    pub fn metadata(&self) -> &'static str {
+        table_text(self.info.metadata())
     }
 
     /// The index of the type that declares the member (the type itself or an ancestor).

@@ -262,9 +262,13 @@ impl GraphWriter {
                 };
                 self.indices(entries.iter().flat_map(|(k, v)| [k.as_view(), v.as_view()]))
             }
-            _ if crate::enums::is_enum_type(t) => Ok(Json::Str(Cow::Owned(
-                crate::enums::entry_name(value).unwrap_or_default(),
-            ))),
+            // An entry is its canonical index: the int index of an int enum, else the name.
+            _ if crate::enums::is_enum_type(t) => Ok(match crate::enums::int_index_of(value) {
+                Some(index) => Json::Int(index),
+                None => Json::Str(Cow::Owned(
+                    crate::enums::entry_name(value).unwrap_or_default(),
+                )),
+            }),
             _ => {
                 if !creatable(t) {
                     return Err(Error::new(
@@ -517,12 +521,13 @@ impl GraphReader<'_> {
             )
         })?;
         if crate::enums::is_enum_type(type_index) {
-            let Some(Json::Str(name)) = data else {
-                return Err(invalid(format!(
-                    "node {i} (`{type_key}`): expected an entry name"
-                )));
+            return match data {
+                Some(Json::Str(name)) => crate::enums::entry_by_name(type_key, name),
+                Some(Json::Int(index)) => crate::enums::entry_by_index(type_key, *index),
+                _ => Err(invalid(format!(
+                    "node {i} (`{type_key}`): expected an entry name or int index"
+                ))),
             };
-            return crate::enums::entry_by_name(type_key, name);
         }
         let Some(data @ Json::Object(_)) = data else {
             return Err(invalid(format!(

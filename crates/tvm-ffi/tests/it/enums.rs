@@ -56,8 +56,9 @@ fn entries_look_up_print_and_serialize_as_singletons() {
         Any::none().as_view(),
     )
     .unwrap();
+    // Int enums serialize as their int index.
     assert!(
-        text.contains(r#"{"type":"test.enums.Color","data":"Red"}"#),
+        text.contains(r#"{"type":"test.enums.Color","data":10}"#),
         "{text}"
     );
     let back = from_json_graph_string(&text)
@@ -65,13 +66,16 @@ fn entries_look_up_print_and_serialize_as_singletons() {
         .cast::<Array>()
         .unwrap();
     assert_eq!(back.as_slice()[1].as_object_ptr(), green.as_object_ptr());
-    let bad = text.replace("\"Red\"", "\"Blue\"");
-    assert!(
-        from_json_graph_string(&bad)
-            .unwrap_err()
-            .message()
-            .contains("Blue")
-    );
+    let by_name = text.replace("\"data\":10", "\"data\":\"Red\"");
+    let back = from_json_graph_string(&by_name)
+        .unwrap()
+        .cast::<Array>()
+        .unwrap();
+    assert_eq!(back.as_slice()[0].as_object_ptr(), red.as_object_ptr());
+    for bad in ["\"Blue\"", "7", "1.5"] {
+        let bad = text.replace("10", bad);
+        assert!(from_json_graph_string(&bad).is_err(), "{bad}");
+    }
 
     assert_eq!(
         deep_copy(red.as_view()).unwrap().as_object_ptr(),
@@ -150,5 +154,42 @@ fn enum_values_are_read_only_aliases_of_the_indices() {
     assert_eq!(
         str_value.offset(),
         std::mem::offset_of!(EnumObj, _str_index)
+    );
+}
+
+#[test]
+fn fields_declared_in_rust_carry_their_type_schema() {
+    let field = |type_index: i32, name: &str| {
+        tvm_ffi::reflection::fields_of(type_index)
+            .find(|f| f.name() == name)
+            .unwrap()
+    };
+    assert_eq!(
+        field(EnumObj::type_index(), "_int_index").metadata(),
+        r#"{"type_schema":"{\"type\":\"int\"}"}"#
+    );
+    let value = field(tvm_ffi::enums::StrEnumObj::type_index(), "value");
+    assert_eq!(
+        value.metadata(),
+        r#"{"type_schema":"{\"type\":\"ffi.String\"}"}"#
+    );
+    assert_eq!(value.doc(), "Canonical string index.");
+}
+
+define_object! {
+    /// A type with an optional field.
+    pub struct MaybeNamed : "test.enums.MaybeNamed" extends Object {
+        pub name: Option<tvm_ffi::String>,
+    }
+}
+
+#[test]
+fn optional_fields_have_an_optional_schema() {
+    let field = tvm_ffi::reflection::fields_of(MaybeNamed::type_index())
+        .next()
+        .unwrap();
+    assert_eq!(
+        field.metadata(),
+        r#"{"type_schema":"{\"type\":\"Optional\",\"args\":[{\"type\":\"ffi.String\"}]}"}"#
     );
 }
