@@ -8,7 +8,6 @@
 use crate::any::{Any, AnyView};
 use crate::containers::map::MapRead;
 use crate::error::{Error, ErrorKind, Result};
-use crate::function::Function;
 use crate::object::{Object, ObjectCore, ObjectRef};
 use crate::type_attr::TypeAttr;
 use crate::{Dict, List, define_object, reflection, types};
@@ -228,8 +227,7 @@ pub(crate) fn register() -> Result<()> {
         alias("Canonical string index."),
     )?;
     let index = EnumStateObj::type_index();
-    let init = Function::from_typed("__ffi_init__", || Any::from(EnumState::new().0));
-    reflection::register_method(index, "__ffi_init__", &init, true)?;
+    reflection::register_typed_method(index, "__ffi_init__", || EnumState::new().0, true)?;
     // The column exists from start-up, as the original's headers assume.
     reflection::register_type_attr(0, "__ffi_enum__", &Any::none())
 }

@@ -175,13 +175,13 @@ pub fn register_field_with<F: Clone + Into<Any> + TryFromAnyView + FieldDefault>
 ) -> Result<()> {
     // The field's type schema, as frontends read it from the metadata (`{"type":"int"}`, or
     // `Optional` around it).
-    let schema = format!(r#"{{\"type\":\"{}\"}}"#, F::TYPE_NAME);
+    let schema = format!(r#"{{"type":"{}"}}"#, F::TYPE_NAME);
     let schema = if F::OPTIONAL {
-        format!(r#"{{\"type\":\"Optional\",\"args\":[{schema}]}}"#)
+        format!(r#"{{"type":"Optional","args":[{schema}]}}"#)
     } else {
         schema
     };
-    let metadata = format!(r#"{{"type_schema":"{schema}"}}"#);
+    let metadata = schema_metadata(&schema);
     let info = TVMFFIFieldInfo {
         name: TVMFFIByteArray::from_text(name),
         doc: TVMFFIByteArray::from_text(options.doc),
@@ -202,18 +202,60 @@ pub fn register_field_with<F: Clone + Into<Any> + TryFromAnyView + FieldDefault>
     )
 }
 
-/// Registers method `name` of a type; instance methods take the object as argument 0.
+/// The metadata of a member with type schema `schema` (JSON text): `{"type_schema": "..."}`,
+/// the schema as a JSON string.
+fn schema_metadata(schema: &str) -> std::string::String {
+    let quoted = schema.replace('\\', r"\\").replace('"', r#"\""#);
+    format!(r#"{{"type_schema":"{quoted}"}}"#)
+}
+
+/// Registers method `name` of a type; instance methods take the object as argument 0. Its
+/// type schema is that of any function (`Callable[..., Any]`).
 pub fn register_method(
     type_index: i32,
     name: &str,
     method: &Function,
     is_static: bool,
 ) -> Result<()> {
+    register_method_with_schema(
+        type_index,
+        name,
+        method,
+        is_static,
+        r#"{"type":"ffi.Function"}"#,
+    )
+}
+
+/// Registers method `name` of a type made from a typed closure, with the closure's type
+/// schema (its return and parameter types).
+pub fn register_typed_method<F, Args>(
+    type_index: i32,
+    name: &str,
+    method: F,
+    is_static: bool,
+) -> Result<Function>
+where
+    F: crate::function::TypedFunction<Args>,
+{
+    let schema = F::type_schema();
+    let method = Function::from_typed(name, method);
+    register_method_with_schema(type_index, name, &method, is_static, &schema)?;
+    Ok(method)
+}
+
+fn register_method_with_schema(
+    type_index: i32,
+    name: &str,
+    method: &Function,
+    is_static: bool,
+    schema: &str,
+) -> Result<()> {
     let method = Any::from(method.clone());
+    let metadata = schema_metadata(schema);
     let info = TVMFFIMethodInfo {
         name: TVMFFIByteArray::from_text(name),
         doc: TVMFFIByteArray::EMPTY,
-        metadata: TVMFFIByteArray::EMPTY,
+        metadata: TVMFFIByteArray::from_text(&metadata),
         flags: if is_static {
             abi::kTVMFFIFieldFlagBitMaskIsStaticMethod
         } else {
