@@ -41,6 +41,7 @@ impl Copier {
         if let Some(copy) = self.memo.get(&addr) {
             return Ok(copy.clone());
         }
+        crate::stack::ensure_room("the value to copy")?;
         self.depth += 1;
         if self.depth > 10_000 {
             return Err(Error::new(

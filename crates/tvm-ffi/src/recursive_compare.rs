@@ -124,6 +124,7 @@ impl Compare {
         on_cycle: impl FnOnce() -> Result<R>,
         body: impl FnOnce() -> Result<R>,
     ) -> Result<R> {
+        crate::stack::ensure_room("the value to compare")?;
         let entered = self.with(|s| {
             if tracked && !s.active.insert(key) {
                 return Ok(false);

@@ -149,6 +149,7 @@ impl Equal {
             }
             abi::kTVMFFIStr | abi::kTVMFFIBytes => content(&lhs) == content(&rhs),
             t if t >= abi::kTVMFFIStaticObjectBegin => {
+                crate::stack::ensure_room("the structure")?;
                 self.depth += 1;
                 if self.depth > MAX_DEPTH {
                     return Err(too_deep());

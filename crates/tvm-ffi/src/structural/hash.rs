@@ -82,6 +82,7 @@ impl Hasher {
                 hash_combine(seed, fast_hash_bytes(content(&value).unwrap_or_default()))
             }
             t if t >= abi::kTVMFFIStaticObjectBegin => {
+                crate::stack::ensure_room("the structure")?;
                 self.depth += 1;
                 if self.depth > MAX_DEPTH {
                     return Err(too_deep());

@@ -557,3 +557,35 @@ fn ordering_distinct_cyclic_dicts_is_a_value_error() {
     a.clear();
     b.clear();
 }
+
+#[test]
+fn deep_nesting_is_a_value_error_not_a_stack_overflow() {
+    // A small stack, so that the walks run out of it long before their depth limits.
+    let run = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(|| {
+            let nested = || {
+                let mut v = Any::from(1i64);
+                for _ in 0..9_000 {
+                    v = Array::from_vec(vec![v]).into();
+                }
+                v
+            };
+            let (a, b) = (nested(), nested());
+            let errors = [
+                recursive_eq(a.as_view(), b.as_view()).map(drop),
+                recursive_cmp(a.as_view(), b.as_view()).map(drop),
+                recursive_hash(a.as_view()).map(drop),
+                tvm_ffi::deep_copy::deep_copy(a.as_view()).map(drop),
+                structural_equal(a.as_view(), b.as_view(), false, false).map(drop),
+                structural_hash(a.as_view(), false, false).map(drop),
+            ];
+            for err in errors {
+                let err = err.unwrap_err();
+                assert_eq!(err.kind(), "ValueError", "{err}");
+                assert!(err.message().contains("nested too deeply"), "{err}");
+            }
+        })
+        .unwrap();
+    run.join().unwrap();
+}
