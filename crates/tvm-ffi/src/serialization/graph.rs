@@ -228,6 +228,7 @@ impl GraphWriter {
                 "graph nested too deeply to serialize",
             ));
         }
+        crate::stack::ensure_room("the graph to serialize")?;
         self.active.push(ptr);
         let result = self.object_data(value);
         self.active.pop();
@@ -404,6 +405,7 @@ impl GraphReader<'_> {
         if self.active[i] || self.depth > 10_000 {
             return Err(invalid(format!("node {i} refers back to itself")));
         }
+        crate::stack::ensure_room("the JSON graph")?;
         self.active[i] = true;
         self.depth += 1;
         let result = self.decode(i);
