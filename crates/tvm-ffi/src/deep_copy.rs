@@ -41,6 +41,7 @@ impl Copier {
         if let Some(copy) = self.memo.get(&addr) {
             return Ok(copy.clone());
         }
+        crate::stack::ensure_room("the value to copy")?;
         self.depth += 1;
         if self.depth > 10_000 {
             return Err(Error::new(
@@ -64,12 +65,20 @@ impl Copier {
             | abi::kTVMFFITensor
             | abi::kTVMFFIBigInt => value.to_owned(),
             abi::kTVMFFIArray => {
-                let items = value.cast::<Array>()?;
-                let copies = items
-                    .iter()
-                    .map(|v| self.copy(v.as_view()))
-                    .collect::<Result<_>>()?;
-                Array::from_vec(copies).into()
+                // The copy exists (holding the original items) before its items are copied, so
+                // that items referring back to the array refer to the copy; then each item is
+                // replaced by its copy.
+                let items = value.cast::<Array>()?.as_slice().to_vec();
+                let array = Array::from_vec(items.clone());
+                self.memo.insert(addr, array.clone().into());
+                for (i, item) in items.iter().enumerate() {
+                    let copy = self.copy(item.as_view())?;
+                    // SAFETY: the array was made above and is reachable only through the memo
+                    // and the copies being built, none of which reads its items before the copy
+                    // is done; no borrow of its items is alive.
+                    drop(unsafe { array.as_object().replace_unique(i, copy) });
+                }
+                array.into()
             }
             abi::kTVMFFIList => {
                 let list = List::new();
@@ -80,10 +89,17 @@ impl Copier {
                 list.into()
             }
             abi::kTVMFFIMap => {
-                let mut map = Map::new();
+                // As for arrays: the (empty) copy exists before the entries are copied.
+                let map = Map::new();
+                self.memo.insert(addr, map.clone().into());
+                let mut entries = Vec::new();
                 for (k, v) in value.cast::<Map>()?.iter() {
-                    let (k, v) = (self.copy(k.as_view())?, self.copy(v.as_view())?);
-                    map.insert(k, v);
+                    entries.push((self.copy(k.as_view())?, self.copy(v.as_view())?));
+                }
+                for (k, v) in entries {
+                    // SAFETY: the map was made above and is reachable only through the memo and
+                    // the copies being built, none of which reads it before the copy is done.
+                    unsafe { map.insert_unshared(k, v) };
                 }
                 map.into()
             }

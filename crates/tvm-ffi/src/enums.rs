@@ -8,7 +8,6 @@
 use crate::any::{Any, AnyView};
 use crate::containers::map::MapRead;
 use crate::error::{Error, ErrorKind, Result};
-use crate::function::Function;
 use crate::object::{Object, ObjectCore, ObjectRef};
 use crate::type_attr::TypeAttr;
 use crate::{Dict, List, define_object, reflection, types};
@@ -36,19 +35,15 @@ define_object! {
 }
 
 define_object! {
-    /// An enum entry with an integer value.
-    pub struct IntEnumObj : "ffi.IntEnum" extends EnumObj {
-        /// The value.
-        pub value: i64,
-    }
+    /// An enum entry whose value is its integer index (reflected as the read-only field `value`,
+    /// an alias of `_int_index`).
+    pub struct IntEnumObj : "ffi.IntEnum" extends EnumObj {}
 }
 
 define_object! {
-    /// An enum entry with a string value.
-    pub struct StrEnumObj : "ffi.StrEnum" extends EnumObj {
-        /// The value.
-        pub value: crate::String,
-    }
+    /// An enum entry whose value is its name (reflected as the read-only field `value`, an
+    /// alias of `_str_index`).
+    pub struct StrEnumObj : "ffi.StrEnum" extends EnumObj {}
 }
 
 static ENUM_ATTR: TypeAttr = TypeAttr::new("__ffi_enum__");
@@ -180,9 +175,27 @@ pub fn entry_name(value: AnyView<'_>) -> Option<String> {
         .map(|e| e._str_index.to_string_lossy().into_owned())
 }
 
+/// The int index of an entry of an int enum (`None` if `value` is not one).
+pub fn int_index_of(value: AnyView<'_>) -> Option<i64> {
+    let t = value.type_index();
+    if !is_enum_type(t) || !types::is_instance_of(t, IntEnumObj::type_index()) {
+        return None;
+    }
+    value.as_object::<EnumObj>().map(|e| e._int_index)
+}
+
 /// The entry of enum type `type_key` named `name`; a `KeyError` if the type has no such entry
 /// (or no entries).
 pub fn entry_by_name(type_key: &str, name: &str) -> Result<Any> {
+    entry_by_key(type_key, Any::from(name))
+}
+
+/// The entry of enum type `type_key` with int index `index`; a `KeyError` if it has none.
+pub fn entry_by_index(type_key: &str, index: i64) -> Result<Any> {
+    entry_by_key(type_key, Any::from(index))
+}
+
+fn entry_by_key(type_key: &str, key: Any) -> Result<Any> {
     let index = types::type_key_to_index(type_key)?;
     let state = EnumState::of(index).ok_or_else(|| {
         Error::new(
@@ -190,15 +203,31 @@ pub fn entry_by_name(type_key: &str, name: &str) -> Result<Any> {
             format!("enum `{type_key}` has no entries"),
         )
     })?;
-    state.get(type_key, Any::from(name).as_view())
+    state.get(type_key, key.as_view())
 }
 
-/// Registers the enum types and the `__ffi_init__` of `ffi.EnumState`.
+/// Registers the enum types (with the `value` aliases of int and str enums, left out of
+/// `__init__` and of structural comparison) and the `__ffi_init__` of `ffi.EnumState`.
 pub(crate) fn register() -> Result<()> {
-    let _ = (IntEnumObj::type_index(), StrEnumObj::type_index());
+    let alias = |doc| reflection::FieldOptions {
+        flags: crate::abi::kTVMFFIFieldFlagBitMaskInitOff
+            | crate::abi::kTVMFFIFieldFlagBitMaskSEqHashIgnore,
+        doc,
+    };
+    reflection::register_field_with::<i64>(
+        IntEnumObj::type_index(),
+        "value",
+        std::mem::offset_of!(EnumObj, _int_index),
+        alias("Canonical integer index."),
+    )?;
+    reflection::register_field_with::<crate::String>(
+        StrEnumObj::type_index(),
+        "value",
+        std::mem::offset_of!(EnumObj, _str_index),
+        alias("Canonical string index."),
+    )?;
     let index = EnumStateObj::type_index();
-    let init = Function::from_typed("__ffi_init__", || Any::from(EnumState::new().0));
-    reflection::register_method(index, "__ffi_init__", &init, true)?;
+    reflection::register_typed_method(index, "__ffi_init__", || EnumState::new().0, true)?;
     // The column exists from start-up, as the original's headers assume.
     reflection::register_type_attr(0, "__ffi_enum__", &Any::none())
 }

@@ -341,6 +341,8 @@ impl<T: Into<Any> + TryFromAnyView> IntoFunctionResult for Result<T> {
 pub trait TypedFunction<Args>: Send + Sync + 'static {
     /// The signature text `name(0: T0, 1: T1) -> R` used in error messages.
     fn signature(name: &str) -> std::string::String;
+    /// The type schema of the function, as JSON: `{"type":"ffi.Function","args":[R, T0, ...]}`.
+    fn type_schema() -> std::string::String;
     /// Converts the packed arguments and calls the closure.
     fn call_typed(&self, signature: &str, args: &[AnyView<'_>]) -> Result<Any>;
 }
@@ -369,6 +371,13 @@ macro_rules! typed_arities {
                 let params: Vec<std::string::String> =
                     params.iter().enumerate().map(|(i, t)| format!("{i}: {t}")).collect();
                 format!("{name}({}) -> {}", params.join(", "), Ret::TYPE_NAME)
+            }
+
+            fn type_schema() -> std::string::String {
+                let types: [&str; $n + 1] = [Ret::TYPE_NAME, $($arg::TYPE_NAME),*];
+                let args: Vec<std::string::String> =
+                    types.iter().map(|t| format!(r#"{{"type":"{t}"}}"#)).collect();
+                format!(r#"{{"type":"ffi.Function","args":[{}]}}"#, args.join(","))
             }
 
             #[allow(unused_variables)]

@@ -2,12 +2,16 @@
 //! `ffi.RecursiveLt/Le/Gt/Ge`), what Python's `==`, `hash()` and `<` mean for containers and
 //! reflected objects: values of different types are unequal (and cannot be ordered), containers
 //! compare item by item (sequences in order, maps by key), objects through their
-//! `__ffi_eq__`/`__ffi_hash__`/`__ffi_compare__` attributes or else field by field (skipping
-//! fields flagged `CompareOff` or `HashOff`). Cycles are handled: a pair of objects met again
-//! while being compared is taken as equal.
+//! `__ffi_eq__(a, b, fn_eq)`/`__ffi_hash__(v, fn_hash)`/`__ffi_compare__(a, b, fn_cmp)`
+//! attributes, whose callbacks compare sub-values within the same walk, or else field by field
+//! (skipping fields flagged `CompareOff`, and for hashing also `HashOff`); objects without
+//! reflected fields are all equal. None orders first; NaN, unequal maps and values of different
+//! types cannot be ordered. Cycles are handled: a pair of objects met again while being tested
+//! for equality is taken as equal, and while being ordered is a `ValueError`.
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::abi;
 use crate::any::{Any, AnyView};
@@ -40,8 +44,18 @@ pub fn recursive_hash(value: AnyView<'_>) -> Result<u64> {
     Compare::default().hash(value)
 }
 
-#[derive(Default)]
+/// One comparison's state, shared with the callbacks handed to a type's hooks so that
+/// sub-values compared through them see the same cycle set and depth.
+/// How deep values may nest before comparing them is refused.
+const MAX_DEPTH: usize = 10_000;
+
+#[derive(Clone, Default)]
 struct Compare {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Default)]
+struct State {
     /// Object pairs (or single objects, for hashing) being compared now.
     active: HashSet<(usize, usize)>,
     depth: usize,
@@ -73,6 +87,12 @@ fn seq_of<'a>(v: &AnyView<'a>) -> Result<Option<std::borrow::Cow<'a, [Any]>>> {
     })
 }
 
+/// The reflected fields of type `t` that recursive comparison looks at.
+fn compared_fields(t: i32) -> impl Iterator<Item = reflection::FieldRef> {
+    reflection::fields_of(t)
+        .filter(|f| f.is_readable() && f.flags() & abi::kTVMFFIFieldFlagBitMaskCompareOff == 0)
+}
+
 fn type_name(v: &AnyView<'_>) -> String {
     v.type_key()
 }
@@ -91,18 +111,74 @@ fn may_cycle(type_index: i32) -> bool {
 }
 
 impl Compare {
-    fn enter(&mut self) -> Result<()> {
-        self.depth += 1;
-        if self.depth > 10_000 {
-            return Err(Error::new(
-                ErrorKind::ValueError,
-                "value nested too deeply to compare",
-            ));
-        }
-        Ok(())
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        f(&mut self.state.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    fn eq(&mut self, a: AnyView<'_>, b: AnyView<'_>) -> Result<bool> {
+    /// Runs `body` on the object pair `key` one level deeper, unless the pair is already being
+    /// compared (a cycle), in which case the answer is `on_cycle`'s.
+    fn nested<R>(
+        &self,
+        key: (usize, usize),
+        tracked: bool,
+        on_cycle: impl FnOnce() -> Result<R>,
+        body: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
+        crate::stack::ensure_room("the value to compare")?;
+        let entered = self.with(|s| {
+            if tracked && !s.active.insert(key) {
+                return Ok(false);
+            }
+            if s.depth >= MAX_DEPTH {
+                if tracked {
+                    s.active.remove(&key);
+                }
+                return Err(Error::new(
+                    ErrorKind::ValueError,
+                    "value nested too deeply to compare",
+                ));
+            }
+            s.depth += 1;
+            Ok(true)
+        })?;
+        if !entered {
+            return on_cycle();
+        }
+        let result = body();
+        self.with(|s| {
+            s.depth -= 1;
+            if tracked {
+                s.active.remove(&key);
+            }
+        });
+        result
+    }
+
+    /// The callback a hook gets for comparing sub-values for equality.
+    fn eq_callback(&self) -> Function {
+        let this = self.clone();
+        Function::from_typed("fn_eq", move |a: Any, b: Any| {
+            this.eq(a.as_view(), b.as_view())
+        })
+    }
+
+    /// The callback a hook gets for ordering sub-values (-1, 0 or 1).
+    fn cmp_callback(&self) -> Function {
+        let this = self.clone();
+        Function::from_typed("fn_cmp", move |a: Any, b: Any| -> Result<i64> {
+            Ok(this.cmp(a.as_view(), b.as_view())? as i64)
+        })
+    }
+
+    /// The callback a hook gets for hashing sub-values.
+    fn hash_callback(&self) -> Function {
+        let this = self.clone();
+        Function::from_typed("fn_hash", move |v: Any| -> Result<i64> {
+            Ok(this.hash(v.as_view())? as i64)
+        })
+    }
+
+    fn eq(&self, a: AnyView<'_>, b: AnyView<'_>) -> Result<bool> {
         let (ta, tb) = (
             canonical_index(a.type_index()),
             canonical_index(b.type_index()),
@@ -125,20 +201,15 @@ impl Compare {
             return Ok(true);
         }
         let pair = (pa as usize, pb as usize);
-        let tracked = may_cycle(a.type_index());
-        if tracked && !self.active.insert(pair) {
-            return Ok(true);
-        }
-        self.enter()?;
-        let result = self.eq_objects(a, b);
-        self.depth -= 1;
-        if tracked {
-            self.active.remove(&pair);
-        }
-        result
+        self.nested(
+            pair,
+            may_cycle(a.type_index()),
+            || Ok(true),
+            || self.eq_objects(a, b),
+        )
     }
 
-    fn eq_objects(&mut self, a: AnyView<'_>, b: AnyView<'_>) -> Result<bool> {
+    fn eq_objects(&self, a: AnyView<'_>, b: AnyView<'_>) -> Result<bool> {
         if let (Some(x), Some(y)) = (seq_of(&a)?, seq_of(&b)?) {
             if x.len() != y.len() {
                 return Ok(false);
@@ -160,26 +231,22 @@ impl Compare {
         }
         let t = a.type_index();
         if let Some(hook) = EQ_HOOK.get(t) {
+            let callback = Any::from(self.eq_callback());
             return hook
                 .cast::<Function>()?
-                .call_packed(&[a, b])?
+                .call_packed(&[a, b, callback.as_view()])?
                 .cast::<bool>();
         }
-        let mut any_field = false;
-        for field in reflection::fields_of(t).filter(|f| f.is_readable()) {
-            if field.flags() & abi::kTVMFFIFieldFlagBitMaskCompareOff != 0 {
-                continue;
-            }
-            any_field = true;
+        // Only reflected fields count: objects without any (functions, tensors) are all equal.
+        for field in compared_fields(t) {
             if !self.eq(field.get(a)?.as_view(), field.get(b)?.as_view())? {
                 return Ok(false);
             }
         }
-        // Objects without comparable fields (functions, modules) are equal only to themselves.
-        Ok(any_field || reflection::fields_of(t).next().is_some())
+        Ok(true)
     }
 
-    fn eq_map<M: MapRead>(&mut self, a: &M, b: &M) -> Result<bool> {
+    fn eq_map<M: MapRead>(&self, a: &M, b: &M) -> Result<bool> {
         if a.len() != b.len() {
             return Ok(false);
         }
@@ -192,7 +259,7 @@ impl Compare {
         Ok(true)
     }
 
-    fn cmp(&mut self, a: AnyView<'_>, b: AnyView<'_>) -> Result<Ordering> {
+    fn cmp(&self, a: AnyView<'_>, b: AnyView<'_>) -> Result<Ordering> {
         let (ta, tb) = (
             canonical_index(a.type_index()),
             canonical_index(b.type_index()),
@@ -207,25 +274,22 @@ impl Compare {
                 ),
             )
         };
+        // None orders before every other value.
+        let none = abi::kTVMFFINone;
+        if ta == none || tb == none {
+            return Ok((ta != none).cmp(&(tb != none)));
+        }
         if ta != tb {
-            let seqs = |t: i32| matches!(t, abi::kTVMFFIArray | abi::kTVMFFIList);
-            if !(seqs(ta) && seqs(tb)) {
-                return Err(mismatch());
-            }
+            return Err(mismatch());
         }
         match ta {
-            abi::kTVMFFINone => return Ok(Ordering::Equal),
             abi::kTVMFFIInt => return Ok(a.cast::<i64>()?.cmp(&b.cast::<i64>()?)),
             abi::kTVMFFIBool => return Ok(a.cast::<bool>()?.cmp(&b.cast::<bool>()?)),
             abi::kTVMFFIFloat => {
                 let (x, y) = (a.cast::<f64>()?, b.cast::<f64>()?);
-                return Ok(x.partial_cmp(&y).unwrap_or(Ordering::Equal));
-            }
-            abi::kTVMFFIMap | abi::kTVMFFIDict => {
-                return Err(Error::new(
-                    ErrorKind::TypeError,
-                    "Cannot order Map/Dict values",
-                ));
+                return x.partial_cmp(&y).ok_or_else(|| {
+                    Error::new(ErrorKind::TypeError, "Cannot order NaN float values")
+                });
             }
             _ => {}
         }
@@ -241,20 +305,18 @@ impl Compare {
             return Ok(Ordering::Equal);
         }
         let pair = (pa as usize, pb as usize);
-        let tracked = may_cycle(a.type_index());
-        if tracked && !self.active.insert(pair) {
-            return Ok(Ordering::Equal);
-        }
-        self.enter()?;
-        let result = self.cmp_objects(a, b);
-        self.depth -= 1;
-        if tracked {
-            self.active.remove(&pair);
-        }
-        result
+        let cyclic = || {
+            Err(Error::new(
+                ErrorKind::ValueError,
+                "Cannot order values with a cyclic reference",
+            ))
+        };
+        self.nested(pair, may_cycle(a.type_index()), cyclic, || {
+            self.cmp_objects(a, b)
+        })
     }
 
-    fn cmp_objects(&mut self, a: AnyView<'_>, b: AnyView<'_>) -> Result<Ordering> {
+    fn cmp_objects(&self, a: AnyView<'_>, b: AnyView<'_>) -> Result<Ordering> {
         if let (Some(x), Some(y)) = (seq_of(&a)?, seq_of(&b)?) {
             for (x, y) in x.iter().zip(y.iter()) {
                 let order = self.cmp(x.as_view(), y.as_view())?;
@@ -265,17 +327,20 @@ impl Compare {
             return Ok(x.len().cmp(&y.len()));
         }
         let t = a.type_index();
+        match t {
+            abi::kTVMFFIMap => return self.cmp_map(&a.cast::<Map>()?, &b.cast::<Map>()?, &a),
+            abi::kTVMFFIDict => return self.cmp_map(&a.cast::<Dict>()?, &b.cast::<Dict>()?, &a),
+            _ => {}
+        }
         if let Some(hook) = COMPARE_HOOK.get(t) {
+            let callback = Any::from(self.cmp_callback());
             let order = hook
                 .cast::<Function>()?
-                .call_packed(&[a, b])?
+                .call_packed(&[a, b, callback.as_view()])?
                 .cast::<i64>()?;
             return Ok(order.cmp(&0));
         }
-        for field in reflection::fields_of(t).filter(|f| f.is_readable()) {
-            if field.flags() & abi::kTVMFFIFieldFlagBitMaskCompareOff != 0 {
-                continue;
-            }
+        for field in compared_fields(t) {
             let order = self.cmp(field.get(a)?.as_view(), field.get(b)?.as_view())?;
             if order != Ordering::Equal {
                 return Ok(order);
@@ -284,12 +349,38 @@ impl Compare {
         Ok(Ordering::Equal)
     }
 
-    fn hash(&mut self, v: AnyView<'_>) -> Result<u64> {
+    /// Maps have no order: equal maps (values compared in this ordering walk) compare equal,
+    /// others cannot be ordered.
+    fn cmp_map<M: MapRead>(&self, a: &M, b: &M, value: &AnyView<'_>) -> Result<Ordering> {
+        let unordered = || {
+            Error::new(
+                ErrorKind::TypeError,
+                format!("Cannot order unequal {} values", type_name(value)),
+            )
+        };
+        if a.len() != b.len() {
+            return Err(unordered());
+        }
+        for (k, v) in a.iter() {
+            let Some(w) = b.get(&k) else {
+                return Err(unordered());
+            };
+            if self.cmp(v.as_view(), w.as_view())? != Ordering::Equal {
+                return Err(unordered());
+            }
+        }
+        Ok(Ordering::Equal)
+    }
+
+    fn hash(&self, v: AnyView<'_>) -> Result<u64> {
         let t = canonical_index(v.type_index());
         if t == abi::kTVMFFIFloat {
             let x = v.cast::<f64>()?;
+            // Equal floats hash equally: every NaN alike, and -0.0 as 0.0.
             let bits = if x.is_nan() {
                 f64::NAN.to_bits()
+            } else if x == 0.0 {
+                0
             } else {
                 x.to_bits()
             };
@@ -304,21 +395,15 @@ impl Compare {
                 v.as_raw().payload.v_uint64
             }));
         };
-        let key = (ptr as usize, 0);
-        let tracked = may_cycle(v.type_index());
-        if tracked && !self.active.insert(key) {
-            return Ok(t as u64);
-        }
-        self.enter()?;
-        let result = self.hash_object(v);
-        self.depth -= 1;
-        if tracked {
-            self.active.remove(&key);
-        }
-        result
+        self.nested(
+            (ptr as usize, 0),
+            may_cycle(v.type_index()),
+            || Ok(t as u64),
+            || self.hash_object(v),
+        )
     }
 
-    fn hash_object(&mut self, v: AnyView<'_>) -> Result<u64> {
+    fn hash_object(&self, v: AnyView<'_>) -> Result<u64> {
         let t = v.type_index();
         let mut h = t as u64;
         if let Some(items) = seq_of(&v)? {
@@ -347,19 +432,27 @@ impl Compare {
             return Ok(hash_combine(h, hash_bytes(text.as_bytes())));
         }
         if let Some(hook) = HASH_HOOK.get(t) {
-            return Ok(hook.cast::<Function>()?.call_packed(&[v])?.cast::<i64>()? as u64);
+            let callback = Any::from(self.hash_callback());
+            let h = hook
+                .cast::<Function>()?
+                .call_packed(&[v, callback.as_view()])?;
+            return Ok(h.cast::<i64>()? as u64);
         }
-        let mut any_field = false;
-        for field in reflection::fields_of(t).filter(|f| f.is_readable()) {
-            if field.flags() & abi::kTVMFFIFieldFlagBitMaskHashOff != 0 {
-                continue;
+        if EQ_HOOK.get(t).is_some() || COMPARE_HOOK.get(t).is_some() {
+            return Err(Error::new(
+                ErrorKind::ValueError,
+                format!(
+                    "RecursiveHash: type `{}` defines __ffi_eq__ or __ffi_compare__ but not \
+                     __ffi_hash__, so its hash cannot agree with its equality",
+                    type_name(&v)
+                ),
+            ));
+        }
+        // Fields left out of comparison are left out of the hash, so equal values hash alike.
+        for field in compared_fields(t) {
+            if field.flags() & abi::kTVMFFIFieldFlagBitMaskHashOff == 0 {
+                h = hash_combine(h, self.hash(field.get(v)?.as_view())?);
             }
-            any_field = true;
-            h = hash_combine(h, self.hash(field.get(v)?.as_view())?);
-        }
-        if !any_field && reflection::fields_of(t).next().is_none() {
-            // Objects without fields are equal only to themselves: hash their identity.
-            h = hash_combine(h, v.as_object_ptr().map_or(0, |p| p as u64));
         }
         Ok(h)
     }

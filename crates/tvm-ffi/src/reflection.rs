@@ -58,6 +58,8 @@ unsafe extern "C" fn field_setter<F: TryFromAnyView>(
 pub trait FieldDefault {
     /// The type index recorded as the field's static type (`-1`: any value).
     const STATIC_TYPE_INDEX: i32 = abi::kTVMFFIAny;
+    /// Whether the field may hold None besides values of its type (`Optional` in its schema).
+    const OPTIONAL: bool = false;
     /// The starting value.
     fn field_default() -> Self;
 }
@@ -103,6 +105,7 @@ impl FieldDefault for crate::Device {
 field_defaults!(abi::kTVMFFIAny => Any);
 
 impl<T> FieldDefault for Option<T> {
+    const OPTIONAL: bool = true;
     fn field_default() -> Self {
         None
     }
@@ -151,11 +154,39 @@ pub fn register_field<F: Clone + Into<Any> + TryFromAnyView + FieldDefault>(
     name: &str,
     offset: usize,
 ) -> Result<()> {
+    register_field_with::<F>(type_index, name, offset, FieldOptions::default())
+}
+
+/// The flags and doc of a field registered with [`register_field_with`].
+#[derive(Clone, Copy, Default)]
+pub struct FieldOptions<'a> {
+    /// `kTVMFFIFieldFlagBitMask*` bits.
+    pub flags: i64,
+    /// The field's documentation.
+    pub doc: &'a str,
+}
+
+/// Registers field `name` of type `F` at `offset` of a type's objects, with flags and a doc.
+pub fn register_field_with<F: Clone + Into<Any> + TryFromAnyView + FieldDefault>(
+    type_index: i32,
+    name: &str,
+    offset: usize,
+    options: FieldOptions<'_>,
+) -> Result<()> {
+    // The field's type schema, as frontends read it from the metadata (`{"type":"int"}`, or
+    // `Optional` around it).
+    let schema = format!(r#"{{"type":"{}"}}"#, F::TYPE_NAME);
+    let schema = if F::OPTIONAL {
+        format!(r#"{{"type":"Optional","args":[{schema}]}}"#)
+    } else {
+        schema
+    };
+    let metadata = schema_metadata(&schema);
     let info = TVMFFIFieldInfo {
         name: TVMFFIByteArray::from_text(name),
-        doc: TVMFFIByteArray::EMPTY,
-        metadata: TVMFFIByteArray::EMPTY,
-        flags: 0,
+        doc: TVMFFIByteArray::from_text(options.doc),
+        metadata: TVMFFIByteArray::from_text(&metadata),
+        flags: options.flags,
         size: size_of::<F>() as i64,
         alignment: align_of::<F>() as i64,
         offset: offset as i64,
@@ -171,18 +202,60 @@ pub fn register_field<F: Clone + Into<Any> + TryFromAnyView + FieldDefault>(
     )
 }
 
-/// Registers method `name` of a type; instance methods take the object as argument 0.
+/// The metadata of a member with type schema `schema` (JSON text): `{"type_schema": "..."}`,
+/// the schema as a JSON string.
+fn schema_metadata(schema: &str) -> std::string::String {
+    let quoted = schema.replace('\\', r"\\").replace('"', r#"\""#);
+    format!(r#"{{"type_schema":"{quoted}"}}"#)
+}
+
+/// Registers method `name` of a type; instance methods take the object as argument 0. Its
+/// type schema is that of any function (`Callable[..., Any]`).
 pub fn register_method(
     type_index: i32,
     name: &str,
     method: &Function,
     is_static: bool,
 ) -> Result<()> {
+    register_method_with_schema(
+        type_index,
+        name,
+        method,
+        is_static,
+        r#"{"type":"ffi.Function"}"#,
+    )
+}
+
+/// Registers method `name` of a type made from a typed closure, with the closure's type
+/// schema (its return and parameter types).
+pub fn register_typed_method<F, Args>(
+    type_index: i32,
+    name: &str,
+    method: F,
+    is_static: bool,
+) -> Result<Function>
+where
+    F: crate::function::TypedFunction<Args>,
+{
+    let schema = F::type_schema();
+    let method = Function::from_typed(name, method);
+    register_method_with_schema(type_index, name, &method, is_static, &schema)?;
+    Ok(method)
+}
+
+fn register_method_with_schema(
+    type_index: i32,
+    name: &str,
+    method: &Function,
+    is_static: bool,
+    schema: &str,
+) -> Result<()> {
     let method = Any::from(method.clone());
+    let metadata = schema_metadata(schema);
     let info = TVMFFIMethodInfo {
         name: TVMFFIByteArray::from_text(name),
         doc: TVMFFIByteArray::EMPTY,
-        metadata: TVMFFIByteArray::EMPTY,
+        metadata: TVMFFIByteArray::from_text(&metadata),
         flags: if is_static {
             abi::kTVMFFIFieldFlagBitMaskIsStaticMethod
         } else {
@@ -269,6 +342,8 @@ pub trait MemberRecord: sealed::Sealed + 'static {
     fn name(&self) -> &TVMFFIByteArray;
     /// The member's documentation.
     fn doc(&self) -> &TVMFFIByteArray;
+    /// The member's metadata (a JSON object, or empty).
+    fn metadata(&self) -> &TVMFFIByteArray;
     /// The records of this kind of a type-table entry: their address and count.
     fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32);
 }
@@ -279,6 +354,9 @@ impl MemberRecord for TVMFFIFieldInfo {
     }
     fn doc(&self) -> &TVMFFIByteArray {
         &self.doc
+    }
+    fn metadata(&self) -> &TVMFFIByteArray {
+        &self.metadata
     }
     fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32) {
         (info.fields, info.num_fields)
@@ -291,6 +369,9 @@ impl MemberRecord for TVMFFIMethodInfo {
     }
     fn doc(&self) -> &TVMFFIByteArray {
         &self.doc
+    }
+    fn metadata(&self) -> &TVMFFIByteArray {
+        &self.metadata
     }
     fn records_of(info: &TVMFFITypeInfo) -> (*const Self, i32) {
         (info.methods, info.num_methods)
@@ -321,6 +402,11 @@ impl<R: MemberRecord> Member<R> {
     /// The member's documentation (empty if none).
     pub fn doc(&self) -> &'static str {
         table_text(self.info.doc())
+    }
+
+    /// The member's metadata, a JSON object such as `{"type_schema": ...}` (empty if none).
+    pub fn metadata(&self) -> &'static str {
+        table_text(self.info.metadata())
     }
 
     /// The index of the type that declares the member (the type itself or an ancestor).

@@ -159,7 +159,10 @@ impl Printer {
             abi::kTVMFFIBigInt => {
                 out.push_str(&crate::bigint_text::to_decimal(value).unwrap_or_default())
             }
-            t if t >= abi::kTVMFFIStaticObjectBegin => self.print_object(value, out)?,
+            t if t >= abi::kTVMFFIStaticObjectBegin => {
+                crate::stack::ensure_room("the value to print")?;
+                self.print_object(value, out)?
+            }
             _ => out.push_str(&value.type_key()),
         }
         Ok(())

@@ -316,9 +316,11 @@ fn alloc_as<T: ObjectCore>(value: T, type_index: i32) -> Any {
     Any::from(unsafe { ObjectRef::<T>::from_raw(ptr.as_ptr().cast()) })
 }
 
-/// Adds entry `name` to enum type `type_index` (made by [`define_enum_type`] with `kind`), at
-/// the next index, with `value` (an int for `Int`, a string for `Str`, ignored for `Plain`):
-/// the entry, or a `ValueError` for a name in use, a `TypeError` for a value of the wrong type.
+/// Adds entry `name` to enum type `type_index` (made by [`define_enum_type`] with `kind`) with
+/// `value` (an int for `Int`, a string for `Str`, ignored for `Plain`). The entry's int index is
+/// its position, or its value for `Int`; its str index is `name`, or its value for `Str` (the
+/// runtime's `value` field of int and str enums reads those indices). Returns the entry, or a
+/// `ValueError` for an index in use, a `TypeError` for a value of the wrong type.
 pub fn add_enum_entry(
     type_index: i32,
     kind: EnumKind,
@@ -336,27 +338,30 @@ pub fn add_enum_entry(
         ));
     }
     let state = EnumState::of_or_create(type_index)?;
-    let base = EnumObj {
+    let position = state.entries().len() as i64;
+    // The value of an int enum entry is its int index, that of a str enum entry its str index.
+    let base = |int_index: i64, str_index: &str| EnumObj {
         base: Object::header(),
-        _int_index: state.entries().len() as i64,
-        _str_index: crate::String::from(name),
+        _int_index: int_index,
+        _str_index: crate::String::from(str_index),
     };
     let entry = match kind {
-        EnumKind::Plain => alloc_as(base, type_index),
+        EnumKind::Plain => alloc_as(base(position, name), type_index),
         EnumKind::Int => alloc_as(
             IntEnumObj {
-                base,
-                value: value.cast()?,
+                base: base(value.cast()?, name),
             },
             type_index,
         ),
-        EnumKind::Str => alloc_as(
-            StrEnumObj {
-                base,
-                value: value.cast()?,
-            },
-            type_index,
-        ),
+        EnumKind::Str => {
+            let value: std::string::String = value.cast()?;
+            alloc_as(
+                StrEnumObj {
+                    base: base(position, &value),
+                },
+                type_index,
+            )
+        }
     };
     state.add(entry.clone())?;
     Ok(entry)

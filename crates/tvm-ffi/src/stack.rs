@@ -4,6 +4,24 @@
 
 use std::cell::Cell;
 
+use crate::error::{Error, ErrorKind, Result};
+
+/// Native stack kept free below a recursive walk's frames, for callbacks and error handling.
+pub const RESERVE: usize = 256 * 1024;
+
+/// A `ValueError` saying that `what` is nested too deeply when less than [`RESERVE`] bytes of
+/// the calling thread's native stack are left (never an error where the platform does not
+/// tell).
+pub fn ensure_room(what: &str) -> Result<()> {
+    match remaining() {
+        Some(left) if left < RESERVE => Err(Error::new(
+            ErrorKind::ValueError,
+            format!("{what} is nested too deeply for the native stack"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 thread_local! {
     /// The lowest address of this thread's stack (0: not read yet; 1: unknown).
     static STACK_BASE: Cell<usize> = const { Cell::new(0) };

@@ -145,6 +145,8 @@ pub fn init() {
             },
         );
         module_globals::register_all();
+        // Once per process, like the functions: a second copy of the library keeps the first's.
+        let _ = module::register_type_metadata();
         register_typed("ffi.ModuleGetKind", |m: Module| m.kind());
         register_typed("ffi.ModuleGetImports", |m: Module| {
             m.imports().into_iter().collect::<Array>()

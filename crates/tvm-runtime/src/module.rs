@@ -87,6 +87,76 @@ unsafe impl ObjectCore for ModuleObj {
     }
 }
 
+/// Where the reflected field `imports_` (the imported modules, an `Array`) is reported: right
+/// after the header, where the original's layout has it. The field is read only through its
+/// getter, which finds the module from the field's address.
+const IMPORTS_FIELD_OFFSET: usize = std::mem::size_of::<Object>();
+
+/// The getter of `imports_`: the imported modules as a new array.
+unsafe extern "C" fn imports_getter(
+    field: *mut std::ffi::c_void,
+    result: *mut tvm_ffi::abi::TVMFFIAny,
+) -> std::ffi::c_int {
+    // SAFETY: a field getter is called with the object's address plus the field's offset, and
+    // this one is registered for `ffi.Module`, whose objects are `ModuleObj`s that stay alive
+    // during the call.
+    let obj = unsafe {
+        &*field
+            .cast::<u8>()
+            .sub(IMPORTS_FIELD_OFFSET)
+            .cast::<ModuleObj>()
+    };
+    let imports = obj
+        .imports
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let array: tvm_ffi::Array = imports.into_iter().map(Any::from).collect();
+    // SAFETY: `result` is the caller's slot for one owning value.
+    unsafe { result.write(Any::from(array).into_raw()) };
+    0
+}
+
+/// Registers the type metadata of `ffi.Module`: its size and the read-only field `imports_`
+/// (structural comparison stays unsupported for modules, as in the original).
+pub(crate) fn register_type_metadata() -> Result<()> {
+    use tvm_ffi::abi::{self, TVMFFIByteArray, TVMFFIFieldInfo, TVMFFITypeMetadata};
+    let check = |rc: i32, what: &str| {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(Error::take_raised_or(ErrorKind::RuntimeError, what))
+        }
+    };
+    let metadata = TVMFFITypeMetadata {
+        doc: TVMFFIByteArray::EMPTY,
+        creator: None,
+        total_size: i32::try_from(std::mem::size_of::<ModuleObj>()).unwrap_or(0),
+        structural_eq_hash_kind: abi::kTVMFFISEqHashKindUnsupported,
+    };
+    // SAFETY: the record is valid for the call; the runtime copies it.
+    let rc = unsafe { abi::TVMFFITypeRegisterMetadata(kTVMFFIModule, &metadata) };
+    check(rc, "ffi.Module metadata")?;
+    let field = TVMFFIFieldInfo {
+        name: TVMFFIByteArray::from_text("imports_"),
+        doc: TVMFFIByteArray::from_text("The imported modules."),
+        metadata: TVMFFIByteArray::from_text(
+            r#"{"type_schema":"{\"type\":\"ffi.Array\",\"args\":[{\"type\":\"Any\"}]}"}"#,
+        ),
+        flags: 0,
+        size: std::mem::size_of::<usize>() as i64,
+        alignment: std::mem::align_of::<usize>() as i64,
+        offset: IMPORTS_FIELD_OFFSET as i64,
+        getter: Some(imports_getter),
+        setter: std::ptr::null_mut(),
+        default_value_or_factory: abi::TVMFFIAny::NONE,
+        field_static_type_index: abi::kTVMFFIArray,
+    };
+    // SAFETY: as above; the getter matches the field's declaration.
+    let rc = unsafe { abi::TVMFFITypeRegisterField(kTVMFFIModule, &field) };
+    check(rc, "ffi.Module.imports_")
+}
+
 /// A reference to a module.
 #[derive(Clone)]
 pub struct Module {

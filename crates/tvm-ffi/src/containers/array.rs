@@ -99,8 +99,9 @@ impl ArrayObj {
     /// array that nothing else holds).
     ///
     /// # Safety
-    /// The caller holds the only reference to the array, and no borrow of its items (such as
-    /// a slice from [`ArrayObj::as_slice`]) is alive.
+    /// The caller holds the only reference to the array (or every other reference is its own
+    /// and unused meanwhile, as for an array under construction), and no borrow of its items
+    /// (such as a slice from [`ArrayObj::as_slice`]) is alive.
     pub(crate) unsafe fn replace_unique(&self, index: usize, value: Any) -> Any {
         let cell = self.0.cell_mut();
         assert!(

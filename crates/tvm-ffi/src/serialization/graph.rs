@@ -228,6 +228,7 @@ impl GraphWriter {
                 "graph nested too deeply to serialize",
             ));
         }
+        crate::stack::ensure_room("the graph to serialize")?;
         self.active.push(ptr);
         let result = self.object_data(value);
         self.active.pop();
@@ -262,9 +263,13 @@ impl GraphWriter {
                 };
                 self.indices(entries.iter().flat_map(|(k, v)| [k.as_view(), v.as_view()]))
             }
-            _ if crate::enums::is_enum_type(t) => Ok(Json::Str(Cow::Owned(
-                crate::enums::entry_name(value).unwrap_or_default(),
-            ))),
+            // An entry is its canonical index: the int index of an int enum, else the name.
+            _ if crate::enums::is_enum_type(t) => Ok(match crate::enums::int_index_of(value) {
+                Some(index) => Json::Int(index),
+                None => Json::Str(Cow::Owned(
+                    crate::enums::entry_name(value).unwrap_or_default(),
+                )),
+            }),
             _ => {
                 if !creatable(t) {
                     return Err(Error::new(
@@ -400,6 +405,7 @@ impl GraphReader<'_> {
         if self.active[i] || self.depth > 10_000 {
             return Err(invalid(format!("node {i} refers back to itself")));
         }
+        crate::stack::ensure_room("the JSON graph")?;
         self.active[i] = true;
         self.depth += 1;
         let result = self.decode(i);
@@ -517,12 +523,13 @@ impl GraphReader<'_> {
             )
         })?;
         if crate::enums::is_enum_type(type_index) {
-            let Some(Json::Str(name)) = data else {
-                return Err(invalid(format!(
-                    "node {i} (`{type_key}`): expected an entry name"
-                )));
+            return match data {
+                Some(Json::Str(name)) => crate::enums::entry_by_name(type_key, name),
+                Some(Json::Int(index)) => crate::enums::entry_by_index(type_key, *index),
+                _ => Err(invalid(format!(
+                    "node {i} (`{type_key}`): expected an entry name or int index"
+                ))),
             };
-            return crate::enums::entry_by_name(type_key, name);
         }
         let Some(data @ Json::Object(_)) = data else {
             return Err(invalid(format!(

@@ -88,6 +88,7 @@ fn from_any_at(value: AnyView<'_>, level: usize) -> Result<Json<'static>> {
             "value nested too deeply for JSON",
         ));
     }
+    crate::stack::ensure_room("the value to write as JSON")?;
     let seq = |items: &[Any]| -> Result<Json<'static>> {
         let items = items.iter().map(|v| from_any_at(v.as_view(), level + 1));
         Ok(Json::Array(items.collect::<Result<_>>()?))
@@ -201,6 +202,7 @@ impl<'a> Parser<'a> {
         if self.depth > 10_000 {
             return Err(self.error("JSON nested too deeply"));
         }
+        crate::stack::ensure_room("the JSON text")?;
         let result = self.value_inner();
         self.depth -= 1;
         result

@@ -158,6 +158,10 @@ impl Equal {
     /// Compares two objects, one level deeper.
     fn eq_nested(&mut self, lhs: AnyView<'_>, rhs: AnyView<'_>) -> Result<bool> {
         self.depth += 1;
+        // The stack is read every few levels: each takes far less than the reserve.
+        if self.depth.is_multiple_of(8) {
+            crate::stack::ensure_room("the structure")?;
+        }
         if self.depth > MAX_DEPTH {
             return Err(too_deep());
         }

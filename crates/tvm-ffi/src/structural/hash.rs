@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use super::{
-    FactCache, MAX_DEPTH, SEqHashKind, canonical_index, content, equal::HookSlot, fast_hash_bytes,
-    tensor_bytes, too_deep,
+    FactCache, MAX_DEPTH, SEqHashKind, TypeFacts, canonical_index, content, equal::HookSlot,
+    fast_hash_bytes, tensor_bytes, too_deep,
 };
 use crate::abi;
 use crate::any::{Any, AnyView};
@@ -26,12 +26,16 @@ pub fn structural_hash(
         map_free_vars,
         skip_tensor_content,
         vars: HashMap::new(),
+        dag_nodes: HashMap::new(),
         facts: FactCache::default(),
         in_def: false,
         depth: 0,
     }
     .hash(value)
 }
+
+/// The seed of a DAG node's hash where it is met again.
+const DAG_BACK_REFERENCE: u64 = 0x6461_675f_6261_636b;
 
 /// Finalizes a hash (a 64-bit mixer, so nearby inputs spread).
 fn mix(mut h: u64) -> u64 {
@@ -47,6 +51,9 @@ struct Hasher {
     skip_tensor_content: bool,
     /// Hashes given to variables, by address: their order of definition.
     vars: HashMap<usize, u64>,
+    /// Hashes of the DAG nodes met so far, by address: a node met again hashes as a
+    /// back-reference to it, so that sharing is part of the hash as it is of equality.
+    dag_nodes: HashMap<usize, u64>,
     facts: FactCache,
     in_def: bool,
     depth: usize,
@@ -95,6 +102,10 @@ impl Hasher {
     /// The hash of an object, one level deeper.
     fn hash_nested(&mut self, value: AnyView<'_>) -> Result<u64> {
         self.depth += 1;
+        // The stack is read every few levels: each takes far less than the reserve.
+        if self.depth.is_multiple_of(8) {
+            crate::stack::ensure_room("the structure")?;
+        }
         if self.depth > MAX_DEPTH {
             return Err(too_deep());
         }
@@ -204,8 +215,21 @@ impl Hasher {
                 }
                 return Ok(hash_combine(seed, ptr as u64));
             }
+            SEqHashKind::DagNode => {
+                if let Some(&h) = self.dag_nodes.get(&ptr) {
+                    return Ok(hash_combine(DAG_BACK_REFERENCE, h));
+                }
+                let h = self.hash_contents(&facts, value, seed)?;
+                self.dag_nodes.insert(ptr, h);
+                return Ok(h);
+            }
             _ => {}
         }
+        self.hash_contents(&facts, value, seed)
+    }
+
+    /// The hash of a reflected object's contents: its `__s_hash__` hook's, or its fields'.
+    fn hash_contents(&mut self, facts: &TypeFacts, value: AnyView<'_>, seed: u64) -> Result<u64> {
         if let Some(hook) = &facts.s_hash {
             return self.call_hook(hook, value, seed);
         }

@@ -89,7 +89,6 @@ impl AnyHashHooks for KeyHooks {
 pub(crate) fn register() -> Result<()> {
     let index = StructuralKeyObj::type_index();
     register_hooks::<KeyHooks>(index)?;
-    let init = crate::Function::from_typed("__ffi_init__", StructuralKey::new);
-    reflection::register_method(index, "__ffi_init__", &init, true)?;
+    let init = reflection::register_typed_method(index, "__ffi_init__", StructuralKey::new, true)?;
     reflection::register_type_attr(index, "__ffi_init__", &Any::from(init))
 }

@@ -16,15 +16,14 @@ define_object! {
 fn colors() -> (EnumState, Any, Any) {
     let state = EnumState::of_or_create(Color::type_index()).unwrap();
     if state.entries().is_empty() {
-        for (i, (name, value)) in [("Red", 10), ("Green", 20)].into_iter().enumerate() {
+        for (name, value) in [("Red", 10), ("Green", 20)] {
             let entry = ObjectRef::new(Color {
                 base: IntEnumObj {
                     base: EnumObj {
                         base: Object::header(),
-                        _int_index: i as i64,
+                        _int_index: value,
                         _str_index: name.into(),
                     },
-                    value,
                 },
             });
             state.add(entry.into()).unwrap();
@@ -42,7 +41,7 @@ fn entries_look_up_print_and_serialize_as_singletons() {
         .unwrap();
     assert_eq!(by_name.as_object_ptr(), green.as_object_ptr());
     let by_index = state
-        .get("test.enums.Color", Any::from(0).as_view())
+        .get("test.enums.Color", Any::from(10).as_view())
         .unwrap();
     assert_eq!(by_index.as_object_ptr(), red.as_object_ptr());
     let err = state
@@ -57,8 +56,9 @@ fn entries_look_up_print_and_serialize_as_singletons() {
         Any::none().as_view(),
     )
     .unwrap();
+    // Int enums serialize as their int index.
     assert!(
-        text.contains(r#"{"type":"test.enums.Color","data":"Red"}"#),
+        text.contains(r#"{"type":"test.enums.Color","data":10}"#),
         "{text}"
     );
     let back = from_json_graph_string(&text)
@@ -66,13 +66,16 @@ fn entries_look_up_print_and_serialize_as_singletons() {
         .cast::<Array>()
         .unwrap();
     assert_eq!(back.as_slice()[1].as_object_ptr(), green.as_object_ptr());
-    let bad = text.replace("\"Red\"", "\"Blue\"");
-    assert!(
-        from_json_graph_string(&bad)
-            .unwrap_err()
-            .message()
-            .contains("Blue")
-    );
+    let by_name = text.replace("\"data\":10", "\"data\":\"Red\"");
+    let back = from_json_graph_string(&by_name)
+        .unwrap()
+        .cast::<Array>()
+        .unwrap();
+    assert_eq!(back.as_slice()[0].as_object_ptr(), red.as_object_ptr());
+    for bad in ["\"Blue\"", "7", "1.5"] {
+        let bad = text.replace("10", bad);
+        assert!(from_json_graph_string(&bad).is_err(), "{bad}");
+    }
 
     assert_eq!(
         deep_copy(red.as_view()).unwrap().as_object_ptr(),
@@ -92,10 +95,9 @@ fn entries_are_added_once_named_and_carry_attributes() {
         base: IntEnumObj {
             base: EnumObj {
                 base: Object::header(),
-                _int_index: 0,
+                _int_index: 10,
                 _str_index: "Red".into(),
             },
-            value: 99,
         },
     });
     let err = state.add(duplicate.into()).unwrap_err();
@@ -118,4 +120,76 @@ fn entries_are_added_once_named_and_carry_attributes() {
         .set_attr("hex", green.clone(), Any::from("#0f0"))
         .unwrap();
     assert_eq!(state.entries().len(), 2);
+}
+
+#[test]
+fn enum_values_are_read_only_aliases_of_the_indices() {
+    use tvm_ffi::abi;
+    let (_, _, green) = colors();
+    let value = |type_index: i32| {
+        tvm_ffi::reflection::fields_of(type_index)
+            .find(|f| f.name() == "value")
+            .unwrap()
+    };
+    let int_value = value(Color::type_index());
+    assert_eq!(
+        int_value
+            .get(green.as_view())
+            .unwrap()
+            .cast::<i64>()
+            .unwrap(),
+        20
+    );
+    let flags = int_value.flags();
+    assert_ne!(flags & abi::kTVMFFIFieldFlagBitMaskInitOff, 0);
+    assert_ne!(flags & abi::kTVMFFIFieldFlagBitMaskSEqHashIgnore, 0);
+    assert_eq!(flags & abi::kTVMFFIFieldFlagBitMaskWritable, 0);
+    // No storage of their own: the layouts are the base entry's.
+    assert_eq!(size_of::<IntEnumObj>(), size_of::<EnumObj>());
+    assert_eq!(
+        size_of::<tvm_ffi::enums::StrEnumObj>(),
+        size_of::<EnumObj>()
+    );
+    let str_value = value(tvm_ffi::enums::StrEnumObj::type_index());
+    assert_eq!(
+        str_value.offset(),
+        std::mem::offset_of!(EnumObj, _str_index)
+    );
+}
+
+#[test]
+fn fields_declared_in_rust_carry_their_type_schema() {
+    let field = |type_index: i32, name: &str| {
+        tvm_ffi::reflection::fields_of(type_index)
+            .find(|f| f.name() == name)
+            .unwrap()
+    };
+    assert_eq!(
+        field(EnumObj::type_index(), "_int_index").metadata(),
+        r#"{"type_schema":"{\"type\":\"int\"}"}"#
+    );
+    let value = field(tvm_ffi::enums::StrEnumObj::type_index(), "value");
+    assert_eq!(
+        value.metadata(),
+        r#"{"type_schema":"{\"type\":\"ffi.String\"}"}"#
+    );
+    assert_eq!(value.doc(), "Canonical string index.");
+}
+
+define_object! {
+    /// A type with an optional field.
+    pub struct MaybeNamed : "test.enums.MaybeNamed" extends Object {
+        pub name: Option<tvm_ffi::String>,
+    }
+}
+
+#[test]
+fn optional_fields_have_an_optional_schema() {
+    let field = tvm_ffi::reflection::fields_of(MaybeNamed::type_index())
+        .next()
+        .unwrap();
+    assert_eq!(
+        field.metadata(),
+        r#"{"type_schema":"{\"type\":\"Optional\",\"args\":[{\"type\":\"ffi.String\"}]}"}"#
+    );
 }

@@ -145,6 +145,39 @@ fn methods_register_on_types() {
 }
 
 #[test]
+fn methods_carry_their_type_schema() {
+    let index = TestNode::type_index();
+    reflection::register_typed_method(
+        index,
+        "scaled",
+        |n: ObjectRef<TestNode>, k: i64| -> tvm_ffi::Result<i64> { Ok(n.value * k) },
+        false,
+    )
+    .unwrap();
+    let packed = Function::from_packed(|_| Ok(Any::none()));
+    reflection::register_method(index, "anything", &packed, true).unwrap();
+    let metadata = |name: &str| {
+        reflection::methods_of(index)
+            .find(|m| m.name() == name)
+            .unwrap()
+            .metadata()
+    };
+    assert_eq!(
+        metadata("scaled"),
+        r#"{"type_schema":"{\"type\":\"ffi.Function\",\"args\":[{\"type\":\"int\"},{\"type\":\"test.Node\"},{\"type\":\"int\"}]}"}"#
+    );
+    assert_eq!(
+        metadata("anything"),
+        r#"{"type_schema":"{\"type\":\"ffi.Function\"}"}"#
+    );
+    let scaled = reflection::methods_of(index)
+        .find(|m| m.name() == "scaled")
+        .unwrap();
+    let result = scaled.function().unwrap().call((node(4), 3i64)).unwrap();
+    assert_eq!(result.cast::<i64>().unwrap(), 12);
+}
+
+#[test]
 fn downcast_checks_the_runtime_type() {
     let f = Any::from(Function::from_packed(|_| Ok(Any::none())));
     assert!(f.try_as::<ObjectRef<TestNode>>().is_none());

@@ -311,8 +311,9 @@ fn recursive_comparison_walks_reflected_fields_maps_and_big_integers() {
         recursive_cmp(a.as_view(), other_value.as_view()).unwrap(),
         std::cmp::Ordering::Less
     );
-    // Equal up to the map: maps have no order.
-    let err = recursive_cmp(same.as_view(), a.as_view()).unwrap_err();
+    // Maps have no order: equal ones compare equal, unequal ones cannot be ordered.
+    assert!(recursive_cmp(same.as_view(), a.as_view()).unwrap().is_eq());
+    let err = recursive_cmp(a.as_view(), other_dict.as_view()).unwrap_err();
     assert_eq!(err.kind(), "TypeError", "{err}");
     let small = tvm_ffi::bigint_text::from_decimal("-99999999999999999999999").unwrap();
     assert!(!recursive_eq(big().as_view(), small.as_view()).unwrap());
@@ -363,4 +364,75 @@ fn types_compare_and_hash_through_their_own_hooks() {
     let hash = |v: &Any| structural_hash(v.as_view(), false, false).unwrap();
     assert_eq!(hash(&a), hash(&b));
     assert_ne!(hash(&a), hash(&c));
+}
+
+#[test]
+fn a_shared_dag_node_hashes_as_a_back_reference() {
+    use crate::dataclass::{define, field};
+    use crate::traversal::{make, set_kind};
+    let index = define(
+        "test.structural.DagBinding",
+        &[field("value", tvm_ffi::abi::kTVMFFIAny, 16, 24)],
+        40,
+    );
+    set_kind(index, 40, tvm_ffi::abi::kTVMFFISEqHashKindDAGNode);
+    let node = |v: i64| make(index, vec![Any::from(v)]);
+    let shared = node(1);
+    let dag = arr(vec![shared.clone(), shared]);
+    let tree = arr(vec![node(1), node(1)]);
+    let hash = |v: &Any| structural_hash(v.as_view(), false, false).unwrap();
+    assert_ne!(hash(&dag), hash(&tree));
+    assert!(!structural_equal(dag.as_view(), tree.as_view(), false, false).unwrap());
+    // The same sharing shape hashes the same.
+    let other = node(1);
+    let dag2 = arr(vec![other.clone(), other]);
+    assert_eq!(hash(&dag), hash(&dag2));
+    assert!(structural_equal(dag.as_view(), dag2.as_view(), false, false).unwrap());
+}
+
+#[test]
+fn deep_copy_keeps_cycles_through_arrays_and_maps() {
+    use tvm_ffi::List;
+    use tvm_ffi::containers::map::MapRead;
+    let same = |a: &Any, b: &Any| a.as_object_ptr() == b.as_object_ptr();
+    // An array holding a list that holds the array.
+    let list = List::new();
+    let array = arr(vec![list.clone().into()]);
+    list.push(array.clone());
+    let copy = deep_copy(array.as_view()).unwrap();
+    let copied_list = copy.cast::<Array>().unwrap().as_slice()[0].clone();
+    assert!(!same(&copied_list, &list.clone().into()));
+    assert!(same(
+        &copied_list.cast::<List>().unwrap().get(0).unwrap(),
+        &copy
+    ));
+    // A map whose value and key are lists holding the map.
+    let (value_list, key_list) = (List::new(), List::new());
+    let mut map = Map::new();
+    map.insert("list", value_list.clone());
+    map.insert(key_list.clone(), 1i64);
+    let map: Any = map.into();
+    value_list.push(map.clone());
+    key_list.push(map.clone());
+    let copy = deep_copy(map.as_view()).unwrap();
+    assert!(!same(&copy, &map));
+    let copied = copy.cast::<Map>().unwrap();
+    let back = copied.get("list").unwrap().cast::<List>().unwrap();
+    assert!(same(&back.get(0).unwrap(), &copy));
+    let (key, _) = copied
+        .iter()
+        .find(|(k, _)| k.type_index() == tvm_ffi::abi::kTVMFFIList)
+        .unwrap();
+    assert!(!same(&key, &key_list.clone().into()));
+    assert!(same(&key.cast::<List>().unwrap().get(0).unwrap(), &copy));
+    for l in [
+        &list,
+        &value_list,
+        &key_list,
+        &back,
+        &key.cast::<List>().unwrap(),
+    ] {
+        l.clear();
+    }
+    copied_list.cast::<List>().unwrap().clear();
 }

@@ -384,3 +384,213 @@ fn functions_and_errors_compare_by_identity_or_say_why_not() {
         assert!(!equal, "two functions are not one");
     }
 }
+
+tvm_ffi::define_object! {
+    /// An object whose recursive comparison is its type's own hooks: only `key` counts.
+    pub struct KeyedNode : "test.value_comparisons.KeyedNode" extends tvm_ffi::Object {
+        pub key: Any,
+        pub label: i64,
+    }
+}
+
+#[test]
+fn recursive_hooks_get_a_callback_for_sub_values() {
+    use tvm_ffi::{ObjectCore, ObjectRef};
+    let key = |v: &tvm_ffi::AnyView<'_>| v.cast::<ObjectRef<KeyedNode>>().map(|n| n.key.clone());
+    let eq_hook = Function::from_packed(move |args| {
+        let fn_eq: Function = args[2].cast()?;
+        fn_eq.call((key(&args[0])?, key(&args[1])?))
+    });
+    let cmp_hook = Function::from_packed(move |args| {
+        let fn_cmp: Function = args[2].cast()?;
+        fn_cmp.call((key(&args[0])?, key(&args[1])?))
+    });
+    let hash_hook = Function::from_packed(move |args| {
+        let fn_hash: Function = args[1].cast()?;
+        fn_hash.call((key(&args[0])?,))
+    });
+    let index = KeyedNode::type_index();
+    for (name, hook) in [
+        ("__ffi_eq__", eq_hook),
+        ("__ffi_compare__", cmp_hook),
+        ("__ffi_hash__", hash_hook),
+    ] {
+        tvm_ffi::reflection::register_type_attr(index, name, &Any::from(hook)).unwrap();
+    }
+    let make = |key: Any, label| -> Any {
+        ObjectRef::new(KeyedNode {
+            base: tvm_ffi::Object::header(),
+            key,
+            label,
+        })
+        .into()
+    };
+    let pair = |a: i64, b: i64| -> Any { Array::from_vec(vec![a.into(), b.into()]).into() };
+    let (a, b, c) = (
+        make(pair(1, 2), 10),
+        make(pair(1, 2), 20),
+        make(pair(1, 3), 0),
+    );
+    assert!(recursive_eq(a.as_view(), b.as_view()).unwrap());
+    assert!(!recursive_eq(a.as_view(), c.as_view()).unwrap());
+    assert_eq!(
+        recursive_cmp(a.as_view(), b.as_view()).unwrap(),
+        Ordering::Equal
+    );
+    assert_eq!(
+        recursive_cmp(a.as_view(), c.as_view()).unwrap(),
+        Ordering::Less
+    );
+    assert_eq!(
+        recursive_cmp(c.as_view(), a.as_view()).unwrap(),
+        Ordering::Greater
+    );
+    let hash = |v: &Any| recursive_hash(v.as_view()).unwrap();
+    assert_eq!(hash(&a), hash(&b));
+    assert_ne!(hash(&a), hash(&c));
+    // A key holding the object itself: the cycle is seen through the callback.
+    let cyclic = List::new();
+    let d = make(cyclic.clone().into(), 0);
+    cyclic.push(d.clone());
+    assert!(recursive_eq(d.as_view(), d.as_view()).unwrap());
+    hash(&d);
+}
+
+#[test]
+fn recursive_order_rules_for_none_nan_maps_sequences_and_cycles() {
+    let cmp = |a: Any, b: Any| recursive_cmp(a.as_view(), b.as_view());
+    let kind = |r: tvm_ffi::Result<Ordering>| r.unwrap_err().kind().into_owned();
+    assert_eq!(cmp(Any::none(), 42i64.into()).unwrap(), Ordering::Less);
+    assert_eq!(cmp("s".into(), Any::none()).unwrap(), Ordering::Greater);
+    assert_eq!(cmp(Any::none(), Any::none()).unwrap(), Ordering::Equal);
+    assert_eq!(kind(cmp(f64::NAN.into(), 1.0f64.into())), "TypeError");
+    assert_eq!(kind(cmp(f64::NAN.into(), f64::NAN.into())), "TypeError");
+    // An array and a list are different types.
+    let array: Any = Array::from_vec(vec![1i64.into()]).into();
+    let list: Any = [Any::from(1i64)].into_iter().collect::<List>().into();
+    assert!(!recursive_eq(array.as_view(), list.as_view()).unwrap());
+    assert_eq!(kind(cmp(array, list)), "TypeError");
+    // Equal maps compare equal; unequal ones cannot be ordered.
+    let dict = |v: i64| -> Any {
+        let d = Dict::new();
+        d.insert("x", v);
+        d.into()
+    };
+    assert_eq!(cmp(dict(1), dict(1)).unwrap(), Ordering::Equal);
+    assert_eq!(kind(cmp(dict(1), dict(2))), "TypeError");
+    // Distinct cyclic lists are equal but cannot be ordered.
+    let cyclic = || -> Any {
+        let l = List::new();
+        l.push(l.clone());
+        l.into()
+    };
+    let (a, b) = (cyclic(), cyclic());
+    assert!(recursive_eq(a.as_view(), b.as_view()).unwrap());
+    let err = recursive_cmp(a.as_view(), b.as_view()).unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(err.message().contains("cyclic reference"), "{err}");
+    for v in [&a, &b] {
+        v.cast::<List>().unwrap().clear();
+    }
+}
+
+#[test]
+fn recursive_hash_agrees_with_equality() {
+    let hash = |v: Any| recursive_hash(v.as_view()).unwrap();
+    assert_eq!(hash((-0.0f64).into()), hash(0.0f64.into()));
+    assert!(recursive_eq(Any::from(-0.0f64).as_view(), Any::from(0.0f64).as_view()).unwrap());
+    // Objects without reflected fields (functions) are all equal and hash alike.
+    let f: Any = Function::from_packed(|_| Ok(Any::none())).into();
+    let g: Any = Function::from_packed(|_| Ok(Any::from(1i64))).into();
+    assert!(recursive_eq(f.as_view(), g.as_view()).unwrap());
+    assert_eq!(hash(f), hash(g));
+}
+
+tvm_ffi::define_object! {
+    /// An object with an equality hook and no hash hook.
+    pub struct EqOnlyNode : "test.value_comparisons.EqOnlyNode" extends tvm_ffi::Object {
+        pub key: i64,
+    }
+}
+
+#[test]
+fn recursive_hash_refuses_a_type_with_equality_but_no_hash_hook() {
+    use tvm_ffi::{ObjectCore, ObjectRef};
+    let eq_hook = Function::from_packed(|_| Ok(Any::from(true)));
+    let index = EqOnlyNode::type_index();
+    tvm_ffi::reflection::register_type_attr(index, "__ffi_eq__", &Any::from(eq_hook)).unwrap();
+    let node: Any = ObjectRef::new(EqOnlyNode {
+        base: tvm_ffi::Object::header(),
+        key: 1,
+    })
+    .into();
+    let nested: Any = Array::from_vec(vec![node]).into();
+    let err = recursive_hash(nested.as_view()).unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(
+        err.message()
+            .contains("__ffi_eq__ or __ffi_compare__ but not __ffi_hash__"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ordering_distinct_cyclic_dicts_is_a_value_error() {
+    let cyclic = || -> Dict {
+        let d = Dict::new();
+        d.insert("self", d.clone());
+        d
+    };
+    let (a, b) = (cyclic(), cyclic());
+    let (x, y): (Any, Any) = (a.clone().into(), b.clone().into());
+    assert!(recursive_eq(x.as_view(), y.as_view()).unwrap());
+    let err = recursive_cmp(x.as_view(), y.as_view()).unwrap_err();
+    assert_eq!(err.kind(), "ValueError", "{err}");
+    // A missing key makes maps unordered.
+    let other = Dict::new();
+    other.insert("other", 1i64);
+    let z: Any = other.into();
+    assert_eq!(
+        recursive_cmp(x.as_view(), z.as_view()).unwrap_err().kind(),
+        "TypeError"
+    );
+    a.clear();
+    b.clear();
+}
+
+#[test]
+fn deep_nesting_is_a_value_error_not_a_stack_overflow() {
+    // A small stack, so that the walks run out of it long before their depth limits.
+    let run = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(|| {
+            let nested = || {
+                let mut v = Any::from(1i64);
+                for _ in 0..9_000 {
+                    v = Array::from_vec(vec![v]).into();
+                }
+                v
+            };
+            let (a, b) = (nested(), nested());
+            let errors = [
+                recursive_eq(a.as_view(), b.as_view()).map(drop),
+                recursive_cmp(a.as_view(), b.as_view()).map(drop),
+                recursive_hash(a.as_view()).map(drop),
+                tvm_ffi::deep_copy::deep_copy(a.as_view()).map(drop),
+                structural_equal(a.as_view(), b.as_view(), false, false).map(drop),
+                structural_hash(a.as_view(), false, false).map(drop),
+                tvm_ffi::repr::repr(a.as_view()).map(drop),
+                tvm_ffi::serialization::to_json_graph_string(a.as_view(), Any::none().as_view())
+                    .map(drop),
+            ];
+            let text = format!("{}{}", "[".repeat(9_000), "]".repeat(9_000));
+            let parsed = tvm_ffi::serialization::from_json_graph_string(&text).map(drop);
+            for err in errors.into_iter().chain([parsed]) {
+                let err = err.unwrap_err();
+                assert_eq!(err.kind(), "ValueError", "{err}");
+                assert!(err.message().contains("nested too deeply"), "{err}");
+            }
+        })
+        .unwrap();
+    run.join().unwrap();
+}

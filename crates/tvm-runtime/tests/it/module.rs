@@ -309,3 +309,41 @@ fn a_read_only_library_context_is_a_load_error() {
     assert_eq!(err.kind(), "ValueError");
     assert!(err.message().contains("__tvm_ffi__library_ctx"), "{err}");
 }
+
+#[test]
+fn modules_reflect_their_imports_as_a_read_only_field() {
+    let outer = tvm_runtime::Module::new(Helper);
+    let inner = tvm_runtime::Module::new(Helper);
+    outer.import_module(&inner).unwrap();
+    // The type metadata registers with the runtime's globals.
+    tvm_runtime::init();
+    let field = tvm_ffi::reflection::fields_of(abi::kTVMFFIModule)
+        .find(|f| f.name() == "imports_")
+        .expect("ffi.Module has imports_");
+    assert_eq!(field.offset(), 24);
+    assert!(
+        field.metadata().contains("ffi.Array"),
+        "{}",
+        field.metadata()
+    );
+    let imports = field.get(&Any::from(outer.clone())).unwrap();
+    let imports = imports.cast::<tvm_ffi::Array>().unwrap();
+    assert_eq!(imports.len(), 1);
+    assert_eq!(
+        imports.as_slice()[0].as_object_ptr(),
+        Any::from(inner).as_object_ptr()
+    );
+    let err = field
+        .set(&Any::from(outer), Any::none().as_view())
+        .unwrap_err();
+    assert_eq!(err.kind(), "AttributeError");
+    let info = tvm_ffi::types::type_info(abi::kTVMFFIModule).unwrap();
+    assert!(!info.metadata.is_null());
+    // SAFETY: a registered type's metadata lives for the process.
+    let metadata = unsafe { &*info.metadata };
+    assert!(metadata.total_size > 24);
+    assert_eq!(
+        metadata.structural_eq_hash_kind,
+        abi::kTVMFFISEqHashKindUnsupported
+    );
+}

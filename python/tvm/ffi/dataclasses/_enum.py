@@ -74,6 +74,7 @@ class Enum(Object, metaclass=_EnumMeta):
     _tvm_kind: ClassVar[str] = "enum"
     _tvm_entries: ClassVar[list[Any]] = []
     _tvm_by_key: ClassVar[dict[Any, Any]] = {}
+    _tvm_names: ClassVar[dict[int, str]] = {}
     _tvm_attrs: ClassVar[dict[str, dict[int, Any]]] = {}
 
     def __init_subclass__(cls, type_key: str | None = None, **kwargs: Any) -> None:
@@ -90,16 +91,23 @@ class Enum(Object, metaclass=_EnumMeta):
         _native._register_object_class(key, cls)
         cls._tvm_entries = []
         cls._tvm_by_key = {}
+        cls._tvm_names = {}
         cls._tvm_attrs = {}
         for position, (name, declared_value) in enumerate(declared):
             spec = declared_value if isinstance(declared_value, entry) else entry(declared_value)
             value = cls._entry_value(position, name, spec.value)
             attrs = list(spec.attrs.items())
             item = _native._add_enum_entry(index, cls._tvm_kind, name, value, attrs)
+            # The runtime's indices: the position (an IntEnum's value) and the name (a
+            # StrEnum's value).
+            int_index = _native._object_get_field(item, "_int_index")
+            str_index = _native._object_get_field(item, "_str_index")
             for attr, attr_value in attrs:
-                cls._tvm_attrs.setdefault(attr, {})[position] = attr_value
+                cls._tvm_attrs.setdefault(attr, {})[int_index] = attr_value
             cls._tvm_entries.append(item)
-            cls._tvm_by_key[position] = item
+            cls._tvm_names[int_index] = name
+            cls._tvm_by_key[int_index] = item
+            cls._tvm_by_key.setdefault(str_index, item)
             cls._tvm_by_key[name] = item
             setattr(cls, name, item)
 
@@ -148,11 +156,12 @@ class Enum(Object, metaclass=_EnumMeta):
     @property
     def name(self) -> str:
         """The entry's name."""
-        return _native._object_get_field(self, "_str_index")
+        return type(self)._tvm_names[self.index]
 
     @property
     def index(self) -> int:
-        """The entry's position among the entries of its type."""
+        """The entry's int index: its position among the entries of its type (an
+        ``IntEnum`` entry's value)."""
         return _native._object_get_field(self, "_int_index")
 
 

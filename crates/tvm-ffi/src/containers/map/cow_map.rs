@@ -108,6 +108,22 @@ impl Map {
         }
     }
 
+    /// Sets `key` to `value` in this very object, however many references it has (for a map
+    /// under construction that already has references, as in a deep copy of a cycle).
+    ///
+    /// # Safety
+    /// Nothing reads the map while this runs, and every other reference to it is the caller's
+    /// own, unused until the map is complete.
+    pub(crate) unsafe fn insert_unshared(&self, key: Any, value: Any) {
+        // SAFETY: per the caller, the object may be mutated; a map made here has room to grow
+        // in place, so the insertion never needs a copy.
+        let inserted = unsafe { insert_in_place(self.raw(), key, value) };
+        assert!(
+            !matches!(inserted, Inserted::NoRoom(..)),
+            "a map made here grows in place"
+        );
+    }
+
     /// The underlying object reference.
     pub fn as_object(&self) -> &ObjectRef<MapObj> {
         &self.obj
