@@ -382,9 +382,10 @@ class Phase(Enum, type_key=key("Phase")):
 def test_enum_entries_are_singletons_found_by_index_and_name():
     assert list(Color) == [Color.RED, Color.GREEN, Color.BLUE]
     assert [c.value for c in Color] == [1, 5, 2]
-    assert Color.get(1).same_as(Color.GREEN) and Color.get("BLUE").same_as(Color.BLUE)
-    assert Color("RED") is Color.RED and Color(0) is Color.RED and Color["GREEN"] is Color.GREEN
-    assert (Color.GREEN.index, Color.GREEN.name, int(Color.GREEN)) == (1, "GREEN", 5)
+    # An IntEnum entry's int index is its value.
+    assert Color.get(5).same_as(Color.GREEN) and Color.get("BLUE").same_as(Color.BLUE)
+    assert Color("RED") is Color.RED and Color(1) is Color.RED and Color["GREEN"] is Color.GREEN
+    assert (Color.GREEN.index, Color.GREEN.name, int(Color.GREEN)) == (5, "GREEN", 5)
     assert [m.value for m in Mode] == ["fast", "safe"] and str(Mode.SAFE) == "safe"
     assert (Phase.STOP.index, Phase.STOP.name, len(Phase)) == (1, "STOP", 2)
     assert Phase.START in Phase and Color.RED not in Phase
