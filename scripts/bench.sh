@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks: the C ABI table (instructions per operation under callgrind, benches/c), the Rust
-# criterion benchmarks of the core, then the Python side-by-side table of `tvm` (this repository,
-# `dist` profile build) against the reference `apache-tvm-ffi==0.1.15.post2`, then RPC on
-# loopback: `tvm` against `apache-tvm==0.27.0.post1` and a raw socket.
+# criterion benchmarks of the core, then the Python side-by-side tables of `tvm` (this repository,
+# `dist` profile build) against the reference `apache-tvm-ffi==0.1.15.post2` and against static
+# nanobind bindings (an extension bench_ffi.py builds with g++ from the `nanobind` package), with
+# the memory per held object, then RPC on loopback: `tvm` against `apache-tvm==0.27.0.post1` and
+# a raw socket.
 #
 # Usage: bash scripts/bench.sh [--quick] [--c-only] [-- BENCH_FFI_ARGS...]
 #   --quick   short runs: criterion's --quick, one round of tiny iteration counts in Python, and
@@ -24,7 +26,7 @@ while (($#)); do
         --quick) quick=1 ;;
         --c-only) c_only=1 ;;
         --) shift; bench_args+=("$@"); break ;;
-        -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -49,7 +51,7 @@ fi
 py="$venv/bin/python"
 "$py" -m pip install --quiet --disable-pip-version-check --upgrade pip
 "$py" -m pip install --quiet --disable-pip-version-check \
-    "maturin>=1.9,<2" numpy "apache-tvm-ffi==0.1.15.post2"
+    "maturin>=1.9,<2" numpy "apache-tvm-ffi==0.1.15.post2" nanobind
 
 # ---- C ABI: instructions per operation ---------------------------------------------------------
 phase "C ABI: tvm vs tvm_ffi under callgrind (benches/c/bench_c_abi.py)"
@@ -103,7 +105,7 @@ criterion_args=()
 cargo bench --locked -p tvm-ffi --bench call --bench map -- "${criterion_args[@]}"
 
 # ---- Python: side by side ----------------------------------------------------------------------
-phase "Python: tvm vs tvm_ffi, interleaved (benches/python/bench_ffi.py)"
+phase "Python: tvm vs tvm_ffi vs nanobind, interleaved (benches/python/bench_ffi.py)"
 python_args=(--json target/bench/bench_ffi.json)
 ((quick)) && python_args+=(--quick)
 mkdir -p target/bench
