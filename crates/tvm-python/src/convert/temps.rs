@@ -3,8 +3,11 @@
 
 use std::mem::MaybeUninit;
 
+use pyo3::prelude::*;
 use tvm_ffi::Any;
 use tvm_ffi::abi::{TVMFFIAny, TVMFFIByteArray};
+
+use crate::callback::{Lent, callable_to_function, lend};
 
 /// How many temporaries live inline in [`Temporaries`].
 const INLINE_TEMPORARIES: usize = 4;
@@ -18,6 +21,8 @@ pub(super) struct Temporaries {
     // Views point into the boxes, which must not move as the vector grows.
     #[allow(clippy::vec_box)]
     pub(super) byte_arrays: Vec<Box<TVMFFIByteArray>>,
+    /// The function lent for the first callable argument.
+    lent: Option<Lent>,
 }
 
 impl Default for Temporaries {
@@ -27,6 +32,28 @@ impl Default for Temporaries {
             inline_len: 0,
             owned: Vec::new(),
             byte_arrays: Vec::new(),
+            lent: None,
+        }
+    }
+}
+
+impl Temporaries {
+    /// A view of a function calling `callable`: the first is lent (see [`crate::callback`]),
+    /// any further one is a function of its own, kept here.
+    pub(super) fn callable(&mut self, callable: &Bound<'_, PyAny>) -> TVMFFIAny {
+        if self.lent.is_some() {
+            return keep(self, callable_to_function(callable).into());
+        }
+        let lent = lend(callable);
+        let view = lent.view();
+        self.lent = Some(lent);
+        view
+    }
+
+    /// Releases the temporaries once the call has returned, giving the lent function back.
+    pub(super) fn release(&mut self, py: Python<'_>) {
+        if let Some(lent) = self.lent.take() {
+            lent.give_back(py);
         }
     }
 }
