@@ -673,8 +673,10 @@ def driver(args: argparse.Namespace) -> int:
             entry[f"{key}_error"] = error
             entry[key] = None
             if found and error is None:
-                python_bytes = statistics.median(f["python"] for f in found)
-                native_bytes = statistics.median(f["native"] for f in found)
+                # Whole bytes: allocations shared by many objects (list growth, caches) leave
+                # fractions that say nothing about one object.
+                python_bytes = round(statistics.median(f["python"] for f in found))
+                native_bytes = round(statistics.median(f["native"] for f in found))
                 entry[key] = {
                     "python": python_bytes,
                     "native": native_bytes,

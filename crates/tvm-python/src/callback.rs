@@ -73,9 +73,9 @@ impl Drop for Target {
 /// comes back owned, and an exception becomes an error that carries it.
 fn function_for(target: Arc<Target>) -> Function {
     Function::from_packed(move |args: &[AnyView<'_>]| {
-        crate::holder::check_callback_thread("a Python callback")
+        let attached = crate::holder::check_callback_thread("a Python callback")
             .map_err(|message| tvm_ffi::Error::new(tvm_ffi::ErrorKind::RuntimeError, message))?;
-        let outcome = Python::try_attach(|py| {
+        let run = |py: Python<'_>| {
             let _python = crate::holder::Holding::run_python();
             let callable = target.0.load(Ordering::Acquire);
             if callable.is_null() {
@@ -87,7 +87,13 @@ fn function_for(target: Arc<Target>) -> Function {
             // SAFETY: the target holds a strong reference while the function can be called.
             let callable = unsafe { Bound::from_borrowed_ptr(py, callable) };
             call_python(&callable, args).map_err(|err| error_from_py(py, err))
-        });
+        };
+        let outcome = if attached {
+            // SAFETY: this thread is inside a native call that holds the interpreter lock.
+            Some(run(unsafe { Python::assume_attached() }))
+        } else {
+            Python::try_attach(run)
+        };
         // A callback reached while the interpreter shuts down (from a native finalizer, say)
         // cannot run; it fails quietly instead of aborting the process.
         outcome.unwrap_or_else(|| {
@@ -100,71 +106,45 @@ fn function_for(target: Arc<Target>) -> Function {
     })
 }
 
-/// Argument objects of one vectorcall, owned, inline up to a few. Slot 0 is left free for the
-/// callee (`PY_VECTORCALL_ARGUMENTS_OFFSET`: a bound method puts `self` there without copying).
-struct PyArgs {
-    inline: [*mut ffi::PyObject; PyArgs::INLINE + 1],
-    heap: Vec<*mut ffi::PyObject>,
-    /// Slots written so far, slot 0 included.
-    len: usize,
-}
+/// Argument objects of one vectorcall: slot 0 is left free for the callee
+/// (`PY_VECTORCALL_ARGUMENTS_OFFSET`: a bound method puts `self` there without copying), the
+/// others hold strong references, or NULL where none was written yet.
+struct PyArgs<'a>(&'a mut [*mut ffi::PyObject]);
 
-impl PyArgs {
-    const INLINE: usize = 6;
-
-    fn new(n: usize) -> PyArgs {
-        let mut args = PyArgs {
-            inline: [std::ptr::null_mut(); PyArgs::INLINE + 1],
-            heap: Vec::new(),
-            len: 1,
-        };
-        if n > PyArgs::INLINE {
-            args.heap = vec![std::ptr::null_mut(); n + 1];
-        }
-        args
-    }
-
-    fn slots(&mut self) -> &mut [*mut ffi::PyObject] {
-        if self.heap.is_empty() {
-            &mut self.inline
-        } else {
-            &mut self.heap
-        }
-    }
-
-    /// Appends an owned argument.
-    fn push(&mut self, object: Py<PyAny>) {
-        let len = self.len;
-        self.slots()[len] = object.into_ptr();
-        self.len += 1;
-    }
-}
-
-impl Drop for PyArgs {
+impl Drop for PyArgs<'_> {
     fn drop(&mut self) {
-        let len = self.len;
-        for &object in &self.slots()[1..len] {
-            // SAFETY: the slots after 0 hold strong references taken by `push`, in
-            // `call_python`, which runs (and drops this) attached to the interpreter.
-            unsafe { ffi::Py_DecRef(object) };
+        for &object in &self.0[1..] {
+            if !object.is_null() {
+                // SAFETY: a strong reference written in `call_python`, which runs (and drops
+                // this) attached to the interpreter.
+                unsafe { ffi::Py_DecRef(object) };
+            }
         }
     }
 }
 
 /// Calls `callable` with runtime arguments and converts its result back.
 fn call_python(callable: &Bound<'_, PyAny>, args: &[AnyView<'_>]) -> PyResult<Any> {
+    const INLINE: usize = 6;
     let py = callable.py();
-    let mut objects = PyArgs::new(args.len());
-    for arg in args {
+    let mut inline = [std::ptr::null_mut(); INLINE + 1];
+    let mut heap = Vec::new();
+    let objects = PyArgs(if args.len() <= INLINE {
+        &mut inline[..=args.len()]
+    } else {
+        heap.resize(args.len() + 1, std::ptr::null_mut());
+        &mut heap
+    });
+    for (slot, arg) in objects.0[1..].iter_mut().zip(args) {
         let owned = arg.try_to_owned().map_err(|e| raise_error(py, e))?;
-        objects.push(any_to_py(py, owned)?);
+        *slot = any_to_py(py, owned)?.into_ptr();
     }
     // SAFETY: slots 1 to `args.len()` hold live objects and slot 0 is free for the callee, as
     // the offset flag says; the result is a new reference or NULL with an error.
     let result = unsafe {
         let raw = PyObject_Vectorcall(
             callable.as_ptr(),
-            objects.slots().as_ptr().add(1),
+            objects.0.as_ptr().add(1),
             args.len() | ARGUMENTS_OFFSET,
             std::ptr::null_mut(),
         );
