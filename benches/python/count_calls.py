@@ -9,8 +9,9 @@ Python call path are judged by.
     .venv-bench/bin/python benches/python/count_calls.py --rows nop0,apply_py
     .venv-bench/bin/python benches/python/count_calls.py --impl nanobind --rows apply_py
 
-Ours needs ``TVM_FFI_TESTING_LIB`` as for ``bench_ffi.py``. ``--keep DIR`` keeps the callgrind
-output files (for ``callgrind_annotate``).
+Ours needs ``TVM_FFI_TESTING_LIB`` as for ``bench_ffi.py`` (default: the repository's
+``target/release/libtvm_ffi_testing.so``, if built). ``--keep DIR`` keeps the callgrind output
+files (for ``callgrind_annotate``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ def _run(impl: str, row_id: str, number: int, out_file: Path) -> int:
         str(number),
     ]
     env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
+    testing_lib = Path(__file__).resolve().parents[2] / "target/release/libtvm_ffi_testing.so"
+    if "TVM_FFI_TESTING_LIB" not in env and testing_lib.exists():
+        env["TVM_FFI_TESTING_LIB"] = str(testing_lib)
     proc = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{proc.stderr[-3000:]}")

@@ -13,16 +13,24 @@ use crate::callback::{Lent, callable_to_function, lend};
 const INLINE_TEMPORARIES: usize = 4;
 
 /// Values that must live until a call returns. The first few live inline, so that a call with
-/// a tensor or a list argument does not allocate for its bookkeeping.
+/// a tensor or a list argument does not allocate for its bookkeeping, and a call with none
+/// (numbers, strings, objects) costs next to nothing to set up and drop.
 pub(super) struct Temporaries {
     inline: [MaybeUninit<Any>; INLINE_TEMPORARIES],
     inline_len: usize,
+    /// The rest, made on first use.
+    more: Option<Box<More>>,
+    /// The function lent for the first callable argument.
+    lent: Option<Lent>,
+}
+
+/// Temporaries past the inline ones.
+#[derive(Default)]
+struct More {
     owned: Vec<Any>,
     // Views point into the boxes, which must not move as the vector grows.
     #[allow(clippy::vec_box)]
-    pub(super) byte_arrays: Vec<Box<TVMFFIByteArray>>,
-    /// The function lent for the first callable argument.
-    lent: Option<Lent>,
+    byte_arrays: Vec<Box<TVMFFIByteArray>>,
 }
 
 impl Default for Temporaries {
@@ -30,14 +38,23 @@ impl Default for Temporaries {
         Temporaries {
             inline: [const { MaybeUninit::uninit() }; INLINE_TEMPORARIES],
             inline_len: 0,
-            owned: Vec::new(),
-            byte_arrays: Vec::new(),
+            more: None,
             lent: None,
         }
     }
 }
 
 impl Temporaries {
+    /// The temporaries past the inline ones.
+    fn more(&mut self) -> &mut More {
+        self.more.get_or_insert_default()
+    }
+
+    /// Keeps a byte array (that a view points at) alive for the call.
+    pub(super) fn keep_byte_array(&mut self, array: Box<TVMFFIByteArray>) {
+        self.more().byte_arrays.push(array);
+    }
+
     /// A view of a function calling `callable`: the first is lent (see [`crate::callback`]),
     /// any further one is a function of its own, kept here.
     pub(super) fn callable(&mut self, callable: &Bound<'_, PyAny>) -> TVMFFIAny {
@@ -79,7 +96,7 @@ pub(super) fn keep(temps: &mut Temporaries, value: Any) -> TVMFFIAny {
         temps.inline[temps.inline_len].write(value);
         temps.inline_len += 1;
     } else {
-        temps.owned.push(value);
+        temps.more().owned.push(value);
     }
     raw
 }
