@@ -75,11 +75,22 @@ impl Temporaries {
     }
 }
 
-impl Drop for Temporaries {
-    fn drop(&mut self) {
+impl Temporaries {
+    /// Drops the inline temporaries (out of line: most calls have none).
+    #[inline(never)]
+    fn drop_inline(&mut self) {
         for value in &mut self.inline[..self.inline_len] {
             // SAFETY: the first `inline_len` slots were written by `keep` and drop once here.
             unsafe { value.assume_init_drop() };
+        }
+    }
+}
+
+impl Drop for Temporaries {
+    #[inline]
+    fn drop(&mut self) {
+        if self.inline_len != 0 {
+            self.drop_inline();
         }
     }
 }
