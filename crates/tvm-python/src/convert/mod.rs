@@ -291,14 +291,19 @@ fn py_to_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFF
 /// rest through a view.
 #[inline]
 pub(crate) fn py_to_any(obj: &Bound<'_, PyAny>) -> PyResult<Any> {
-    // SAFETY: each view is of a value that owns nothing (`Object`: the wrapper's own object,
-    // which the copy takes a new reference to).
+    // SAFETY: each raw value owns nothing (`Object`: a view of the wrapper's own object, which
+    // the copy takes a new reference to).
     unsafe {
         match classify(obj)? {
             Arg::None => Ok(Any::none()),
             Arg::Bool(value) => Ok(Any::from_raw(scalars::bool(value))),
             Arg::Int(int) => Ok(Any::from_raw(scalars::int(int)?)),
             Arg::Float(float) => Ok(Any::from_raw(scalars::float(float))),
+            // Text that is not UTF-8 (surrogate escapes) takes the general path.
+            Arg::Str(text) => match text.to_str() {
+                Ok(text) => Ok(tvm_ffi::String::new(text).into_any()),
+                Err(_) => py_to_any_through_view(obj),
+            },
             Arg::Object(wrapped) => AnyView::from_raw(objects::wrapped(wrapped)?)
                 .try_to_owned()
                 .map_err(|e| raise_error(obj.py(), e)),
