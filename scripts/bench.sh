@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Benchmarks: the C ABI table (instructions per operation under callgrind, benches/c), the Rust
-# criterion benchmarks of the core, then the Python side-by-side table of `tvm` (this repository,
-# `dist` profile build) against the reference `apache-tvm-ffi==0.1.15.post2`, then RPC on
-# loopback: `tvm` against `apache-tvm==0.27.0.post1` and a raw socket.
+# criterion benchmarks of the core, then the Python side-by-side tables of `tvm` (this repository,
+# `dist` profile build) against the reference `apache-tvm-ffi==0.1.15.post2` and against static
+# nanobind bindings (an extension bench_ffi.py builds with g++ from the `nanobind` package), with
+# the memory per held object, then RPC on loopback: `tvm` against `apache-tvm==0.27.0.post1` and
+# a raw socket.
 #
-# Usage: bash scripts/bench.sh [--quick] [--c-only] [-- BENCH_FFI_ARGS...]
-#   --quick   short runs: criterion's --quick, one round of tiny iteration counts in Python, and
-#             two RPC rounds of 64 MiB transfers only
-#   --c-only  the C ABI table alone (needs valgrind and a C compiler)
-#   -- ...    anything after `--` goes to benches/python/bench_ffi.py (e.g. `-- --rounds 11`)
+# Usage: bash scripts/bench.sh [--quick] [--c-only | --python-only] [-- BENCH_FFI_ARGS...]
+#   --quick        short runs: criterion's --quick, one round of tiny iteration counts in Python,
+#                  and two RPC rounds of 64 MiB transfers only
+#   --c-only       the C ABI table alone (needs valgrind and a C compiler)
+#   --python-only  the dist wheel and the Python tables alone (no C ABI, criterion or RPC)
+#   -- ...         anything after `--` goes to benches/python/bench_ffi.py (e.g. `-- --rounds 11`)
 #
 # Prepares its own virtual environments, .venv-bench and .venv-bench-apache-tvm, so the reference
 # packages never land in the test environment (.venv). Exits non-zero on errors only: rows that
@@ -18,17 +21,24 @@ cd "$(dirname "$0")/.."
 
 quick=0
 c_only=0
+python_only=0
 bench_args=()
 while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
         --c-only) c_only=1 ;;
+        --python-only) python_only=1 ;;
         --) shift; bench_args+=("$@"); break ;;
-        -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
+
+if ((c_only && python_only)); then
+    echo "bench.sh: --c-only and --python-only exclude each other" >&2
+    exit 2
+fi
 
 start=$SECONDS
 phase() { printf '\n==== %s (%ds elapsed)\n' "$1" $((SECONDS - start)); }
@@ -49,20 +59,22 @@ fi
 py="$venv/bin/python"
 "$py" -m pip install --quiet --disable-pip-version-check --upgrade pip
 "$py" -m pip install --quiet --disable-pip-version-check \
-    "maturin>=1.9,<2" numpy "apache-tvm-ffi==0.1.15.post2"
+    "maturin>=1.9,<2" numpy "apache-tvm-ffi==0.1.15.post2" nanobind
 
 # ---- C ABI: instructions per operation ---------------------------------------------------------
-phase "C ABI: tvm vs tvm_ffi under callgrind (benches/c/bench_c_abi.py)"
-# Our libtvm_ffi.so: every TVMFFI* export of tvm-ffi-capi plus the testing.* functions, built with
-# the profile of the wheel.
-cargo build --locked --profile dist --quiet -p c-abi-bench
-mkdir -p target/bench
-"$py" benches/c/bench_c_abi.py --ours-lib target/dist/libtvm_ffi_c_abi_bench.so \
-    --json target/bench/bench_c_abi.json
-if ((c_only)); then
-    phase "done"
-    echo "JSON results: target/bench/bench_c_abi.json"
-    exit 0
+if ((!python_only)); then
+    phase "C ABI: tvm vs tvm_ffi under callgrind (benches/c/bench_c_abi.py)"
+    # Our libtvm_ffi.so: every TVMFFI* export of tvm-ffi-capi plus the testing.* functions, built
+    # with the profile of the wheel.
+    cargo build --locked --profile dist --quiet -p c-abi-bench
+    mkdir -p target/bench
+    "$py" benches/c/bench_c_abi.py --ours-lib target/dist/libtvm_ffi_c_abi_bench.so \
+        --json target/bench/bench_c_abi.json
+    if ((c_only)); then
+        phase "done"
+        echo "JSON results: target/bench/bench_c_abi.json"
+        exit 0
+    fi
 fi
 
 # apache-tvm 0.27 for the RPC rows, in an environment of its own: its import name is `tvm` too.
@@ -74,7 +86,7 @@ apache_reqs=("apache-tvm==0.27.0.post1" cloudpickle tornado psutil numpy)
 apache_ready='import importlib.metadata as m, sys
 sys.exit(m.version("apache-tvm") != "0.27.0.post1" or not all(
     m.version(p) for p in ("cloudpickle", "tornado", "psutil", "numpy")))'
-if ! "$apache_py" -c "$apache_ready" >/dev/null 2>&1; then
+if ((!python_only)) && ! "$apache_py" -c "$apache_ready" >/dev/null 2>&1; then
     if ! "$apache_py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; then
         python3 -m venv --clear "$apache_venv"
     fi
@@ -97,13 +109,15 @@ fi
 "$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "${wheels[0]}"
 
 # ---- Rust: criterion ---------------------------------------------------------------------------
-phase "Rust criterion benchmarks (cargo bench -p tvm-ffi --bench call --bench map)"
-criterion_args=()
-((quick)) && criterion_args+=(--quick)
-cargo bench --locked -p tvm-ffi --bench call --bench map -- "${criterion_args[@]}"
+if ((!python_only)); then
+    phase "Rust criterion benchmarks (cargo bench -p tvm-ffi --bench call --bench map)"
+    criterion_args=()
+    ((quick)) && criterion_args+=(--quick)
+    cargo bench --locked -p tvm-ffi --bench call --bench map -- "${criterion_args[@]}"
+fi
 
 # ---- Python: side by side ----------------------------------------------------------------------
-phase "Python: tvm vs tvm_ffi, interleaved (benches/python/bench_ffi.py)"
+phase "Python: tvm vs tvm_ffi vs nanobind, interleaved (benches/python/bench_ffi.py)"
 python_args=(--json target/bench/bench_ffi.json)
 ((quick)) && python_args+=(--quick)
 mkdir -p target/bench
@@ -113,6 +127,11 @@ TVM_FFI_TESTING_LIB="$PWD/target/release/libtvm_ffi_testing.so" \
     "$py" benches/python/bench_ffi.py "${python_args[@]}" "${bench_args[@]}"
 
 # ---- Python: RPC -------------------------------------------------------------------------------
+if ((python_only)); then
+    phase "done"
+    echo "JSON results: target/bench/bench_ffi.json"
+    exit 0
+fi
 phase "Python RPC: tvm vs apache-tvm vs raw socket (benches/python/bench_rpc.py)"
 rpc_args=(--ours "$py" --apache "$apache_py" --json target/bench/bench_rpc.json)
 ((quick)) && rpc_args+=(--quick)

@@ -7,12 +7,18 @@ Every row times one statement on equivalent objects in both implementations: cal
 ``testing.apply``; ours is ``libtvm_ffi_testing.so``, named by ``TVM_FFI_TESTING_LIB``),
 conversions, container access, DLPack, devices and dtypes, and the import itself.
 
-Driver (the default): runs the implementations interleaved, A B A B ... for ``--rounds`` rounds,
-each round a fresh worker process per implementation (so neither warms the other), takes the
+A third column times the same operations bound statically with nanobind (the extension
+``tvm_bench_nanobind``, built from ``nanobind_rows.cpp`` by ``nanobind_ext.py`` when the
+``nanobind`` package is installed), one typed function per row.
+
+Driver (the default): runs the implementations interleaved, A B C A B C ... for ``--rounds``
+rounds, each round a fresh worker process per implementation (so none warms another), takes the
 median over rounds of each round's best-of-``--repeat`` timeit of ``--number`` calls, and prints
-one table: ns per call for each implementation, the ratio ours/reference, the target and a
-pass/MISS mark. ``--impl tvm`` (or ``tvm_ffi``) measures one implementation alone; a missing
-reference shows ``n/a`` instead of failing. ``--json PATH`` also writes the results as JSON.
+three tables: ns per call of ours and the reference with the ratio ours/reference, its target and
+a pass/MISS mark; the nanobind rows with the ratio ours/nanobind; and the bytes per object held
+from Python (ours and the reference). ``--impl tvm`` (or another) measures one implementation
+alone; a missing implementation shows ``n/a`` instead of failing. ``--json PATH`` also writes the
+results as JSON.
 
 Worker (``--worker --impl NAME``): one measurement of the given rows in this process, written
 as JSON to ``--result-file``. The import row starts fresh interpreters (``python -P -c``) that
@@ -39,17 +45,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import held_memory
+import nanobind_ext
+
 #: Implementations by name: the module to import and the column they fill.
 OURS = "tvm"
 REFERENCE = "tvm_ffi"
-IMPLS = (OURS, REFERENCE)
+NANOBIND = "nanobind"
+IMPLS = (OURS, REFERENCE, NANOBIND)
+#: The prefix of each implementation's keys in the results (``ours_ns``, ``ref_error``, ...).
+KEY = {OURS: "ours", REFERENCE: "ref", NANOBIND: "nanobind"}
 
 #: Targets for the ratio ours/reference.
 CALL_TARGET = 0.6
 IMPORT_TARGET = 0.2
+#: Target for the ratio ours/nanobind.
+NANOBIND_TARGET = 1.25
+#: Target for the ratio of bytes per held object, ours/reference.
+MEMORY_TARGET = 1.0
 
-DEFAULTS = {"rounds": 9, "number": 100_000, "repeat": 5, "import_runs": 5}
-QUICK = {"rounds": 1, "number": 200, "repeat": 1, "import_runs": 1}
+DEFAULTS = {"rounds": 9, "number": 100_000, "repeat": 7, "import_runs": 5, "objects": 10_000}
+QUICK = {"rounds": 1, "number": 200, "repeat": 1, "import_runs": 1, "objects": 100}
 
 Check = Callable[[Any, dict[str, Any]], bool]
 
@@ -66,6 +82,13 @@ class Row:
     kind: str = "call"
     #: Executions per timed run, for statements far slower than a call (default: ``--number``).
     number: int | None = None
+    #: The statement of the nanobind column (its functions of ``nanobind_rows.cpp``), if any.
+    nanobind: str | None = None
+
+    @property
+    def uses_graph(self) -> bool:
+        """Whether the statement needs the 100,000-node graph of the namespace."""
+        return "graph" in self.stmt
 
     @property
     def target(self) -> float:
@@ -81,18 +104,43 @@ def _equals(value: Any) -> Check:
 
 
 ROWS: tuple[Row, ...] = (
-    Row("nop0", "nop() - native no-op, 0 args", "nop()", _is_none),
-    Row("nop3", "nop(1, 2, 3) - native no-op, 3 int args", "nop(1, 2, 3)", _is_none),
-    Row("echo_int", "echo(1) - int", "echo(1)", _equals(1)),
+    Row("nop0", "nop() - native no-op, 0 args", "nop()", _is_none, nanobind="nop0()"),
+    Row(
+        "nop3",
+        "nop(1, 2, 3) - native no-op, 3 int args",
+        "nop(1, 2, 3)",
+        _is_none,
+        nanobind="nop3(1, 2, 3)",
+    ),
+    Row("echo_int", "echo(1) - int", "echo(1)", _equals(1), nanobind="echo_int(1)"),
     Row("echo_float", "echo(1.5) - float", "echo(1.5)", _equals(1.5)),
-    Row("echo_str", 'echo("hello") - short str', 'echo("hello")', _equals("hello")),
+    Row(
+        "echo_str",
+        'echo("hello") - short str',
+        'echo("hello")',
+        _equals("hello"),
+        nanobind='echo_str("hello")',
+    ),
     Row("echo_str1k", "echo(s) - 1 KiB str", "echo(s1k)", lambda r, ns: r == ns["s1k"]),
     Row("echo_bytes", 'echo(b"hello") - bytes', 'echo(b"hello")', _equals(b"hello")),
     Row("echo_none", "echo(None)", "echo(None)", _is_none),
-    Row("nop_numpy", "nop(x) - numpy float32 array", "nop(x_np)", _is_none),
+    Row(
+        "nop_numpy",
+        "nop(x) - numpy float32 array",
+        "nop(x_np)",
+        _is_none,
+        nanobind="nop_array(x_np)",
+    ),
     Row("nop_tensor", "nop(t) - tensor from from_dlpack", "nop(x_tensor)", _is_none),
     Row("callback", "cb() - converted Python callback, from Python", "cb()", _is_none),
     Row("apply", "apply(cb) - the callback called from native", "apply(cb)", _is_none),
+    Row(
+        "apply_py",
+        "apply(f, 1) - a Python function called from native",
+        "apply(py_cb, 1)",
+        _equals(1),
+        nanobind="apply(py_cb, 1)",
+    ),
     Row(
         "convert_list",
         "convert([1, 2, 3])",
@@ -170,6 +218,23 @@ ROWS: tuple[Row, ...] = (
 ROWS_BY_ID = {row.id: row for row in ROWS}
 
 
+@dataclass(frozen=True)
+class MemoryRow:
+    """One line of the memory table: an object made by ``make`` and held from Python."""
+
+    id: str
+    label: str
+    make: str
+
+
+MEMORY_ROWS: tuple[MemoryRow, ...] = (
+    MemoryRow("array3", "Array([1, 2, 3])", "Array([1, 2, 3])"),
+    MemoryRow("map3", 'Map({"a": 1, "b": 2, "c": 3})', 'Map({"a": 1, "b": 2, "c": 3})'),
+    MemoryRow("function", "convert(f) - a Python function as a Function", "convert(py_cb)"),
+    MemoryRow("tensor", "from_dlpack(x) - a tensor of a numpy array", "from_dlpack(x_np)"),
+)
+
+
 # ---- worker ---------------------------------------------------------------------------------
 
 
@@ -211,9 +276,32 @@ def _api(impl: str) -> dict[str, Any]:
     }
 
 
-def _namespace(impl: str) -> tuple[dict[str, Any], list[str]]:
-    """The globals of the timed statements. A step that fails is reported, and the rows that
-    need its name fail on their own (NameError) while the others still run."""
+def _py_cb(x: Any) -> Any:
+    """The plain Python function of the ``apply(f, 1)`` row."""
+    return x
+
+
+def _nanobind_namespace() -> dict[str, Any]:
+    """The globals of the nanobind column: the functions of ``nanobind_rows.cpp``."""
+    import nanobind
+    import numpy as np
+    import tvm_bench_nanobind as nb_rows
+
+    names = ("nop0", "nop3", "echo_int", "echo_str", "nop_array", "apply")
+    return {
+        "version": nanobind.__version__,
+        **{name: getattr(nb_rows, name) for name in names},
+        "x_np": np.arange(16, dtype="float32"),
+        "py_cb": _py_cb,
+    }
+
+
+def _namespace(impl: str, graph: bool = True) -> tuple[dict[str, Any], list[str]]:
+    """The globals of the timed statements (the 100,000-node graph only if ``graph``). A step
+    that fails is reported, and the rows that need its name fail on their own (NameError) while
+    the others still run."""
+    if impl == NANOBIND:
+        return _nanobind_namespace(), []
     ns: dict[str, Any] = {}
     problems: list[str] = []
 
@@ -227,6 +315,7 @@ def _namespace(impl: str) -> tuple[dict[str, Any], list[str]]:
     import numpy as np
 
     ns["np_from_dlpack"] = np.from_dlpack
+    ns["py_cb"] = _py_cb
     step("nop", lambda: ns["get_global_func"]("testing.nop"))
     step("echo", lambda: ns["get_global_func"]("testing.echo"))
     step("apply", lambda: ns["get_global_func"]("testing.apply"))
@@ -254,6 +343,8 @@ def _namespace(impl: str) -> tuple[dict[str, Any], list[str]]:
     step("s_equal", lambda: ns["get_global_func"]("ffi.StructuralEqual"))
     step("to_json", lambda: ns["get_global_func"]("ffi.ToJSONGraphString"))
     step("from_json", lambda: ns["get_global_func"]("ffi.FromJSONGraphString"))
+    if not graph:
+        return ns, problems
     items = [[i, f"node-{i:08d}", [float(i)]] for i in range(20_000)]
     step("graph", lambda: ns["convert"](items))
     step("graph_copy", lambda: ns["convert"](items))
@@ -261,14 +352,15 @@ def _namespace(impl: str) -> tuple[dict[str, Any], list[str]]:
     return ns, problems
 
 
-def _time_row(row: Row, ns: dict[str, Any], number: int, repeat: int) -> float:
-    """Best of ``repeat`` runs of ``number`` executions, in ns per execution."""
-    result = eval(row.stmt, ns)  # one call first: the statement works and gives the right value
+def _time_row(row: Row, stmt: str, ns: dict[str, Any], number: int, repeat: int) -> float:
+    """Best of ``repeat`` runs of ``number`` executions of ``stmt`` (the row's statement in this
+    implementation), in ns per execution."""
+    result = eval(stmt, ns)  # one call first: the statement works and gives the right value
     if not row.check(result, ns):
-        raise AssertionError(f"{row.stmt} gave an unexpected value: {result!r}")
+        raise AssertionError(f"{stmt} gave an unexpected value: {result!r}")
     if row.number is not None:
         number = min(number, row.number)
-    timer = timeit.Timer(row.stmt, globals=ns)
+    timer = timeit.Timer(stmt, globals=ns)
     timer.timeit(number=max(1, number // 10))  # warm-up: caches, branch predictors, lazy setup
     return min(timer.repeat(repeat=repeat, number=number)) / number * 1e9
 
@@ -298,9 +390,11 @@ def _import_times(module: str, runs: int, warm_up: bool) -> list[float]:
 
 def worker(args: argparse.Namespace) -> int:
     rows = [ROWS_BY_ID[r] for r in args.rows]
-    out: dict[str, Any] = {"impl": args.impl, "results": {}, "errors": {}}
+    if args.impl == NANOBIND:
+        rows = [row for row in rows if row.nanobind is not None]
+    out: dict[str, Any] = {"impl": args.impl, "results": {}, "errors": {}, "memory": {}}
     try:
-        ns, problems = _namespace(args.impl)
+        ns, problems = _namespace(args.impl, graph=any(row.uses_graph for row in rows))
     except Exception as exc:
         out["fatal"] = f"{type(exc).__name__}: {exc}"
         Path(args.result_file).write_text(json.dumps(out))
@@ -319,12 +413,22 @@ def worker(args: argparse.Namespace) -> int:
                 out["results"][row.id] = statistics.median(times) * 1e9
                 out.setdefault("import_runs_ns", {})[row.id] = [t * 1e9 for t in times]
             else:
-                out["results"][row.id] = _time_row(row, ns, args.number, args.repeat)
+                stmt = row.nanobind if args.impl == NANOBIND else row.stmt
+                assert stmt is not None
+                out["results"][row.id] = _time_row(row, stmt, ns, args.number, args.repeat)
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, NameError) and problems:
                 message += " (" + "; ".join(problems) + ")"
             out["errors"][row.id] = message
+    if args.impl != NANOBIND:
+        for mem in MEMORY_ROWS:
+            try:
+                make = eval(f"lambda: {mem.make}", ns)
+                python_bytes, native_bytes = held_memory.held_bytes(make, args.objects)
+                out["memory"][mem.id] = {"python": python_bytes, "native": native_bytes}
+            except Exception as exc:
+                out["errors"][f"memory:{mem.id}"] = f"{type(exc).__name__}: {exc}"
     Path(args.result_file).write_text(json.dumps(out))
     return 0
 
@@ -349,6 +453,8 @@ def _run_worker(impl: str, args: argparse.Namespace) -> dict[str, Any]:
             str(args.repeat),
             "--import-runs",
             str(args.import_runs),
+            "--objects",
+            str(args.objects),
             "--result-file",
             str(result_file),
         ]
@@ -369,24 +475,22 @@ def _fmt_ns(value: float | None) -> str:
     return f"{value:,.1f}" if value < 10 else f"{value:,.0f}"
 
 
-def _table(rows: list[Row], summary: dict[str, dict[str, Any]]) -> str:
-    header = ("operation", "ns/call ours", "ns/call reference", "ours/ref", "target", "")
-    lines = []
-    for row in rows:
-        s = summary[row.id]
-        ratio = s["ratio"]
-        lines.append(
-            (
-                row.label,
-                "error" if s["ours_error"] else _fmt_ns(s["ours_ns"]),
-                "error" if s["ref_error"] else _fmt_ns(s["ref_ns"]),
-                "n/a" if ratio is None else f"{ratio:.2f}",
-                f"<= {row.target:.2f}",
-                s["mark"],
-            )
-        )
+def _fmt_ratio(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.2f}"
+
+
+def _mark(ratio: float | None, target: float, error: bool) -> str:
+    if error:
+        return "error"
+    if ratio is None:
+        return "n/a"
+    return "pass" if ratio <= target else "MISS"
+
+
+def _markdown(header: tuple[str, ...], lines: list[tuple[str, ...]]) -> str:
+    """A markdown table: the first column and the last (the mark) left-aligned, the rest right."""
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
-    right = (False, True, True, True, True, False)
+    right = [0 < i < len(header) - 1 for i in range(len(header))]
 
     def fmt(cells: tuple[str, ...]) -> str:
         padded = [
@@ -405,22 +509,113 @@ def _table(rows: list[Row], summary: dict[str, dict[str, Any]]) -> str:
     return "\n".join([fmt(header), rule, *(fmt(line) for line in lines)])
 
 
+def _cell(summary: dict[str, Any], impl: str) -> str:
+    key = KEY[impl]
+    return "error" if summary[f"{key}_error"] else _fmt_ns(summary[f"{key}_ns"])
+
+
+def _table(rows: list[Row], summary: dict[str, dict[str, Any]]) -> str:
+    header = ("operation", "ns/call ours", "ns/call reference", "ours/ref", "target", "")
+    lines = [
+        (
+            row.label,
+            _cell(summary[row.id], OURS),
+            _cell(summary[row.id], REFERENCE),
+            _fmt_ratio(summary[row.id]["ratio"]),
+            f"<= {row.target:.2f}",
+            summary[row.id]["mark"],
+        )
+        for row in rows
+    ]
+    return _markdown(header, lines)
+
+
+def _nanobind_table(rows: list[Row], summary: dict[str, dict[str, Any]]) -> str:
+    header = (
+        "operation (nanobind: one typed function)",
+        "ns nanobind",
+        "ns ours",
+        "ns reference",
+        "ours/nanobind",
+        "target",
+        "",
+    )
+    lines = [
+        (
+            row.label,
+            _cell(summary[row.id], NANOBIND),
+            _cell(summary[row.id], OURS),
+            _cell(summary[row.id], REFERENCE),
+            _fmt_ratio(summary[row.id]["nanobind_ratio"]),
+            f"<= {NANOBIND_TARGET:.2f}",
+            summary[row.id]["nanobind_mark"],
+        )
+        for row in rows
+    ]
+    return _markdown(header, lines)
+
+
+def _fmt_bytes(entry: dict[str, float] | None) -> str:
+    if entry is None:
+        return "n/a"
+    return f"{entry['total']:,.0f} ({entry['python']:,.0f} + {entry['native']:,.0f})"
+
+
+def _memory_table(memory: dict[str, dict[str, Any]]) -> str:
+    header = (
+        "object held from Python",
+        "bytes ours (Python + C heap)",
+        "bytes reference",
+        "ours/ref",
+        "target",
+        "",
+    )
+    lines = [
+        (
+            mem.label,
+            "error" if memory[mem.id]["ours_error"] else _fmt_bytes(memory[mem.id]["ours"]),
+            "error" if memory[mem.id]["ref_error"] else _fmt_bytes(memory[mem.id]["ref"]),
+            _fmt_ratio(memory[mem.id]["ratio"]),
+            f"<= {MEMORY_TARGET:.2f}",
+            memory[mem.id]["mark"],
+        )
+        for mem in MEMORY_ROWS
+    ]
+    return _markdown(header, lines)
+
+
+def _present(impl: str, notes: list[str]) -> bool:
+    """Whether ``impl`` can be measured here (the nanobind extension is built now if needed)."""
+    if impl != NANOBIND:
+        return importlib.util.find_spec(impl) is not None
+    if not nanobind_ext.available():
+        notes.append(f"nanobind (or g++) is not installed for {sys.executable}: n/a")
+        return False
+    try:
+        nanobind_ext.build()
+    except Exception as exc:
+        notes.append(f"the nanobind extension did not build ({exc}): n/a")
+        return False
+    return True
+
+
 def driver(args: argparse.Namespace) -> int:
-    wanted = IMPLS if args.impl == "both" else (args.impl,)
-    present = {impl: importlib.util.find_spec(impl) is not None for impl in IMPLS}
-    impls = [impl for impl in wanted if present[impl]]
-    notes = []
-    for impl in wanted:
-        if not present[impl]:
-            notes.append(f"{impl} is not installed for {sys.executable}: its column shows n/a")
-    if OURS in wanted and not present[OURS]:
-        print(f"bench_ffi: {notes[0]}", file=sys.stderr)
+    wanted = IMPLS if args.impl == "all" else (args.impl,)
+    notes: list[str] = []
+    if OURS in wanted and importlib.util.find_spec(OURS) is None:
+        print(f"bench_ffi: {OURS} is not installed for {sys.executable}", file=sys.stderr)
         return 1
+    impls = []
+    for impl in wanted:
+        if impl != NANOBIND and importlib.util.find_spec(impl) is None:
+            notes.append(f"{impl} is not installed for {sys.executable}: its column shows n/a")
+        elif _present(impl, notes):
+            impls.append(impl)
     rows = [ROWS_BY_ID[r] for r in args.rows]
 
     per_impl: dict[str, list[dict[str, Any]]] = {impl: [] for impl in impls}
     for round_index in range(args.rounds):
-        for impl in impls:  # A B, A B, ...: each round a fresh process per implementation
+        for impl in impls:  # A B C, A B C, ...: each round a fresh process per implementation
             result = _run_worker(impl, args)
             per_impl[impl].append(result)
             if args.verbose:
@@ -437,33 +632,62 @@ def driver(args: argparse.Namespace) -> int:
         error = next((r["errors"][row_id] for r in results if row_id in r["errors"]), None)
         if impl in fatal:
             error = error or fatal[impl]
+        if error is not None and impl not in fatal:
+            errors.append(f"{row_id} ({impl}): {error}")
         median = statistics.median(values) if values and error is None else None
         return median, values, error
 
     summary: dict[str, dict[str, Any]] = {}
     for row in rows:
-        ours, ours_rounds, ours_error = column(OURS, row.id)
-        ref, ref_rounds, ref_error = column(REFERENCE, row.id)
-        for impl, error in ((OURS, ours_error), (REFERENCE, ref_error)):
-            if error is not None and impl in impls and impl not in fatal:
-                errors.append(f"{row.id} ({impl}): {error}")
-        ratio = ours / ref if ours is not None and ref else None
-        if ours_error or ref_error:
-            mark = "error"
-        elif ratio is None:
-            mark = "n/a"
-        else:
-            mark = "pass" if ratio <= row.target else "MISS"
-        summary[row.id] = {
-            "ours_ns": ours,
-            "ref_ns": ref,
-            "ratio": ratio,
-            "mark": mark,
-            "ours_error": ours_error,
-            "ref_error": ref_error,
-            "ours_rounds_ns": ours_rounds,
-            "ref_rounds_ns": ref_rounds,
-        }
+        s: dict[str, Any] = {}
+        for impl in IMPLS if row.nanobind is not None else (OURS, REFERENCE):
+            key = KEY[impl]
+            s[f"{key}_ns"], s[f"{key}_rounds_ns"], s[f"{key}_error"] = column(impl, row.id)
+        ours, ref = s["ours_ns"], s["ref_ns"]
+        s["ratio"] = ours / ref if ours is not None and ref else None
+        s["mark"] = _mark(s["ratio"], row.target, bool(s["ours_error"] or s["ref_error"]))
+        if row.nanobind is not None:
+            nb = s["nanobind_ns"]
+            s["nanobind_ratio"] = ours / nb if ours is not None and nb else None
+            failed = bool(s["ours_error"] or s["nanobind_error"])
+            s["nanobind_mark"] = _mark(s["nanobind_ratio"], NANOBIND_TARGET, failed)
+        summary[row.id] = s
+
+    memory: dict[str, dict[str, Any]] = {}
+    for mem in MEMORY_ROWS:
+        entry: dict[str, Any] = {}
+        for impl in (OURS, REFERENCE):
+            key = KEY[impl]
+            results = [r for r in per_impl.get(impl, []) if "fatal" not in r]
+            found = [r["memory"][mem.id] for r in results if mem.id in r.get("memory", {})]
+            error = next(
+                (
+                    r["errors"][f"memory:{mem.id}"]
+                    for r in results
+                    if f"memory:{mem.id}" in r["errors"]
+                ),
+                None,
+            )
+            if error is not None:
+                errors.append(f"memory {mem.id} ({impl}): {error}")
+            entry[f"{key}_error"] = error
+            entry[key] = None
+            if found and error is None:
+                # Whole bytes: allocations shared by many objects (list growth, caches) leave
+                # fractions that say nothing about one object.
+                python_bytes = round(statistics.median(f["python"] for f in found))
+                native_bytes = round(statistics.median(f["native"] for f in found))
+                entry[key] = {
+                    "python": python_bytes,
+                    "native": native_bytes,
+                    "total": python_bytes + native_bytes,
+                }
+        ours_mem, ref_mem = entry["ours"], entry["ref"]
+        entry["ratio"] = ours_mem["total"] / ref_mem["total"] if ours_mem and ref_mem else None
+        entry["mark"] = _mark(
+            entry["ratio"], MEMORY_TARGET, bool(entry["ours_error"] or entry["ref_error"])
+        )
+        memory[mem.id] = entry
 
     def version(impl: str) -> str:
         found = [r.get("version") for r in per_impl.get(impl, []) if r.get("version")]
@@ -478,18 +702,20 @@ def driver(args: argparse.Namespace) -> int:
         "machine": platform.machine(),
         "ours": f"{OURS} {version(OURS)}",
         "reference": f"{REFERENCE} {version(REFERENCE)}",
+        "nanobind": f"{NANOBIND} {version(NANOBIND)}",
         "numpy": numpy_versions[0] if numpy_versions else "n/a",
         "rounds": args.rounds,
         "number": args.number,
         "repeat": args.repeat,
         "import_runs": args.import_runs,
+        "objects": args.objects,
         "order": " ".join(impls) + (" (interleaved)" if len(impls) > 1 else ""),
         "quick": args.quick,
         "loop_ns": statistics.median(loops) if loops else None,
     }
 
     print(
-        f"ours: {meta['ours']}   reference: {meta['reference']}   "
+        f"ours: {meta['ours']}   reference: {meta['reference']}   {meta['nanobind']}   "
         f"CPython {meta['python']} ({meta['machine']})   numpy {meta['numpy']}   {meta['date']}"
     )
     print(
@@ -501,7 +727,7 @@ def driver(args: argparse.Namespace) -> int:
     if meta["loop_ns"] is not None:
         print(
             f"Every call row includes timeit's loop, {meta['loop_ns']:.1f} ns per iteration here, "
-            "on both sides alike."
+            "on all sides alike."
         )
     for note in notes:
         print(f"note: {note}")
@@ -523,6 +749,23 @@ def driver(args: argparse.Namespace) -> int:
             )
     else:
         print("no ratios: only one implementation was measured.")
+    nanobind_rows = [row for row in rows if row.nanobind is not None]
+    if nanobind_rows:
+        print()
+        print(
+            f"Against nanobind (static bindings, target ours/nanobind <= {NANOBIND_TARGET}); "
+            "the nanobind statements are those of nanobind_rows.cpp."
+        )
+        print()
+        print(_nanobind_table(nanobind_rows, summary))
+    if OURS in impls or REFERENCE in impls:
+        print()
+        print(
+            f"Memory: bytes per object, {args.objects:,} objects held in a list; Python heap by "
+            "tracemalloc, C heap by glibc's mallinfo2 (median over rounds)."
+        )
+        print()
+        print(_memory_table(memory))
 
     if args.json:
         path = Path(args.json)
@@ -535,6 +778,10 @@ def driver(args: argparse.Namespace) -> int:
                 {"id": row.id, "operation": row.label, "kind": row.kind, "target": row.target}
                 | summary[row.id]
                 for row in rows
+            ],
+            "memory": [
+                {"id": mem.id, "object": mem.label, "target": MEMORY_TARGET} | memory[mem.id]
+                for mem in MEMORY_ROWS
             ],
         }
         path.write_text(json.dumps(document, indent=2) + "\n")
@@ -578,9 +825,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--impl",
-        choices=(*IMPLS, "both"),
-        default="both",
-        help="both (default: interleaved, side by side) or one implementation alone",
+        choices=(*IMPLS, "all"),
+        default="all",
+        help="all (default: interleaved, side by side) or one implementation alone",
     )
     parser.add_argument(
         "--rows",
@@ -609,6 +856,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="one round of tiny iteration counts (checks that it runs)",
     )
+    parser.add_argument(
+        "--objects",
+        type=_positive,
+        help=f"objects held per memory row (default {DEFAULTS['objects']:,})",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -621,8 +873,8 @@ def main(argv: list[str] | None = None) -> int:
             setattr(args, key, QUICK[key] if args.quick else default)
 
     if args.worker:
-        if args.impl == "both" or not args.result_file:
-            parser.error("--worker needs --impl tvm|tvm_ffi and --result-file")
+        if args.impl == "all" or not args.result_file:
+            parser.error("--worker needs --impl tvm|tvm_ffi|nanobind and --result-file")
         return worker(args)
     return driver(args)
 

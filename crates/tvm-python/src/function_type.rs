@@ -29,7 +29,7 @@ use crate::objects::PyObjectRef;
 const HAVE_VECTORCALL: u64 = 1 << 11;
 
 /// `PY_VECTORCALL_ARGUMENTS_OFFSET`: a flag bit in `nargsf`, not part of the count.
-const ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
+pub(crate) const ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
 
 type VectorCall = unsafe extern "C" fn(
     *mut ffi::PyObject,
@@ -95,19 +95,17 @@ unsafe fn call(
     nargs: usize,
 ) -> PyResult<*mut ffi::PyObject> {
     // SAFETY: per the contract.
-    if unsafe { fields(py, callable).function.is_null() } {
+    let fields = unsafe { fields(py, callable) };
+    if fields.function.is_null() {
         // Only reachable by allocating through the base class's `__new__` by hand.
         return Err(PyTypeError::new_err(
             "this tvm.ffi.Function is not bound to a function",
         ));
     }
-    // SAFETY: per the contract.
-    let (function, release) = unsafe {
-        (
-            borrowed_function(py, callable),
-            fields(py, callable).release_gil != 0,
-        )
-    };
+    // SAFETY: the instance owns one reference to a function object, borrowed here.
+    let function =
+        unsafe { ManuallyDrop::new(Function::from_object(ObjectRef::from_raw(fields.function))) };
+    let release = fields.release_gil != 0;
     let args = if nargs == 0 {
         &[][..]
     } else {

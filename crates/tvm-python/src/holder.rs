@@ -56,17 +56,23 @@ impl Drop for Holding {
 /// Called before a Python callback takes the interpreter lock: `Err` with a message when another
 /// thread is inside a lock-holding native call that does not return within [`PATIENCE`] (the
 /// callback would otherwise wait for it forever, as a kernel that waits for its own threads does).
-pub(crate) fn check_callback_thread(what: &str) -> Result<(), String> {
+/// `Ok(true)` when the calling thread itself is inside such a call, so it is attached to the
+/// interpreter already.
+pub(crate) fn check_callback_thread(what: &str) -> Result<bool, String> {
+    let holder = HOLDER.load(Ordering::Acquire);
+    if holder == 0 {
+        return Ok(false);
+    }
     let me = thread_token();
-    let blocked = |holder: usize| holder != 0 && holder != me;
-    if !blocked(HOLDER.load(Ordering::Acquire)) {
-        return Ok(());
+    if holder == me {
+        return Ok(true);
     }
     let start = Instant::now();
     while start.elapsed() < PATIENCE {
         std::thread::sleep(Duration::from_millis(1));
-        if !blocked(HOLDER.load(Ordering::Acquire)) {
-            return Ok(());
+        let holder = HOLDER.load(Ordering::Acquire);
+        if holder == 0 || holder == me {
+            return Ok(holder == me);
         }
     }
     Err(format!(

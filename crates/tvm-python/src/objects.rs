@@ -9,6 +9,7 @@ use std::sync::RwLock;
 use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyType};
+use tvm_ffi::abi::{TVMFFIAny, TVMFFIAnyPayload, TVMFFIObject};
 use tvm_ffi::reflection::{self, FieldRef};
 use tvm_ffi::{Any, types};
 
@@ -16,25 +17,59 @@ use crate::convert::{any_to_py, call_function};
 use crate::errors::raise_error;
 
 /// Base class of every object from the runtime; holds one strong reference.
-#[pyclass(subclass, frozen, module = "tvm.ffi", name = "Object", weakref)]
+///
+/// An instance is as small as the original's: the object pointer alone (its type index is in
+/// the object's header), and no weak-reference slot (Python subclasses get one of their own).
+#[pyclass(subclass, frozen, module = "tvm.ffi", name = "Object")]
 pub struct PyObjectRef {
     handle: Handle,
 }
 
-/// The value of an `Object`: set when the instance is made, or once later by `bind` for
-/// instances made through `__new__` (Python subclasses). Every access holds the interpreter
-/// lock, which serializes the one write with the reads.
-struct Handle(UnsafeCell<Any>);
+/// The object of an `Object`: one strong reference, or NULL for an instance not bound yet; set
+/// when the instance is made, or once later by `bind` for instances made through `__new__`
+/// (Python subclasses). Every access holds the interpreter lock, which serializes the one write
+/// with the reads.
+struct Handle(UnsafeCell<*mut TVMFFIObject>);
 
 // SAFETY: see `Handle`: all access is serialized by the interpreter lock, and the only write
-// (`bind`) happens while no reference from `any` is outstanding.
+// (`bind`) happens while no value from `any` is outstanding.
 unsafe impl Sync for Handle {}
+// SAFETY: as above; the reference it owns may be released on any thread.
+unsafe impl Send for Handle {}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let object = *self.0.get_mut();
+        if !object.is_null() {
+            // SAFETY: the handle owns this strong reference.
+            unsafe { tvm_ffi::object::dec_ref(object) };
+        }
+    }
+}
+
+/// The object of an object value, or NULL for None (`Object` wrappers hold objects only).
+fn object_of(value: Any) -> PyResult<*mut TVMFFIObject> {
+    if value.is_none() {
+        return Ok(std::ptr::null_mut());
+    }
+    if !value.is_object() {
+        return Err(PyTypeError::new_err(format!(
+            "an Object wraps runtime objects, not {}",
+            value.type_key()
+        )));
+    }
+    // SAFETY: an object value's payload is its object; the reference moves into the result.
+    Ok(unsafe { value.into_raw().payload.v_obj })
+}
 
 impl PyObjectRef {
-    /// Wraps an object value.
+    /// Wraps an object value (or None, for an instance bound later).
     pub(crate) fn from_any(value: Any) -> PyObjectRef {
+        debug_assert!(value.is_none() || value.is_object());
         PyObjectRef {
-            handle: Handle(UnsafeCell::new(value)),
+            handle: Handle(UnsafeCell::new(
+                object_of(value).unwrap_or(std::ptr::null_mut()),
+            )),
         }
     }
 
@@ -43,15 +78,28 @@ impl PyObjectRef {
         if !self.any().is_none() {
             return Err(PyTypeError::new_err("object is already initialized"));
         }
-        // SAFETY: see `Handle`; the previous value is None, so nothing is leaked.
-        unsafe { *self.handle.0.get() = value };
+        let object = object_of(value)?;
+        // SAFETY: see `Handle`; the previous value is NULL, so nothing is leaked.
+        unsafe { *self.handle.0.get() = object };
         Ok(())
     }
 
-    /// The held value (None for an instance not yet bound to an object).
-    pub(crate) fn any(&self) -> &Any {
+    /// The held value, borrowed (None for an instance not yet bound to an object).
+    pub(crate) fn any(&self) -> ManuallyDrop<Any> {
         // SAFETY: see `Handle`.
-        unsafe { &*self.handle.0.get() }
+        let object = unsafe { *self.handle.0.get() };
+        if object.is_null() {
+            return ManuallyDrop::new(Any::none());
+        }
+        // SAFETY: a live object (this handle's reference), viewed without a count of its own:
+        // the value is never dropped.
+        ManuallyDrop::new(unsafe {
+            Any::from_raw(TVMFFIAny {
+                type_index: (*object).type_index,
+                small_str_len: 0,
+                payload: TVMFFIAnyPayload { v_obj: object },
+            })
+        })
     }
 
     fn object_ptr(&self) -> usize {
@@ -176,7 +224,7 @@ pub(crate) fn _object_get_field(
     name: &str,
 ) -> PyResult<Py<PyAny>> {
     let this = obj.get();
-    match read_field(this.any(), name) {
+    match read_field(&this.any(), name) {
         Some(value) => any_to_py(py, value.map_err(|e| raise_error(py, e))?),
         None => Err(PyAttributeError::new_err(format!(
             "'{}' object has no attribute '{name}'",

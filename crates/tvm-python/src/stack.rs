@@ -14,9 +14,16 @@ const RESERVE: usize = 256 << 10;
 #[inline]
 pub(crate) fn check(what: &str) -> PyResult<()> {
     match tvm_ffi::stack::remaining() {
-        Some(room) if room < RESERVE => Err(PyRecursionError::new_err(format!(
-            "maximum native recursion depth exceeded {what} (the thread's stack is nearly full)"
-        ))),
+        Some(room) if room < RESERVE => Err(exhausted(what)),
         _ => Ok(()),
     }
+}
+
+/// The error of [`check`], out of line so that the check itself stays small.
+#[cold]
+#[inline(never)]
+fn exhausted(what: &str) -> PyErr {
+    PyRecursionError::new_err(format!(
+        "maximum native recursion depth exceeded {what} (the thread's stack is nearly full)"
+    ))
 }

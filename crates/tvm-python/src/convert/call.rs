@@ -53,6 +53,6 @@ pub(crate) fn call_function(
         let _holding = crate::holder::Holding::enter();
         function.call_packed(views)
     };
-    drop(temps);
+    temps.release(py);
     result.map_err(|e| raise_error(py, e))
 }

@@ -21,6 +21,7 @@ mod to_python;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use pyo3::PyTypeInfo;
 use pyo3::prelude::*;
@@ -70,6 +71,8 @@ enum Arg<'a, 'py> {
 /// long-lived).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
+    NumpyArray,
+    Device,
     Dtype,
     Str,
     Bytes,
@@ -88,7 +91,7 @@ enum Kind {
 }
 
 /// Classifies a Python argument: the built-in types by their exact type (no lookups), then
-/// wrapped objects, numpy arrays and devices, then everything else by its cached kind.
+/// wrapped objects, then everything else (numpy arrays and devices included) by its cached kind.
 #[inline(always)]
 fn classify<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> PyResult<Arg<'a, 'py>> {
     let py = obj.py();
@@ -119,20 +122,23 @@ fn classify<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> PyResult<Arg<'a, 'py>> {
         // SAFETY: the object was just found to be an instance of `PyObjectRef`.
         return Ok(Arg::Object(unsafe { obj.cast_unchecked() }));
     }
-    if crate::dlpack::is_numpy_array(obj) {
-        return Ok(Arg::NumpyArray);
-    }
-    if let Ok(device) = obj.cast::<PyDevice>() {
-        return Ok(Arg::Device(device));
-    }
-    Ok(Arg::Other(kind_of(py, obj)?))
+    Ok(match kind_of(py, obj)? {
+        Kind::NumpyArray => Arg::NumpyArray,
+        // SAFETY: the kind of the object's type says it is a `PyDevice`.
+        Kind::Device => Arg::Device(unsafe { obj.cast_unchecked() }),
+        kind => Arg::Other(kind),
+    })
 }
 
 /// The kind of the type of `obj`, worked out from scratch.
 fn classify_type(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
     let ty = obj.get_type();
     let has = |name: &Bound<'_, PyString>| ty.hasattr(name);
-    Ok(if crate::dtype::dtype_of(obj)?.is_some() {
+    Ok(if crate::dlpack::is_numpy_array(obj) {
+        Kind::NumpyArray
+    } else if obj.is_instance_of::<PyDevice>() {
+        Kind::Device
+    } else if crate::dtype::dtype_of(obj)?.is_some() {
         Kind::Dtype
     } else if obj.is_instance_of::<PyString>() {
         Kind::Str
@@ -184,9 +190,39 @@ fn numpy_scalar_kind(obj: &Bound<'_, PyAny>) -> PyResult<Option<Kind>> {
     })
 }
 
+/// Hashes a type's address: addresses are aligned, so the low bits are mixed in from above.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    #[inline]
+    fn write_usize(&mut self, address: usize) {
+        self.write_u64(address as u64);
+    }
+
+    #[inline]
+    fn write_u64(&mut self, value: u64) {
+        let mixed = (self.0 ^ value).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = mixed ^ (mixed >> 32);
+    }
+}
+
 /// Conversion kinds by type address; each entry keeps its type alive, so addresses stay unique.
 /// Only touched with the interpreter lock held, which serializes every access.
-struct KindCache(RefCell<HashMap<usize, (Py<PyType>, Kind)>>);
+struct KindCache(RefCell<KindMap>);
+
+/// Types by address, each with its kind (and a reference that keeps it alive).
+type KindMap = HashMap<usize, (Py<PyType>, Kind), BuildHasherDefault<AddressHasher>>;
 
 // SAFETY: every access happens with the interpreter lock held (a `Python` token is required),
 // so no two threads use the cell at once.
@@ -195,7 +231,7 @@ unsafe impl Sync for KindCache {}
 /// The conversion kind of `obj`'s type, from the per-type cache.
 fn kind_of(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
     static CACHE: PyOnceLock<KindCache> = PyOnceLock::new();
-    let cache = CACHE.get_or_init(py, || KindCache(RefCell::new(HashMap::new())));
+    let cache = CACHE.get_or_init(py, || KindCache(RefCell::new(HashMap::default())));
     let key = obj.get_type_ptr() as usize;
     let cached = cache
         .0
@@ -230,6 +266,8 @@ fn py_to_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFF
         Arg::NumpyArray => objects::numpy_array(obj, temps),
         Arg::Device(device) => Ok(scalars::device(device)),
         Arg::Other(kind) => match kind {
+            // Classified as `Arg::NumpyArray` and `Arg::Device` above.
+            Kind::NumpyArray | Kind::Device => unreachable!("classified before"),
             Kind::Dtype => scalars::dtype(obj),
             Kind::Str => scalars::str(obj.cast()?, temps),
             Kind::Bytes => Ok(scalars::bytes(obj.cast()?, temps)),
@@ -243,14 +281,39 @@ fn py_to_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFF
             Kind::NumpyFloat => scalars::numpy_float(obj),
             Kind::DLPack => objects::dlpack(obj, temps),
             Kind::ObjectAttr => objects::object_attr(obj, temps),
-            Kind::Callable => objects::callable(obj, temps),
+            Kind::Callable => Ok(temps.callable(obj)),
             Kind::Opaque => Ok(keep(temps, opaque(obj)?)),
         },
     }
 }
 
-/// Converts a Python value into an owning value.
+/// Converts a Python value into an owning value: values that need no temporaries directly, the
+/// rest through a view.
+#[inline]
 pub(crate) fn py_to_any(obj: &Bound<'_, PyAny>) -> PyResult<Any> {
+    // SAFETY: each raw value owns nothing (`Object`: a view of the wrapper's own object, which
+    // the copy takes a new reference to).
+    unsafe {
+        match classify(obj)? {
+            Arg::None => Ok(Any::none()),
+            Arg::Bool(value) => Ok(Any::from_raw(scalars::bool(value))),
+            Arg::Int(int) => Ok(Any::from_raw(scalars::int(int)?)),
+            Arg::Float(float) => Ok(Any::from_raw(scalars::float(float))),
+            // Text that is not UTF-8 (surrogate escapes) takes the general path.
+            Arg::Str(text) => match text.to_str() {
+                Ok(text) => Ok(tvm_ffi::String::new(text).into_any()),
+                Err(_) => py_to_any_through_view(obj),
+            },
+            Arg::Object(wrapped) => AnyView::from_raw(objects::wrapped(wrapped)?)
+                .try_to_owned()
+                .map_err(|e| raise_error(obj.py(), e)),
+            _ => py_to_any_through_view(obj),
+        }
+    }
+}
+
+/// [`py_to_any`] for values converted through temporaries.
+fn py_to_any_through_view(obj: &Bound<'_, PyAny>) -> PyResult<Any> {
     let mut temps = Temporaries::default();
     let raw = py_to_view(obj, &mut temps)?;
     // SAFETY: the view borrows `obj` or `temps`, both alive here (raw strings point at the

@@ -50,14 +50,6 @@ pub(super) fn object_attr(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> Py
     Ok(keep(temps, py_to_any(&value)?))
 }
 
-/// A callable as a function that calls it.
-pub(super) fn callable(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
-    Ok(keep(
-        temps,
-        crate::callback::callable_to_function(obj)?.into(),
-    ))
-}
-
 /// The function behind a Python value: a wrapped function or any callable.
 pub(crate) fn function_of(obj: &Bound<'_, PyAny>) -> PyResult<Function> {
     if let Some(function) = crate::function_type::function_of(obj) {
@@ -69,7 +61,7 @@ pub(crate) fn function_of(obj: &Bound<'_, PyAny>) -> PyResult<Function> {
             obj.repr()?
         )));
     }
-    crate::callback::callable_to_function(obj)
+    Ok(crate::callback::callable_to_function(obj))
 }
 
 /// Releases the reference an opaque object holds on its Python object.

@@ -151,7 +151,7 @@ fn bytes_view(data: &[u8], temps: &mut Temporaries) -> TVMFFIAny {
                 .cast(),
         },
     );
-    temps.byte_arrays.push(array);
+    temps.keep_byte_array(array);
     raw
 }
 

@@ -3,21 +3,34 @@
 
 use std::mem::MaybeUninit;
 
+use pyo3::prelude::*;
 use tvm_ffi::Any;
 use tvm_ffi::abi::{TVMFFIAny, TVMFFIByteArray};
+
+use crate::callback::{Lent, callable_to_function, lend};
 
 /// How many temporaries live inline in [`Temporaries`].
 const INLINE_TEMPORARIES: usize = 4;
 
 /// Values that must live until a call returns. The first few live inline, so that a call with
-/// a tensor or a list argument does not allocate for its bookkeeping.
+/// a tensor or a list argument does not allocate for its bookkeeping, and a call with none
+/// (numbers, strings, objects) costs next to nothing to set up and drop.
 pub(super) struct Temporaries {
     inline: [MaybeUninit<Any>; INLINE_TEMPORARIES],
     inline_len: usize,
+    /// The rest, made on first use.
+    more: Option<Box<More>>,
+    /// The function lent for the first callable argument.
+    lent: Option<Lent>,
+}
+
+/// Temporaries past the inline ones.
+#[derive(Default)]
+struct More {
     owned: Vec<Any>,
     // Views point into the boxes, which must not move as the vector grows.
     #[allow(clippy::vec_box)]
-    pub(super) byte_arrays: Vec<Box<TVMFFIByteArray>>,
+    byte_arrays: Vec<Box<TVMFFIByteArray>>,
 }
 
 impl Default for Temporaries {
@@ -25,17 +38,59 @@ impl Default for Temporaries {
         Temporaries {
             inline: [const { MaybeUninit::uninit() }; INLINE_TEMPORARIES],
             inline_len: 0,
-            owned: Vec::new(),
-            byte_arrays: Vec::new(),
+            more: None,
+            lent: None,
+        }
+    }
+}
+
+impl Temporaries {
+    /// The temporaries past the inline ones.
+    fn more(&mut self) -> &mut More {
+        self.more.get_or_insert_default()
+    }
+
+    /// Keeps a byte array (that a view points at) alive for the call.
+    pub(super) fn keep_byte_array(&mut self, array: Box<TVMFFIByteArray>) {
+        self.more().byte_arrays.push(array);
+    }
+
+    /// A view of a function calling `callable`: the first is lent (see [`crate::callback`]),
+    /// any further one is a function of its own, kept here.
+    pub(super) fn callable(&mut self, callable: &Bound<'_, PyAny>) -> TVMFFIAny {
+        if self.lent.is_some() {
+            return keep(self, callable_to_function(callable).into());
+        }
+        let lent = lend(callable);
+        let view = lent.view();
+        self.lent = Some(lent);
+        view
+    }
+
+    /// Releases the temporaries once the call has returned, giving the lent function back.
+    pub(super) fn release(&mut self, py: Python<'_>) {
+        if let Some(lent) = self.lent.take() {
+            lent.give_back(py);
+        }
+    }
+}
+
+impl Temporaries {
+    /// Drops the inline temporaries (out of line: most calls have none).
+    #[inline(never)]
+    fn drop_inline(&mut self) {
+        for value in &mut self.inline[..self.inline_len] {
+            // SAFETY: the first `inline_len` slots were written by `keep` and drop once here.
+            unsafe { value.assume_init_drop() };
         }
     }
 }
 
 impl Drop for Temporaries {
+    #[inline]
     fn drop(&mut self) {
-        for value in &mut self.inline[..self.inline_len] {
-            // SAFETY: the first `inline_len` slots were written by `keep` and drop once here.
-            unsafe { value.assume_init_drop() };
+        if self.inline_len != 0 {
+            self.drop_inline();
         }
     }
 }
@@ -52,7 +107,7 @@ pub(super) fn keep(temps: &mut Temporaries, value: Any) -> TVMFFIAny {
         temps.inline[temps.inline_len].write(value);
         temps.inline_len += 1;
     } else {
-        temps.owned.push(value);
+        temps.more().owned.push(value);
     }
     raw
 }

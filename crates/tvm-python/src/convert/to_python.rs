@@ -13,8 +13,24 @@ use crate::device::PyDevice;
 use crate::errors::raise_error;
 use crate::objects::wrap_object;
 
-/// Converts a returned value into a Python object.
+/// Converts a returned value into a Python object: None, ints and floats inline, the rest out
+/// of line.
+#[inline]
 pub(crate) fn any_to_py(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
+    let raw = *value.as_raw();
+    // SAFETY: each arm reads the payload member its type index selects.
+    unsafe {
+        match raw.type_index {
+            abi::kTVMFFINone => Ok(py.None()),
+            abi::kTVMFFIInt => Ok(raw.payload.v_int64.into_pyobject(py)?.into_any().unbind()),
+            abi::kTVMFFIFloat => Ok(raw.payload.v_float64.into_pyobject(py)?.into_any().unbind()),
+            _ => any_to_py_other(py, value),
+        }
+    }
+}
+
+/// [`any_to_py`] for the other types.
+fn any_to_py_other(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
     let raw = *value.as_raw();
     // SAFETY: each arm reads the payload member its type index selects.
     unsafe {
