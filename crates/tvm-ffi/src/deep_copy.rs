@@ -48,6 +48,7 @@ impl Copier {
                 "value nested too deeply to copy",
             ));
         }
+        crate::stack::check("deep copy")?;
         let result = self.copy_object(value, addr);
         self.depth -= 1;
         let copy = result?;

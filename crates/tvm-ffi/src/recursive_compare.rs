@@ -92,6 +92,7 @@ fn may_cycle(type_index: i32) -> bool {
 
 impl Compare {
     fn enter(&mut self) -> Result<()> {
+        crate::stack::check("recursive comparison")?;
         self.depth += 1;
         if self.depth > 10_000 {
             return Err(Error::new(

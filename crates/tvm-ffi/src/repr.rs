@@ -168,7 +168,8 @@ impl Printer {
     fn print_object(&self, value: AnyView<'_>, out: &mut String) -> Result<()> {
         let ptr = value.as_object_ptr().expect("object value");
         let addr = ptr as usize;
-        if ACTIVE.with(|a| a.borrow().contains(&addr)) {
+        // Cycles, and nesting deeper than the stack allows, print as `...`.
+        if crate::stack::nearly_full() || ACTIVE.with(|a| a.borrow().contains(&addr)) {
             out.push_str("...");
             self.addr_suffix(ptr, out);
             return Ok(());

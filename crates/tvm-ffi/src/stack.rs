@@ -4,6 +4,11 @@
 
 use std::cell::Cell;
 
+use crate::error::{Error, ErrorKind, Result};
+
+/// Native stack kept free below a traversal's frames, for callbacks and the error path.
+const RESERVE: usize = 256 << 10;
+
 thread_local! {
     /// The lowest address of this thread's stack (0: not read yet; 1: unknown).
     static STACK_BASE: Cell<usize> = const { Cell::new(0) };
@@ -46,6 +51,25 @@ pub fn remaining() -> Option<usize> {
         b.get()
     });
     (base > 1).then(|| here.saturating_sub(base))
+}
+
+/// A `ValueError` saying that `what` nests too deeply (or is cyclic) when less than 256 KiB
+/// of the thread's stack is left: the guard of every traversal that recurses on its input.
+#[inline]
+pub fn check(what: &str) -> Result<()> {
+    if nearly_full() {
+        return Err(Error::new(
+            ErrorKind::ValueError,
+            format!("{what}: nested too deeply for the native stack (is it cyclic?)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether less than 256 KiB of the thread's stack is left.
+#[inline]
+pub fn nearly_full() -> bool {
+    remaining().is_some_and(|left| left < RESERVE)
 }
 
 #[cfg(test)]

@@ -228,6 +228,7 @@ impl GraphWriter {
                 "graph nested too deeply to serialize",
             ));
         }
+        crate::stack::check("JSON graph serialization")?;
         self.active.push(ptr);
         let result = self.object_data(value);
         self.active.pop();
@@ -400,6 +401,7 @@ impl GraphReader<'_> {
         if self.active[i] || self.depth > 10_000 {
             return Err(invalid(format!("node {i} refers back to itself")));
         }
+        crate::stack::check("JSON graph deserialization")?;
         self.active[i] = true;
         self.depth += 1;
         let result = self.decode(i);

@@ -98,6 +98,7 @@ impl Hasher {
         if self.depth > MAX_DEPTH {
             return Err(too_deep());
         }
+        crate::stack::check("structural hash")?;
         let result = self.hash_object(value);
         self.depth -= 1;
         result

@@ -81,9 +81,15 @@ class Enum(Object, metaclass=_EnumMeta):
         if "_tvm_kind" in cls.__dict__:
             return
         key = type_key if type_key is not None else f"{cls.__module__}.{cls.__qualname__}"
-        declared = [
+        declared = []
+        for position, (name, value) in enumerate(
             (name, value) for name, value in cls.__dict__.items() if cls._is_entry(name, value)
-        ]
+        ):
+            spec = value if isinstance(value, entry) else entry(value)
+            declared.append((name, cls._entry_value(position, name, spec.value), spec.attrs))
+        # Values are checked before the type key is taken, so a rejected enum leaves it free.
+        for name, value, _ in declared:
+            cls._check_value(key, name, value)
         index = _native._define_enum_type(key, cls._tvm_kind)
         cls._tvm_type_index = index  # type: ignore[attr-defined]
         cls._tvm_type_key = key  # type: ignore[attr-defined]
@@ -91,10 +97,8 @@ class Enum(Object, metaclass=_EnumMeta):
         cls._tvm_entries = []
         cls._tvm_by_key = {}
         cls._tvm_attrs = {}
-        for position, (name, declared_value) in enumerate(declared):
-            spec = declared_value if isinstance(declared_value, entry) else entry(declared_value)
-            value = cls._entry_value(position, name, spec.value)
-            attrs = list(spec.attrs.items())
+        for position, (name, value, entry_attrs) in enumerate(declared):
+            attrs = list(entry_attrs.items())
             item = _native._add_enum_entry(index, cls._tvm_kind, name, value, attrs)
             for attr, attr_value in attrs:
                 cls._tvm_attrs.setdefault(attr, {})[position] = attr_value
@@ -110,6 +114,11 @@ class Enum(Object, metaclass=_EnumMeta):
     @classmethod
     def _entry_value(cls, position: int, name: str, value: Any) -> Any:
         return None
+
+    @classmethod
+    def _check_value(cls, type_key: str, name: str, value: Any) -> None:
+        """A ``TypeError`` (or ``OverflowError``) naming the entry if ``value`` is not one this
+        kind of enum stores."""
 
     def __new__(cls, *args: Any) -> Any:
         if not args:
@@ -173,6 +182,13 @@ class IntEnum(Enum):
     def _entry_value(cls, position: int, name: str, value: Any) -> Any:
         return position if isinstance(value, auto) else value
 
+    @classmethod
+    def _check_value(cls, type_key: str, name: str, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{type_key}.{name}: the value must be an int, got {value!r}")
+        if not -(2**63) <= value < 2**63:
+            raise OverflowError(f"{type_key}.{name}: the value {value} does not fit in 64 bits")
+
     @property
     def value(self) -> int:
         """The entry's value."""
@@ -196,6 +212,11 @@ class StrEnum(Enum):
     @classmethod
     def _entry_value(cls, position: int, name: str, value: Any) -> Any:
         return name.lower() if isinstance(value, auto) else value
+
+    @classmethod
+    def _check_value(cls, type_key: str, name: str, value: Any) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"{type_key}.{name}: the value must be a str, got {value!r}")
 
     @property
     def value(self) -> str:

@@ -31,6 +31,7 @@ _STRUCTURAL_KINDS = {
     "singleton": 5,
 }
 _FIELDS_ATTR = "__tvm_dataclass_fields__"
+_FROZEN_ATTR = "__tvm_dataclass_frozen__"
 _OBJECT_INDEX = 64
 
 
@@ -69,12 +70,21 @@ def _convert(field: Field, value: Any, where: str) -> Any:
         return field._spec.convert(value)
     except Mismatch as err:
         raise TypeError(f"{where} field '{field.name}': {err}") from None
+    except (ValueError, OverflowError) as err:
+        # Content the field's type refuses (an int beyond 64 bits, an unknown dtype, ...).
+        raise type(err)(f"{where} field '{field.name}': {err}") from None
 
 
 def _is_class_var(annotation: Any) -> bool:
     if isinstance(annotation, str):
         return annotation.startswith(("ClassVar", "typing.ClassVar"))
     return annotation is ClassVar or get_origin(annotation) is ClassVar
+
+
+def _is_reserved(name: str) -> bool:
+    """Whether a field named ``name`` would replace what the class or the runtime relies on."""
+    dunder = name.startswith("__") and name.endswith("__")
+    return dunder or name.startswith(("_tvm", "__tvm")) or hasattr(Object, name)
 
 
 def _resolver(
@@ -111,6 +121,11 @@ def _own_fields(
     for name, annotation in inspect.get_annotations(cls).items():
         if _is_class_var(annotation):
             continue
+        if _is_reserved(name):
+            raise ValueError(
+                f"{type_key}: '{name}' cannot be a field name (it is a dunder name, starts with "
+                "'_tvm' or is an attribute of tvm.ffi.Object)"
+            )
         declared = cls.__dict__.get(name, MISSING)
         spec = (
             declared
@@ -276,6 +291,11 @@ def _define(
             f"{key}: a py_class type derives from tvm.ffi.Object or another py_class type, "
             f"not from {native.__name__} ({native.__dict__['_tvm_type_key']})"
         )
+    if parent is not None and parent.__dict__[_FROZEN_ATTR] != frozen:
+        raise TypeError(
+            f"{key}: cannot inherit a {'' if frozen else 'non-'}frozen py_class from a "
+            f"{'non-' if frozen else ''}frozen one ({parent.__dict__['_tvm_type_key']})"
+        )
     parent_fields: list[Field] = list(getattr(parent, _FIELDS_ATTR, ()))
     bases = cls.__bases__
     if not any(issubclass(b, Object) for b in bases):
@@ -316,6 +336,7 @@ def _define(
     for spec in own:
         setattr(new_cls, spec.name, _FieldAccess(spec, key))
     setattr(new_cls, _FIELDS_ATTR, tuple(all_fields))
+    setattr(new_cls, _FROZEN_ATTR, frozen)
     ffi_init = _make_init(all_fields, key, signature)
     new_cls.__ffi_init__ = ffi_init
     if init and "__init__" not in cls.__dict__:
