@@ -590,3 +590,12 @@ def test_rejected_enum_values_name_the_entry_and_leave_the_type_key_free():
         type("Text", (StrEnum,), {"A": entry(3)}, type_key=name)
     fixed = type("Big", (IntEnum,), {"A": 2**62}, type_key=name)
     assert fixed.A.value == 2**62
+
+
+@pytest.mark.parametrize("name", ["name", "index", "value", "get", "same_as", "mro"])
+def test_enum_entry_names_that_hide_enum_members_are_refused(name):
+    type_key = key("Hiding")
+    with pytest.raises(ValueError, match=f"'{name}' cannot be an entry name"):
+        type("Hiding", (IntEnum,), {name: 5, "OTHER": 6}, type_key=type_key)
+    fine = type("Fine", (IntEnum,), {"OTHER": 6}, type_key=type_key)
+    assert (fine.OTHER.name, fine.OTHER.value, fine.OTHER.index) == ("OTHER", 6, 0)

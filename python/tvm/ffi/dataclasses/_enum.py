@@ -87,8 +87,15 @@ class Enum(Object, metaclass=_EnumMeta):
         ):
             spec = value if isinstance(value, entry) else entry(value)
             declared.append((name, cls._entry_value(position, name, spec.value), spec.attrs))
-        # Values are checked before the type key is taken, so a rejected enum leaves it free.
+        # Names and values are checked before the type key is taken, so a rejected enum
+        # leaves it free.
+        kind_base = next(b for b in cls.__mro__ if "_tvm_kind" in b.__dict__)
         for name, value, _ in declared:
+            if hasattr(kind_base, name):
+                raise ValueError(
+                    f"{key}: '{name}' cannot be an entry name, it would hide "
+                    f"{kind_base.__name__}.{name}"
+                )
             cls._check_value(key, name, value)
         index = _native._define_enum_type(key, cls._tvm_kind)
         cls._tvm_type_index = index  # type: ignore[attr-defined]
