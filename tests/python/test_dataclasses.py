@@ -599,3 +599,23 @@ def test_enum_entry_names_that_hide_enum_members_are_refused(name):
         type("Hiding", (IntEnum,), {name: 5, "OTHER": 6}, type_key=type_key)
     fine = type("Fine", (IntEnum,), {"OTHER": 6}, type_key=type_key)
     assert (fine.OTHER.name, fine.OTHER.value, fine.OTHER.index) == ("OTHER", 6, 0)
+
+
+def test_post_init_of_a_frozen_type_sets_fields_with_object_setattr():
+    @py_class(key("FrozenDerived"), frozen=True)
+    class FrozenDerived:
+        size: int
+        twice: int = field(default=0, init=False)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "twice", self.size * 2)
+
+    made = FrozenDerived(4)
+    assert made.twice == 8
+    # Only while __post_init__ runs: afterwards the field is frozen again, in Python and for
+    # native writers alike.
+    with pytest.raises(FrozenInstanceError):
+        object.__setattr__(made, "twice", 1)
+    with pytest.raises(AttributeError, match="read-only"):
+        tvm.ffi.dataclasses._py_class._native._object_set_field(made, "twice", 1)
+    assert made.twice == 8

@@ -35,6 +35,11 @@ _FROZEN_ATTR = "__tvm_dataclass_frozen__"
 _OBJECT_INDEX = 64
 
 
+#: ``id()`` of the objects whose ``__post_init__`` is running: it may set frozen fields (with
+#: ``object.__setattr__``, as for :mod:`dataclasses`).
+_initializing: set[int] = set()
+
+
 class _FieldAccess:
     """The attribute of a field on instances: reads through the field's getter; assignment
     checks the value and writes through the setter, unless the field is frozen."""
@@ -52,11 +57,11 @@ class _FieldAccess:
 
     def __set__(self, obj: Object, value: Any) -> None:
         name = self.field.name
-        if self.field.frozen:
+        initializing = id(obj) in _initializing
+        if self.field.frozen and not initializing:
             raise FrozenInstanceError(f"cannot assign to frozen field '{name}' of {self.type_key}")
-        _native._object_set_field(
-            obj, name, _convert(self.field, value, f"{self.type_key} assignment to")
-        )
+        value = _convert(self.field, value, f"{self.type_key} assignment to")
+        _native._object_set_field(obj, name, value, initializing)
 
     def __delete__(self, obj: Object) -> None:
         raise AttributeError(f"cannot delete field '{self.field.name}' of {self.type_key}")
@@ -199,7 +204,11 @@ def _make_init(
         _native._init_object(self, type_index, values)
         post_init = getattr(self, "__post_init__", None)
         if post_init is not None:
-            post_init()
+            _initializing.add(id(self))
+            try:
+                post_init()
+            finally:
+                _initializing.discard(id(self))
 
     ffi_init.__signature__ = signature  # type: ignore[attr-defined]
     ffi_init.__name__ = ffi_init.__qualname__ = "__init__"
@@ -382,7 +391,8 @@ def py_class(
     back, compare with :func:`tvm.ffi.structural_equal`, pickle, deep-copy and print through the
     runtime. Fields are declared as in :mod:`dataclasses`, optionally with :func:`field`.
 
-    ``init``: generate ``__init__`` (type-checked; ``__post_init__`` runs after it); ``eq``:
+    ``init``: generate ``__init__`` (type-checked; ``__post_init__`` runs after it, and may set
+    frozen fields with ``object.__setattr__``); ``eq``:
     ``==`` compares fields recursively (instances compare by identity otherwise); ``order``:
     ``<``/``<=``/``>``/``>=`` field-wise; ``frozen``: no assignment after construction;
     ``unsafe_hash``: hash by fields even if not frozen; ``kw_only``: all fields keyword-only;
