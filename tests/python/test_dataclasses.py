@@ -619,3 +619,21 @@ def test_post_init_of_a_frozen_type_sets_fields_with_object_setattr():
     with pytest.raises(AttributeError, match="read-only"):
         tvm.ffi.dataclasses._py_class._native._object_set_field(made, "twice", 1)
     assert made.twice == 8
+
+
+def test_mutable_defaults_are_refused_and_immutable_ones_kept():
+    shared_list = tvm.ffi.List([])
+    for annotation, default in (
+        (tvm.ffi.List, shared_list),
+        (tvm.ffi.Dict, tvm.ffi.Dict({})),
+        (Any, shared_list),
+        (Point, Point(1)),
+    ):
+        with pytest.raises(ValueError, match=r"mutable default .* use default_factory"):
+            py_class(key("Mutable"))(
+                type("M", (), {"__annotations__": {"x": annotation}, "x": default})
+            )
+    kept = py_class(key("Immutable"))(
+        type("I", (), {"__annotations__": {"a": list[int], "b": Leaf}, "a": [1], "b": Leaf("x")})
+    )
+    assert list(kept().a) == [1] and kept().b.same_as(kept().b)

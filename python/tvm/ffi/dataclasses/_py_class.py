@@ -92,6 +92,14 @@ def _is_reserved(name: str) -> bool:
     return dunder or name.startswith(("_tvm", "__tvm")) or hasattr(Object, name)
 
 
+def _is_mutable(value: Any) -> bool:
+    """Whether ``value`` can change in place: a ``List``, a ``Dict`` or an instance of a
+    ``py_class`` type that is not frozen."""
+    if isinstance(value, (List, Dict)):
+        return True
+    return is_dataclass(value) and not getattr(type(value), _FROZEN_ATTR, True)
+
+
 def _resolver(
     cls: type, new_cls: type, type_key: str, name: str, local_names: dict[str, Any]
 ) -> Callable[[str], Any]:
@@ -148,6 +156,12 @@ def _own_fields(
             raise TypeError(f"{type_key} field '{name}': {err}") from None
         if spec.default is not MISSING:
             spec.default = _convert(spec, spec.default, f"{type_key} default of")
+            if _is_mutable(spec.default):
+                raise ValueError(
+                    f"{type_key} field '{name}': a mutable default "
+                    f"({type(spec.default).__name__}) would be shared by every instance; "
+                    "use default_factory"
+                )
         if not spec.init and not spec.has_default:
             raise TypeError(f"{type_key} field '{name}': a field with init=False needs a default")
         result.append(spec)
