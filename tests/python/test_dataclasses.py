@@ -637,3 +637,18 @@ def test_mutable_defaults_are_refused_and_immutable_ones_kept():
         type("I", (), {"__annotations__": {"a": list[int], "b": Leaf}, "a": [1], "b": Leaf("x")})
     )
     assert list(kept().a) == [1] and kept().b.same_as(kept().b)
+
+
+def test_fields_of_an_instance_whose_init_made_no_object_say_so():
+    @py_class(key("Unbound"))
+    class Unbound:
+        x: int
+
+        def __init__(self) -> None:
+            pass
+
+    u = Unbound()
+    with pytest.raises(AttributeError, match=r"__init__ did not call self\.__ffi_init__"):
+        _ = u.x
+    with pytest.raises(AttributeError, match=r"__init__ did not call self\.__ffi_init__"):
+        u.x = 1

@@ -53,6 +53,7 @@ class _FieldAccess:
     def __get__(self, obj: Object | None, owner: type | None = None) -> Any:
         if obj is None:
             return self.field.default if self.field.default is not MISSING else self
+        _check_bound(obj)
         return _native._object_get_field(obj, self.field.name)
 
     def __set__(self, obj: Object, value: Any) -> None:
@@ -61,10 +62,20 @@ class _FieldAccess:
         if self.field.frozen and not initializing:
             raise FrozenInstanceError(f"cannot assign to frozen field '{name}' of {self.type_key}")
         value = _convert(self.field, value, f"{self.type_key} assignment to")
+        _check_bound(obj)
         _native._object_set_field(obj, name, value, initializing)
 
     def __delete__(self, obj: Object) -> None:
         raise AttributeError(f"cannot delete field '{self.field.name}' of {self.type_key}")
+
+
+def _check_bound(obj: Object) -> None:
+    """An ``AttributeError`` if ``obj`` has no runtime object (its ``__init__`` made none)."""
+    if obj._type_index == 0:  # kTVMFFINone
+        raise AttributeError(
+            f"this {type(obj).__name__} has no fields: its __init__ did not call "
+            "self.__ffi_init__(...)"
+        )
 
 
 def _convert(field: Field, value: Any, where: str) -> Any:
