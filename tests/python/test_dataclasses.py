@@ -544,6 +544,14 @@ def test_deep_chains_and_cycles_raise_instead_of_overflowing_the_stack():
     assert out.strip() == "survived"
 
 
+@pytest.mark.parametrize("name", ["", "a b", "class", "a\x00b", 1, None])
+def test_field_names_that_are_not_identifiers_are_refused(name):
+    name_key = key("NotIdentifier")
+    with pytest.raises(ValueError, match="a field name must be an identifier"):
+        py_class(name_key)(type("N", (), {"__annotations__": {name: int}}))
+    assert py_class(name_key)(type("Ok", (), {"__annotations__": {"x": int}}))(1).x == 1
+
+
 def test_field_names_that_would_replace_class_machinery_are_refused():
     for name in ("__init__", "__class__", "__dict__", "same_as", "type_key", "_tvm_type_index"):
         name_key = key("Reserved")

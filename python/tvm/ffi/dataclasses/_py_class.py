@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import keyword
 import sys
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError
@@ -143,6 +144,8 @@ def _own_fields(
     """The fields a class body declares, in order, with their storage worked out."""
     result = []
     for name, annotation in inspect.get_annotations(cls).items():
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            raise ValueError(f"{type_key}: a field name must be an identifier, got {name!r}")
         if _is_class_var(annotation):
             continue
         if _is_reserved(name):
