@@ -513,17 +513,22 @@ def test_deep_chains_and_cycles_raise_instead_of_overflowing_the_stack():
         import tvm
         from tvm.ffi.dataclasses import py_class
 
-        @py_class("test.dataclasses.deep.Chain")
+        @py_class("test.dataclasses.deep.Chain", eq=True)
         class Chain:
             value: int
             next: Optional["Chain"] = None
             other: Any = None
 
-        head = None
+        head = twin = None
         for i in range(100_000):
-            head = Chain(i, head)
+            head, twin = Chain(i, head), Chain(i, twin)
         loop = Chain(0)
         loop.other = loop
+        for same in (tvm.ffi.structural_equal, lambda a, b: a == b):
+            try:
+                same(head, twin)
+            except ValueError:
+                pass
         for value in (head, loop):
             for step in (
                 tvm.ffi.structural_hash,
@@ -537,7 +542,7 @@ def test_deep_chains_and_cycles_raise_instead_of_overflowing_the_stack():
                     pass
             # Printed down to what the stack allows, the rest elided, in linear time.
             assert "..." in repr(value)
-        del head  # freeing the chain is a loop, not a recursion per link
+        del head, twin  # freeing a chain is a loop, not a recursion per link
         print("survived")
         """
     )

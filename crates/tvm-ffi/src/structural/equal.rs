@@ -161,6 +161,7 @@ impl Equal {
         if self.depth > MAX_DEPTH {
             return Err(too_deep());
         }
+        crate::stack::check("structural equality")?;
         let result = self.eq_object(lhs, rhs);
         self.depth -= 1;
         result
