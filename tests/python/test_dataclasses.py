@@ -5,6 +5,9 @@ from __future__ import annotations
 import copy
 import itertools
 import pickle
+import subprocess
+import sys
+import textwrap
 import uuid
 from dataclasses import FrozenInstanceError
 from typing import Any, Optional
@@ -488,3 +491,179 @@ def test_linked_lists_compare_structurally(items):
     assert tvm.ffi.structural_equal(a, b)
     assert tvm.ffi.structural_equal(copy.deepcopy(a), a)
     assert tvm.ffi.structural_equal(from_json_graph_str(to_json_graph_str(a)), a)
+
+
+def _run_isolated(code: str) -> str:
+    """Runs ``code`` in a fresh interpreter (a crash fails the test, not the suite); its output."""
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_deep_chains_and_cycles_raise_instead_of_overflowing_the_stack():
+    out = _run_isolated(
+        """
+        import copy
+        from typing import Any, Optional
+        import tvm
+        from tvm.ffi.dataclasses import py_class
+
+        @py_class("test.dataclasses.deep.Chain", eq=True)
+        class Chain:
+            value: int
+            next: Optional["Chain"] = None
+            other: Any = None
+
+        head = twin = None
+        for i in range(100_000):
+            head, twin = Chain(i, head), Chain(i, twin)
+        loop = Chain(0)
+        loop.other = loop
+        for same in (tvm.ffi.structural_equal, lambda a, b: a == b):
+            try:
+                same(head, twin)
+            except ValueError:
+                pass
+        for value in (head, loop):
+            for step in (
+                tvm.ffi.structural_hash,
+                tvm.ffi.to_json_graph_str,
+                copy.deepcopy,
+                tvm.get_global_func("ffi.RecursiveHash"),
+            ):
+                try:
+                    step(value)
+                except ValueError:
+                    pass
+            # Printed down to what the stack allows, the rest elided, in linear time.
+            assert "..." in repr(value)
+        del head, twin  # freeing a chain is a loop, not a recursion per link
+        print("survived")
+        """
+    )
+    assert out.strip() == "survived"
+
+
+@pytest.mark.parametrize("name", ["", "a b", "class", "a\x00b", 1, None])
+def test_field_names_that_are_not_identifiers_are_refused(name):
+    name_key = key("NotIdentifier")
+    with pytest.raises(ValueError, match="a field name must be an identifier"):
+        py_class(name_key)(type("N", (), {"__annotations__": {name: int}}))
+    assert py_class(name_key)(type("Ok", (), {"__annotations__": {"x": int}}))(1).x == 1
+
+
+def test_field_names_that_would_replace_class_machinery_are_refused():
+    for name in ("__init__", "__class__", "__dict__", "same_as", "type_key", "_tvm_type_index"):
+        name_key = key("Reserved")
+        with pytest.raises(ValueError, match=f"'{name}' cannot be a field name"):
+            py_class(name_key)(type("Reserved", (), {"__annotations__": {name: int}}))
+        # Refused before registration: the key is still free.
+        assert py_class(name_key)(type("Ok", (), {"__annotations__": {"x": int}}))(1).x == 1
+
+
+def test_frozen_and_non_frozen_py_classes_do_not_inherit_from_each_other():
+    frozen = py_class(key("Frozen"), frozen=True)(type("F", (), {"__annotations__": {"x": int}}))
+    thawed = py_class(key("Thawed"))(type("T", (), {"__annotations__": {"x": int}}))
+    with pytest.raises(TypeError, match="non-frozen py_class from a frozen one"):
+        py_class(key("Child"))(type("C", (frozen,), {"__annotations__": {"y": int}}))
+    with pytest.raises(TypeError, match="frozen py_class from a non-frozen one"):
+        py_class(key("Child"), frozen=True)(type("C", (thawed,), {"__annotations__": {"y": int}}))
+
+
+def test_value_errors_of_fields_name_the_field_and_the_value():
+    @py_class(key("Values"))
+    class Values:
+        f: float = 0.0
+        d: tvm.ffi.dtype = "int32"
+        n: Optional[Values] = None  # noqa: UP045 - the Optional spelling is under test
+
+    v = Values()
+    with pytest.raises(TypeError, match=r"field 'f': expected float \(64-bit\), got int 1000"):
+        v.f = 10**400
+    with pytest.raises(ValueError, match=r"assignment to field 'd': .*notadtype"):
+        v.d = "notadtype"
+    with pytest.raises(TypeError, match=r"field 'n': expected Optional\[.*Values\], got int"):
+        v.n = 3
+    with pytest.raises(TypeError, match=r"expected int \(64-bit\), got int 1180591620717411303424"):
+        Point(2**70)
+
+
+def test_rejected_enum_values_name_the_entry_and_leave_the_type_key_free():
+    name = key("BigEnum")
+    with pytest.raises(OverflowError, match=r"BigEnum\d+\.A: the value 1180591620717411303424"):
+        type("Big", (IntEnum,), {"A": 2**70}, type_key=name)
+    with pytest.raises(TypeError, match=r"\.B: the value must be an int, got 'x'"):
+        type("Big", (IntEnum,), {"A": 1, "B": entry("x")}, type_key=name)
+    with pytest.raises(TypeError, match=r"\.A: the value must be a str, got 3"):
+        type("Text", (StrEnum,), {"A": entry(3)}, type_key=name)
+    fixed = type("Big", (IntEnum,), {"A": 2**62}, type_key=name)
+    assert fixed.A.value == 2**62
+
+
+@pytest.mark.parametrize("name", ["name", "index", "value", "get", "same_as", "mro"])
+def test_enum_entry_names_that_hide_enum_members_are_refused(name):
+    type_key = key("Hiding")
+    with pytest.raises(ValueError, match=f"'{name}' cannot be an entry name"):
+        type("Hiding", (IntEnum,), {name: 5, "OTHER": 6}, type_key=type_key)
+    fine = type("Fine", (IntEnum,), {"OTHER": 6}, type_key=type_key)
+    # An IntEnum entry's int index is its value.
+    assert (fine.OTHER.name, fine.OTHER.value, fine.OTHER.index) == ("OTHER", 6, 6)
+
+
+def test_post_init_of_a_frozen_type_sets_fields_with_object_setattr():
+    @py_class(key("FrozenDerived"), frozen=True)
+    class FrozenDerived:
+        size: int
+        twice: int = field(default=0, init=False)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "twice", self.size * 2)
+
+    made = FrozenDerived(4)
+    assert made.twice == 8
+    # Only while __post_init__ runs: afterwards the field is frozen again, in Python and for
+    # native writers alike.
+    with pytest.raises(FrozenInstanceError):
+        object.__setattr__(made, "twice", 1)
+    with pytest.raises(AttributeError, match="read-only"):
+        tvm.ffi.dataclasses._py_class._native._object_set_field(made, "twice", 1)
+    assert made.twice == 8
+
+
+def test_mutable_defaults_are_refused_and_immutable_ones_kept():
+    shared_list = tvm.ffi.List([])
+    for annotation, default in (
+        (tvm.ffi.List, shared_list),
+        (tvm.ffi.Dict, tvm.ffi.Dict({})),
+        (Any, shared_list),
+        (Point, Point(1)),
+    ):
+        with pytest.raises(ValueError, match=r"mutable default .* use default_factory"):
+            py_class(key("Mutable"))(
+                type("M", (), {"__annotations__": {"x": annotation}, "x": default})
+            )
+    kept = py_class(key("Immutable"))(
+        type("I", (), {"__annotations__": {"a": list[int], "b": Leaf}, "a": [1], "b": Leaf("x")})
+    )
+    assert list(kept().a) == [1] and kept().b.same_as(kept().b)
+
+
+def test_fields_of_an_instance_whose_init_made_no_object_say_so():
+    @py_class(key("Unbound"))
+    class Unbound:
+        x: int
+
+        def __init__(self) -> None:
+            pass
+
+    u = Unbound()
+    with pytest.raises(AttributeError, match=r"__init__ did not call self\.__ffi_init__"):
+        _ = u.x
+    with pytest.raises(AttributeError, match=r"__init__ did not call self\.__ffi_init__"):
+        u.x = 1

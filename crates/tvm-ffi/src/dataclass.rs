@@ -17,7 +17,9 @@ use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::boundary::{ffi_boundary, ffi_status};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
-use crate::object::{Object, ObjectRef, alloc_object_with_deleter, dec_ref, inc_ref};
+use crate::object::{
+    Object, ObjectRef, alloc_object_with_deleter, dec_ref, dec_ref_deferred, inc_ref,
+};
 use crate::reflection::{FieldRef, fields_of, register_type_attr};
 use crate::type_attr::{TypeAttr, type_attr_value};
 use crate::{DataType, Device, types};
@@ -355,11 +357,16 @@ unsafe extern "C" fn layout_deleter(obj: *mut c_void, flags: c_int) {
                 // is released once, here.
                 unsafe {
                     match FieldStorage::of_record(field.info) {
-                        Some(FieldStorage::Any) => drop(address.cast::<Any>().read()),
+                        Some(FieldStorage::Any) => {
+                            let value = address.cast::<Any>().read();
+                            if value.is_object() {
+                                dec_ref_deferred(value.into_raw().payload.v_obj);
+                            }
+                        }
                         Some(FieldStorage::Object) => {
                             let obj = address.cast::<*mut TVMFFIObject>().read();
                             if !obj.is_null() {
-                                dec_ref(obj);
+                                dec_ref_deferred(obj);
                             }
                         }
                         _ => {}

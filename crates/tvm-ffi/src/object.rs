@@ -110,6 +110,51 @@ pub unsafe fn dec_ref(obj: *mut TVMFFIObject) {
     }
 }
 
+thread_local! {
+    /// Objects whose release [`dec_ref_deferred`] postponed while a release ran on this thread
+    /// (`None`: no release is running).
+    static DEFERRED: std::cell::RefCell<Option<Vec<usize>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Ends a release loop of [`dec_ref_deferred`], also when a deleter panics.
+struct DeferredRelease;
+
+impl Drop for DeferredRelease {
+    fn drop(&mut self) {
+        let _ = DEFERRED.try_with(|d| d.borrow_mut().take());
+    }
+}
+
+/// [`dec_ref`] for a deleter releasing its fields: inside another such release on this thread,
+/// the reference is queued and dropped by the outermost one, so freeing a long chain of objects
+/// is a loop, not a recursion that overflows the stack.
+///
+/// # Safety
+/// As for [`dec_ref`].
+pub unsafe fn dec_ref_deferred(obj: *mut TVMFFIObject) {
+    let queued = DEFERRED.try_with(|d| match d.borrow_mut().as_mut() {
+        Some(queue) => {
+            queue.push(obj as usize);
+            true
+        }
+        None => false,
+    });
+    match queued {
+        Ok(true) => return,
+        // Thread-local storage is gone (the thread is exiting): release at once.
+        // SAFETY: forwarded from the caller.
+        Err(_) => return unsafe { dec_ref(obj) },
+        Ok(false) => DEFERRED.with(|d| *d.borrow_mut() = Some(Vec::new())),
+    }
+    let _end = DeferredRelease;
+    let mut next = Some(obj as usize);
+    while let Some(addr) = next {
+        // SAFETY: the caller's reference, or one a nested deleter gave up into the queue.
+        unsafe { dec_ref(addr as *mut TVMFFIObject) };
+        next = DEFERRED.with(|d| d.borrow_mut().as_mut().and_then(Vec::pop));
+    }
+}
+
 /// The rest of [`dec_ref`] once the last strong reference is gone (`old` is the combined count
 /// before the decrement): out of line, so that the common decrement stays a few instructions.
 ///

@@ -159,10 +159,7 @@ impl Printer {
             abi::kTVMFFIBigInt => {
                 out.push_str(&crate::bigint_text::to_decimal(value).unwrap_or_default())
             }
-            t if t >= abi::kTVMFFIStaticObjectBegin => {
-                crate::stack::ensure_room("the value to print")?;
-                self.print_object(value, out)?
-            }
+            t if t >= abi::kTVMFFIStaticObjectBegin => self.print_object(value, out)?,
             _ => out.push_str(&value.type_key()),
         }
         Ok(())
@@ -171,7 +168,8 @@ impl Printer {
     fn print_object(&self, value: AnyView<'_>, out: &mut String) -> Result<()> {
         let ptr = value.as_object_ptr().expect("object value");
         let addr = ptr as usize;
-        if ACTIVE.with(|a| a.borrow().contains(&addr)) {
+        // Cycles, and nesting deeper than the stack allows, print as `...`.
+        if crate::stack::nearly_full() || ACTIVE.with(|a| a.borrow().contains(&addr)) {
             out.push_str("...");
             self.addr_suffix(ptr, out);
             return Ok(());

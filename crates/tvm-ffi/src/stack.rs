@@ -13,13 +13,13 @@ pub const RESERVE: usize = 256 * 1024;
 /// the calling thread's native stack are left (never an error where the platform does not
 /// tell).
 pub fn ensure_room(what: &str) -> Result<()> {
-    match remaining() {
-        Some(left) if left < RESERVE => Err(Error::new(
+    if nearly_full() {
+        return Err(Error::new(
             ErrorKind::ValueError,
-            format!("{what} is nested too deeply for the native stack"),
-        )),
-        _ => Ok(()),
+            format!("{what} is nested too deeply for the native stack (or is cyclic)"),
+        ));
     }
+    Ok(())
 }
 
 thread_local! {
@@ -64,6 +64,12 @@ pub fn remaining() -> Option<usize> {
         b.get()
     });
     (base > 1).then(|| here.saturating_sub(base))
+}
+
+/// Whether less than [`RESERVE`] bytes of the calling thread's stack are left.
+#[inline]
+pub fn nearly_full() -> bool {
+    remaining().is_some_and(|left| left < RESERVE)
 }
 
 #[cfg(test)]

@@ -99,13 +99,16 @@ pub(crate) fn _init_object(
 }
 
 /// Sets field `name` of `obj` to `value` through the field's setter; an `AttributeError` for
-/// a field that is not writable (frozen, or defined read-only in native code).
+/// a field that is not writable (frozen, or defined read-only in native code), unless
+/// `initializing` (the object's `__post_init__` is running).
 #[pyfunction]
+#[pyo3(signature = (obj, name, value, initializing = false))]
 pub(crate) fn _object_set_field(
     py: Python<'_>,
     obj: &Bound<'_, PyObjectRef>,
     name: &str,
     value: &Bound<'_, PyAny>,
+    initializing: bool,
 ) -> PyResult<()> {
     let this = obj.get().any();
     let field = reflection::fields_of(this.type_index())
@@ -116,7 +119,7 @@ pub(crate) fn _object_set_field(
                 this.type_key()
             ))
         })?;
-    if field.flags() & tvm_ffi::abi::kTVMFFIFieldFlagBitMaskWritable == 0 {
+    if !initializing && field.flags() & tvm_ffi::abi::kTVMFFIFieldFlagBitMaskWritable == 0 {
         return Err(PyAttributeError::new_err(format!(
             "field '{name}' of {} is read-only",
             this.type_key()

@@ -264,20 +264,10 @@ fn interrupt_or_none(value: Any, who: &str) -> VisitOutcome {
     }
 }
 
-/// Native stack kept free for callbacks and error handling below a traversal's frames.
-const STACK_RESERVE: usize = 256 * 1024;
-
 /// A `ValueError` instead of a stack overflow when a traversal nests too deeply (or a
 /// callback builds an endless recursion).
 pub(crate) fn check_stack() -> Result<()> {
-    match crate::stack::remaining() {
-        Some(left) if left < STACK_RESERVE => Err(Error::new(
-            ErrorKind::ValueError,
-            "structural traversal nested too deeply for the native stack (is the structure \
-             cyclic?)",
-        )),
-        _ => Ok(()),
-    }
+    crate::stack::ensure_room("the structure to traverse")
 }
 
 static S_VISIT: TypeAttr = TypeAttr::new("__s_visit__");

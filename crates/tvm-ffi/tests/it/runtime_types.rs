@@ -442,3 +442,45 @@ fn enum_definitions_and_entries_reject_bad_input() {
         );
     }
 }
+
+/// A chain of `links` objects of `index` (a type with `next: Object` and `any_next: Any`),
+/// its links alternating between the object slot and the `Any` slot.
+fn chain(index: i32, links: usize) -> Any {
+    let mut head = Any::none();
+    for i in 0..links {
+        head = if i % 2 == 0 {
+            init(index, &[head]).unwrap()
+        } else {
+            let link = init(index, &[Any::none()]).unwrap();
+            set(&link, "any_next", head).unwrap();
+            link
+        };
+    }
+    head
+}
+
+#[test]
+fn long_chains_are_freed_and_traversed_without_overflowing_the_stack() {
+    let mut any_next = spec("any_next", abi::kTVMFFIAny, FieldStorage::Any);
+    any_next.default = FieldDefault::Value(Any::none());
+    let fields = vec![
+        spec("next", abi::kTVMFFIObject, FieldStorage::Object),
+        any_next,
+    ];
+    let key = fresh_key("Chain");
+    let (index, _) =
+        runtime_types::define_type(&type_spec(&key, abi::kTVMFFIObject, fields)).expect("define");
+    // A test thread's stack is small: releasing or walking the links one frame per link
+    // would overflow it.
+    let (head, twin) = (chain(index, 200_000), chain(index, 200_000));
+    let too_deep = |e: tvm_ffi::Error| {
+        assert_eq!(e.kind(), ErrorKind::ValueError.as_str(), "{}", e.message());
+        assert!(e.message().contains("nested too deeply"), "{}", e.message());
+    };
+    too_deep(structural_hash(head.as_view(), false, false).unwrap_err());
+    too_deep(structural_equal(head.as_view(), twin.as_view(), false, false).unwrap_err());
+    too_deep(deep_copy(head.as_view()).unwrap_err());
+    too_deep(to_json_graph_string(head.as_view(), Any::none().as_view()).unwrap_err());
+    assert!(repr(head.as_view()).unwrap().contains("..."));
+    drop((head, twin));
+}

@@ -82,9 +82,22 @@ class Enum(Object, metaclass=_EnumMeta):
         if "_tvm_kind" in cls.__dict__:
             return
         key = type_key if type_key is not None else f"{cls.__module__}.{cls.__qualname__}"
-        declared = [
+        declared = []
+        for position, (name, value) in enumerate(
             (name, value) for name, value in cls.__dict__.items() if cls._is_entry(name, value)
-        ]
+        ):
+            spec = value if isinstance(value, entry) else entry(value)
+            declared.append((name, cls._entry_value(position, name, spec.value), spec.attrs))
+        # Names and values are checked before the type key is taken, so a rejected enum
+        # leaves it free.
+        kind_base = next(b for b in cls.__mro__ if "_tvm_kind" in b.__dict__)
+        for name, value, _ in declared:
+            if hasattr(kind_base, name):
+                raise ValueError(
+                    f"{key}: '{name}' cannot be an entry name, it would hide "
+                    f"{kind_base.__name__}.{name}"
+                )
+            cls._check_value(key, name, value)
         index = _native._define_enum_type(key, cls._tvm_kind)
         cls._tvm_type_index = index  # type: ignore[attr-defined]
         cls._tvm_type_key = key  # type: ignore[attr-defined]
@@ -93,10 +106,8 @@ class Enum(Object, metaclass=_EnumMeta):
         cls._tvm_by_key = {}
         cls._tvm_names = {}
         cls._tvm_attrs = {}
-        for position, (name, declared_value) in enumerate(declared):
-            spec = declared_value if isinstance(declared_value, entry) else entry(declared_value)
-            value = cls._entry_value(position, name, spec.value)
-            attrs = list(spec.attrs.items())
+        for name, value, entry_attrs in declared:
+            attrs = list(entry_attrs.items())
             item = _native._add_enum_entry(index, cls._tvm_kind, name, value, attrs)
             # The runtime's indices: the position (an IntEnum's value) and the name (a
             # StrEnum's value).
@@ -118,6 +129,11 @@ class Enum(Object, metaclass=_EnumMeta):
     @classmethod
     def _entry_value(cls, position: int, name: str, value: Any) -> Any:
         return None
+
+    @classmethod
+    def _check_value(cls, type_key: str, name: str, value: Any) -> None:
+        """A ``TypeError`` (or ``OverflowError``) naming the entry if ``value`` is not one this
+        kind of enum stores."""
 
     def __new__(cls, *args: Any) -> Any:
         if not args:
@@ -182,6 +198,13 @@ class IntEnum(Enum):
     def _entry_value(cls, position: int, name: str, value: Any) -> Any:
         return position if isinstance(value, auto) else value
 
+    @classmethod
+    def _check_value(cls, type_key: str, name: str, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{type_key}.{name}: the value must be an int, got {value!r}")
+        if not -(2**63) <= value < 2**63:
+            raise OverflowError(f"{type_key}.{name}: the value {value} does not fit in 64 bits")
+
     @property
     def value(self) -> int:
         """The entry's value."""
@@ -205,6 +228,11 @@ class StrEnum(Enum):
     @classmethod
     def _entry_value(cls, position: int, name: str, value: Any) -> Any:
         return name.lower() if isinstance(value, auto) else value
+
+    @classmethod
+    def _check_value(cls, type_key: str, name: str, value: Any) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"{type_key}.{name}: the value must be a str, got {value!r}")
 
     @property
     def value(self) -> str:

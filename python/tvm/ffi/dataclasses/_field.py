@@ -4,6 +4,7 @@ a field stores (``int`` fields take integers, ``list[int]`` fields build an ``Ar
 from __future__ import annotations
 
 import operator
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -54,8 +55,9 @@ MISSING: Any = _MissingType()
 class Mismatch(TypeError):
     """A value that a field's type does not accept: what was expected and what came."""
 
-    def __init__(self, expected: str, value: object) -> None:
-        super().__init__(f"expected {expected}, got {type(value).__name__}")
+    def __init__(self, expected: str, value: object, show: bool = False) -> None:
+        shown = f" {_short(value)}" if show else ""
+        super().__init__(f"expected {expected}, got {type(value).__name__}{shown}")
 
 
 class FieldType:
@@ -78,6 +80,12 @@ class FieldType:
         self.convert = convert
 
 
+def _short(value: Any) -> str:
+    """``value`` as text for an error message, cut to 40 characters."""
+    text = str(value)
+    return text if len(text) <= 40 else f"{text[:18]}...{text[-18:]}"
+
+
 def _to_int(value: Any) -> int:
     if isinstance(value, bool):
         return int(value)
@@ -85,14 +93,17 @@ def _to_int(value: Any) -> int:
         raise Mismatch("int", value)
     number = operator.index(value)
     if not -(2**63) <= number < 2**63:
-        raise Mismatch("int (64-bit)", value)
+        raise Mismatch("int (64-bit)", value, show=True)
     return number
 
 
 def _to_float(value: Any) -> float:
     if isinstance(value, (str, bytes)) or not hasattr(value, "__float__"):
         raise Mismatch("float", value)
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise Mismatch("float (64-bit)", value, show=True) from None
 
 
 def _exact(kind: type, describe: str) -> Callable[[Any], Any]:
@@ -157,7 +168,9 @@ def _mapping_type(
 def _describe(annotation: Any) -> str:
     if isinstance(annotation, type):
         return annotation.__name__
-    return str(annotation).replace("typing.", "")
+    if isinstance(annotation, typing.ForwardRef):
+        return annotation.__forward_arg__
+    return re.sub(r"ForwardRef\('([^']*)'\)", r"\1", str(annotation).replace("typing.", ""))
 
 
 def _object_type(cls: type) -> FieldType:

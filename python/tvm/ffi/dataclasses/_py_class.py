@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import keyword
 import sys
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError
@@ -31,7 +32,13 @@ _STRUCTURAL_KINDS = {
     "singleton": 5,
 }
 _FIELDS_ATTR = "__tvm_dataclass_fields__"
+_FROZEN_ATTR = "__tvm_dataclass_frozen__"
 _OBJECT_INDEX = 64
+
+
+#: ``id()`` of the objects whose ``__post_init__`` is running: it may set frozen fields (with
+#: ``object.__setattr__``, as for :mod:`dataclasses`).
+_initializing: set[int] = set()
 
 
 class _FieldAccess:
@@ -47,18 +54,29 @@ class _FieldAccess:
     def __get__(self, obj: Object | None, owner: type | None = None) -> Any:
         if obj is None:
             return self.field.default if self.field.default is not MISSING else self
+        _check_bound(obj)
         return _native._object_get_field(obj, self.field.name)
 
     def __set__(self, obj: Object, value: Any) -> None:
         name = self.field.name
-        if self.field.frozen:
+        initializing = id(obj) in _initializing
+        if self.field.frozen and not initializing:
             raise FrozenInstanceError(f"cannot assign to frozen field '{name}' of {self.type_key}")
-        _native._object_set_field(
-            obj, name, _convert(self.field, value, f"{self.type_key} assignment to")
-        )
+        value = _convert(self.field, value, f"{self.type_key} assignment to")
+        _check_bound(obj)
+        _native._object_set_field(obj, name, value, initializing)
 
     def __delete__(self, obj: Object) -> None:
         raise AttributeError(f"cannot delete field '{self.field.name}' of {self.type_key}")
+
+
+def _check_bound(obj: Object) -> None:
+    """An ``AttributeError`` if ``obj`` has no runtime object (its ``__init__`` made none)."""
+    if obj._type_index == 0:  # kTVMFFINone
+        raise AttributeError(
+            f"this {type(obj).__name__} has no fields: its __init__ did not call "
+            "self.__ffi_init__(...)"
+        )
 
 
 def _convert(field: Field, value: Any, where: str) -> Any:
@@ -69,12 +87,29 @@ def _convert(field: Field, value: Any, where: str) -> Any:
         return field._spec.convert(value)
     except Mismatch as err:
         raise TypeError(f"{where} field '{field.name}': {err}") from None
+    except (ValueError, OverflowError) as err:
+        # Content the field's type refuses (an int beyond 64 bits, an unknown dtype, ...).
+        raise type(err)(f"{where} field '{field.name}': {err}") from None
 
 
 def _is_class_var(annotation: Any) -> bool:
     if isinstance(annotation, str):
         return annotation.startswith(("ClassVar", "typing.ClassVar"))
     return annotation is ClassVar or get_origin(annotation) is ClassVar
+
+
+def _is_reserved(name: str) -> bool:
+    """Whether a field named ``name`` would replace what the class or the runtime relies on."""
+    dunder = name.startswith("__") and name.endswith("__")
+    return dunder or name.startswith(("_tvm", "__tvm")) or hasattr(Object, name)
+
+
+def _is_mutable(value: Any) -> bool:
+    """Whether ``value`` can change in place: a ``List``, a ``Dict`` or an instance of a
+    ``py_class`` type that is not frozen."""
+    if isinstance(value, (List, Dict)):
+        return True
+    return is_dataclass(value) and not getattr(type(value), _FROZEN_ATTR, True)
 
 
 def _resolver(
@@ -109,8 +144,15 @@ def _own_fields(
     """The fields a class body declares, in order, with their storage worked out."""
     result = []
     for name, annotation in inspect.get_annotations(cls).items():
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            raise ValueError(f"{type_key}: a field name must be an identifier, got {name!r}")
         if _is_class_var(annotation):
             continue
+        if _is_reserved(name):
+            raise ValueError(
+                f"{type_key}: '{name}' cannot be a field name (it is a dunder name, starts with "
+                "'_tvm' or is an attribute of tvm.ffi.Object)"
+            )
         declared = cls.__dict__.get(name, MISSING)
         spec = (
             declared
@@ -128,6 +170,12 @@ def _own_fields(
             raise TypeError(f"{type_key} field '{name}': {err}") from None
         if spec.default is not MISSING:
             spec.default = _convert(spec, spec.default, f"{type_key} default of")
+            if _is_mutable(spec.default):
+                raise ValueError(
+                    f"{type_key} field '{name}': a mutable default "
+                    f"({type(spec.default).__name__}) would be shared by every instance; "
+                    "use default_factory"
+                )
         if not spec.init and not spec.has_default:
             raise TypeError(f"{type_key} field '{name}': a field with init=False needs a default")
         result.append(spec)
@@ -184,7 +232,11 @@ def _make_init(
         _native._init_object(self, type_index, values)
         post_init = getattr(self, "__post_init__", None)
         if post_init is not None:
-            post_init()
+            _initializing.add(id(self))
+            try:
+                post_init()
+            finally:
+                _initializing.discard(id(self))
 
     ffi_init.__signature__ = signature  # type: ignore[attr-defined]
     ffi_init.__name__ = ffi_init.__qualname__ = "__init__"
@@ -276,6 +328,11 @@ def _define(
             f"{key}: a py_class type derives from tvm.ffi.Object or another py_class type, "
             f"not from {native.__name__} ({native.__dict__['_tvm_type_key']})"
         )
+    if parent is not None and parent.__dict__[_FROZEN_ATTR] != frozen:
+        raise TypeError(
+            f"{key}: cannot inherit a {'' if frozen else 'non-'}frozen py_class from a "
+            f"{'non-' if frozen else ''}frozen one ({parent.__dict__['_tvm_type_key']})"
+        )
     parent_fields: list[Field] = list(getattr(parent, _FIELDS_ATTR, ()))
     bases = cls.__bases__
     if not any(issubclass(b, Object) for b in bases):
@@ -316,6 +373,7 @@ def _define(
     for spec in own:
         setattr(new_cls, spec.name, _FieldAccess(spec, key))
     setattr(new_cls, _FIELDS_ATTR, tuple(all_fields))
+    setattr(new_cls, _FROZEN_ATTR, frozen)
     ffi_init = _make_init(all_fields, key, signature)
     new_cls.__ffi_init__ = ffi_init
     if init and "__init__" not in cls.__dict__:
@@ -361,7 +419,8 @@ def py_class(
     back, compare with :func:`tvm.ffi.structural_equal`, pickle, deep-copy and print through the
     runtime. Fields are declared as in :mod:`dataclasses`, optionally with :func:`field`.
 
-    ``init``: generate ``__init__`` (type-checked; ``__post_init__`` runs after it); ``eq``:
+    ``init``: generate ``__init__`` (type-checked; ``__post_init__`` runs after it, and may set
+    frozen fields with ``object.__setattr__``); ``eq``:
     ``==`` compares fields recursively (instances compare by identity otherwise); ``order``:
     ``<``/``<=``/``>``/``>=`` field-wise; ``frozen``: no assignment after construction;
     ``unsafe_hash``: hash by fields even if not frozen; ``kw_only``: all fields keyword-only;
