@@ -5,9 +5,6 @@ from __future__ import annotations
 import copy
 import itertools
 import pickle
-import subprocess
-import sys
-import textwrap
 import uuid
 from dataclasses import FrozenInstanceError
 from typing import Any, Optional
@@ -18,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tvm
+from isolated import run_isolated
 from tvm.ffi import Array, Map
 from tvm.ffi.dataclasses import (
     MISSING,
@@ -493,21 +491,8 @@ def test_linked_lists_compare_structurally(items):
     assert tvm.ffi.structural_equal(from_json_graph_str(to_json_graph_str(a)), a)
 
 
-def _run_isolated(code: str) -> str:
-    """Runs ``code`` in a fresh interpreter (a crash fails the test, not the suite); its output."""
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
-
-
 def test_deep_chains_and_cycles_raise_instead_of_overflowing_the_stack():
-    out = _run_isolated(
+    out = run_isolated(
         """
         import copy
         from typing import Any, Optional

@@ -2,29 +2,15 @@
 recursion deep enough to exhaust the native stack under a raised recursion limit. Each runs in
 a fresh interpreter, so a crash fails the test instead of the suite."""
 
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
-
-def run(script: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout.strip()
+from isolated import run_isolated
 
 
 @pytest.mark.parametrize("length", ["10**12", "2**62"])
 @pytest.mark.parametrize("base", ["list", "tuple"])
 def test_a_lying_len_gets_the_real_items(base, length):
-    out = run(
+    out = run_isolated(
         f"""
         import tvm
 
@@ -39,7 +25,7 @@ def test_a_lying_len_gets_the_real_items(base, length):
 
 
 def test_deep_nesting_is_a_recursion_error_under_a_raised_limit():
-    out = run(
+    out = run_isolated(
         """
         import sys
         import tvm
@@ -58,7 +44,7 @@ def test_deep_nesting_is_a_recursion_error_under_a_raised_limit():
 
 
 def test_recursion_through_callbacks_is_a_recursion_error():
-    out = run(
+    out = run_isolated(
         """
         import sys
         import tvm
