@@ -11,23 +11,12 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use tvm_ffi::abi::TVMFFIAny;
 use tvm_ffi::{Any, AnyView, Function};
 
 use crate::convert::{any_to_py, py_to_any};
 use crate::errors::{error_from_py, raise_error};
-use crate::function_type::ARGUMENTS_OFFSET;
-
-// `PyObject_Vectorcall` is exported by the interpreter since 3.11 but declared by the limited
-// API only from 3.12 (the API this abi3 extension is built against is 3.11's).
-unsafe extern "C" {
-    fn PyObject_Vectorcall(
-        callable: *mut ffi::PyObject,
-        args: *const *mut ffi::PyObject,
-        nargsf: usize,
-        kwnames: *mut ffi::PyObject,
-    ) -> *mut ffi::PyObject;
-}
 
 /// The Python callable a function calls: one strong reference, or NULL while the function is
 /// parked for reuse.
@@ -106,50 +95,16 @@ fn function_for(target: Arc<Target>) -> Function {
     })
 }
 
-/// Argument objects of one vectorcall: slot 0 is left free for the callee
-/// (`PY_VECTORCALL_ARGUMENTS_OFFSET`: a bound method puts `self` there without copying), the
-/// others hold strong references, or NULL where none was written yet.
-struct PyArgs<'a>(&'a mut [*mut ffi::PyObject]);
-
-impl Drop for PyArgs<'_> {
-    fn drop(&mut self) {
-        for &object in &self.0[1..] {
-            if !object.is_null() {
-                // SAFETY: a strong reference written in `call_python`, which runs (and drops
-                // this) attached to the interpreter.
-                unsafe { ffi::Py_DecRef(object) };
-            }
-        }
-    }
-}
-
-/// Calls `callable` with runtime arguments and converts its result back.
+/// Calls `callable` with runtime arguments and converts its result back. (A tuple call:
+/// `PyObject_Vectorcall` is part of the stable ABI only from Python 3.12, and this abi3
+/// extension supports 3.11.)
 fn call_python(callable: &Bound<'_, PyAny>, args: &[AnyView<'_>]) -> PyResult<Any> {
-    const INLINE: usize = 6;
     let py = callable.py();
-    let mut inline = [std::ptr::null_mut(); INLINE + 1];
-    let mut heap = Vec::new();
-    let objects = PyArgs(if args.len() <= INLINE {
-        &mut inline[..=args.len()]
-    } else {
-        heap.resize(args.len() + 1, std::ptr::null_mut());
-        &mut heap
-    });
-    for (slot, arg) in objects.0[1..].iter_mut().zip(args) {
-        let owned = arg.try_to_owned().map_err(|e| raise_error(py, e))?;
-        *slot = any_to_py(py, owned)?.into_ptr();
-    }
-    // SAFETY: slots 1 to `args.len()` hold live objects and slot 0 is free for the callee, as
-    // the offset flag says; the result is a new reference or NULL with an error.
-    let result = unsafe {
-        let raw = PyObject_Vectorcall(
-            callable.as_ptr(),
-            objects.0.as_ptr().add(1),
-            args.len() | ARGUMENTS_OFFSET,
-            std::ptr::null_mut(),
-        );
-        Bound::from_owned_ptr_or_err(py, raw)?
-    };
+    let objects = args
+        .iter()
+        .map(|arg| any_to_py(py, arg.try_to_owned().map_err(|e| raise_error(py, e))?))
+        .collect::<PyResult<Vec<_>>>()?;
+    let result = callable.call1(PyTuple::new(py, objects)?)?;
     py_to_any(&result)
 }
 
