@@ -14,8 +14,10 @@ define_object! {
 }
 
 fn colors() -> (EnumState, Any, Any) {
+    // Tests run on several threads: the entries are added once, before any test reads them.
+    static ADDED: std::sync::Once = std::sync::Once::new();
     let state = EnumState::of_or_create(Color::type_index()).unwrap();
-    if state.entries().is_empty() {
+    ADDED.call_once(|| {
         for (name, value) in [("Red", 10), ("Green", 20)] {
             let entry = ObjectRef::new(Color {
                 base: IntEnumObj {
@@ -28,7 +30,7 @@ fn colors() -> (EnumState, Any, Any) {
             });
             state.add(entry.into()).unwrap();
         }
-    }
+    });
     let entries = state.entries();
     (state, entries[0].clone(), entries[1].clone())
 }
