@@ -84,9 +84,14 @@ impl EnumState {
             return Ok(state);
         }
         let state = EnumState::new();
-        reflection::register_type_attr(type_index, "__ffi_enum__", &Any::from(state.0.clone()))?;
-        // Another thread may have registered first: use whichever the table holds.
-        Ok(EnumState::of(type_index).unwrap_or(state))
+        let registered =
+            reflection::register_type_attr(type_index, "__ffi_enum__", &Any::from(state.0.clone()));
+        // Another thread may have registered first (then this registration fails): use
+        // whichever state the table holds.
+        match EnumState::of(type_index) {
+            Some(held) => Ok(held),
+            None => registered.map(|()| state),
+        }
     }
 
     /// The entries in index order.
