@@ -24,7 +24,7 @@ use std::sync::{Mutex, OnceLock};
 
 use super::SEqHashKind;
 use super::visit::{
-    CallbackTable, DefRegionKind, RegionCell, arity, check_stack, clamps_simple_definition,
+    CallbackTable, DefRegionKind, RegionCell, arity, clamps_simple_definition,
     register_engine_type, sequence_items, structural_fields,
 };
 use crate::abi::{self, TVMFFIAny};
@@ -159,7 +159,8 @@ fn entry(
         // SAFETY: entries are reached through a live mutator, which passes itself; the value
         // is borrowed for the call.
         let (mutator, value) = unsafe { (&*mutator, AnyView::from_raw(value)) };
-        let mutation = check_stack().and_then(|()| body(mutator, value));
+        let mutation = crate::stack::ensure_room("the structure to rewrite")
+            .and_then(|()| body(mutator, value));
         encode_mutation(mutation.map_err(|error| match records {
             true => super::visit_error::record(error, value),
             false => error,

@@ -209,7 +209,8 @@ unsafe extern "C" fn dispatch_visit(
         // SAFETY: the vtable is only reachable through a live visitor, which passes itself;
         // the value is borrowed for the call.
         let (visitor, value) = unsafe { (&*visitor, AnyView::from_raw(value)) };
-        let outcome = check_stack().and_then(|()| visitor.engine.visit(visitor, value));
+        let outcome = crate::stack::ensure_room("the structure to traverse")
+            .and_then(|()| visitor.engine.visit(visitor, value));
         encode_visit(outcome.map_err(|error| super::visit_error::record(error, value)))
     })
 }
@@ -262,12 +263,6 @@ fn interrupt_or_none(value: Any, who: &str) -> VisitOutcome {
             )),
         },
     }
-}
-
-/// A `ValueError` instead of a stack overflow when a traversal nests too deeply (or a
-/// callback builds an endless recursion).
-pub(crate) fn check_stack() -> Result<()> {
-    crate::stack::ensure_room("the structure to traverse")
 }
 
 static S_VISIT: TypeAttr = TypeAttr::new("__s_visit__");

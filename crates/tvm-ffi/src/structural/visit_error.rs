@@ -100,7 +100,7 @@ impl Finder {
     /// Visits `value`: an object matches the next breadcrumb by identity, then its children
     /// (container items and values, reflected fields) are searched for the rest.
     fn visit(&mut self, value: AnyView<'_>) -> Result<()> {
-        super::visit::check_stack()?;
+        crate::stack::ensure_room("the structure to search")?;
         if value.as_object_ptr().is_none() {
             return Ok(());
         }
