@@ -41,14 +41,8 @@ impl Copier {
         if let Some(copy) = self.memo.get(&addr) {
             return Ok(copy.clone());
         }
-        crate::stack::ensure_room("the value to copy")?;
+        crate::stack::enter_level(self.depth + 1, "the value to copy")?;
         self.depth += 1;
-        if self.depth > 10_000 {
-            return Err(Error::new(
-                ErrorKind::ValueError,
-                "value nested too deeply to copy",
-            ));
-        }
         let result = self.copy_object(value, addr);
         self.depth -= 1;
         let copy = result?;

@@ -46,9 +46,6 @@ pub fn recursive_hash(value: AnyView<'_>) -> Result<u64> {
 
 /// One comparison's state, shared with the callbacks handed to a type's hooks so that
 /// sub-values compared through them see the same cycle set and depth.
-/// How deep values may nest before comparing them is refused.
-const MAX_DEPTH: usize = 10_000;
-
 #[derive(Clone, Default)]
 struct Compare {
     state: Arc<Mutex<State>>,
@@ -129,14 +126,11 @@ impl Compare {
             if tracked && !s.active.insert(key) {
                 return Ok(false);
             }
-            if s.depth >= MAX_DEPTH {
+            if s.depth >= crate::stack::MAX_NESTING {
                 if tracked {
                     s.active.remove(&key);
                 }
-                return Err(Error::new(
-                    ErrorKind::ValueError,
-                    "value nested too deeply to compare",
-                ));
+                return Err(crate::stack::too_deep("the value to compare"));
             }
             s.depth += 1;
             Ok(true)

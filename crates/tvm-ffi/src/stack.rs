@@ -9,6 +9,11 @@ use crate::error::{Error, ErrorKind, Result};
 /// Native stack kept free below a recursive walk's frames, for callbacks and error handling.
 pub const RESERVE: usize = 256 * 1024;
 
+/// Nesting depth past which every recursive walk stops, whatever stack is left: the same limit
+/// on every thread and platform (including those that do not tell their stack's size), and a
+/// quick end to walks around a cycle.
+pub const MAX_NESTING: usize = 10_000;
+
 /// A `ValueError` saying that `what` is nested too deeply when less than [`RESERVE`] bytes of
 /// the calling thread's native stack are left (never an error where the platform does not
 /// tell).
@@ -20,6 +25,24 @@ pub fn ensure_room(what: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Checks that a walk may go down to nesting level `depth` (counted from 1): a `ValueError`
+/// naming `what` past [`MAX_NESTING`] levels or when the native stack is nearly full.
+pub fn enter_level(depth: usize, what: &str) -> Result<()> {
+    if depth > MAX_NESTING {
+        return Err(too_deep(what));
+    }
+    ensure_room(what)
+}
+
+/// The error of a walk that went past [`MAX_NESTING`] levels; `what` names what was walked.
+#[cold]
+pub fn too_deep(what: &str) -> Error {
+    Error::new(
+        ErrorKind::ValueError,
+        format!("{what} is nested too deeply: more than {MAX_NESTING} levels (or is cyclic)"),
+    )
 }
 
 thread_local! {

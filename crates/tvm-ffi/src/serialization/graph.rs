@@ -222,13 +222,7 @@ impl GraphWriter {
                 ),
             ));
         }
-        if self.active.len() > 10_000 {
-            return Err(Error::new(
-                ErrorKind::ValueError,
-                "graph nested too deeply to serialize",
-            ));
-        }
-        crate::stack::ensure_room("the graph to serialize")?;
+        crate::stack::enter_level(self.active.len() + 1, "the graph to serialize")?;
         self.active.push(ptr);
         let result = self.object_data(value);
         self.active.pop();
@@ -402,7 +396,7 @@ impl GraphReader<'_> {
         if let Some(v) = &self.done[i] {
             return Ok(v.clone());
         }
-        if self.active[i] || self.depth > 10_000 {
+        if self.active[i] || self.depth > crate::stack::MAX_NESTING {
             return Err(invalid(format!("node {i} refers back to itself")));
         }
         crate::stack::ensure_room("the JSON graph")?;

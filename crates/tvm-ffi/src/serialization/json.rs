@@ -82,13 +82,7 @@ impl<'a> Json<'a> {
 }
 
 fn from_any_at(value: AnyView<'_>, level: usize) -> Result<Json<'static>> {
-    if level > 10_000 {
-        return Err(Error::new(
-            ErrorKind::ValueError,
-            "value nested too deeply for JSON",
-        ));
-    }
-    crate::stack::ensure_room("the value to write as JSON")?;
+    crate::stack::enter_level(level + 1, "the value to write as JSON")?;
     let seq = |items: &[Any]| -> Result<Json<'static>> {
         let items = items.iter().map(|v| from_any_at(v.as_view(), level + 1));
         Ok(Json::Array(items.collect::<Result<_>>()?))
@@ -199,7 +193,7 @@ impl<'a> Parser<'a> {
 
     fn value(&mut self) -> Result<Json<'a>> {
         self.depth += 1;
-        if self.depth > 10_000 {
+        if self.depth > crate::stack::MAX_NESTING {
             return Err(self.error("JSON nested too deeply"));
         }
         crate::stack::ensure_room("the JSON text")?;

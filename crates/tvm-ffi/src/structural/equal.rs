@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{FactCache, MAX_DEPTH, SEqHashKind, canonical_index, content, tensor_bytes, too_deep};
+use super::{FactCache, SEqHashKind, canonical_index, content, enter_level, tensor_bytes};
 use crate::abi;
 use crate::access_path::{AccessKind, AccessPath, AccessStep};
 use crate::any::{Any, AnyView};
@@ -158,13 +158,7 @@ impl Equal {
     /// Compares two objects, one level deeper.
     fn eq_nested(&mut self, lhs: AnyView<'_>, rhs: AnyView<'_>) -> Result<bool> {
         self.depth += 1;
-        // The stack is read every few levels: each takes far less than the reserve.
-        if self.depth.is_multiple_of(8) {
-            crate::stack::ensure_room("the structure")?;
-        }
-        if self.depth > MAX_DEPTH {
-            return Err(too_deep());
-        }
+        enter_level(self.depth)?;
         let result = self.eq_object(lhs, rhs);
         self.depth -= 1;
         result

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use super::{
-    FactCache, MAX_DEPTH, SEqHashKind, TypeFacts, canonical_index, content, equal::HookSlot,
-    fast_hash_bytes, tensor_bytes, too_deep,
+    FactCache, SEqHashKind, TypeFacts, canonical_index, content, enter_level, equal::HookSlot,
+    fast_hash_bytes, tensor_bytes,
 };
 use crate::abi;
 use crate::any::{Any, AnyView};
@@ -108,13 +108,7 @@ impl Hasher {
     #[inline(always)]
     fn deeper(&mut self, f: impl FnOnce(&mut Self) -> Result<u64>) -> Result<u64> {
         self.depth += 1;
-        // The stack is read every few levels: each takes far less than the reserve.
-        if self.depth.is_multiple_of(8) {
-            crate::stack::ensure_room("the structure")?;
-        }
-        if self.depth > MAX_DEPTH {
-            return Err(too_deep());
-        }
+        enter_level(self.depth)?;
         let result = f(self);
         self.depth -= 1;
         result
