@@ -7,7 +7,7 @@ import itertools
 import pickle
 import uuid
 from dataclasses import FrozenInstanceError
-from typing import Any, Optional
+from typing import Annotated, Any, Final, Optional
 
 import numpy as np
 import pytest
@@ -159,6 +159,44 @@ def test_assignment_checks_types_and_frozen_fields_refuse_it():
     with pytest.raises(FrozenInstanceError, match="frozen field 'fixed'"):
         obj.fixed = 3
     assert (obj.fixed, obj.free) == (1, 2)
+
+
+def test_final_fields_are_frozen_and_annotated_fields_store_the_annotated_type():
+    @py_class(key("Qualified"))
+    class Qualified:
+        ident: Final[int]
+        label: Annotated[str, "shown in reports"]
+        limits: list[Annotated[float, "unit: s"]] = field(default_factory=list)
+        anything: Final = None
+        both: Annotated[Final[int], "meta"] = 0
+
+    obj = Qualified(1, "a", [0.5], anything="x")
+    assert (obj.ident, obj.label, list(obj.limits), obj.anything, obj.both) == (
+        1,
+        "a",
+        [0.5],
+        "x",
+        0,
+    )
+    obj.label = "b"
+    obj.limits = [1.0, 2]
+    assert list(obj.limits) == [1.0, 2.0]
+    for name in ("ident", "anything", "both"):
+        with pytest.raises(FrozenInstanceError, match=f"frozen field '{name}'"):
+            setattr(obj, name, 2)
+    with pytest.raises(TypeError, match="field 'label': expected str, got int"):
+        obj.label = 3
+    with pytest.raises(TypeError, match="field 'limits'"):
+        obj.limits = ["slow"]
+    with pytest.raises(TypeError, match="field 'ident': expected int, got str"):
+        Qualified("one", "a")
+    assert [f.type for f in fields(Qualified)][:2] == [
+        Final[int],
+        Annotated[str, "shown in reports"],
+    ]
+    assert echo(obj).same_as(obj)
+    loaded = from_json_graph_str(to_json_graph_str(obj))
+    assert (loaded.ident, loaded.label, list(loaded.limits), loaded.both) == (1, "b", [1.0, 2.0], 0)
 
 
 def test_native_field_writes_respect_frozen_and_read_only_fields():

@@ -222,6 +222,9 @@ def field_type(annotation: Any, self_cls: type, resolve: Callable[[str], Any]) -
         annotation = resolve(annotation.__forward_arg__)
     if isinstance(annotation, str):
         annotation = resolve(annotation)
+    if typing.get_origin(annotation) is typing.Annotated:
+        # The metadata is for other tools: the field stores what the annotated type stores.
+        return field_type(typing.get_args(annotation)[0], self_cls, resolve)
     if annotation in (Any, object):
         return FieldType("Any", _ANY, True, lambda value: value)
     if annotation in _SCALARS:

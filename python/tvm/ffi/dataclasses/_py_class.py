@@ -10,7 +10,7 @@ import keyword
 import sys
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError
-from typing import Any, ClassVar, TypeVar, get_origin, overload
+from typing import Annotated, Any, ClassVar, Final, TypeVar, get_args, get_origin, overload
 
 from ... import _native
 from ..._native import Object
@@ -98,6 +98,19 @@ def _is_class_var(annotation: Any) -> bool:
     return annotation is ClassVar or get_origin(annotation) is ClassVar
 
 
+def _without_final(annotation: Any) -> tuple[Any, bool]:
+    """The type a field stores for ``annotation``, and whether it was declared ``Final`` (a field
+    that ``__init__`` sets and nothing may reassign); a bare ``Final`` stores any value."""
+    if annotation is Final:
+        return Any, True
+    if get_origin(annotation) is Final:
+        return get_args(annotation)[0], True
+    if get_origin(annotation) is Annotated:
+        inner, final = _without_final(get_args(annotation)[0])
+        return (inner if final else annotation), final
+    return annotation, False
+
+
 def _is_reserved(name: str) -> bool:
     """Whether a field named ``name`` would replace what the class or the runtime relies on."""
     dunder = name.startswith("__") and name.endswith("__")
@@ -164,8 +177,10 @@ def _own_fields(
         spec.frozen = spec.frozen or frozen
         resolve = _resolver(cls, new_cls, type_key, name, local_names)
         spec.type = resolve(annotation) if isinstance(annotation, str) else annotation
+        stored, final = _without_final(spec.type)
+        spec.frozen = spec.frozen or final
         try:
-            spec._spec = field_type(spec.type, new_cls, resolve)
+            spec._spec = field_type(stored, new_cls, resolve)
         except TypeError as err:
             raise TypeError(f"{type_key} field '{name}': {err}") from None
         if spec.default is not MISSING:
