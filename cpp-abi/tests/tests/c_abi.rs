@@ -3,7 +3,7 @@
 //! * `layout_matches_on_both_sides`: every size, alignment, field offset, field size and constant
 //!   as the C compiler sees `cpp-abi/include` (the table of `c/layout.c`, whose values are also
 //!   `_Static_assert`ed against the reference) equals the Rust mirror in `tvm_ffi_sys` (re-exported as `tvm_ffi::abi`).
-//! * one `#[test]` per C test function of `c/capi_tests.c`: the C API called from C through the
+//! * one `#[test]` per C test function of `c/capi_*.c`: the C API called from C through the
 //!   header alone.
 //! * `header_functions_are_exported`: every function `c_api.h` declares with `TVM_FFI_DLL`
 //!   resolves with `dlsym(RTLD_DEFAULT, ...)` in this executable, as it must for kernels loaded
