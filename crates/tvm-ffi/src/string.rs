@@ -91,22 +91,32 @@ fn small_word(bytes: &[u8]) -> u64 {
 /// object (index `heap_index`).
 #[inline]
 pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> Any {
-    if bytes.len() <= MAX_SMALL_LEN {
-        let payload = small_word(bytes).to_le_bytes();
-        let raw = TVMFFIAny {
+    let raw = if bytes.len() <= MAX_SMALL_LEN {
+        TVMFFIAny {
             type_index: small_index,
             small_str_len: bytes.len() as u32,
-            payload: TVMFFIAnyPayload { v_bytes: payload },
-        };
-        // SAFETY: a small value owns nothing.
-        return unsafe { Any::from_raw(raw) };
-    }
-    new_heap_bytes_any(bytes, heap_index)
+            payload: TVMFFIAnyPayload {
+                v_bytes: small_word(bytes).to_le_bytes(),
+            },
+        }
+    } else {
+        // Both forms are assembled here, so the value travels in registers, not memory.
+        TVMFFIAny {
+            type_index: heap_index,
+            small_str_len: 0,
+            payload: TVMFFIAnyPayload {
+                v_obj: new_heap_bytes(bytes, heap_index),
+            },
+        }
+    };
+    // SAFETY: a small value owns nothing; a heap value owns the new object's one reference.
+    unsafe { Any::from_raw(raw) }
 }
 
-/// The heap form of [`new_bytes_any`]: a bytes object of type `heap_index`.
+/// The heap form of [`new_bytes_any`]: a new bytes object of type `heap_index` holding one
+/// reference, which the caller takes.
 #[inline(never)]
-fn new_heap_bytes_any(bytes: &[u8], heap_index: i32) -> Any {
+fn new_heap_bytes(bytes: &[u8], heap_index: i32) -> *mut abi::TVMFFIObject {
     let header = BytesObj {
         base: Object::header(),
         bytes: TVMFFIByteArray::EMPTY,
@@ -122,15 +132,7 @@ fn new_heap_bytes_any(bytes: &[u8], heap_index: i32) -> Any {
         (*ptr.as_ptr()).bytes =
             TVMFFIByteArray::from_bytes(std::slice::from_raw_parts(content, bytes.len()));
     }
-    let raw = TVMFFIAny {
-        type_index: heap_index,
-        small_str_len: 0,
-        payload: TVMFFIAnyPayload {
-            v_obj: ptr.as_ptr().cast(),
-        },
-    };
-    // SAFETY: the new object's single reference moves into the Any.
-    unsafe { Any::from_raw(raw) }
+    ptr.as_ptr().cast()
 }
 
 /// The bytes of a string-like value: small forms, heap objects, raw C strings and byte-array

@@ -142,3 +142,37 @@ fn heap_values_end_with_a_nul_at_every_length() {
         }
     }
 }
+
+#[test]
+fn raw_c_strings_become_owned_strings_through_c() {
+    use tvm_ffi::abi::{self, TVMFFIAny};
+    for text in [
+        c"",
+        c"hello",
+        c"seven!!",
+        c"eight!!!",
+        c"a longer heap string",
+    ] {
+        let view = TVMFFIAny::raw_c_str(text.as_ptr());
+        let mut out = TVMFFIAny::NONE;
+        // SAFETY: a valid raw string value and output.
+        assert_eq!(unsafe { abi::TVMFFIAnyViewToOwnedAny(&view, &mut out) }, 0);
+        let small = text.to_bytes().len() <= 7;
+        let expected = if small {
+            abi::kTVMFFISmallStr
+        } else {
+            abi::kTVMFFIStr
+        };
+        assert_eq!(out.type_index, expected, "{text:?}");
+        // SAFETY: the output is an owned value.
+        let owned = unsafe { Any::from_raw(out) };
+        assert_eq!(bytes_of_any(&owned), Some(text.to_bytes()));
+    }
+    // A NULL raw string is still an error.
+    let view = TVMFFIAny::raw_c_str(std::ptr::null());
+    let mut out = TVMFFIAny::NONE;
+    // SAFETY: a valid value and output.
+    assert_eq!(unsafe { abi::TVMFFIAnyViewToOwnedAny(&view, &mut out) }, -1);
+    let err = tvm_ffi::Error::take_raised().unwrap();
+    assert!(err.message().contains("NULL string pointer"), "{err}");
+}
