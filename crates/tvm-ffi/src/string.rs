@@ -142,9 +142,8 @@ fn new_heap_bytes(bytes: &[u8], heap_index: i32) -> *mut abi::TVMFFIObject {
 fn block_size(len: usize) -> usize {
     size_of::<BytesObj>()
         .checked_add(len)
-        .and_then(|size| size.checked_add(1 + 8))
-        .and_then(|size| size.checked_next_multiple_of(16))
-        .map(|size| size - 8)
+        .and_then(|size| size.checked_add(1 + 8 + 15))
+        .map(|size| (size & !15) - 8)
         .expect("object size overflows")
 }
 
@@ -222,7 +221,7 @@ unsafe extern "C" fn heap_bytes_deleter(obj: *mut c_void, flags: c_int) {
                     // The size of the block it was made with (a short content: no overflow).
                     spare
                         .size
-                        .set((size_of::<BytesObj>() + len + 1 + 8).next_multiple_of(16) - 8);
+                        .set(((size_of::<BytesObj>() + len + 1 + 8 + 15) & !15) - 8);
                 }
                 empty
             })
