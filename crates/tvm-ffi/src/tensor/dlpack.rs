@@ -21,6 +21,7 @@ use super::{Tensor, TensorOwner, check_import, import_tensor, make_tensor, read_
 ///
 /// # Safety
 /// `t` is a valid descriptor.
+#[inline]
 unsafe fn import(
     t: &DLTensor,
     require_alignment: i32,

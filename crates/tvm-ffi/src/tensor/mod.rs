@@ -731,6 +731,7 @@ impl Tensor {
     }
 
     /// Whether the producer marked the data read-only (only known for tensors made here).
+    #[inline]
     pub fn is_read_only(&self) -> bool {
         is_read_only(self.obj.as_raw())
     }
