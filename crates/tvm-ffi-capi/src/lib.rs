@@ -31,6 +31,8 @@ mod unwind;
 
 pub use backtrace::{FrameFilter, register_frame_filter};
 
+#[cold]
+#[inline(never)]
 fn null_error(what: &str) -> Error {
     Error::new(
         tvm_ffi::ErrorKind::ValueError,
@@ -70,13 +72,21 @@ unsafe fn bytes_arg<'a>(
         return Ok(&[]);
     }
     if array.data.is_null() {
-        return Err(Error::new(
-            tvm_ffi::ErrorKind::ValueError,
-            format!("{what} has NULL data with size {}", array.size),
-        ));
+        return Err(null_data_error(what, array.size));
     }
     // SAFETY: guaranteed by the caller.
     Ok(unsafe { std::slice::from_raw_parts(array.data.cast(), array.size) })
+}
+
+/// The error of a byte array with NULL data and a non-zero size (out of line: the argument
+/// checks stay a few instructions).
+#[cold]
+#[inline(never)]
+fn null_data_error(what: &str, size: usize) -> Error {
+    Error::new(
+        tvm_ffi::ErrorKind::ValueError,
+        format!("{what} has NULL data with size {size}"),
+    )
 }
 
 /// The text of a byte-array argument, or a `ValueError` if it is not UTF-8.

@@ -11,7 +11,7 @@ use tvm_ffi::error::{Error, ErrorKind};
 use tvm_ffi::object::{Object, alloc_object, dec_ref, inc_ref};
 use tvm_ffi_sys::{
     TVMFFIAny, TVMFFICustomAllocator, TVMFFIObjectHandle, TVMFFIOpaqueObjectCell, TVMFFIVersion,
-    kTVMFFIOpaquePyObject,
+    kTVMFFIOpaquePyObject, kTVMFFIRawStr,
 };
 
 use crate::out_arg;
@@ -172,6 +172,17 @@ pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
     ffi_status("TVMFFIAnyViewToOwnedAny", || {
         // SAFETY: per the contract.
         let (view, out) = unsafe { (crate::non_null(view, "any_view")?, out_arg(out, "out")?) };
+        if view.type_index == kTVMFFIRawStr {
+            // SAFETY: a raw string value holds a NUL-terminated string (or NULL, an error
+            // reported by the general path below).
+            let text = unsafe { view.payload.v_c_str };
+            if !text.is_null() {
+                // SAFETY: as above; the string is valid for the call.
+                let bytes = unsafe { std::ffi::CStr::from_ptr(text) }.to_bytes();
+                *out = tvm_ffi::String::from_bytes(bytes).into_any().into_raw();
+                return Ok(());
+            }
+        }
         // SAFETY: the value is valid for the call.
         let view = unsafe { AnyView::from_raw(*view) };
         *out = view.try_to_owned()?.into_raw();

@@ -3,7 +3,7 @@
 use std::ffi::c_int;
 
 use tvm_ffi::boundary::ffi_status;
-use tvm_ffi::dtype::{dtype_to_string, parse_dtype};
+use tvm_ffi::dtype::{dtype_to_string, parse_dtype_bytes};
 use tvm_ffi::error::{Error, ErrorKind};
 use tvm_ffi::string::{Bytes, String};
 use tvm_ffi_sys::{DLDataType, TVMFFIAny, TVMFFIByteArray};
@@ -56,16 +56,17 @@ pub unsafe extern "C" fn TVMFFIDataTypeFromString(
     ffi_status("TVMFFIDataTypeFromString", || {
         // SAFETY: per the contract.
         let (bytes, out) = unsafe { (bytes_arg(text, "dtype string")?, out_arg(out, "out")?) };
-        let text = std::str::from_utf8(bytes).map_err(|_| {
-            Error::new(
-                ErrorKind::ValueError,
-                format!(
+        // Every string the parser accepts is ASCII, so UTF-8 is only checked for the message.
+        *out = parse_dtype_bytes(bytes).map_err(|msg| {
+            let msg = match std::str::from_utf8(bytes) {
+                Ok(_) => msg,
+                Err(_) => format!(
                     "data type string is not UTF-8: {:?}",
                     std::string::String::from_utf8_lossy(bytes)
                 ),
-            )
+            };
+            Error::new(ErrorKind::ValueError, msg)
         })?;
-        *out = parse_dtype(text).map_err(|msg| Error::new(ErrorKind::ValueError, msg))?;
         Ok(())
     })
 }

@@ -56,8 +56,9 @@ pub unsafe extern "C" fn TVMFFITensorFromDLPackVersioned(
     })
 }
 
-/// A new reference to a tensor argument, or a `TypeError` naming its type.
-fn tensor_arg(handle: TVMFFIObjectHandle) -> Result<Tensor> {
+/// A tensor argument, borrowed for the call (no reference count changes), or a `TypeError`
+/// naming its type.
+fn tensor_arg(handle: TVMFFIObjectHandle) -> Result<std::mem::ManuallyDrop<Tensor>> {
     if handle.is_null() {
         tvm_ffi::bail!(ErrorKind::ValueError, "tensor handle must not be NULL");
     }
@@ -70,9 +71,10 @@ fn tensor_arg(handle: TVMFFIObjectHandle) -> Result<Tensor> {
             tvm_ffi::types::type_key_of(type_index)
         );
     }
-    // SAFETY: a live tensor lent for the call; the new reference is ours.
-    let obj = unsafe { ObjectRef::<TensorObj>::from_borrowed(handle.cast()) };
-    Ok(Tensor::from_object(obj))
+    // SAFETY: a live tensor lent for the call; the caller's reference is viewed, never
+    // released (ManuallyDrop), so it stays the caller's.
+    let obj = unsafe { ObjectRef::<TensorObj>::from_raw(handle.cast()) };
+    Ok(std::mem::ManuallyDrop::new(Tensor::from_object(obj)))
 }
 
 /// Exports a tensor as a legacy DLPack tensor holding one reference to it.

@@ -55,29 +55,36 @@ const VSCALE_PREFIX: &str = "vscalex";
 /// in 16 bits). `custom[name]` types are rejected because resolving their names needs global
 /// functions that the core does not provide. The error message names the whole input.
 pub fn parse_dtype(s: &str) -> Result<DLDataType, String> {
-    if s.is_empty() || s == "void" {
+    parse_dtype_bytes(s.as_bytes())
+}
+
+/// [`parse_dtype`] of raw bytes: every accepted string is ASCII, so bytes that are not UTF-8
+/// always fail (the message shows them lossily).
+pub fn parse_dtype_bytes(s: &[u8]) -> Result<DLDataType, String> {
+    if s.is_empty() || s == b"void" {
         return Ok(VOID);
     }
-    if s.starts_with("custom[") {
+    if s.starts_with(b"custom[") {
         return Err(format!(
-            "custom data type `{s}` is not supported: resolving custom type names needs the \
-             `dtype.get_custom_type_code` global function"
+            "custom data type `{}` is not supported: resolving custom type names needs the \
+             `dtype.get_custom_type_code` global function",
+            shown(s)
         ));
     }
     // Only `complex` contains an `x`; after the name, the first `x` starts the lane suffix.
-    let name_skip = if s.starts_with("complex") {
-        "complex".len()
+    let name_skip = if s.starts_with(b"complex") {
+        b"complex".len()
     } else {
         0
     };
-    let (head, lanes_spec) = match s[name_skip..].find('x') {
+    let (head, lanes_spec) = match s[name_skip..].iter().position(|&b| b == b'x') {
         // `float4_e2m1fn_x2`: the lane suffix of a named float may follow an underscore.
         Some(at) => {
             let head = &s[..name_skip + at];
-            let head = head
-                .strip_suffix('_')
-                .filter(|h| h.contains('_'))
-                .unwrap_or(head);
+            let head = match head.strip_suffix(b"_") {
+                Some(trimmed) if trimmed.contains(&b'_') => trimmed,
+                _ => head,
+            };
             (head, Some(&s[name_skip + at + 1..]))
         }
         None => (s, None),
@@ -85,48 +92,85 @@ pub fn parse_dtype(s: &str) -> Result<DLDataType, String> {
     let (code, bits) = parse_name_and_bits(head, s)?;
     let lanes = match lanes_spec {
         None => 1,
-        Some(spec) => parse_lanes(spec).ok_or_else(|| format!("invalid lanes in `{s}`"))?,
+        Some(spec) => {
+            parse_lanes(spec).ok_or_else(|| format!("invalid lanes in `{}`", shown(s)))?
+        }
     };
     Ok(DLDataType { code, bits, lanes })
 }
 
-/// Parses the part before the lane suffix into (code, bits); `whole` is used for messages.
-fn parse_name_and_bits(head: &str, whole: &str) -> Result<(u8, u8), String> {
-    for &(code, bits, name) in &FIXED_FLOATS {
-        // `fp8_`/`f8_`, `fp6_`/`f6_` and `fp4_`/`f4_` alias `float8_`, `float6_` and `float4_`.
-        let alias_matches = ["fp", "f"].iter().any(|prefix| {
-            head.strip_prefix(prefix)
-                .is_some_and(|rest| name.strip_prefix("float") == Some(rest))
-        });
-        if head == name || alias_matches {
-            return Ok((code, bits));
-        }
+/// The input as text for an error message.
+fn shown(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
+}
+
+/// The fixed-width float family `head` names, if any: `float8_e4m3fn` or its aliases with
+/// `fp`/`f` for `float` (`fp8_e4m3fn`, `f8_e4m3fn`).
+fn fixed_float(head: &[u8]) -> Option<(u8, u8)> {
+    let rest = head
+        .strip_prefix(b"float")
+        .or_else(|| head.strip_prefix(b"fp"))
+        .or_else(|| head.strip_prefix(b"f"))?;
+    // Every family is `float` + one digit + `_` + the format: a cheap test rejects `float32`.
+    if rest.get(1) != Some(&b'_') {
+        return None;
     }
-    let name_len = head.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    FIXED_FLOATS
+        .iter()
+        .find(|(_, _, name)| &name.as_bytes()[b"float".len()..] == rest)
+        .map(|&(code, bits, _)| (code, bits))
+}
+
+/// A run of ASCII digits as a `u32`, like `str::parse` (leading zeros allowed); `None` when
+/// empty or too large.
+fn parse_digits(digits: &[u8]) -> Option<u32> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u32, |n, &b| {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(u32::from(b - b'0'))
+    })
+}
+
+/// Parses the part before the lane suffix into (code, bits); `whole` is used for messages.
+fn parse_name_and_bits(head: &[u8], whole: &[u8]) -> Result<(u8, u8), String> {
+    if let Some(found) = fixed_float(head) {
+        return Ok(found);
+    }
+    let name_len = head
+        .iter()
+        .rposition(|b| !b.is_ascii_digit())
+        .map_or(0, |last| last + 1);
     let (name, digits) = head.split_at(name_len);
     // (code, default bits or None when a bit count is required)
     let (code, default_bits) = match name {
-        "int" => (kDLInt, Some(32)),
-        "uint" => (kDLUInt, Some(32)),
-        "float" => (kDLFloat, Some(32)),
-        "bfloat" => (kDLBfloat, Some(16)),
-        "complex" => (kDLComplex, Some(64)),
-        "handle" => (kDLOpaqueHandle, Some(64)),
-        "bool" => (kDLBool, Some(8)),
-        "i" => (kDLInt, None),
-        "u" => (kDLUInt, None),
-        "f" => (kDLFloat, None),
-        "bf" => (kDLBfloat, None),
-        _ => return Err(format!("Unknown data type `{whole}`")),
+        b"float" => (kDLFloat, Some(32)),
+        b"int" => (kDLInt, Some(32)),
+        b"uint" => (kDLUInt, Some(32)),
+        b"bfloat" => (kDLBfloat, Some(16)),
+        b"complex" => (kDLComplex, Some(64)),
+        b"handle" => (kDLOpaqueHandle, Some(64)),
+        b"bool" => (kDLBool, Some(8)),
+        b"i" => (kDLInt, None),
+        b"u" => (kDLUInt, None),
+        b"f" => (kDLFloat, None),
+        b"bf" => (kDLBfloat, None),
+        _ => return Err(format!("Unknown data type `{}`", shown(whole))),
     };
     if digits.is_empty() {
         return default_bits
             .map(|bits| (code, bits))
-            .ok_or_else(|| format!("Unknown data type `{whole}`"));
+            .ok_or_else(|| format!("Unknown data type `{}`", shown(whole)));
     }
-    let bits = digits.parse::<u32>().ok().filter(|b| (1..=255).contains(b));
+    let bits = parse_digits(digits).filter(|b| (1..=255).contains(b));
     let Some(bits) = bits else {
-        return Err(format!("invalid bits in `{whole}`: must be in 1..=255"));
+        return Err(format!(
+            "invalid bits in `{}`: must be in 1..=255",
+            shown(whole)
+        ));
     };
     let allowed: &[u32] = match code {
         kDLFloat => &[16, 32, 64],
@@ -138,7 +182,8 @@ fn parse_name_and_bits(head: &str, whole: &str) -> Result<(u8, u8), String> {
     };
     if !allowed.is_empty() && !allowed.contains(&bits) {
         return Err(format!(
-            "invalid bits in `{whole}`: this type has {}",
+            "invalid bits in `{}`: this type has {}",
+            shown(whole),
             allowed
                 .iter()
                 .map(u32::to_string)
@@ -148,22 +193,20 @@ fn parse_name_and_bits(head: &str, whole: &str) -> Result<(u8, u8), String> {
     }
     if matches!(code, kDLInt | kDLUInt) && bits > 64 {
         return Err(format!(
-            "invalid bits in `{whole}`: integers have at most 64"
+            "invalid bits in `{}`: integers have at most 64",
+            shown(whole)
         ));
     }
     Ok((code, bits as u8))
 }
 
 /// Parses the text after the first `x`: `N` (1..=65535) or `vscalexN` (1..=32768).
-fn parse_lanes(spec: &str) -> Option<u16> {
-    let (digits, scalable) = match spec.strip_prefix(VSCALE_PREFIX) {
+fn parse_lanes(spec: &[u8]) -> Option<u16> {
+    let (digits, scalable) = match spec.strip_prefix(VSCALE_PREFIX.as_bytes()) {
         Some(rest) => (rest, true),
         None => (spec, false),
     };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n = digits.parse::<u32>().ok()?;
+    let n = parse_digits(digits)?;
     if scalable {
         // Stored as the two's-complement negation of the count in 16 bits.
         (1..=32768)

@@ -322,29 +322,24 @@ pub(crate) unsafe fn alloc_object_uninit<S>(value: S, extra: usize, type_index: 
     unsafe { alloc_object_uninit_with_deleter(value, extra, type_index, rust_object_deleter::<S>) }
 }
 
-/// As [`alloc_object_uninit`], for values that own nothing (no drop glue, so no nested
-/// objects): their deleter frees the block and skips the bookkeeping of nested releases.
+/// Writes a fresh header (`type_index`, counts strong 1 / weak 1, `deleter`) at the start of a
+/// block, for objects that manage their own blocks (heap strings).
 ///
 /// # Safety
-/// As for [`alloc_object_uninit`].
-pub(crate) unsafe fn alloc_plain_object_uninit<S>(
-    value: S,
-    extra: usize,
+/// `header` is valid for writes; `deleter` honours the flag bits of the header protocol and
+/// releases the block the way it was allocated.
+#[inline]
+pub(crate) unsafe fn init_header(
+    header: *mut TVMFFIObject,
     type_index: i32,
-) -> NonNull<S> {
-    assert!(
-        !std::mem::needs_drop::<S>(),
-        "plain objects own nothing to drop"
-    );
-    // SAFETY: forwarded; dropping the value is a no-op, so freeing the block is all there is.
-    unsafe { alloc_object_uninit_with_deleter(value, extra, type_index, plain_object_deleter) }
-}
-
-/// The deleter of [`alloc_plain_object_uninit`]: frees the block once the weak flag is set.
-unsafe extern "C" fn plain_object_deleter(obj: *mut c_void, flags: c_int) {
-    if flags & kTVMFFIObjectDeleterFlagBitMaskWeak != 0 {
-        // SAFETY: the block came from `libc::malloc` and no reference remains.
-        unsafe { libc::free(obj) };
+    deleter: unsafe extern "C" fn(*mut c_void, c_int),
+) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        (*header).combined_ref_count = std::sync::atomic::AtomicU64::new(kTVMFFIObjectBothOne);
+        (*header).type_index = type_index;
+        (*header).__padding = 0;
+        (*header).deleter = Some(deleter);
     }
 }
 
@@ -352,7 +347,7 @@ unsafe extern "C" fn plain_object_deleter(obj: *mut c_void, flags: c_int) {
 ///
 /// # Safety
 /// As for [`alloc_object_with_deleter`]; the extra bytes are left uninitialized.
-unsafe fn alloc_object_uninit_with_deleter<S>(
+pub(crate) unsafe fn alloc_object_uninit_with_deleter<S>(
     value: S,
     extra: usize,
     type_index: i32,
@@ -374,11 +369,7 @@ unsafe fn alloc_object_uninit_with_deleter<S>(
     // value fills the struct.
     unsafe {
         ptr.as_ptr().write(value);
-        let header = ptr.as_ptr().cast::<TVMFFIObject>();
-        (*header).combined_ref_count = std::sync::atomic::AtomicU64::new(kTVMFFIObjectBothOne);
-        (*header).type_index = type_index;
-        (*header).__padding = 0;
-        (*header).deleter = Some(deleter);
+        init_header(ptr.as_ptr().cast(), type_index, deleter);
     }
     ptr
 }

@@ -2,6 +2,8 @@
 //! longer ones are immutable heap objects whose content follows the cell and ends with a NUL.
 
 use std::borrow::Cow;
+use std::cell::Cell;
+use std::ffi::{c_int, c_void};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -11,7 +13,7 @@ use crate::abi::{
 };
 use crate::any::{Any, AnyView};
 use crate::error::{Error, ErrorKind};
-use crate::object::{Object, ObjectCore, alloc_plain_object_uninit};
+use crate::object::{Object, ObjectCore, init_header};
 
 /// Most bytes stored inline; one byte of the 8-byte payload stays a terminating NUL.
 pub const MAX_SMALL_LEN: usize = 7;
@@ -91,46 +93,143 @@ fn small_word(bytes: &[u8]) -> u64 {
 /// object (index `heap_index`).
 #[inline]
 pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> Any {
-    if bytes.len() <= MAX_SMALL_LEN {
-        let payload = small_word(bytes).to_le_bytes();
-        let raw = TVMFFIAny {
+    let raw = if bytes.len() <= MAX_SMALL_LEN {
+        TVMFFIAny {
             type_index: small_index,
             small_str_len: bytes.len() as u32,
-            payload: TVMFFIAnyPayload { v_bytes: payload },
-        };
-        // SAFETY: a small value owns nothing.
-        return unsafe { Any::from_raw(raw) };
-    }
-    new_heap_bytes_any(bytes, heap_index)
+            payload: TVMFFIAnyPayload {
+                v_bytes: small_word(bytes).to_le_bytes(),
+            },
+        }
+    } else {
+        // Both forms are assembled here, so the value travels in registers, not memory.
+        TVMFFIAny {
+            type_index: heap_index,
+            small_str_len: 0,
+            payload: TVMFFIAnyPayload {
+                v_obj: new_heap_bytes(bytes, heap_index),
+            },
+        }
+    };
+    // SAFETY: a small value owns nothing; a heap value owns the new object's one reference.
+    unsafe { Any::from_raw(raw) }
 }
 
-/// The heap form of [`new_bytes_any`]: a bytes object of type `heap_index`.
+/// The heap form of [`new_bytes_any`]: a new bytes object of type `heap_index` holding one
+/// reference, which the caller takes.
 #[inline(never)]
-fn new_heap_bytes_any(bytes: &[u8], heap_index: i32) -> Any {
-    let header = BytesObj {
-        base: Object::header(),
-        bytes: TVMFFIByteArray::EMPTY,
-    };
-    // SAFETY: BytesObj is repr(C) with the header first and owns no resources of its own; the
-    // extra bytes hold the content and its NUL.
-    let ptr = unsafe { alloc_plain_object_uninit(header, bytes.len() + 1, heap_index) };
-    // SAFETY: the block has room for the content and the NUL after the cell.
+fn new_heap_bytes(bytes: &[u8], heap_index: i32) -> *mut abi::TVMFFIObject {
+    let block = take_block(block_size(bytes.len())).cast::<BytesObj>();
+    // SAFETY: the block has room for the object, the content and the NUL, and malloc's
+    // alignment; the header and the cell are written before the object is handed out.
     unsafe {
-        let content = ptr.as_ptr().add(1).cast::<u8>();
+        init_header(block.cast(), heap_index, heap_bytes_deleter);
+        let content = block.add(1).cast::<u8>();
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), content, bytes.len());
         content.add(bytes.len()).write(0);
-        (*ptr.as_ptr()).bytes =
-            TVMFFIByteArray::from_bytes(std::slice::from_raw_parts(content, bytes.len()));
+        (&raw mut (*block).bytes).write(TVMFFIByteArray::from_bytes(std::slice::from_raw_parts(
+            content,
+            bytes.len(),
+        )));
     }
-    let raw = TVMFFIAny {
-        type_index: heap_index,
-        small_str_len: 0,
-        payload: TVMFFIAnyPayload {
-            v_obj: ptr.as_ptr().cast(),
-        },
+    block.cast()
+}
+
+/// Bytes of the block of a heap string or bytes object with `len` content bytes: the object,
+/// the content and its NUL, rounded up to the usable size of the chunk glibc's malloc gives for
+/// that request anyway (16-byte chunks, 8 bytes of them its own), so that blocks of one size
+/// class are interchangeable at no cost in memory.
+fn block_size(len: usize) -> usize {
+    size_of::<BytesObj>()
+        .checked_add(len)
+        .and_then(|size| size.checked_add(1 + 8 + 15))
+        .map(|size| (size & !15) - 8)
+        .expect("object size overflows")
+}
+
+/// Longest content whose block a thread may keep as its spare.
+const SPARE_MAX_LEN: usize = SPARE_MAX - size_of::<BytesObj>() - 1;
+
+/// Largest block a thread keeps as its spare (see [`SpareBlock`]).
+const SPARE_MAX: usize = 248;
+
+/// The block of the last small heap string or bytes object this thread released (with its
+/// size), for the next one of the same size: a value made and dropped soon (the common case
+/// across the C ABI) saves a trip through `malloc` and `free`. Freed with the thread.
+struct SpareBlock {
+    block: Cell<*mut c_void>,
+    size: Cell<usize>,
+}
+
+impl Drop for SpareBlock {
+    fn drop(&mut self) {
+        // SAFETY: a spare block came from `libc::malloc` and nothing refers to it.
+        unsafe { libc::free(self.block.get()) };
+    }
+}
+
+thread_local! {
+    static SPARE: SpareBlock = const {
+        SpareBlock {
+            block: Cell::new(std::ptr::null_mut()),
+            size: Cell::new(0),
+        }
     };
-    // SAFETY: the new object's single reference moves into the Any.
-    unsafe { Any::from_raw(raw) }
+}
+
+/// A block of `size` bytes: this thread's spare if it has that size, a new one otherwise.
+fn take_block(size: usize) -> *mut c_void {
+    if size <= SPARE_MAX {
+        let spare = SPARE
+            .try_with(|spare| {
+                if spare.size.get() == size {
+                    spare.size.set(0);
+                    spare.block.replace(std::ptr::null_mut())
+                } else {
+                    std::ptr::null_mut()
+                }
+            })
+            .unwrap_or(std::ptr::null_mut());
+        if !spare.is_null() {
+            return spare;
+        }
+    }
+    // SAFETY: malloc with a non-zero size; the result is checked for NULL.
+    let block = unsafe { libc::malloc(size) };
+    if block.is_null() {
+        std::alloc::handle_alloc_error(
+            std::alloc::Layout::from_size_align(size, 16).expect("object layout"),
+        );
+    }
+    block
+}
+
+/// The deleter of heap strings and bytes: they own nothing, so the weak flag gives the block
+/// back (kept as the thread's spare when there is none, freed otherwise).
+unsafe extern "C" fn heap_bytes_deleter(obj: *mut c_void, flags: c_int) {
+    if flags & abi::kTVMFFIObjectDeleterFlagBitMaskWeak == 0 {
+        return;
+    }
+    // SAFETY: a heap bytes object whose last reference is gone; its cell is intact.
+    let len = unsafe { (*obj.cast::<BytesObj>()).bytes.size };
+    let kept = len <= SPARE_MAX_LEN
+        && SPARE
+            .try_with(|spare| {
+                let empty = spare.block.get().is_null();
+                if empty {
+                    spare.block.set(obj);
+                    // The size of the block it was made with (a short content: no overflow).
+                    spare
+                        .size
+                        .set(((size_of::<BytesObj>() + len + 1 + 8 + 15) & !15) - 8);
+                }
+                empty
+            })
+            .unwrap_or(false);
+    if !kept {
+        // SAFETY: the block came from `libc::malloc` and no reference remains.
+        unsafe { libc::free(obj) };
+    }
 }
 
 /// The bytes of a string-like value: small forms, heap objects, raw C strings and byte-array

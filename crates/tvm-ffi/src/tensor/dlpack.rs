@@ -2,6 +2,7 @@
 //! producers (taking ownership only once every check has passed), managed tensors that hold a
 //! reference to a tensor, and views that share another object's data.
 
+use std::cell::Cell;
 use std::ffi::c_void;
 
 use crate::abi::{
@@ -14,12 +15,13 @@ use crate::boundary::ffi_boundary;
 use crate::error::{ErrorKind, Result};
 use crate::object::dec_ref;
 
-use super::{Tensor, TensorOwner, check_import, make_tensor, read_dims};
+use super::{Tensor, TensorOwner, check_import, import_tensor, make_tensor, read_dims};
 
 /// Wraps an imported descriptor; `owner` runs only once every check has passed.
 ///
 /// # Safety
 /// `t` is a valid descriptor.
+#[inline]
 unsafe fn import(
     t: &DLTensor,
     require_alignment: i32,
@@ -30,26 +32,97 @@ unsafe fn import(
     // SAFETY: guaranteed by the caller.
     let (shape, strides) = unsafe { read_dims(t)? };
     check_import(t, shape, strides, require_alignment, require_contiguous)?;
-    Ok(make_tensor(t, shape, strides, owner(), read_only))
+    Ok(import_tensor(t, shape, strides, owner(), read_only))
+}
+
+/// Bytes of one export record block: the larger of the two record layouts, so that both
+/// exports share the spare block.
+const RECORD_SIZE: usize = {
+    let versioned = size_of::<DLManagedTensorVersioned>();
+    let legacy = size_of::<DLManagedTensor>();
+    if versioned > legacy {
+        versioned
+    } else {
+        legacy
+    }
+};
+
+/// The record block of a released export, kept by the thread that released it for its next
+/// export: a consumer that lets go of an export soon (the common case) saves the next export a
+/// trip through `malloc` and `free`. Freed with the thread.
+struct SpareRecord(Cell<*mut c_void>);
+
+impl Drop for SpareRecord {
+    fn drop(&mut self) {
+        // SAFETY: a spare block came from `libc::malloc` and nothing else refers to it.
+        unsafe { libc::free(self.0.get()) };
+    }
+}
+
+thread_local! {
+    static SPARE_RECORD: SpareRecord = const { SpareRecord(Cell::new(std::ptr::null_mut())) };
+}
+
+/// A block of [`RECORD_SIZE`] bytes (8-byte aligned) for an export record: this thread's
+/// spare one, or a new one.
+fn alloc_record() -> *mut c_void {
+    let spare = SPARE_RECORD
+        .try_with(|spare| spare.0.replace(std::ptr::null_mut()))
+        .unwrap_or(std::ptr::null_mut());
+    if !spare.is_null() {
+        return spare;
+    }
+    // SAFETY: malloc with a non-zero size; the result is checked for NULL.
+    let block = unsafe { libc::malloc(RECORD_SIZE) };
+    if block.is_null() {
+        std::alloc::handle_alloc_error(
+            std::alloc::Layout::from_size_align(RECORD_SIZE, 8).expect("record layout"),
+        );
+    }
+    block
+}
+
+/// Gives back a block of [`alloc_record`]: kept as this thread's spare if it has none (and is
+/// not exiting), freed otherwise.
+///
+/// # Safety
+/// `block` came from [`alloc_record`] and nothing refers to it any more.
+unsafe fn free_record(block: *mut c_void) {
+    let kept = SPARE_RECORD
+        .try_with(|spare| {
+            let empty = spare.0.get().is_null();
+            if empty {
+                spare.0.set(block);
+            }
+            empty
+        })
+        .unwrap_or(false);
+    if !kept {
+        // SAFETY: the block came from `libc::malloc` (guaranteed by the caller).
+        unsafe { libc::free(block) };
+    }
 }
 
 unsafe extern "C" fn release_legacy(managed: *mut DLManagedTensor) {
     ffi_boundary("the deleter of a DLManagedTensor", || {
-        // SAFETY: allocated by `Tensor::to_dlpack`, released once; the context holds a
-        // reference.
+        // SAFETY: made by `Tensor::to_dlpack` in a block of `alloc_record`, released once; the
+        // context holds a reference.
         unsafe {
-            let managed = Box::from_raw(managed);
-            dec_ref(managed.manager_ctx.cast());
+            let tensor = (*managed).manager_ctx;
+            free_record(managed.cast());
+            dec_ref(tensor.cast());
         }
     })
 }
 
 unsafe extern "C" fn release_versioned(managed: *mut DLManagedTensorVersioned) {
     ffi_boundary("the deleter of a DLManagedTensorVersioned", || {
-        // SAFETY: allocated by `Tensor::to_dlpack_versioned`, released once.
+        // SAFETY: made by `Tensor::to_dlpack_versioned` in a block of `alloc_record`, released
+        // once; the context holds a reference.
         unsafe {
-            let managed = Box::from_raw(managed);
-            dec_ref(managed.manager_ctx.cast());
+            let tensor = (*managed).manager_ctx;
+            free_record(managed.cast());
+            dec_ref(tensor.cast());
         }
     })
 }
@@ -121,11 +194,16 @@ impl Tensor {
     /// Exports the tensor as a legacy DLPack tensor holding one reference to it; the consumer
     /// releases it through its deleter.
     pub fn to_dlpack(&self) -> *mut DLManagedTensor {
-        Box::into_raw(Box::new(DLManagedTensor {
-            dl_tensor: *self.obj.dltensor(),
-            manager_ctx: self.obj.clone().into_raw().cast::<c_void>(),
-            deleter: Some(release_legacy),
-        }))
+        let record = alloc_record().cast::<DLManagedTensor>();
+        // SAFETY: the block has room for the record and malloc's alignment.
+        unsafe {
+            record.write(DLManagedTensor {
+                dl_tensor: *self.obj.dltensor(),
+                manager_ctx: self.obj.clone().into_raw().cast::<c_void>(),
+                deleter: Some(release_legacy),
+            })
+        };
+        record
     }
 
     /// Exports the tensor as a versioned DLPack tensor (read-only flag kept) holding one
@@ -136,16 +214,21 @@ impl Tensor {
         } else {
             0
         };
-        Box::into_raw(Box::new(DLManagedTensorVersioned {
-            version: DLPackVersion {
-                major: DLPACK_MAJOR_VERSION,
-                minor: DLPACK_MINOR_VERSION,
-            },
-            dl_tensor: *self.obj.dltensor(),
-            manager_ctx: self.obj.clone().into_raw().cast::<c_void>(),
-            deleter: Some(release_versioned),
-            flags,
-        }))
+        let record = alloc_record().cast::<DLManagedTensorVersioned>();
+        // SAFETY: the block has room for the record and malloc's alignment.
+        unsafe {
+            record.write(DLManagedTensorVersioned {
+                version: DLPackVersion {
+                    major: DLPACK_MAJOR_VERSION,
+                    minor: DLPACK_MINOR_VERSION,
+                },
+                dl_tensor: *self.obj.dltensor(),
+                manager_ctx: self.obj.clone().into_raw().cast::<c_void>(),
+                deleter: Some(release_versioned),
+                flags,
+            })
+        };
+        record
     }
 
     /// A tensor sharing `source`'s data with `prototype`'s descriptor (shape and strides are

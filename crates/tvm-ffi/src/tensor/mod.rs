@@ -4,7 +4,7 @@
 //! Tensors made here always carry non-NULL strides when `ndim > 0`, as C++ consumers require.
 
 use std::collections::BTreeSet;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -12,11 +12,14 @@ use crate::abi::{
     self, DLDataType, DLManagedTensor, DLManagedTensorVersioned, DLTensor, TVMFFIObjectHandle,
     kTVMFFITensor,
 };
+use crate::abi::{kTVMFFIObjectDeleterFlagBitMaskStrong, kTVMFFIObjectDeleterFlagBitMaskWeak};
 use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::device::Device;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{Object, ObjectCore, ObjectRef, alloc_object_uninit};
+use crate::object::{
+    Object, ObjectCore, ObjectRef, alloc_object_uninit_with_deleter, dec_ref, release_nested,
+};
 
 mod dlpack;
 
@@ -48,32 +51,44 @@ impl TensorObj {
     }
 }
 
-/// What keeps a tensor's memory alive.
+/// What keeps a tensor's memory alive, as given when a tensor is made. The object keeps one
+/// word of it ([`OwnerWord`]); which kind it is, is told by the deleter in its header.
 enum TensorOwner {
     /// A legacy DLPack producer, released through its deleter.
     Managed(*mut DLManagedTensor),
     /// A versioned DLPack producer, released through its deleter.
     Versioned(*mut DLManagedTensorVersioned),
     /// Another object (the source of a view), held only to keep it alive.
-    Source(#[allow(dead_code)] Any),
+    Source(Any),
     /// A buffer allocated here with `posix_memalign`.
     Buffer(*mut c_void),
-    /// Memory of a foreign owner, released by calling `release(ctx)` once.
-    Foreign {
-        /// The owner's context.
-        ctx: *mut c_void,
-        /// Releases the owner.
-        release: unsafe extern "C" fn(*mut c_void),
-    },
+    /// Memory of a foreign owner, released by calling this with the address of the owner's
+    /// record, copied into the tensor's allocation after the dims.
+    Foreign(unsafe extern "C" fn(*mut c_void)),
 }
 
-/// Tensors made by this runtime: the shared view and the owner of the data; the shape and then
-/// the strides (`ndim` values each) follow the struct in the same allocation.
+/// The kinds of [`TensorOwner`], the parameter of [`tensor_deleter`].
+const MANAGED: u8 = 0;
+const VERSIONED: u8 = 1;
+const SOURCE: u8 = 2;
+const BUFFER: u8 = 3;
+const FOREIGN: u8 = 4;
+
+/// The owner word of a tensor made here: the producer's record, the source object (NULL for a
+/// source that is not an object), the buffer, or the foreign release function.
+#[repr(C)]
+union OwnerWord {
+    ptr: *mut c_void,
+    release: unsafe extern "C" fn(*mut c_void),
+}
+
+/// Tensors made by this runtime: the shared view and the owner word. Dims kept here (strides,
+/// and the shape unless it is the producer's) and a foreign owner's record follow the struct in
+/// the same allocation.
 #[repr(C)]
 struct TensorStorage {
     view: TensorObj,
-    owner: TensorOwner,
-    read_only: bool,
+    owner: OwnerWord,
 }
 
 /// Addresses of live tensors made here whose producer marked the data read-only (rare, so a
@@ -86,34 +101,109 @@ fn read_only_set() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
     READ_ONLY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Drop for TensorStorage {
-    fn drop(&mut self) {
-        if self.read_only {
-            read_only_set().remove(&(self as *const TensorStorage as usize));
+/// The deleter of a tensor made here whose owner is of kind `KIND` (read-only ones are in the
+/// side table): nested releases are bounded as for every object.
+unsafe extern "C" fn tensor_deleter<const KIND: u8, const READ_ONLY: bool>(
+    obj: *mut c_void,
+    flags: c_int,
+) {
+    // SAFETY: forwarded from the header protocol.
+    unsafe { release_nested(obj, flags, destroy_tensor::<KIND, READ_ONLY>) }
+}
+
+/// Releases the owner (strong flag) and frees the block (weak flag).
+///
+/// # Safety
+/// `obj` is a tensor made here with an owner of kind `KIND`; the flags follow the header
+/// protocol.
+unsafe fn destroy_tensor<const KIND: u8, const READ_ONLY: bool>(obj: *mut c_void, flags: c_int) {
+    if flags & kTVMFFIObjectDeleterFlagBitMaskStrong != 0 {
+        if READ_ONLY {
+            read_only_set().remove(&(obj as usize));
             READ_ONLY_COUNT.fetch_sub(1, Ordering::Release);
         }
-        // SAFETY: each owner is released exactly once, as its producer prescribes.
+        let storage = obj.cast::<TensorStorage>();
+        // SAFETY: the deleter's kind says which owner word the tensor holds; each owner is
+        // released exactly once (the strong flag comes once), as its producer prescribes.
         unsafe {
-            match &self.owner {
-                TensorOwner::Managed(m) => {
-                    if let Some(deleter) = (**m).deleter {
-                        deleter(*m);
+            let owner = &(*storage).owner;
+            match KIND {
+                MANAGED => {
+                    let managed = owner.ptr.cast::<DLManagedTensor>();
+                    if let Some(deleter) = (*managed).deleter {
+                        deleter(managed);
                     }
                 }
-                TensorOwner::Versioned(m) => {
-                    if let Some(deleter) = (**m).deleter {
-                        deleter(*m);
+                VERSIONED => {
+                    let managed = owner.ptr.cast::<DLManagedTensorVersioned>();
+                    if let Some(deleter) = (*managed).deleter {
+                        deleter(managed);
                     }
                 }
-                TensorOwner::Source(_) => {}
-                TensorOwner::Buffer(ptr) => libc::free(*ptr),
-                TensorOwner::Foreign { ctx, release } => release(*ctx),
+                SOURCE => {
+                    if !owner.ptr.is_null() {
+                        dec_ref(owner.ptr.cast());
+                    }
+                }
+                BUFFER => libc::free(owner.ptr),
+                _ => {
+                    // The record follows the shape and the strides.
+                    let ndim = (*storage).view.tensor.ndim as usize;
+                    let record = storage.add(1).cast::<i64>().add(2 * ndim);
+                    (owner.release)(record.cast());
+                }
             }
+        }
+    }
+    if flags & kTVMFFIObjectDeleterFlagBitMaskWeak != 0 {
+        // SAFETY: the block came from `libc::malloc` and no reference remains.
+        unsafe { libc::free(obj) };
+    }
+}
+
+/// The deleter for an owner of kind `kind`.
+fn tensor_deleter_for(kind: u8, read_only: bool) -> unsafe extern "C" fn(*mut c_void, c_int) {
+    match (kind, read_only) {
+        (MANAGED, false) => tensor_deleter::<MANAGED, false>,
+        (MANAGED, true) => tensor_deleter::<MANAGED, true>,
+        (VERSIONED, false) => tensor_deleter::<VERSIONED, false>,
+        (VERSIONED, true) => tensor_deleter::<VERSIONED, true>,
+        (SOURCE, false) => tensor_deleter::<SOURCE, false>,
+        (SOURCE, true) => tensor_deleter::<SOURCE, true>,
+        (BUFFER, false) => tensor_deleter::<BUFFER, false>,
+        (BUFFER, true) => tensor_deleter::<BUFFER, true>,
+        (_, false) => tensor_deleter::<FOREIGN, false>,
+        (_, true) => tensor_deleter::<FOREIGN, true>,
+    }
+}
+
+impl TensorOwner {
+    /// The kind and the word the object keeps (a source's object reference moves into it).
+    fn into_word(self) -> (u8, OwnerWord) {
+        match self {
+            TensorOwner::Managed(m) => (MANAGED, OwnerWord { ptr: m.cast() }),
+            TensorOwner::Versioned(m) => (VERSIONED, OwnerWord { ptr: m.cast() }),
+            TensorOwner::Source(source) => {
+                let raw = source.into_raw();
+                let ptr = if raw.type_index >= abi::kTVMFFIStaticObjectBegin {
+                    // SAFETY: an object value's payload is its object, whose reference moves
+                    // into the word.
+                    unsafe { raw.payload.v_obj.cast() }
+                } else {
+                    // SAFETY: the value was owned; a plain value keeps nothing alive.
+                    drop(unsafe { Any::from_raw(raw) });
+                    std::ptr::null_mut()
+                };
+                (SOURCE, OwnerWord { ptr })
+            }
+            TensorOwner::Buffer(ptr) => (BUFFER, OwnerWord { ptr }),
+            TensorOwner::Foreign(release) => (FOREIGN, OwnerWord { release }),
         }
     }
 }
 
 /// Whether the tensor object at `obj` was made here from a producer that marked it read-only.
+#[inline]
 fn is_read_only(obj: *const crate::abi::TVMFFIObject) -> bool {
     READ_ONLY_COUNT.load(Ordering::Acquire) > 0 && read_only_set().contains(&(obj as usize))
 }
@@ -198,55 +288,108 @@ fn check_import(
     require_alignment: i32,
     require_contiguous: bool,
 ) -> Result<()> {
-    // One pass: the element count (`None` once it overflows) and whether a dimension is 0.
-    let mut count = Some(1i64);
+    // One pass: the element count (wrapped, with a flag once it overflows) and whether a
+    // dimension is 0.
+    let mut count = 1i64;
+    let mut overflow = false;
     let mut empty = false;
     for &dim in shape {
         if dim < 0 {
-            crate::bail!(
-                ErrorKind::ValueError,
-                "tensor shape {shape:?} has a negative dimension {dim}"
-            );
+            return Err(negative_dim_error(shape, dim));
         }
         empty |= dim == 0;
-        count = count.and_then(|n| n.checked_mul(dim));
+        let (next, wrapped) = count.overflowing_mul(dim);
+        count = next;
+        overflow |= wrapped;
     }
-    if !empty && count.is_none() {
-        crate::bail!(
-            ErrorKind::ValueError,
-            "tensor shape {shape:?} has more elements than fit in int64"
-        );
+    if !empty && overflow {
+        return Err(import_error(ImportError::TooLarge, t, shape, strides, 0));
     }
-    let dtype = DataType(t.dtype);
     if t.dtype.bits == 0 || t.dtype.lanes == 0 {
-        crate::bail!(
-            ErrorKind::ValueError,
-            "tensor dtype {dtype} has {} bits and {} lanes; both must be at least 1",
-            t.dtype.bits,
-            t.dtype.lanes
-        );
+        return Err(import_error(ImportError::EmptyDtype, t, shape, strides, 0));
     }
     if require_alignment > 0 {
         let align = require_alignment as u64;
-        let address = if is_direct_address(t.device.device_type) {
-            (t.data as u64).wrapping_add(t.byte_offset)
-        } else {
-            t.byte_offset
-        };
-        if address % align != 0 {
-            crate::bail!(
-                ErrorKind::ValueError,
-                "tensor data at {address:#x} is not aligned to {align} bytes"
-            );
+        if !data_address(t).is_multiple_of(align) {
+            return Err(import_error(
+                ImportError::Unaligned,
+                t,
+                shape,
+                strides,
+                align,
+            ));
         }
     }
     if require_contiguous && !is_contiguous(shape, strides) {
-        crate::bail!(
-            ErrorKind::ValueError,
-            "tensor with shape {shape:?} and strides {strides:?} is not contiguous"
-        );
+        return Err(import_error(
+            ImportError::NotContiguous,
+            t,
+            shape,
+            strides,
+            0,
+        ));
     }
     Ok(())
+}
+
+/// The address whose alignment an import checks: the data address plus the offset on devices
+/// with plain addresses, the offset alone elsewhere.
+fn data_address(t: &DLTensor) -> u64 {
+    if is_direct_address(t.device.device_type) {
+        (t.data as u64).wrapping_add(t.byte_offset)
+    } else {
+        t.byte_offset
+    }
+}
+
+/// The import checks that can fail after the dims were read.
+enum ImportError {
+    TooLarge,
+    EmptyDtype,
+    Unaligned,
+    NotContiguous,
+}
+
+/// The message of a failed import check (out of line, so that the checks themselves keep
+/// nothing aside for it).
+#[cold]
+#[inline(never)]
+fn import_error(
+    what: ImportError,
+    t: &DLTensor,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    align: u64,
+) -> Error {
+    let message = match what {
+        ImportError::TooLarge => {
+            format!("tensor shape {shape:?} has more elements than fit in int64")
+        }
+        ImportError::EmptyDtype => format!(
+            "tensor dtype {} has {} bits and {} lanes; both must be at least 1",
+            DataType(t.dtype),
+            t.dtype.bits,
+            t.dtype.lanes
+        ),
+        ImportError::Unaligned => format!(
+            "tensor data at {:#x} is not aligned to {align} bytes",
+            data_address(t)
+        ),
+        ImportError::NotContiguous => {
+            format!("tensor with shape {shape:?} and strides {strides:?} is not contiguous")
+        }
+    };
+    Error::new(ErrorKind::ValueError, message)
+}
+
+/// The error of a negative dimension at import (out of line: the check loop stays small).
+#[cold]
+#[inline(never)]
+fn negative_dim_error(shape: &[i64], dim: i64) -> Error {
+    Error::new(
+        ErrorKind::ValueError,
+        format!("tensor shape {shape:?} has a negative dimension {dim}"),
+    )
 }
 
 /// Builds a tensor object over `prototype`'s data, owned by `owner`; shape and strides are
@@ -258,39 +401,26 @@ fn make_tensor(
     owner: TensorOwner,
     read_only: bool,
 ) -> Tensor {
-    build_tensor(prototype, shape, strides, &[], |_| owner, read_only)
+    build_tensor(prototype, shape, strides, &[], owner, read_only)
 }
 
 /// As [`make_tensor`], also copying an owner `record` into the object's allocation (after the
-/// dims, 8-byte aligned); `owner` receives the copy's address.
+/// dims, 8-byte aligned), where a foreign owner's release finds it.
 fn build_tensor(
     prototype: &DLTensor,
     shape: &[i64],
     strides: Option<&[i64]>,
     record: &[u8],
-    owner: impl FnOnce(*mut c_void) -> TensorOwner,
+    owner: TensorOwner,
     read_only: bool,
 ) -> Tensor {
     let ndim = shape.len();
-    // The owner is set once the record's address is known; nothing owns anything until then.
-    let placeholder = TensorOwner::Buffer(std::ptr::null_mut());
-    let storage = TensorStorage {
-        view: TensorObj {
-            base: Object::header(),
-            tensor: *prototype,
-        },
-        owner: placeholder,
-        read_only,
-    };
-    let dims_bytes = 2 * ndim * size_of::<i64>();
-    // SAFETY: repr(C) with the header first; Drop releases the owner; the extra bytes hold the
-    // shape, the strides and the owner record as plain bytes, all written below before anything
-    // reads them.
-    let ptr = unsafe { alloc_object_uninit(storage, dims_bytes + record.len(), kTVMFFITensor) };
+    let extra = 2 * ndim * size_of::<i64>() + record.len();
+    let ptr = new_storage(prototype, owner, read_only, extra);
     // SAFETY: the object is new; the dims and the record live right after the struct (8-byte
     // aligned, since the struct's size and the dims' are multiples of 8).
     unsafe {
-        let dims = ptr.as_ptr().add(1).cast::<i64>();
+        let dims = ptr.add(1).cast::<i64>();
         std::ptr::copy_nonoverlapping(shape.as_ptr(), dims, ndim);
         match strides {
             Some(strides) => std::ptr::copy_nonoverlapping(strides.as_ptr(), dims.add(ndim), ndim),
@@ -300,27 +430,89 @@ fn build_tensor(
         }
         let record_ptr = dims.add(2 * ndim).cast::<u8>();
         std::ptr::copy_nonoverlapping(record.as_ptr(), record_ptr, record.len());
-        // The placeholder owns nothing; overwrite it without running its drop.
-        std::ptr::write(&mut (*ptr.as_ptr()).owner, owner(record_ptr.cast()));
-        let tensor = &mut (*ptr.as_ptr()).view.tensor;
+        let tensor = &mut (*ptr).view.tensor;
         tensor.ndim = ndim as i32;
-        tensor.shape = if ndim == 0 {
-            std::ptr::null_mut()
+        (tensor.shape, tensor.strides) = if ndim == 0 {
+            (std::ptr::null_mut(), std::ptr::null_mut())
         } else {
-            dims
-        };
-        tensor.strides = if ndim == 0 {
-            std::ptr::null_mut()
-        } else {
-            dims.add(ndim)
+            (dims, dims.add(ndim))
         };
     }
+    finish_storage(ptr, read_only)
+}
+
+/// A tensor of a DLPack producer's descriptor `t` (checked, with `shape` and `strides` read
+/// from it): like the producer's own consumers, it keeps pointing at the producer's shape and
+/// strides, which live as long as the record it owns; compact strides are computed into the
+/// object when the producer has none.
+fn import_tensor(
+    t: &DLTensor,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    owner: TensorOwner,
+    read_only: bool,
+) -> Tensor {
+    let ndim = shape.len();
+    let extra = if strides.is_none() {
+        std::mem::size_of_val(shape)
+    } else {
+        0
+    };
+    let ptr = new_storage(t, owner, read_only, extra);
+    // SAFETY: the object is new; the computed strides live right after the struct.
+    unsafe {
+        let tensor = &mut (*ptr).view.tensor;
+        if ndim == 0 {
+            (tensor.shape, tensor.strides) = (std::ptr::null_mut(), std::ptr::null_mut());
+        } else if strides.is_none() {
+            let own = ptr.add(1).cast::<i64>();
+            fill_compact_strides(shape, std::slice::from_raw_parts_mut(own, ndim));
+            tensor.strides = own;
+        }
+    }
+    finish_storage(ptr, read_only)
+}
+
+/// A new tensor object: a copy of `prototype` (shape and strides to be set by the caller), the
+/// owner's word and its deleter, and `extra` uninitialized bytes after the struct.
+fn new_storage(
+    prototype: &DLTensor,
+    owner: TensorOwner,
+    read_only: bool,
+    extra: usize,
+) -> *mut TensorStorage {
+    let (kind, owner) = owner.into_word();
+    let tail = size_of::<TensorStorage>() - size_of::<Object>() + extra;
+    // SAFETY: the header goes first, as in every object; the deleter matches the owner's kind
+    // and frees the block with `libc::free`; the rest of the struct is written right below and
+    // the caller writes the extra bytes before anything reads them.
+    let ptr = unsafe {
+        alloc_object_uninit_with_deleter(
+            Object::header(),
+            tail,
+            kTVMFFITensor,
+            tensor_deleter_for(kind, read_only),
+        )
+    };
+    let ptr = ptr.as_ptr().cast::<TensorStorage>();
+    // SAFETY: the block holds a `TensorStorage` (malloc alignment suits it); its fields after
+    // the header are written in place, without building the struct elsewhere first.
+    unsafe {
+        (&raw mut (*ptr).view.tensor).write(*prototype);
+        (&raw mut (*ptr).owner).write(owner);
+    }
+    ptr
+}
+
+/// Registers a read-only tensor and wraps the new object.
+#[inline]
+fn finish_storage(ptr: *mut TensorStorage, read_only: bool) -> Tensor {
     if read_only {
-        read_only_set().insert(ptr.as_ptr() as usize);
+        read_only_set().insert(ptr as usize);
         READ_ONLY_COUNT.fetch_add(1, Ordering::Release);
     }
     // SAFETY: the new object's reference moves into the tensor.
-    let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
+    let obj = unsafe { ObjectRef::from_raw(ptr.cast()) };
     Tensor { obj }
 }
 
@@ -459,7 +651,7 @@ impl Tensor {
                 shape,
                 strides,
                 record,
-                |ctx| TensorOwner::Foreign { ctx, release },
+                TensorOwner::Foreign(release),
                 read_only,
             )),
             Err(err) => {
@@ -539,6 +731,7 @@ impl Tensor {
     }
 
     /// Whether the producer marked the data read-only (only known for tensors made here).
+    #[inline]
     pub fn is_read_only(&self) -> bool {
         is_read_only(self.obj.as_raw())
     }

@@ -2,7 +2,7 @@
 
 use tvm_ffi::DataType;
 use tvm_ffi::abi::{kDLBfloat, kDLBool, kDLComplex, kDLFloat, kDLOpaqueHandle};
-use tvm_ffi::dtype::parse_dtype;
+use tvm_ffi::dtype::{parse_dtype, parse_dtype_bytes};
 
 /// Each family with the bit counts it has and some that it does not.
 const FAMILIES: [(&str, u8, &[u8], &[u8]); 5] = [
@@ -79,4 +79,31 @@ fn short_names_of_the_small_float_formats_parse_as_the_full_names() {
     // The underscore before the lanes belongs to the named formats only.
     assert!(parse_dtype("float32_x4").is_err());
     assert!(parse_dtype("f8_e9m9").is_err());
+}
+
+#[test]
+fn bytes_parse_like_text() {
+    for input in [
+        "float32",
+        "int8x4",
+        "float0016",
+        "int64xvscalex4",
+        "bool",
+        "handle32",
+        "",
+    ] {
+        let text = parse_dtype(input).unwrap_or_else(|e| panic!("`{input}`: {e}"));
+        let bytes = parse_dtype_bytes(input.as_bytes()).unwrap();
+        assert_eq!(
+            (text.code, text.bits, text.lanes),
+            (bytes.code, bytes.bits, bytes.lanes)
+        );
+    }
+    // Bit and lane counts too large for u32 are rejected, not wrapped.
+    assert!(parse_dtype("float4294967328").is_err());
+    assert!(parse_dtype("float32x4294967297").is_err());
+    assert!(parse_dtype("float32x+4").is_err());
+    // Bytes that are not UTF-8 never parse; the message shows them lossily.
+    let err = parse_dtype_bytes(b"float\xff").unwrap_err();
+    assert_eq!(err, "Unknown data type `float\u{fffd}`");
 }

@@ -142,3 +142,70 @@ fn heap_values_end_with_a_nul_at_every_length() {
         }
     }
 }
+
+#[test]
+fn raw_c_strings_become_owned_strings_through_c() {
+    use tvm_ffi::abi::{self, TVMFFIAny};
+    for text in [
+        c"",
+        c"hello",
+        c"seven!!",
+        c"eight!!!",
+        c"a longer heap string",
+    ] {
+        let view = TVMFFIAny::raw_c_str(text.as_ptr());
+        let mut out = TVMFFIAny::NONE;
+        // SAFETY: a valid raw string value and output.
+        assert_eq!(unsafe { abi::TVMFFIAnyViewToOwnedAny(&view, &mut out) }, 0);
+        let small = text.to_bytes().len() <= 7;
+        let expected = if small {
+            abi::kTVMFFISmallStr
+        } else {
+            abi::kTVMFFIStr
+        };
+        assert_eq!(out.type_index, expected, "{text:?}");
+        // SAFETY: the output is an owned value.
+        let owned = unsafe { Any::from_raw(out) };
+        assert_eq!(bytes_of_any(&owned), Some(text.to_bytes()));
+    }
+    // A NULL raw string is still an error.
+    let view = TVMFFIAny::raw_c_str(std::ptr::null());
+    let mut out = TVMFFIAny::NONE;
+    // SAFETY: a valid value and output.
+    assert_eq!(unsafe { abi::TVMFFIAnyViewToOwnedAny(&view, &mut out) }, -1);
+    let err = tvm_ffi::Error::take_raised().unwrap();
+    assert!(err.message().contains("NULL string pointer"), "{err}");
+}
+
+#[test]
+fn heap_values_made_after_others_are_released_keep_their_own_content() {
+    // Released blocks are handed to the next value of the same size: the content, the NUL and
+    // the kind must be the new value's.
+    for round in 0..3 {
+        for len in [8usize, 9, 24, 100, 150, 207, 208, 300] {
+            let text: std::string::String = (0..len)
+                .map(|i| char::from(b'a' + ((i + round + len) % 26) as u8))
+                .collect();
+            let first = String::from(text.as_str());
+            let held = Bytes::from(text.as_bytes());
+            drop(first);
+            let second = String::from(text.as_str());
+            assert_eq!(second.as_bytes(), text.as_bytes());
+            assert_eq!(held.as_bytes(), text.as_bytes());
+            let any: Any = second.into();
+            assert_eq!(bytes_of_any(&any), Some(text.as_bytes()));
+            drop(held);
+            let other = Bytes::from(&text.as_bytes()[..len - 1]);
+            assert_eq!(other.as_bytes(), &text.as_bytes()[..len - 1]);
+        }
+    }
+    // Values released on another thread than the one that made them.
+    let made: Vec<String> = (0..8)
+        .map(|i| String::from("x".repeat(40 + i).as_str()))
+        .collect();
+    std::thread::spawn(move || drop(made)).join().unwrap();
+    assert_eq!(
+        String::from("y".repeat(47).as_str()).as_bytes(),
+        "y".repeat(47).as_bytes()
+    );
+}

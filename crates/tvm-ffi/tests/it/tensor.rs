@@ -279,3 +279,113 @@ fn require_contiguous_refuses_only_real_gaps() {
         assert!(released);
     }
 }
+
+#[test]
+fn an_export_outlives_its_tensor_and_is_released_once() {
+    let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    let data = t.data_ptr();
+    // Two exports alive at once get two records; the tensor goes before its consumers do.
+    let first = t.to_dlpack_versioned();
+    let second = t.to_dlpack();
+    assert_ne!(first.cast::<c_void>(), second.cast::<c_void>());
+    assert_eq!(t.as_object().use_count(), 3);
+    drop(t);
+    // SAFETY: the exports are live until their deleters run, once each.
+    unsafe {
+        assert_eq!((*first).dl_tensor.data, data);
+        assert_eq!(
+            std::slice::from_raw_parts((*first).dl_tensor.shape, 2),
+            &[2, 3]
+        );
+        assert_eq!(
+            std::slice::from_raw_parts((*second).dl_tensor.strides, 2),
+            &[3, 1]
+        );
+        ((*first).deleter.unwrap())(first);
+        assert_eq!(*(*second).dl_tensor.data.cast::<f32>().add(5), 6.0);
+        ((*second).deleter.unwrap())(second);
+    }
+    // A released record is reused by the next export, which starts out whole again.
+    let u = Tensor::from_slice(&[7i32], &[1]).unwrap();
+    let again = u.to_dlpack_versioned();
+    // SAFETY: a live export, released once.
+    unsafe {
+        assert_eq!((*again).version.major, abi::DLPACK_MAJOR_VERSION);
+        assert_eq!((*again).flags, 0);
+        assert_eq!(*(*again).dl_tensor.data.cast::<i32>(), 7);
+        ((*again).deleter.unwrap())(again);
+    }
+    assert_eq!(u.as_object().use_count(), 1);
+}
+
+#[test]
+fn an_export_released_on_another_thread_frees_its_record() {
+    let t = Tensor::from_slice(&[1u8, 2, 3], &[3]).unwrap();
+    let exports: Vec<usize> = (0..4).map(|_| t.to_dlpack_versioned() as usize).collect();
+    std::thread::spawn(move || {
+        for managed in exports {
+            let managed = managed as *mut DLManagedTensorVersioned;
+            // SAFETY: each export is live and released once, here.
+            unsafe { ((*managed).deleter.unwrap())(managed) };
+        }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(t.as_object().use_count(), 1);
+}
+
+#[test]
+fn imports_keep_the_producers_shape_and_strides() {
+    let mut released = false;
+    let managed = produce(vec![0.0; 12], vec![3, 4], 0, &mut released);
+    let mut strides = [1i64, 3];
+    // SAFETY: a valid producer; column-major strides of its own, living past the import.
+    unsafe { (*managed).dl_tensor.strides = strides.as_mut_ptr() };
+    // SAFETY: a valid producer whose record outlives the import.
+    let t = unsafe { Tensor::from_dlpack_versioned(managed, 0, false) }.unwrap();
+    assert_eq!(t.shape(), &[3, 4]);
+    assert_eq!(&*t.strides(), &[1, 3]);
+    assert!(!t.is_contiguous());
+    // The export describes the same layout.
+    let out = t.to_dlpack_versioned();
+    // SAFETY: a live export, released once.
+    unsafe {
+        assert_eq!(
+            std::slice::from_raw_parts((*out).dl_tensor.strides, 2),
+            &[1, 3]
+        );
+        ((*out).deleter.unwrap())(out);
+    }
+    drop(t);
+    assert!(released);
+
+    // Without strides the import computes compact ones.
+    let mut released = false;
+    let managed = produce(vec![0.0; 24], vec![2, 3, 4], 0, &mut released);
+    // SAFETY: a valid producer.
+    let t = unsafe { Tensor::from_dlpack_versioned(managed, 0, true) }.unwrap();
+    assert_eq!(&*t.strides(), &[12, 4, 1]);
+    assert!(!t.dltensor().strides.is_null());
+    drop(t);
+    assert!(released);
+}
+
+#[test]
+fn zero_dim_tensors_import_and_export() {
+    let mut released = false;
+    let managed = produce(vec![2.5], vec![], 0, &mut released);
+    // SAFETY: a valid producer of a scalar.
+    let t = unsafe { Tensor::from_dlpack_versioned(managed, 4, true) }.unwrap();
+    assert_eq!((t.ndim(), t.shape(), t.numel()), (0, &[][..], 1));
+    assert!(t.dltensor().shape.is_null() && t.dltensor().strides.is_null());
+    let out = t.to_dlpack();
+    drop(t);
+    assert!(!released, "the export keeps the producer");
+    // SAFETY: a live export, released once.
+    unsafe {
+        assert_eq!((*out).dl_tensor.ndim, 0);
+        assert_eq!(*(*out).dl_tensor.data.cast::<f32>(), 2.5);
+        ((*out).deleter.unwrap())(out);
+    }
+    assert!(released);
+}

@@ -150,6 +150,31 @@ fn dtype_text_through_c() {
 }
 
 #[test]
+fn dtype_text_that_is_not_utf8_is_named_as_such() {
+    let bytes = b"float\xff32";
+    let text = TVMFFIByteArray {
+        data: bytes.as_ptr().cast(),
+        size: bytes.len(),
+    };
+    let mut dtype = abi::DLDataType::default();
+    // SAFETY: valid pointers.
+    let value = unsafe { abi::TVMFFIDataTypeFromString(&text, &mut dtype) };
+    assert_eq!(value, -1);
+    let err = Error::take_raised().unwrap();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(err.message().contains("not UTF-8"), "{err}");
+    // A bad name that is UTF-8 keeps the parser's message.
+    // SAFETY: valid pointers.
+    let value = unsafe { abi::TVMFFIDataTypeFromString(&key("int65"), &mut dtype) };
+    assert_eq!(value, -1);
+    let err = Error::take_raised().unwrap();
+    assert_eq!(
+        err.message(),
+        "invalid bits in `int65`: integers have at most 64"
+    );
+}
+
+#[test]
 fn version_matches_the_header_macros() {
     let mut v = abi::TVMFFIVersion::default();
     // SAFETY: a valid output.
