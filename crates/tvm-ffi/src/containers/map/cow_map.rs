@@ -16,7 +16,7 @@ use super::object::{alloc_empty, map_ptr_of};
 use super::read::MapRead;
 use super::read::sealed::Sealed;
 use super::table::{
-    Inserted, copy_object, find_kv, insert_in_place, remove_in_place, tables_equal,
+    Inserted, copy_object, find_kv, insert_in_place, remove_in_place, reserve_fresh, tables_equal,
 };
 
 /// Marker view of `ffi.Map` (index 72).
@@ -51,6 +51,14 @@ impl Map {
     /// An empty map.
     pub fn new() -> Map {
         Map::from_new(alloc_empty(kTVMFFIMap))
+    }
+
+    /// An empty map with room for `n` entries: inserting `n` distinct keys never rehashes.
+    pub fn with_capacity(n: usize) -> Map {
+        let obj = alloc_empty(kTVMFFIMap);
+        // SAFETY: a fresh, empty object made here, held only here.
+        unsafe { reserve_fresh(obj.as_ptr(), n) };
+        Map::from_new(obj)
     }
 
     /// Takes over the only reference of a fresh map object made here.
@@ -147,7 +155,9 @@ impl Default for Map {
 
 impl<K: Into<Any>, V: Into<Any>> FromIterator<(K, V)> for Map {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Map {
-        let mut map = Map::new();
+        let iter = iter.into_iter();
+        // The hint is only trusted up to a modest size.
+        let mut map = Map::with_capacity(iter.size_hint().0.min(1 << 16));
         for (k, v) in iter {
             map.insert(k, v);
         }

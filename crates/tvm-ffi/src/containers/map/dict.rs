@@ -15,7 +15,8 @@ use super::object::{alloc_empty, drop_kv, map_ptr_of};
 use super::read::MapRead;
 use super::read::sealed::Sealed;
 use super::table::{
-    Inserted, clear_in_place, copy_object, insert_in_place, remove_in_place, tables_equal,
+    Inserted, clear_in_place, copy_object, insert_in_place, remove_in_place, reserve_fresh,
+    tables_equal,
 };
 
 /// Marker view of `ffi.Dict` (index 76). Shared-mutable, and safe to share between threads:
@@ -46,6 +47,14 @@ impl Dict {
     /// An empty dict.
     pub fn new() -> Dict {
         Dict::from_new(alloc_empty(kTVMFFIDict))
+    }
+
+    /// An empty dict with room for `n` entries: inserting `n` distinct keys never rehashes.
+    pub fn with_capacity(n: usize) -> Dict {
+        let obj = alloc_empty(kTVMFFIDict);
+        // SAFETY: a fresh, empty object made here, held only here.
+        unsafe { reserve_fresh(obj.as_ptr(), n) };
+        Dict::from_new(obj)
     }
 
     /// Takes over the only reference of a fresh dict object made here.
@@ -132,7 +141,9 @@ impl Default for Dict {
 
 impl<K: Into<Any>, V: Into<Any>> FromIterator<(K, V)> for Dict {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Dict {
-        let dict = Dict::new();
+        let iter = iter.into_iter();
+        // The hint is only trusted up to a modest size.
+        let dict = Dict::with_capacity(iter.size_hint().0.min(1 << 16));
         for (k, v) in iter {
             dict.insert(k, v);
         }

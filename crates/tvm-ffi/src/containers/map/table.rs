@@ -115,6 +115,25 @@ unsafe fn small_to_dense(p: *mut MapBaseObj) {
     }
 }
 
+/// Gives a fresh, empty object made here room for `n` entries: above [`SMALL_MAX`] it switches
+/// to the dense layout with the slot count the original gives a table built from `n` entries,
+/// so that inserting `n` distinct keys never rehashes. Smaller counts keep the small layout.
+///
+/// # Safety
+/// `p` points at an empty object made by [`alloc_empty`] that may be mutated.
+pub(super) unsafe fn reserve_fresh(p: *mut MapBaseObj, n: usize) {
+    if n as u64 <= SMALL_MAX {
+        return;
+    }
+    // SAFETY: per the caller the object is empty, small, has no data deleter (its pairs are
+    // inline) and has room for the dense fields.
+    unsafe {
+        debug_assert!(is_small(p) && raw_len(p) == 0 && (*cell(p)).data_deleter.is_none());
+        Dense::new_empty(table_size_for(n as u64)).store(p);
+        (*cell(p)).data_deleter = Some(free_blocks);
+    }
+}
+
 /// Inserts or overwrites in place, growing the table (and switching layout) as needed.
 ///
 /// # Safety
