@@ -3,7 +3,9 @@
 use std::sync::{Mutex, OnceLock};
 
 use crate::any::{Any, AnyView};
-use crate::containers::map::{Cursor, Dict, Map, MapBaseObj, MapRead, cursor_of, lock_if_dict};
+use crate::containers::map::{
+    Cursor, Dict, DictObj, Map, MapBaseObj, MapObj, MapRead, cursor_of, lock_if_dict,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 
@@ -128,9 +130,16 @@ pub fn functions() -> Vec<(&'static str, Function)> {
         ),
         (
             "ffi.MapGetItem",
-            Function::from_typed("ffi.MapGetItem", |m: Map, k: Any| {
-                m.get(&k).ok_or_else(|| missing_key(&k, "Map"))
-            }),
+            Function::from_typed_with_fast_path(
+                "ffi.MapGetItem",
+                |m: Map, k: Any| m.get(&k).ok_or_else(|| missing_key(&k, "Map")),
+                // A map argument is borrowed; a dict (copied by the adapter), a missing key or
+                // a bad argument take the typed path.
+                |args| match args {
+                    [m, k] => m.as_object::<MapObj>()?.get(k).map(Ok),
+                    _ => None,
+                },
+            ),
         ),
         (
             "ffi.MapCount",
@@ -160,9 +169,16 @@ pub fn functions() -> Vec<(&'static str, Function)> {
         ),
         (
             "ffi.DictGetItem",
-            Function::from_typed("ffi.DictGetItem", |d: Dict, k: Any| {
-                d.get(&k).ok_or_else(|| missing_key(&k, "Dict"))
-            }),
+            Function::from_typed_with_fast_path(
+                "ffi.DictGetItem",
+                |d: Dict, k: Any| d.get(&k).ok_or_else(|| missing_key(&k, "Dict")),
+                // A dict argument is borrowed; a missing key or a bad argument take the typed
+                // path.
+                |args| match args {
+                    [d, k] => d.as_object::<DictObj>()?.get(k).map(Ok),
+                    _ => None,
+                },
+            ),
         ),
         (
             "ffi.DictSetItem",

@@ -154,3 +154,62 @@ fn collect_reserves_from_the_size_hint() {
     );
     raw_dict(&d).check_dense();
 }
+
+#[test]
+fn ffi_map_get_item_borrows_maps_and_checks_the_rest() {
+    let get = global("ffi.MapGetItem");
+    let value = Any::from("a value longer than seven bytes");
+    let pairs: Map = (0..8i64).map(|i| (i, value.clone())).collect();
+    let m: Any = pairs.clone().into();
+    drop(pairs);
+    let obj = m.as_object_ptr().unwrap();
+    // SAFETY: the headers are live while `m` and `value` live.
+    let count = |p: *mut tvm_ffi::abi::TVMFFIObject| unsafe {
+        (*p.cast::<tvm_ffi::Object>()).strong_count()
+    };
+    let before = count(value.as_object_ptr().unwrap());
+    let got = get.call((m.clone(), 3i64)).unwrap();
+    assert_eq!(got.as_object_ptr(), value.as_object_ptr());
+    assert_eq!(count(value.as_object_ptr().unwrap()), before + 1);
+    drop(got);
+    assert_eq!(count(obj), 1, "the map was borrowed");
+    // A missing key is the adapter's KeyError, naming the key.
+    let err = get.call((m.clone(), 8i64)).unwrap_err();
+    assert_eq!(err.kind(), "KeyError");
+    assert!(err.message().contains("key 8 is not in Map"), "{err}");
+    // Keys equal across forms: a small string finds a heap string key and back.
+    let m2: Any = Map::from_iter([("short", 1i64), ("a key longer than seven bytes", 2i64)]).into();
+    assert_eq!(
+        get.call((m2.clone(), "short"))
+            .unwrap()
+            .cast::<i64>()
+            .unwrap(),
+        1
+    );
+    let long = Any::from("a key longer than seven bytes");
+    assert_eq!(get.call((m2, long)).unwrap().cast::<i64>().unwrap(), 2);
+    // A dict is accepted (the adapter copies it); bad arguments are TypeErrors.
+    let d: Any = Dict::from_iter([(1i64, 5i64)]).into();
+    assert_eq!(
+        get.call((d.clone(), 1i64)).unwrap().cast::<i64>().unwrap(),
+        5
+    );
+    let err = get.call((1i64, 1i64)).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(err.message().contains("Expected `ffi.Map`"), "{err}");
+    let err = get.call((m.clone(),)).unwrap_err();
+    assert!(
+        err.message().contains("Mismatched number of arguments"),
+        "{err}"
+    );
+    // ffi.DictGetItem borrows dicts the same way.
+    let dget = global("ffi.DictGetItem");
+    assert_eq!(
+        dget.call((d.clone(), 1i64)).unwrap().cast::<i64>().unwrap(),
+        5
+    );
+    assert_eq!(count(d.as_object_ptr().unwrap()), 1);
+    let err = dget.call((d, 2i64)).unwrap_err();
+    assert_eq!(err.kind(), "KeyError");
+    assert!(err.message().contains("key 2 is not in Dict"), "{err}");
+}

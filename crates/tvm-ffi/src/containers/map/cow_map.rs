@@ -2,7 +2,7 @@
 //! [`MapObj`].
 
 use std::fmt;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 use std::sync::atomic::{Ordering, fence};
 
 use crate::abi::kTVMFFIMap;
@@ -12,7 +12,7 @@ use crate::object::{ObjectCore, ObjectRef};
 use super::iter::Iter;
 use super::keys::MapKey;
 use super::layout::MapBaseObj;
-use super::object::{alloc_empty, map_ptr_of};
+use super::object::{alloc_empty, clone_raw, map_ptr_of};
 use super::read::MapRead;
 use super::read::sealed::Sealed;
 use super::table::{
@@ -37,6 +37,18 @@ unsafe impl ObjectCore for MapObj {
     }
     fn is_instance(type_index: i32) -> bool {
         type_index == kTVMFFIMap
+    }
+}
+
+impl MapObj {
+    /// The value stored for `key`, read from the object in place (borrowed: no reference count
+    /// of the map changes).
+    #[inline]
+    pub fn get(&self, key: &AnyView<'_>) -> Option<Any> {
+        let p = ptr::from_ref(&self.0).cast_mut();
+        // SAFETY: `self` is a live map, never mutated while shared; the value gains its own
+        // reference.
+        unsafe { find_kv(p, key.as_raw()).map(|kv| Any::from_raw(clone_raw(&(*kv).value))) }
     }
 }
 

@@ -1,7 +1,7 @@
 //! `Dict` (`ffi.Dict`, index 76): a shared-mutable map, and its object marker [`DictObj`].
 
 use std::fmt;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 
 use crate::abi::kTVMFFIDict;
 use crate::any::{Any, AnyView, TryFromAnyView};
@@ -11,12 +11,12 @@ use crate::object::{ObjectCore, ObjectRef};
 use super::iter::Iter;
 use super::keys::MapKey;
 use super::layout::MapBaseObj;
-use super::object::{alloc_empty, drop_kv, map_ptr_of};
+use super::object::{alloc_empty, clone_raw, drop_kv, map_ptr_of};
 use super::read::MapRead;
 use super::read::sealed::Sealed;
 use super::table::{
-    Inserted, clear_in_place, copy_object, insert_in_place, remove_in_place, reserve_fresh,
-    tables_equal,
+    Inserted, clear_in_place, copy_object, find_kv, insert_in_place, remove_in_place,
+    reserve_fresh, tables_equal,
 };
 
 /// Marker view of `ffi.Dict` (index 76). Shared-mutable, and safe to share between threads:
@@ -32,6 +32,19 @@ unsafe impl ObjectCore for DictObj {
     }
     fn is_instance(type_index: i32) -> bool {
         type_index == kTVMFFIDict
+    }
+}
+
+impl DictObj {
+    /// The value stored for `key`, read from the object in place under its lock (borrowed: no
+    /// reference count of the dict changes).
+    pub fn get(&self, key: &AnyView<'_>) -> Option<Any> {
+        let p = ptr::from_ref(&self.0).cast_mut();
+        // SAFETY: `self` is a live dict, read under its lock; the value gains its own reference.
+        unsafe {
+            let _lock = ObjectLock::acquire(p.cast());
+            find_kv(p, key.as_raw()).map(|kv| Any::from_raw(clone_raw(&(*kv).value)))
+        }
     }
 }
 

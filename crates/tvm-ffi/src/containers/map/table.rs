@@ -60,6 +60,7 @@ pub(super) unsafe fn raw_len(p: *mut MapBaseObj) -> usize {
 ///
 /// # Safety
 /// `p` points at a live map object; `key` is a valid value.
+#[inline]
 pub(super) unsafe fn find_kv(p: *mut MapBaseObj, key: &TVMFFIAny) -> Option<*mut Kv> {
     // SAFETY: per the caller; indices stay within the layout's initialized entries.
     unsafe {
