@@ -352,7 +352,7 @@ unsafe extern "C" fn plain_object_deleter(obj: *mut c_void, flags: c_int) {
 ///
 /// # Safety
 /// As for [`alloc_object_with_deleter`]; the extra bytes are left uninitialized.
-unsafe fn alloc_object_uninit_with_deleter<S>(
+pub(crate) unsafe fn alloc_object_uninit_with_deleter<S>(
     value: S,
     extra: usize,
     type_index: i32,

@@ -115,6 +115,27 @@ fn elements_release_their_references() {
 }
 
 #[test]
+fn arrays_release_objects_among_plain_values() {
+    // Plain values only (released without nested bookkeeping), then an object in last place
+    // (released through it), built from views and from owned values.
+    let make = Function::get_global("ffi.Array").unwrap();
+    let plain = make.call((1i64, 2.5f64, true)).unwrap();
+    drop(plain);
+    let s = Any::from("an object among plain values");
+    let obj = s.as_object_ptr().unwrap();
+    // SAFETY: the header is live while `s` lives.
+    let count = || unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() };
+    let from_views = make.call((1i64, 2i64, s.clone())).unwrap();
+    let from_vec = Array::from_vec(vec![Any::from(1i64), s.clone()]);
+    assert_eq!(count(), 3);
+    drop(from_views);
+    drop(from_vec);
+    assert_eq!(count(), 1);
+    let empty = make.call(()).unwrap();
+    assert_eq!(empty.cast::<Array>().unwrap().len(), 0);
+}
+
+#[test]
 fn lists_are_shared_and_mutable() {
     let list = List::new();
     let alias = list.clone();
