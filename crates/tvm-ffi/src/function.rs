@@ -376,6 +376,22 @@ pub trait TypedFunction<Args>: Send + Sync + 'static {
     fn call_typed(&self, signature: &str, args: &[AnyView<'_>]) -> Result<Any>;
 }
 
+/// The `TypeError` of a typed call with the wrong number of arguments.
+#[cold]
+#[inline(never)]
+fn count_error(signature: &str, expected: usize, got: usize) -> Error {
+    Error::new(
+        ErrorKind::TypeError,
+        format!(
+            "Mismatched number of arguments when calling: `{signature}`. \
+             Expected {expected} but got {got} arguments"
+        ),
+    )
+}
+
+/// The `TypeError` of a typed call's argument that does not convert.
+#[cold]
+#[inline(never)]
 fn argument_error(signature: &str, index: usize, expected: &str, got: &AnyView<'_>) -> Error {
     Error::new(
         ErrorKind::TypeError,
@@ -413,19 +429,20 @@ macro_rules! typed_arities {
             #[inline]
             fn call_typed(&self, signature: &str, args: &[AnyView<'_>]) -> Result<Any> {
                 if args.len() != $n {
-                    return Err(Error::new(
-                        ErrorKind::TypeError,
-                        format!(
-                            "Mismatched number of arguments when calling: `{signature}`. \
-                             Expected {} but got {} arguments",
-                            $n,
-                            args.len()
-                        ),
-                    ));
+                    return Err(count_error(signature, $n, args.len()));
                 }
                 (self)($(
-                    $arg::try_from_view(&args[$idx])
-                        .ok_or_else(|| argument_error(signature, $idx, $arg::TYPE_NAME, &args[$idx]))?
+                    match $arg::try_from_view(&args[$idx]) {
+                        Some(value) => value,
+                        None => {
+                            return Err(argument_error(
+                                signature,
+                                $idx,
+                                $arg::TYPE_NAME,
+                                &args[$idx],
+                            ))
+                        }
+                    }
                 ),*)
                 .into_function_result()
             }
