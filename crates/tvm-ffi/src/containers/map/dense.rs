@@ -182,7 +182,7 @@ impl Dense {
     ///
     /// # Safety
     /// The blocks are valid and consistent.
-    #[inline]
+    #[inline(always)]
     pub(super) unsafe fn find(&self, key: &TVMFFIAny, hash: u64) -> Option<u64> {
         if self.slots == 0 || self.data.is_null() {
             return None;

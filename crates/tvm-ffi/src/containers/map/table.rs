@@ -56,7 +56,8 @@ pub(super) unsafe fn raw_len(p: *mut MapBaseObj) -> usize {
     unsafe { (*cell(p)).size as usize }
 }
 
-/// The pair holding `key`, if any (valid until the object changes).
+/// The pair holding `key`, if any (valid until the object changes). The small layout's scan is
+/// inline; the dense probe is one call.
 ///
 /// # Safety
 /// `p` points at a live map object; `key` is a valid value.
@@ -71,11 +72,23 @@ pub(super) unsafe fn find_kv(p: *mut MapBaseObj, key: &TVMFFIAny) -> Option<*mut
                 .map(|i| kvs.add(i))
                 .find(|&kv| any_equal(key, &(*kv).key))
         } else {
-            let table = Dense::load(p);
-            table
-                .find(key, any_hash(key))
-                .map(|i| addr_of_mut!((*table.item(i)).kv))
+            find_kv_dense(p, key)
         }
+    }
+}
+
+/// [`find_kv`] of a dense table.
+///
+/// # Safety
+/// As for [`find_kv`]; the table is dense.
+#[inline(never)]
+unsafe fn find_kv_dense(p: *mut MapBaseObj, key: &TVMFFIAny) -> Option<*mut Kv> {
+    // SAFETY: per the caller.
+    unsafe {
+        let table = Dense::load(p);
+        table
+            .find(key, any_hash(key))
+            .map(|i| addr_of_mut!((*table.item(i)).kv))
     }
 }
 
