@@ -3,8 +3,8 @@
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
-use tvm_ffi::any::{Any, AnyView};
-use tvm_ffi::containers::array::{Array, List};
+use tvm_ffi::any::{Any, AnyView, TryFromAnyView};
+use tvm_ffi::containers::array::{Array, ArrayObj, List};
 use tvm_ffi::containers::shape::Shape;
 use tvm_ffi::error::{Error, ErrorKind, Result};
 use tvm_ffi::function::Function;
@@ -133,7 +133,20 @@ fn core_functions() -> Vec<(&'static str, Function)> {
         ),
         (
             "ffi.ArrayGetItem",
-            Function::from_typed("ffi.ArrayGetItem", |a: Array, i: i64| a.at(i).cloned()),
+            Function::from_typed_with_fast_path(
+                "ffi.ArrayGetItem",
+                |a: Array, i: i64| a.at(i).cloned(),
+                // An array argument is borrowed; a list (copied by the adapter), a negative or
+                // out-of-range index or a bad argument take the typed path.
+                |args| match args {
+                    [a, i] => {
+                        let items = a.as_object::<ArrayObj>()?.as_slice();
+                        let i = usize::try_from(i64::try_from_view(i)?).ok()?;
+                        items.get(i).cloned().map(Ok)
+                    }
+                    _ => None,
+                },
+            ),
         ),
         (
             "ffi.ArrayContains",

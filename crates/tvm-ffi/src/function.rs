@@ -60,12 +60,14 @@ struct RustFunctionObj<F> {
 ///
 /// # Safety
 /// `args` points at `num_args` values valid for `'a` (it may be NULL when `num_args` is 0).
+#[inline]
 pub(crate) unsafe fn args_slice<'a>(args: *const TVMFFIAny, num_args: i32) -> &'a [AnyView<'a>] {
-    if num_args <= 0 || args.is_null() {
+    if args.is_null() {
         return &[];
     }
-    // SAFETY: `AnyView` is a transparent wrapper of `TVMFFIAny`; validity per the caller.
-    unsafe { std::slice::from_raw_parts(args.cast::<AnyView<'a>>(), num_args as usize) }
+    // SAFETY: `AnyView` is a transparent wrapper of `TVMFFIAny`; validity per the caller (a
+    // negative count reads as none).
+    unsafe { std::slice::from_raw_parts(args.cast::<AnyView<'a>>(), num_args.max(0) as usize) }
 }
 
 unsafe extern "C" fn rust_safe_call<F>(
@@ -147,6 +149,33 @@ impl Function {
         // SAFETY: the new object's reference moves into the Function.
         let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
         Function { obj }
+    }
+
+    /// A typed function with a fast path: `fast` sees the packed arguments first and answers
+    /// `Some(result)` for the inputs it handles (typically borrowing a container argument
+    /// instead of converting it); for `None` the call goes through the typed adapter of `f`
+    /// (see [`Function::from_typed`]), with its conversions and error messages. `fast` must
+    /// answer as `f` would.
+    pub fn from_typed_with_fast_path<F, Args, P>(name: &str, f: F, fast: P) -> Function
+    where
+        F: TypedFunction<Args>,
+        P: Fn(&[AnyView<'_>]) -> Option<Result<Any>> + Send + Sync + 'static,
+    {
+        /// The typed path, out of line so that the fast path's frame stays small.
+        #[cold]
+        #[inline(never)]
+        fn slow<F: TypedFunction<Args>, Args>(
+            f: &F,
+            signature: &str,
+            args: &[AnyView<'_>],
+        ) -> Result<Any> {
+            f.call_typed(signature, args)
+        }
+        let signature = F::signature(name);
+        Function::from_packed(move |args| match fast(args) {
+            Some(result) => result,
+            None => slow(&f, &signature, args),
+        })
     }
 
     /// Wraps a typed closure; arguments are converted and checked, and mismatches become a
@@ -347,6 +376,22 @@ pub trait TypedFunction<Args>: Send + Sync + 'static {
     fn call_typed(&self, signature: &str, args: &[AnyView<'_>]) -> Result<Any>;
 }
 
+/// The `TypeError` of a typed call with the wrong number of arguments.
+#[cold]
+#[inline(never)]
+fn count_error(signature: &str, expected: usize, got: usize) -> Error {
+    Error::new(
+        ErrorKind::TypeError,
+        format!(
+            "Mismatched number of arguments when calling: `{signature}`. \
+             Expected {expected} but got {got} arguments"
+        ),
+    )
+}
+
+/// The `TypeError` of a typed call's argument that does not convert.
+#[cold]
+#[inline(never)]
 fn argument_error(signature: &str, index: usize, expected: &str, got: &AnyView<'_>) -> Error {
     Error::new(
         ErrorKind::TypeError,
@@ -384,19 +429,20 @@ macro_rules! typed_arities {
             #[inline]
             fn call_typed(&self, signature: &str, args: &[AnyView<'_>]) -> Result<Any> {
                 if args.len() != $n {
-                    return Err(Error::new(
-                        ErrorKind::TypeError,
-                        format!(
-                            "Mismatched number of arguments when calling: `{signature}`. \
-                             Expected {} but got {} arguments",
-                            $n,
-                            args.len()
-                        ),
-                    ));
+                    return Err(count_error(signature, $n, args.len()));
                 }
                 (self)($(
-                    $arg::try_from_view(&args[$idx])
-                        .ok_or_else(|| argument_error(signature, $idx, $arg::TYPE_NAME, &args[$idx]))?
+                    match $arg::try_from_view(&args[$idx]) {
+                        Some(value) => value,
+                        None => {
+                            return Err(argument_error(
+                                signature,
+                                $idx,
+                                $arg::TYPE_NAME,
+                                &args[$idx],
+                            ))
+                        }
+                    }
                 ),*)
                 .into_function_result()
             }

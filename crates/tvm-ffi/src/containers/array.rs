@@ -2,12 +2,18 @@
 //! separate `malloc` buffer that C++ code may grow in place).
 
 use std::cell::UnsafeCell;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
-use crate::abi::{TVMFFIAny, TVMFFISeqCell, kTVMFFIArray, kTVMFFIList};
+use crate::abi::{
+    self, TVMFFIAny, TVMFFISeqCell, kTVMFFIArray, kTVMFFIList,
+    kTVMFFIObjectDeleterFlagBitMaskStrong, kTVMFFIObjectDeleterFlagBitMaskWeak,
+};
 use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{Object, ObjectCore, ObjectRef, alloc_object, alloc_object_uninit};
+use crate::object::{
+    Object, ObjectCore, ObjectRef, alloc_object, alloc_object_uninit_with_deleter, destroy,
+    release_nested,
+};
 
 use super::sync::ObjectLock;
 
@@ -66,6 +72,32 @@ impl Drop for SeqObj {
             // SAFETY: whoever installed the deleter made it free this buffer.
             unsafe { deleter(cell.data) };
         }
+    }
+}
+
+/// The deleter of arrays made here ([`Array::build`]): an array holding no objects (and no
+/// external buffer) has nothing to release but its block, so it skips the bookkeeping of nested
+/// releases; any other goes through [`release_nested`] like every object made by this crate.
+///
+/// # Safety
+/// Called by the header protocol with an array object allocated by [`Array::build`].
+unsafe extern "C" fn array_deleter(obj: *mut c_void, flags: c_int) {
+    if flags & kTVMFFIObjectDeleterFlagBitMaskStrong != 0 {
+        // SAFETY: the object is a live `SeqObj` until the block is freed.
+        let seq = unsafe { &*obj.cast::<SeqObj>() };
+        let owns_nothing =
+            seq.cell().data_deleter.is_none() && seq.elements().iter().all(|v| !v.is_object());
+        if !owns_nothing {
+            // SAFETY: forwarded from the header protocol; the block holds a `SeqObj`.
+            return unsafe { release_nested(obj, flags, destroy::<SeqObj>) };
+        }
+        // Dropping plain values is a no-op: the strong part of the release is done.
+    }
+    if flags & kTVMFFIObjectDeleterFlagBitMaskWeak != 0 {
+        // SAFETY: the block came from `libc::malloc` in `Array::build`, and no reference
+        // remains; its values own nothing (checked above, or dropped by an earlier strong
+        // release).
+        unsafe { libc::free(obj) };
     }
 }
 
@@ -138,22 +170,56 @@ pub struct Array {
 impl Array {
     /// An array of the given values.
     pub fn from_vec(values: Vec<Any>) -> Array {
-        let mut values = values.into_iter();
-        let filled: Result<Array> = Array::build(values.len(), |_| {
-            Ok(values.next().expect("the vector has `len` values"))
+        let len = values.len();
+        let built = Array::build(len, |data| {
+            for (i, value) in values.into_iter().enumerate() {
+                // SAFETY: `i < len`: the slot is in the block and not yet initialized.
+                unsafe { data.add(i).write(value.into_raw()) };
+            }
+            (len, None)
         });
-        filled.expect("moving owned values cannot fail")
+        built.expect("moving owned values cannot fail")
     }
 
     /// An array of owned copies of the viewed values (one allocation), or the error of the first
     /// view that cannot be owned (see [`AnyView::try_to_owned`]).
     pub fn try_from_views(views: &[AnyView<'_>]) -> Result<Array> {
-        Array::build(views.len(), |i| views[i].try_to_owned())
+        Array::build(views.len(), |data| {
+            // Bitwise copies first; then the values that need more than a copy are fixed up in
+            // place, and a failure leaves the slots from there on unowned.
+            // SAFETY: the block has room for `views.len()` values; `AnyView` is a transparent
+            // `TVMFFIAny`; the two do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(views.as_ptr().cast::<TVMFFIAny>(), data, views.len())
+            };
+            for (i, view) in views.iter().enumerate() {
+                let type_index = view.type_index();
+                if type_index < abi::kTVMFFIRawStr {
+                    // None, ints, floats, pointers, dtypes, devices: the copy is owned as is.
+                    continue;
+                }
+                if type_index >= abi::kTVMFFIStaticObjectBegin {
+                    // SAFETY: the view borrows a live object; the copy gets its own reference.
+                    unsafe { crate::object::inc_ref(view.as_raw().payload.v_obj) };
+                    continue;
+                }
+                match view.try_to_owned() {
+                    // SAFETY: `i < len`: the slot holds an unowned bitwise copy, replaced here.
+                    Ok(value) => unsafe { data.add(i).write(value.into_raw()) },
+                    Err(err) => return (i, Some(err)),
+                }
+            }
+            (views.len(), None)
+        })
     }
 
-    /// Allocates an array of `len` elements inline and fills it with `element(0..len)`; on an
-    /// error, the elements made so far are released with the array.
-    fn build(len: usize, mut element: impl FnMut(usize) -> Result<Any>) -> Result<Array> {
+    /// Allocates an array of `len` elements inline and lets `fill` write them into the block:
+    /// `fill` returns how many leading slots now hold owning values, with the error that
+    /// stopped it early, if any (the array is then released with exactly those values).
+    fn build(
+        len: usize,
+        fill: impl FnOnce(*mut TVMFFIAny) -> (usize, Option<Error>),
+    ) -> Result<Array> {
         let bytes = len
             .checked_mul(size_of::<TVMFFIAny>())
             .expect("array size overflows");
@@ -168,31 +234,24 @@ impl Array {
         };
         // SAFETY: repr(C) with the header first; Drop releases the first `size` inline elements,
         // and only those are ever read.
-        let ptr = unsafe { alloc_object_uninit(value, bytes, kTVMFFIArray) };
+        let ptr =
+            unsafe { alloc_object_uninit_with_deleter(value, bytes, kTVMFFIArray, array_deleter) };
         // SAFETY: the new block has room for `len` values right after the 56-byte object.
         let data = unsafe { ptr.as_ptr().add(1).cast::<TVMFFIAny>() };
         // SAFETY: the new object's reference moves into the array.
         let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
         let array = Array { obj };
-        /// Records how many slots hold owning values when dropped, after the last element or
-        /// at an error (the array then releases exactly those).
-        struct Filled<'a>(&'a mut i64, usize);
-        impl Drop for Filled<'_> {
-            fn drop(&mut self) {
-                *self.0 = self.1 as i64;
-            }
-        }
         let cell = array.obj.0.cell_mut();
         cell.data = data.cast::<c_void>();
-        let mut filled = Filled(&mut cell.size, 0);
-        while filled.1 < len {
-            let value = element(filled.1)?;
-            // SAFETY: the slot is in the block and not yet initialized.
-            unsafe { data.add(filled.1).write(value.into_raw()) };
-            filled.1 += 1;
+        // A panic in `fill` leaves the size at 0: the values written so far leak, none is
+        // released twice.
+        let (filled, error) = fill(data);
+        debug_assert!(filled <= len);
+        cell.size = filled as i64;
+        match error {
+            None => Ok(array),
+            Some(err) => Err(err),
         }
-        drop(filled);
-        Ok(array)
     }
 
     /// An empty array.

@@ -174,8 +174,21 @@ fn small_bytes(v: &TVMFFIAny) -> &[u8] {
 
 /// The map hash of a value (`AnyHash` of the C ABI).
 ///
-/// `v` must be a valid value: objects it holds are alive for the call.
+/// `v` must be a valid value: objects it holds are alive for the call. Plain values (not
+/// strings, bytes or objects) are hashed inline; the rest out of line.
+#[inline]
 pub fn any_hash(v: &TVMFFIAny) -> u64 {
+    let t = v.type_index;
+    if t < kTVMFFIStaticObjectBegin && t != kTVMFFISmallStr && t != kTVMFFISmallBytes {
+        // SAFETY: every payload member is 8 plain bytes; `v_uint64` reads them all.
+        return hash_combine(i64::from(t) as u64, unsafe { v.payload.v_uint64 });
+    }
+    any_hash_slow(v)
+}
+
+/// [`any_hash`] of every kind of value.
+#[inline(never)]
+fn any_hash_slow(v: &TVMFFIAny) -> u64 {
     // SAFETY: every payload member is 8 plain bytes; `v_uint64` reads them all.
     let bits = unsafe { v.payload.v_uint64 };
     match v.type_index {
@@ -196,8 +209,27 @@ pub fn any_hash(v: &TVMFFIAny) -> u64 {
 
 /// Map key equality of two values (`AnyEqual` of the C ABI).
 ///
-/// Both must be valid values: objects they hold are alive for the call.
+/// Both must be valid values: objects they hold are alive for the call. Identical bits, and
+/// plain values of one type, are decided inline; the rest out of line.
+#[inline]
 pub fn any_equal(a: &TVMFFIAny, b: &TVMFFIAny) -> bool {
+    if a.type_index == b.type_index {
+        // SAFETY: every payload member is 8 plain bytes; `v_uint64` reads them all.
+        let (pa, pb) = unsafe { (a.payload.v_uint64, b.payload.v_uint64) };
+        if a.small_str_len == b.small_str_len && pa == pb {
+            return true;
+        }
+        if a.type_index < kTVMFFIStaticObjectBegin {
+            // Plain values and small strings or bytes of one type: equal only bit for bit.
+            return false;
+        }
+    }
+    any_equal_slow(a, b)
+}
+
+/// [`any_equal`] of every pair of values.
+#[inline(never)]
+fn any_equal_slow(a: &TVMFFIAny, b: &TVMFFIAny) -> bool {
     // SAFETY: every payload member is 8 plain bytes; `v_uint64` reads them all.
     let (pa, pb) = unsafe { (a.payload.v_uint64, b.payload.v_uint64) };
     if a.type_index == b.type_index && a.small_str_len == b.small_str_len && pa == pb {

@@ -3,17 +3,14 @@
 use std::sync::{Mutex, OnceLock};
 
 use crate::any::{Any, AnyView};
-use crate::containers::map::{Cursor, Dict, Map, MapBaseObj, MapRead, cursor_of, lock_if_dict};
+use crate::containers::map::{
+    Cursor, Dict, DictObj, Map, MapBaseObj, MapObj, MapRead, cursor_of, lock_if_dict,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 
-/// Owned copies of packed arguments.
-fn owned_args(args: &[AnyView<'_>]) -> Result<Vec<Any>> {
-    args.iter().map(AnyView::try_to_owned).collect()
-}
-
-/// Pairs up `(k0, v0, k1, v1, ...)`, or a `ValueError` naming an odd count.
-fn key_value_pairs(name: &str, args: &[AnyView<'_>]) -> Result<Vec<(Any, Any)>> {
+/// Checks that `(k0, v0, k1, v1, ...)` pairs up, or a `ValueError` naming an odd count.
+fn check_pairs(name: &str, args: &[AnyView<'_>]) -> Result<()> {
     if !args.len().is_multiple_of(2) {
         crate::bail!(
             ErrorKind::ValueError,
@@ -21,12 +18,29 @@ fn key_value_pairs(name: &str, args: &[AnyView<'_>]) -> Result<Vec<(Any, Any)>> 
             args.len()
         );
     }
-    let mut values = owned_args(args)?.into_iter();
-    let mut pairs = Vec::with_capacity(args.len() / 2);
-    while let (Some(k), Some(v)) = (values.next(), values.next()) {
-        pairs.push((k, v));
+    Ok(())
+}
+
+/// `ffi.Map(k0, v0, k1, v1, ...)`: the table is sized once for all pairs, and each pair is
+/// converted and inserted in turn (a later duplicate key replaces the value, keeping the
+/// first position).
+fn map_from_args(args: &[AnyView<'_>]) -> Result<Map> {
+    check_pairs("ffi.Map", args)?;
+    let mut map = Map::with_capacity(args.len() / 2);
+    for pair in args.chunks_exact(2) {
+        map.insert(pair[0].try_to_owned()?, pair[1].try_to_owned()?);
     }
-    Ok(pairs)
+    Ok(map)
+}
+
+/// `ffi.Dict(k0, v0, k1, v1, ...)`, as [`map_from_args`].
+fn dict_from_args(args: &[AnyView<'_>]) -> Result<Dict> {
+    check_pairs("ffi.Dict", args)?;
+    let dict = Dict::with_capacity(args.len() / 2);
+    for pair in args.chunks_exact(2) {
+        dict.insert(pair[0].try_to_owned()?, pair[1].try_to_owned()?);
+    }
+    Ok(dict)
 }
 
 /// The `KeyError` of a missing key.
@@ -108,12 +122,7 @@ pub fn functions() -> Vec<(&'static str, Function)> {
     vec![
         (
             "ffi.Map",
-            Function::from_packed(|args| {
-                Ok(key_value_pairs("ffi.Map", args)?
-                    .into_iter()
-                    .collect::<Map>()
-                    .into())
-            }),
+            Function::from_packed(|args| Ok(map_from_args(args)?.into())),
         ),
         (
             "ffi.MapSize",
@@ -121,9 +130,16 @@ pub fn functions() -> Vec<(&'static str, Function)> {
         ),
         (
             "ffi.MapGetItem",
-            Function::from_typed("ffi.MapGetItem", |m: Map, k: Any| {
-                m.get(&k).ok_or_else(|| missing_key(&k, "Map"))
-            }),
+            Function::from_typed_with_fast_path(
+                "ffi.MapGetItem",
+                |m: Map, k: Any| m.get(&k).ok_or_else(|| missing_key(&k, "Map")),
+                // A map argument is borrowed; a dict (copied by the adapter), a missing key or
+                // a bad argument take the typed path.
+                |args| match args {
+                    [m, k] => m.as_object::<MapObj>()?.get(k).map(Ok),
+                    _ => None,
+                },
+            ),
         ),
         (
             "ffi.MapCount",
@@ -145,12 +161,7 @@ pub fn functions() -> Vec<(&'static str, Function)> {
         ),
         (
             "ffi.Dict",
-            Function::from_packed(|args| {
-                Ok(key_value_pairs("ffi.Dict", args)?
-                    .into_iter()
-                    .collect::<Dict>()
-                    .into())
-            }),
+            Function::from_packed(|args| Ok(dict_from_args(args)?.into())),
         ),
         (
             "ffi.DictSize",
@@ -158,9 +169,16 @@ pub fn functions() -> Vec<(&'static str, Function)> {
         ),
         (
             "ffi.DictGetItem",
-            Function::from_typed("ffi.DictGetItem", |d: Dict, k: Any| {
-                d.get(&k).ok_or_else(|| missing_key(&k, "Dict"))
-            }),
+            Function::from_typed_with_fast_path(
+                "ffi.DictGetItem",
+                |d: Dict, k: Any| d.get(&k).ok_or_else(|| missing_key(&k, "Dict")),
+                // A dict argument is borrowed; a missing key or a bad argument take the typed
+                // path.
+                |args| match args {
+                    [d, k] => d.as_object::<DictObj>()?.get(k).map(Ok),
+                    _ => None,
+                },
+            ),
         ),
         (
             "ffi.DictSetItem",

@@ -37,6 +37,69 @@ fn ffi_array_global_builds_arrays() {
 }
 
 #[test]
+fn ffi_array_get_item_borrows_arrays_and_checks_the_rest() {
+    let get = Function::get_global("ffi.ArrayGetItem").unwrap();
+    let s = Any::from("an element longer than seven bytes");
+    let a: Any = Array::from_vec(vec![Any::from(10i64), s.clone(), Any::from(30i64)]).into();
+    let obj = a.as_object_ptr().unwrap();
+    // SAFETY: the header is live while `a` lives.
+    let count =
+        |p: *mut abi::TVMFFIObject| unsafe { (*p.cast::<tvm_ffi::Object>()).strong_count() };
+    assert_eq!(
+        get.call((a.clone(), 0i64)).unwrap().cast::<i64>().unwrap(),
+        10
+    );
+    let item = get.call((a.clone(), 1i64)).unwrap();
+    assert_eq!(
+        item.cast::<String>().unwrap(),
+        "an element longer than seven bytes"
+    );
+    assert_eq!(
+        count(s.as_object_ptr().unwrap()),
+        3,
+        "the result holds its own reference"
+    );
+    drop(item);
+    // A bool index, a negative index and a list all take the typed path.
+    assert_eq!(
+        get.call((a.clone(), true))
+            .unwrap()
+            .cast::<String>()
+            .unwrap(),
+        s.cast::<String>().unwrap()
+    );
+    assert_eq!(
+        get.call((a.clone(), -1i64)).unwrap().cast::<i64>().unwrap(),
+        30
+    );
+    let list = List::new();
+    list.push(7i64);
+    assert_eq!(get.call((list, 0i64)).unwrap().cast::<i64>().unwrap(), 7);
+    assert_eq!(count(obj), 1, "the array was borrowed");
+    // Errors are those of the typed adapter.
+    let err = get.call((a.clone(), 3i64)).unwrap_err();
+    assert_eq!(err.kind(), "IndexError");
+    assert!(
+        err.message().contains("index 3 out of range for length 3"),
+        "{err}"
+    );
+    let err = get.call((a.clone(), -4i64)).unwrap_err();
+    assert_eq!(err.kind(), "IndexError");
+    let err = get.call((a.clone(), "0")).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(err.message().contains("argument #1"), "{err}");
+    let err = get.call((1i64, 0i64)).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(err.message().contains("Expected `ffi.Array`"), "{err}");
+    let err = get.call((a.clone(),)).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(
+        err.message().contains("Mismatched number of arguments"),
+        "{err}"
+    );
+}
+
+#[test]
 fn elements_release_their_references() {
     let s = Any::from("a heap string, longer than seven bytes");
     let before = s.clone().into_raw();
@@ -49,6 +112,27 @@ fn elements_release_their_references() {
     assert_eq!(count(), 3);
     drop(a);
     assert_eq!(count(), 1);
+}
+
+#[test]
+fn arrays_release_objects_among_plain_values() {
+    // Plain values only (released without nested bookkeeping), then an object in last place
+    // (released through it), built from views and from owned values.
+    let make = Function::get_global("ffi.Array").unwrap();
+    let plain = make.call((1i64, 2.5f64, true)).unwrap();
+    drop(plain);
+    let s = Any::from("an object among plain values");
+    let obj = s.as_object_ptr().unwrap();
+    // SAFETY: the header is live while `s` lives.
+    let count = || unsafe { (*obj.cast::<tvm_ffi::Object>()).strong_count() };
+    let from_views = make.call((1i64, 2i64, s.clone())).unwrap();
+    let from_vec = Array::from_vec(vec![Any::from(1i64), s.clone()]);
+    assert_eq!(count(), 3);
+    drop(from_views);
+    drop(from_vec);
+    assert_eq!(count(), 1);
+    let empty = make.call(()).unwrap();
+    assert_eq!(empty.cast::<Array>().unwrap().len(), 0);
 }
 
 #[test]

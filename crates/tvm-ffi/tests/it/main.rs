@@ -15,6 +15,7 @@ mod enums;
 mod error;
 mod function;
 mod map;
+mod map_build;
 mod object;
 mod object_markers;
 mod opaque;

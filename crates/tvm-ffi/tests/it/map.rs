@@ -17,10 +17,10 @@ const FIB: u64 = 11_400_714_819_323_198_485;
 
 /// The fields of a map object, read from its raw bytes.
 #[derive(Debug, Clone, Copy)]
-struct RawMap {
+pub(crate) struct RawMap {
     obj: *const u8,
     data: *const u8,
-    size: u64,
+    pub(crate) size: u64,
     slots: u64,
     deleter: usize,
 }
@@ -40,11 +40,11 @@ impl RawMap {
         }
     }
 
-    fn is_small(&self) -> bool {
+    pub(crate) fn is_small(&self) -> bool {
         self.slots >> 63 == 1
     }
 
-    fn slot_count(&self) -> u64 {
+    pub(crate) fn slot_count(&self) -> u64 {
         self.slots & !(1 << 63)
     }
 
@@ -97,7 +97,7 @@ impl RawMap {
 
     /// Checks every invariant of a dense table: heads at home slots, chains reach every live
     /// slot, the iteration list links exactly the live slots, and the size matches.
-    fn check_dense(&self) {
+    pub(crate) fn check_dense(&self) {
         assert!(!self.is_small());
         let slots = self.slot_count();
         assert!(slots.is_power_of_two());
@@ -150,15 +150,15 @@ impl RawMap {
     }
 }
 
-fn raw_map(m: &Map) -> RawMap {
+pub(crate) fn raw_map(m: &Map) -> RawMap {
     RawMap::of(m.as_object().as_raw())
 }
 
-fn raw_dict(d: &Dict) -> RawMap {
+pub(crate) fn raw_dict(d: &Dict) -> RawMap {
     RawMap::of(d.as_object().as_raw())
 }
 
-fn ints(values: impl IntoIterator<Item = Any>) -> Vec<i64> {
+pub(crate) fn ints(values: impl IntoIterator<Item = Any>) -> Vec<i64> {
     values
         .into_iter()
         .map(|v| v.cast::<i64>().unwrap())
@@ -506,7 +506,11 @@ fn dense_layout_fields_and_homes_in_a_32_slot_table() {
             }
         })
         .collect();
-    let m: Map = keys.iter().cloned().map(|k| (k, 0i64)).collect();
+    // Inserted one by one (a collected map is sized for 20 at once: 64 slots).
+    let mut m = Map::new();
+    for k in &keys {
+        m.insert(k.clone(), 0i64);
+    }
     let raw = raw_map(&m);
     assert_eq!((raw.slot_count(), raw.fib_shift(), raw.size), (32, 59, 20));
     raw.check_dense();
@@ -793,7 +797,7 @@ fn reference_counts_return_after_drop() {
 // Global functions
 // ---------------------------------------------------------------------------------------------
 
-fn global(name: &str) -> Function {
+pub(crate) fn global(name: &str) -> Function {
     Function::get_global(name).unwrap_or_else(|| panic!("{name} is registered"))
 }
 

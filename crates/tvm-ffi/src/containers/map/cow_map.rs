@@ -2,7 +2,7 @@
 //! [`MapObj`].
 
 use std::fmt;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 use std::sync::atomic::{Ordering, fence};
 
 use crate::abi::kTVMFFIMap;
@@ -12,11 +12,11 @@ use crate::object::{ObjectCore, ObjectRef};
 use super::iter::Iter;
 use super::keys::MapKey;
 use super::layout::MapBaseObj;
-use super::object::{alloc_empty, map_ptr_of};
+use super::object::{alloc_empty, clone_raw, map_ptr_of};
 use super::read::MapRead;
 use super::read::sealed::Sealed;
 use super::table::{
-    Inserted, copy_object, find_kv, insert_in_place, remove_in_place, tables_equal,
+    Inserted, copy_object, find_kv, insert_in_place, remove_in_place, reserve_fresh, tables_equal,
 };
 
 /// Marker view of `ffi.Map` (index 72).
@@ -40,6 +40,18 @@ unsafe impl ObjectCore for MapObj {
     }
 }
 
+impl MapObj {
+    /// The value stored for `key`, read from the object in place (borrowed: no reference count
+    /// of the map changes).
+    #[inline]
+    pub fn get(&self, key: &AnyView<'_>) -> Option<Any> {
+        let p = ptr::from_ref(&self.0).cast_mut();
+        // SAFETY: `self` is a live map, never mutated while shared; the value gains its own
+        // reference.
+        unsafe { find_kv(p, key.as_raw()).map(|kv| Any::from_raw(clone_raw(&(*kv).value))) }
+    }
+}
+
 /// An immutable hash map from values to values, in insertion order. Cloning shares the object;
 /// mutation copies it first unless this is the only reference (copy-on-write).
 #[derive(Clone)]
@@ -51,6 +63,14 @@ impl Map {
     /// An empty map.
     pub fn new() -> Map {
         Map::from_new(alloc_empty(kTVMFFIMap))
+    }
+
+    /// An empty map with room for `n` entries: inserting `n` distinct keys never rehashes.
+    pub fn with_capacity(n: usize) -> Map {
+        let obj = alloc_empty(kTVMFFIMap);
+        // SAFETY: a fresh, empty object made here, held only here.
+        unsafe { reserve_fresh(obj.as_ptr(), n) };
+        Map::from_new(obj)
     }
 
     /// Takes over the only reference of a fresh map object made here.
@@ -147,7 +167,9 @@ impl Default for Map {
 
 impl<K: Into<Any>, V: Into<Any>> FromIterator<(K, V)> for Map {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Map {
-        let mut map = Map::new();
+        let iter = iter.into_iter();
+        // The hint is only trusted up to a modest size.
+        let mut map = Map::with_capacity(iter.size_hint().0.min(1 << 16));
         for (k, v) in iter {
             map.insert(k, v);
         }

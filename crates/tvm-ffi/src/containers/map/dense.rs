@@ -56,6 +56,7 @@ impl Dense {
     ///
     /// # Safety
     /// `p` points at a live map object in the dense layout.
+    #[inline]
     pub(super) unsafe fn load(p: *mut MapBaseObj) -> Dense {
         // SAFETY: per the caller; a dense object is at least 80 bytes.
         unsafe {
@@ -163,9 +164,9 @@ impl Dense {
 
     #[inline]
     fn home(&self, hash: u64) -> u64 {
-        let h = hash.wrapping_mul(FIB_MULTIPLIER);
-        let h = if self.shift >= 64 { 0 } else { h >> self.shift };
-        h & (self.slots - 1)
+        // A valid table has `shift == 64 - log2(slots)` below 64 (at least 2 slots); a shift of
+        // 64 or more (a one-slot or malformed foreign table) still yields a masked index.
+        hash.wrapping_mul(FIB_MULTIPLIER).wrapping_shr(self.shift) & (self.slots - 1)
     }
 
     #[inline]
@@ -181,6 +182,7 @@ impl Dense {
     ///
     /// # Safety
     /// The blocks are valid and consistent.
+    #[inline(always)]
     pub(super) unsafe fn find(&self, key: &TVMFFIAny, hash: u64) -> Option<u64> {
         if self.slots == 0 || self.data.is_null() {
             return None;

@@ -1,7 +1,7 @@
 //! `Dict` (`ffi.Dict`, index 76): a shared-mutable map, and its object marker [`DictObj`].
 
 use std::fmt;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 
 use crate::abi::kTVMFFIDict;
 use crate::any::{Any, AnyView, TryFromAnyView};
@@ -11,11 +11,12 @@ use crate::object::{ObjectCore, ObjectRef};
 use super::iter::Iter;
 use super::keys::MapKey;
 use super::layout::MapBaseObj;
-use super::object::{alloc_empty, drop_kv, map_ptr_of};
+use super::object::{alloc_empty, clone_raw, drop_kv, map_ptr_of};
 use super::read::MapRead;
 use super::read::sealed::Sealed;
 use super::table::{
-    Inserted, clear_in_place, copy_object, insert_in_place, remove_in_place, tables_equal,
+    Inserted, clear_in_place, copy_object, find_kv, insert_in_place, remove_in_place,
+    reserve_fresh, tables_equal,
 };
 
 /// Marker view of `ffi.Dict` (index 76). Shared-mutable, and safe to share between threads:
@@ -34,6 +35,19 @@ unsafe impl ObjectCore for DictObj {
     }
 }
 
+impl DictObj {
+    /// The value stored for `key`, read from the object in place under its lock (borrowed: no
+    /// reference count of the dict changes).
+    pub fn get(&self, key: &AnyView<'_>) -> Option<Any> {
+        let p = ptr::from_ref(&self.0).cast_mut();
+        // SAFETY: `self` is a live dict, read under its lock; the value gains its own reference.
+        unsafe {
+            let _lock = ObjectLock::acquire(p.cast());
+            find_kv(p, key.as_raw()).map(|kv| Any::from_raw(clone_raw(&(*kv).value)))
+        }
+    }
+}
+
 /// A shared-mutable hash map from values to values, in insertion order: every reference sees
 /// every change. Safe to share between threads (each operation holds the dict's lock). Mutating a
 /// dict while iterating over it is memory-safe but may end the iteration early or skip entries.
@@ -46,6 +60,14 @@ impl Dict {
     /// An empty dict.
     pub fn new() -> Dict {
         Dict::from_new(alloc_empty(kTVMFFIDict))
+    }
+
+    /// An empty dict with room for `n` entries: inserting `n` distinct keys never rehashes.
+    pub fn with_capacity(n: usize) -> Dict {
+        let obj = alloc_empty(kTVMFFIDict);
+        // SAFETY: a fresh, empty object made here, held only here.
+        unsafe { reserve_fresh(obj.as_ptr(), n) };
+        Dict::from_new(obj)
     }
 
     /// Takes over the only reference of a fresh dict object made here.
@@ -132,7 +154,9 @@ impl Default for Dict {
 
 impl<K: Into<Any>, V: Into<Any>> FromIterator<(K, V)> for Dict {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Dict {
-        let dict = Dict::new();
+        let iter = iter.into_iter();
+        // The hint is only trusted up to a modest size.
+        let dict = Dict::with_capacity(iter.size_hint().0.min(1 << 16));
         for (k, v) in iter {
             dict.insert(k, v);
         }

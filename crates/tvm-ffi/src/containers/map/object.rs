@@ -72,6 +72,7 @@ pub(super) unsafe fn drop_kv(kv: Kv) {
 ///
 /// # Safety
 /// `v` is a valid owning value.
+#[inline]
 pub(super) unsafe fn clone_raw(v: &TVMFFIAny) -> TVMFFIAny {
     // SAFETY: the borrowed value is not dropped (ManuallyDrop); the clone gains its reference.
     let borrowed = ManuallyDrop::new(unsafe { Any::from_raw(*v) });

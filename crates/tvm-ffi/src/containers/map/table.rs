@@ -56,10 +56,12 @@ pub(super) unsafe fn raw_len(p: *mut MapBaseObj) -> usize {
     unsafe { (*cell(p)).size as usize }
 }
 
-/// The pair holding `key`, if any (valid until the object changes).
+/// The pair holding `key`, if any (valid until the object changes). The small layout's scan is
+/// inline; the dense probe is one call.
 ///
 /// # Safety
 /// `p` points at a live map object; `key` is a valid value.
+#[inline]
 pub(super) unsafe fn find_kv(p: *mut MapBaseObj, key: &TVMFFIAny) -> Option<*mut Kv> {
     // SAFETY: per the caller; indices stay within the layout's initialized entries.
     unsafe {
@@ -70,11 +72,23 @@ pub(super) unsafe fn find_kv(p: *mut MapBaseObj, key: &TVMFFIAny) -> Option<*mut
                 .map(|i| kvs.add(i))
                 .find(|&kv| any_equal(key, &(*kv).key))
         } else {
-            let table = Dense::load(p);
-            table
-                .find(key, any_hash(key))
-                .map(|i| addr_of_mut!((*table.item(i)).kv))
+            find_kv_dense(p, key)
         }
+    }
+}
+
+/// [`find_kv`] of a dense table.
+///
+/// # Safety
+/// As for [`find_kv`]; the table is dense.
+#[inline(never)]
+unsafe fn find_kv_dense(p: *mut MapBaseObj, key: &TVMFFIAny) -> Option<*mut Kv> {
+    // SAFETY: per the caller.
+    unsafe {
+        let table = Dense::load(p);
+        table
+            .find(key, any_hash(key))
+            .map(|i| addr_of_mut!((*table.item(i)).kv))
     }
 }
 
@@ -112,6 +126,25 @@ unsafe fn small_to_dense(p: *mut MapBaseObj) {
         }
         table.store(p);
         (*c).data_deleter = Some(free_blocks);
+    }
+}
+
+/// Gives a fresh, empty object made here room for `n` entries: above [`SMALL_MAX`] it switches
+/// to the dense layout with the slot count the original gives a table built from `n` entries,
+/// so that inserting `n` distinct keys never rehashes. Smaller counts keep the small layout.
+///
+/// # Safety
+/// `p` points at an empty object made by [`alloc_empty`] that may be mutated.
+pub(super) unsafe fn reserve_fresh(p: *mut MapBaseObj, n: usize) {
+    if n as u64 <= SMALL_MAX {
+        return;
+    }
+    // SAFETY: per the caller the object is empty, small, has no data deleter (its pairs are
+    // inline) and has room for the dense fields.
+    unsafe {
+        debug_assert!(is_small(p) && raw_len(p) == 0 && (*cell(p)).data_deleter.is_none());
+        Dense::new_empty(table_size_for(n as u64)).store(p);
+        (*cell(p)).data_deleter = Some(free_blocks);
     }
 }
 
