@@ -312,16 +312,6 @@ pub unsafe fn alloc_object_with_deleter<S>(
     ptr
 }
 
-/// As [`alloc_object`], leaving the `extra` bytes uninitialized, for callers that fill them
-/// right away (array elements, string bytes, tensor dims).
-///
-/// # Safety
-/// As for [`alloc_object`], and the extra bytes are written before anything reads them.
-pub(crate) unsafe fn alloc_object_uninit<S>(value: S, extra: usize, type_index: i32) -> NonNull<S> {
-    // SAFETY: forwarded; the generic deleter matches `S`.
-    unsafe { alloc_object_uninit_with_deleter(value, extra, type_index, rust_object_deleter::<S>) }
-}
-
 /// Writes a fresh header (`type_index`, counts strong 1 / weak 1, `deleter`) at the start of a
 /// block, for objects that manage their own blocks (heap strings).
 ///
@@ -343,7 +333,8 @@ pub(crate) unsafe fn init_header(
     }
 }
 
-/// The allocation behind [`alloc_object_with_deleter`] and [`alloc_object_uninit`].
+/// The allocation behind [`alloc_object_with_deleter`], for callers that fill the `extra`
+/// bytes right away (array elements, tensor dims).
 ///
 /// # Safety
 /// As for [`alloc_object_with_deleter`]; the extra bytes are left uninitialized.
