@@ -78,8 +78,10 @@ fn function_for(target: Arc<Target>) -> Function {
             call_python(&callable, args).map_err(|err| error_from_py(py, err))
         };
         let outcome = if attached {
-            // SAFETY: this thread is inside a native call that holds the interpreter lock.
-            Some(run(unsafe { Python::assume_attached() }))
+            // This thread is inside a native call that holds the interpreter lock; the call may
+            // have come through the fast path, which PyO3 does not count as attached, so it is
+            // counted here (objects released by the callback are then freed at once).
+            Some(Python::attach(run))
         } else {
             Python::try_attach(run)
         };

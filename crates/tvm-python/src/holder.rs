@@ -16,13 +16,10 @@ static HOLDER: AtomicUsize = AtomicUsize::new(0);
 /// gives up with an error.
 const PATIENCE: Duration = Duration::from_millis(200);
 
-thread_local! {
-    static TOKEN: u8 = const { 0 };
-}
-
 /// A non-zero number that identifies the calling thread.
+#[inline]
 fn thread_token() -> usize {
-    TOKEN.with(|t| t as *const u8 as usize)
+    crate::stack::ThreadState::current().token()
 }
 
 /// Records the calling thread as the holder until the returned value is dropped.
@@ -32,8 +29,14 @@ impl Holding {
     /// Marks the calling thread as inside a lock-holding native call.
     #[inline]
     pub(crate) fn enter() -> Holding {
+        Holding::enter_as(thread_token())
+    }
+
+    /// [`Holding::enter`] for a caller that has its thread's token at hand.
+    #[inline]
+    pub(crate) fn enter_as(token: usize) -> Holding {
         let previous = HOLDER.load(Ordering::Relaxed);
-        HOLDER.store(thread_token(), Ordering::Release);
+        HOLDER.store(token, Ordering::Release);
         Holding(previous)
     }
 

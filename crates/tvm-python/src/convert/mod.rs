@@ -13,6 +13,7 @@
 //! nothing for them; other arguments become temporaries owned for the duration of the call.
 
 mod call;
+mod fast;
 mod objects;
 mod scalars;
 mod sequences;
@@ -33,6 +34,7 @@ use tvm_ffi::abi::TVMFFIAny;
 use tvm_ffi::{Any, AnyView};
 
 pub(crate) use call::call_function;
+pub(crate) use fast::{set_object_type, try_call};
 pub(crate) use objects::{function_of, opaque, opaque_object, register_opaque_hooks};
 pub(crate) use to_python::any_to_py;
 
