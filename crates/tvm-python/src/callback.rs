@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use tvm_ffi::abi::TVMFFIAny;
+use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::{Any, AnyView, Function};
 
-use crate::convert::{any_to_py, py_to_any};
+use crate::convert::{any_to_py, plain_from_python, plain_to_python, py_to_any};
 use crate::errors::{error_from_py, raise_error};
 
 /// The Python callable a function calls: one strong reference, or NULL while the function is
@@ -78,9 +78,14 @@ fn function_for(target: Arc<Target>) -> Function {
             call_python(&callable, args).map_err(|err| error_from_py(py, err))
         };
         let outcome = if attached {
-            // This thread is inside a native call that holds the interpreter lock; the call may
-            // have come through the fast path, which PyO3 does not count as attached, so it is
-            // counted here (objects released by the callback are then freed at once).
+            // This thread is inside a native call that holds the interpreter lock. Plain
+            // arguments and results take raw interpreter calls; anything else runs attached
+            // in PyO3's count (the call may have come through the fast path, which PyO3 does
+            // not count), so that objects released by the callback are freed at once.
+            // SAFETY: the thread holds the interpreter lock.
+            if let Some(result) = unsafe { call_plain(&target, args) } {
+                return result;
+            }
             Some(Python::attach(run))
         } else {
             Python::try_attach(run)
@@ -94,6 +99,104 @@ fn function_for(target: Arc<Target>) -> Function {
                 "",
             ))
         })
+    })
+}
+
+/// The most arguments [`call_plain`] takes.
+const MAX_PLAIN_ARGS: usize = 3;
+
+/// Calls the target's callable with plain arguments (see [`plain_to_python`]) by raw interpreter
+/// calls, and converts a plain result back the same way (any other result, or an exception,
+/// attached): `None`, with nothing done, when an argument is not plain or the target is empty.
+///
+/// # Safety
+/// The thread holds the interpreter lock.
+unsafe fn call_plain(target: &Target, args: &[AnyView<'_>]) -> Option<tvm_ffi::Result<Any>> {
+    if args.len() > MAX_PLAIN_ARGS {
+        return None;
+    }
+    let plain = |arg: &AnyView<'_>| -> bool {
+        matches!(
+            arg.as_raw().type_index,
+            abi::kTVMFFINone
+                | abi::kTVMFFIInt
+                | abi::kTVMFFIFloat
+                | abi::kTVMFFIBool
+                | abi::kTVMFFISmallStr
+                | abi::kTVMFFIStr
+                | abi::kTVMFFISmallBytes
+                | abi::kTVMFFIBytes
+        )
+    };
+    if !args.iter().all(plain) {
+        return None;
+    }
+    let _python = crate::holder::Holding::run_python();
+    let callable = target.0.load(Ordering::Acquire);
+    if callable.is_null() {
+        return None;
+    }
+    let mut objects = [std::ptr::null_mut::<ffi::PyObject>(); MAX_PLAIN_ARGS];
+    // SAFETY: the thread holds the interpreter lock; every argument is plain (checked above);
+    // the target holds a strong reference to the callable while the function can be called;
+    // each object made here is released once below.
+    unsafe {
+        for (object, arg) in objects.iter_mut().zip(args) {
+            *object = plain_to_python(arg.as_raw()).unwrap_or(std::ptr::null_mut());
+            if object.is_null() {
+                release(&objects);
+                return Some(Err(pending_error()));
+            }
+        }
+        let null = std::ptr::null_mut::<ffi::PyObject>();
+        let [a, b, c] = objects;
+        let result = match args.len() {
+            0 => ffi::PyObject_CallNoArgs(callable),
+            1 => ffi::PyObject_CallFunctionObjArgs(callable, a, null),
+            2 => ffi::PyObject_CallFunctionObjArgs(callable, a, b, null),
+            _ => ffi::PyObject_CallFunctionObjArgs(callable, a, b, c, null),
+        };
+        release(&objects);
+        if result.is_null() {
+            return Some(Err(pending_error()));
+        }
+        let value = match plain_from_python(result) {
+            Some(value) => Ok(value),
+            None => other_from_python(result),
+        };
+        ffi::Py_DecRef(result);
+        Some(value)
+    }
+}
+
+/// Releases the objects made for [`call_plain`]'s arguments (NULL entries are skipped).
+///
+/// # Safety
+/// The thread holds the interpreter lock; each entry is NULL or a reference owned by the caller.
+unsafe fn release(objects: &[*mut ffi::PyObject]) {
+    for &object in objects {
+        if !object.is_null() {
+            // SAFETY: per the contract.
+            unsafe { ffi::Py_DecRef(object) };
+        }
+    }
+}
+
+/// The pending Python exception as a runtime error (attached).
+#[cold]
+#[inline(never)]
+fn pending_error() -> tvm_ffi::Error {
+    Python::attach(|py| error_from_py(py, PyErr::fetch(py)))
+}
+
+/// A callback's result of another than a plain type, converted attached.
+#[cold]
+#[inline(never)]
+fn other_from_python(result: *mut ffi::PyObject) -> tvm_ffi::Result<Any> {
+    Python::attach(|py| {
+        // SAFETY: a live object; the caller keeps its reference until this returns.
+        let result = unsafe { Bound::from_borrowed_ptr(py, result) };
+        py_to_any(&result).map_err(|err| error_from_py(py, err))
     })
 }
 

@@ -8,7 +8,7 @@
 //! to [`Python::attach`], which counts the thread as attached for that part. An argument the
 //! path does not take sends the whole call, before anything has run, to the general path.
 
-use std::mem::MaybeUninit;
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::ffi;
@@ -17,8 +17,9 @@ use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::string::MAX_SMALL_LEN;
 use tvm_ffi::{Any, AnyView, Function};
 
-use super::any_to_py;
 use super::scalars::{self, float_value, int_value};
+use super::{Kind, any_to_py, cached_kind};
+use crate::callback::{Lent, lend};
 use crate::errors::raise_error;
 use crate::objects::PyObjectRef;
 
@@ -39,12 +40,23 @@ struct Owned {
     len: usize,
 }
 
-impl Drop for Owned {
-    #[inline]
-    fn drop(&mut self) {
+impl Owned {
+    /// Drops the strings (out of line: most calls make none).
+    #[inline(never)]
+    fn release(&mut self) {
         for item in &mut self.items[..self.len] {
             // SAFETY: the first `len` items were written by `view` and are dropped once here.
             unsafe { item.assume_init_drop() };
+        }
+        self.len = 0;
+    }
+}
+
+impl Drop for Owned {
+    #[inline]
+    fn drop(&mut self) {
+        if self.len != 0 {
+            self.release();
         }
     }
 }
@@ -55,7 +67,12 @@ impl Drop for Owned {
 /// # Safety
 /// `obj` is a live object; the thread holds the interpreter lock.
 #[inline(always)]
-unsafe fn view(py: Python<'_>, obj: *mut ffi::PyObject, owned: &mut Owned) -> Option<TVMFFIAny> {
+unsafe fn view(
+    py: Python<'_>,
+    obj: *mut ffi::PyObject,
+    owned: &mut Owned,
+    lent: &mut Option<Lent>,
+) -> Option<TVMFFIAny> {
     // SAFETY: per the contract; each call takes an object of the type just checked.
     unsafe {
         let ty = ffi::Py_TYPE(obj);
@@ -106,8 +123,36 @@ unsafe fn view(py: Python<'_>, obj: *mut ffi::PyObject, owned: &mut Owned) -> Op
             let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
             return Some(tvm_ffi::Bytes::from_bytes(bytes).into_any().into_raw());
         }
-        let object_type = OBJECT_TYPE.load(Ordering::Relaxed);
-        if object_type.is_null() || ffi::PyType_IsSubtype(ty, object_type) == 0 {
+        object_view(py, obj, ty, lent)
+    }
+}
+
+/// [`view`] for the other types: a wrapped runtime object, or a Python callable (of a type
+/// classified before), which borrows the lent function (out of line: the plain values stay in
+/// a small frame).
+///
+/// # Safety
+/// As for [`view`]; `ty` is the type of `obj`.
+#[inline(never)]
+unsafe fn object_view(
+    py: Python<'_>,
+    obj: *mut ffi::PyObject,
+    ty: *mut ffi::PyTypeObject,
+    lent: &mut Option<Lent>,
+) -> Option<TVMFFIAny> {
+    let object_type = OBJECT_TYPE.load(Ordering::Relaxed);
+    if object_type.is_null() {
+        return None;
+    }
+    // SAFETY: per the contract.
+    unsafe {
+        if ffi::PyType_IsSubtype(ty, object_type) == 0 {
+            if lent.is_none() && is_callable_type(py, ty) {
+                let loan = lend(&Borrowed::from_ptr(py, obj));
+                let view = loan.view();
+                *lent = Some(loan);
+                return Some(view);
+            }
             return None;
         }
         let wrapped = Borrowed::from_ptr(py, obj).cast_unchecked::<PyObjectRef>();
@@ -115,6 +160,23 @@ unsafe fn view(py: Python<'_>, obj: *mut ffi::PyObject, owned: &mut Owned) -> Op
         // An instance not bound to an object (made by hand) raises on the general path.
         (!value.is_none()).then(|| *value.as_raw())
     }
+}
+
+/// The last type found to be a callable's in the kind cache (types in the cache stay alive, so
+/// the address names one type): a loop passing the same kind of function skips the lookup.
+static LAST_CALLABLE_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Whether `ty` was classified as a callable's type.
+#[inline]
+fn is_callable_type(py: Python<'_>, ty: *mut ffi::PyTypeObject) -> bool {
+    if LAST_CALLABLE_TYPE.load(Ordering::Relaxed) == ty {
+        return true;
+    }
+    let callable = cached_kind(py, ty) == Some(Kind::Callable);
+    if callable {
+        LAST_CALLABLE_TYPE.store(ty, Ordering::Relaxed);
+    }
+    callable
 }
 
 /// Calls `function` with `args` if every argument takes the fast path: the new result, or NULL
@@ -136,20 +198,39 @@ pub(crate) unsafe fn try_call(
         items: [const { MaybeUninit::uninit() }; MAX_ARGS],
         len: 0,
     };
-    let mut slots = [TVMFFIAny::NONE; MAX_ARGS];
+    // The function lent for a callable argument.
+    let mut lent = None;
+    let mut slots = [const { MaybeUninit::<TVMFFIAny>::uninit() }; MAX_ARGS];
     for (slot, &arg) in slots.iter_mut().zip(args) {
         // SAFETY: per the contract.
-        *slot = unsafe { view(py, arg, &mut owned)? };
+        match unsafe { view(py, arg, &mut owned, &mut lent) } {
+            Some(view) => {
+                slot.write(view);
+            }
+            None => {
+                if let Some(loan) = lent.take() {
+                    loan.give_back(py);
+                }
+                return None;
+            }
+        }
     }
-    // SAFETY: `AnyView` is a transparent `TVMFFIAny`; the views borrow `args` (a `str`'s UTF-8
-    // form lives as long as the `str`) and `owned`, both alive for the call.
+    // SAFETY: the first `args.len()` slots were written above; `AnyView` is a transparent
+    // `TVMFFIAny`; the views borrow `args` (a `str`'s UTF-8 form lives as long as the `str`) and
+    // `owned`, both alive for the call.
     let views =
         unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<AnyView<'_>>(), args.len()) };
     let result = {
         let _holding = crate::holder::Holding::enter_as(token);
         function.call_packed(views)
     };
-    drop(owned);
+    // The strings are dropped in place (a move of `owned` would copy it).
+    if owned.len != 0 {
+        owned.release();
+    }
+    if let Some(loan) = lent.take() {
+        loan.give_back(py);
+    }
     Some(match result {
         // SAFETY: the thread holds the interpreter lock.
         Ok(value) => unsafe { to_python(value) },
@@ -164,11 +245,25 @@ pub(crate) unsafe fn try_call(
 /// The thread holds the interpreter lock.
 #[inline]
 unsafe fn to_python(value: Any) -> *mut ffi::PyObject {
-    let raw = *value.as_raw();
+    // SAFETY: per the contract.
+    match unsafe { plain_to_python(value.as_raw()) } {
+        Some(object) => object,
+        None => other_to_python(value),
+    }
+}
+
+/// A plain value (`None`, bool, int, float, string, bytes) as a new Python object (NULL with
+/// the error set if the interpreter fails to make it), or `None` for any other value.
+///
+/// # Safety
+/// `raw` is a live value; the thread holds the interpreter lock.
+#[inline]
+pub(crate) unsafe fn plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObject> {
     // SAFETY: each arm reads the payload member its type index selects; the interpreter calls
-    // return a new reference, or NULL with the error set.
+    // return a new reference, or NULL with the error set; the value is only read (never
+    // dropped) through the borrowed `Any`.
     unsafe {
-        match raw.type_index {
+        Some(match raw.type_index {
             abi::kTVMFFINone => {
                 let none = ffi::Py_None();
                 ffi::Py_IncRef(none);
@@ -180,6 +275,7 @@ unsafe fn to_python(value: Any) -> *mut ffi::PyObject {
                 ffi::PyBool_FromLong(std::ffi::c_long::from(raw.payload.v_int64 != 0))
             }
             abi::kTVMFFISmallStr | abi::kTVMFFIStr => {
+                let value = ManuallyDrop::new(Any::from_raw(*raw));
                 let bytes = tvm_ffi::string::bytes_of_any(&value).unwrap_or_default();
                 // Bytes that are not UTF-8 survive as surrogate escapes, as on the general path.
                 ffi::PyUnicode_DecodeUTF8(
@@ -189,14 +285,65 @@ unsafe fn to_python(value: Any) -> *mut ffi::PyObject {
                 )
             }
             abi::kTVMFFISmallBytes | abi::kTVMFFIBytes => {
+                let value = ManuallyDrop::new(Any::from_raw(*raw));
                 let bytes = tvm_ffi::string::bytes_of_any(&value).unwrap_or_default();
                 ffi::PyBytes_FromStringAndSize(
                     bytes.as_ptr().cast(),
                     bytes.len() as ffi::Py_ssize_t,
                 )
             }
-            _ => other_to_python(value),
+            _ => return None,
+        })
+    }
+}
+
+/// A Python object of a plain built-in type (exactly `None`, `bool`, `int` of 64 bits,
+/// `float`, a UTF-8 `str`, `bytes`) as an owning value, or `None` (and no error set) for any
+/// other object.
+///
+/// # Safety
+/// `obj` is a live object; the thread holds the interpreter lock.
+#[inline]
+pub(crate) unsafe fn plain_from_python(obj: *mut ffi::PyObject) -> Option<Any> {
+    // SAFETY: per the contract; each call takes an object of the type just checked.
+    unsafe {
+        let ty = ffi::Py_TYPE(obj);
+        if obj == ffi::Py_None() {
+            return Some(Any::none());
         }
+        if ty == &raw mut ffi::PyLong_Type {
+            let mut overflow = 0;
+            let value = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
+            if overflow != 0 || (value == -1 && !ffi::PyErr_Occurred().is_null()) {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            return Some(Any::from_raw(int_value(value)));
+        }
+        if ty == &raw mut ffi::PyFloat_Type {
+            return Some(Any::from_raw(float_value(ffi::PyFloat_AsDouble(obj))));
+        }
+        if ty == &raw mut ffi::PyBool_Type {
+            return Some(Any::from_raw(scalars::bool(obj == ffi::Py_True())));
+        }
+        if ty == &raw mut ffi::PyUnicode_Type {
+            let mut size: ffi::Py_ssize_t = 0;
+            let data = ffi::PyUnicode_AsUTF8AndSize(obj, &mut size);
+            if data.is_null() {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
+            return Some(tvm_ffi::String::new(std::str::from_utf8_unchecked(bytes)).into_any());
+        }
+        if ty == &raw mut ffi::PyBytes_Type {
+            let mut data = std::ptr::null_mut();
+            let mut size: ffi::Py_ssize_t = 0;
+            ffi::PyBytes_AsStringAndSize(obj, &mut data, &mut size);
+            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
+            return Some(tvm_ffi::Bytes::from_bytes(bytes).into_any());
+        }
+        None
     }
 }
 
