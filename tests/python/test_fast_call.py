@@ -179,3 +179,22 @@ def test_deep_recursion_with_arguments_is_a_recursion_error():
         """
     )
     assert out == "RecursionError 1"
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(6, dtype="float32"),
+        np.arange(12, dtype="int64").reshape(3, 4)[:, ::2],  # strided
+        np.array(3.5),  # 0-d
+        np.arange(4, dtype="float32")[::-1],  # negative stride
+    ],
+)
+def test_numpy_arrays_share_memory_through_the_fast_path(array):
+    before = sys.getrefcount(array)
+    tensor = apply(lambda a, s: a, array, "a string longer than seven bytes")
+    assert tensor.shape == array.shape
+    np.testing.assert_array_equal(np.from_dlpack(tensor), array)
+    del tensor
+    gc.collect()
+    assert sys.getrefcount(array) == before

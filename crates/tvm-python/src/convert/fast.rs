@@ -34,7 +34,8 @@ pub(crate) fn set_object_type(ty: *mut ffi::PyTypeObject) {
     OBJECT_TYPE.store(ty, Ordering::Relaxed);
 }
 
-/// Strings made for the arguments (longer than the inline ones), dropped after the call.
+/// Strings (longer than the inline ones) and tensors made for the arguments, dropped after
+/// the call.
 struct Owned {
     items: [MaybeUninit<Any>; MAX_ARGS],
     len: usize,
@@ -123,7 +124,7 @@ unsafe fn view(
             let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
             return Some(tvm_ffi::Bytes::from_bytes(bytes).into_any().into_raw());
         }
-        object_view(py, obj, ty, lent)
+        object_view(py, obj, ty, owned, lent)
     }
 }
 
@@ -138,24 +139,36 @@ unsafe fn object_view(
     py: Python<'_>,
     obj: *mut ffi::PyObject,
     ty: *mut ffi::PyTypeObject,
+    owned: &mut Owned,
     lent: &mut Option<Lent>,
 ) -> Option<TVMFFIAny> {
     let object_type = OBJECT_TYPE.load(Ordering::Relaxed);
-    if object_type.is_null() {
+    if object_type.is_null() || owned.len == MAX_ARGS {
         return None;
     }
     // SAFETY: per the contract.
     unsafe {
+        let bound = Borrowed::from_ptr(py, obj);
+        if crate::dlpack::is_numpy_array(&bound) {
+            // A numpy array its buffer describes, as a tensor sharing its memory; any other
+            // goes the general way. (A failed buffer export drops its error here, queued for
+            // PyO3's next entry: the general path, entered at once.)
+            let tensor: Any = crate::dlpack::from_buffer(&bound)?.into();
+            let raw = *tensor.as_raw();
+            owned.items[owned.len].write(tensor);
+            owned.len += 1;
+            return Some(raw);
+        }
         if ffi::PyType_IsSubtype(ty, object_type) == 0 {
             if lent.is_none() && is_callable_type(py, ty) {
-                let loan = lend(&Borrowed::from_ptr(py, obj));
+                let loan = lend(&bound);
                 let view = loan.view();
                 *lent = Some(loan);
                 return Some(view);
             }
             return None;
         }
-        let wrapped = Borrowed::from_ptr(py, obj).cast_unchecked::<PyObjectRef>();
+        let wrapped = bound.cast_unchecked::<PyObjectRef>();
         let value = wrapped.get().any();
         // An instance not bound to an object (made by hand) raises on the general path.
         (!value.is_none()).then(|| *value.as_raw())
@@ -245,10 +258,18 @@ pub(crate) unsafe fn try_call(
 /// The thread holds the interpreter lock.
 #[inline]
 unsafe fn to_python(value: Any) -> *mut ffi::PyObject {
-    // SAFETY: per the contract.
-    match unsafe { plain_to_python(value.as_raw()) } {
-        Some(object) => object,
-        None => other_to_python(value),
+    let raw = value.as_raw();
+    // SAFETY: per the contract; the arms read the payload member their type index selects (the
+    // numbers are matched here first: one match on the hottest results).
+    unsafe {
+        match raw.type_index {
+            abi::kTVMFFIInt => ffi::PyLong_FromLongLong(raw.payload.v_int64),
+            abi::kTVMFFIFloat => ffi::PyFloat_FromDouble(raw.payload.v_float64),
+            _ => match plain_to_python(raw) {
+                Some(object) => object,
+                None => other_to_python(value),
+            },
+        }
     }
 }
 
