@@ -6,8 +6,9 @@
 //! function to a native function again and again allocates nothing. A callable converted for
 //! good (`convert`, `register_global_func`) gets a function of its own.
 
+use std::cell::UnsafeCell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Arc, Mutex};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -226,12 +227,39 @@ pub(crate) struct Lent {
 }
 
 /// The parked function, if any: one is enough for the common case of one callable argument.
-static PARKED: Mutex<Option<Lent>> = Mutex::new(None);
+static PARKED: Parked = Parked(UnsafeCell::new(None));
+
+/// A slot for one lent function, touched only with the interpreter lock held (a `Python` token
+/// is required), which serializes every access: no lock of its own.
+struct Parked(UnsafeCell<Option<Lent>>);
+
+// SAFETY: see `Parked`: each access holds the interpreter lock and completes without running
+// Python code (taking leaves nothing to drop; putting only fills an empty slot).
+unsafe impl Sync for Parked {}
+
+impl Parked {
+    /// Takes the parked function, if any.
+    fn take(&self, _py: Python<'_>) -> Option<Lent> {
+        // SAFETY: see `Parked`.
+        unsafe { (*self.0.get()).take() }
+    }
+
+    /// Parks `lent` if the slot is empty (otherwise `lent` is dropped by the caller).
+    fn put(&self, _py: Python<'_>, lent: Lent) -> Option<Lent> {
+        // SAFETY: see `Parked`; nothing is dropped inside the access.
+        let slot = unsafe { &mut *self.0.get() };
+        if slot.is_some() {
+            return Some(lent);
+        }
+        *slot = Some(lent);
+        None
+    }
+}
 
 /// A function calling `callable`, lent until [`Lent::give_back`]: the parked one pointed at
 /// `callable`, or a new one.
 pub(crate) fn lend(callable: &Bound<'_, PyAny>) -> Lent {
-    let parked = PARKED.try_lock().ok().and_then(|mut slot| slot.take());
+    let parked = PARKED.take(callable.py());
     match parked {
         Some(lent) => {
             lent.target.set(callable);
@@ -266,10 +294,7 @@ impl Lent {
             return;
         }
         self.target.clear(py);
-        if let Ok(mut slot) = PARKED.try_lock() {
-            if slot.is_none() {
-                *slot = Some(self);
-            }
-        }
+        // A slot already taken (a second callable argument's loan) leaves this one to drop.
+        drop(PARKED.put(py, self));
     }
 }

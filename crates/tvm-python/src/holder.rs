@@ -61,6 +61,7 @@ impl Drop for Holding {
 /// callback would otherwise wait for it forever, as a kernel that waits for its own threads does).
 /// `Ok(true)` when the calling thread itself is inside such a call, so it is attached to the
 /// interpreter already.
+#[inline]
 pub(crate) fn check_callback_thread(what: &str) -> Result<bool, String> {
     let holder = HOLDER.load(Ordering::Acquire);
     if holder == 0 {
@@ -70,6 +71,13 @@ pub(crate) fn check_callback_thread(what: &str) -> Result<bool, String> {
     if holder == me {
         return Ok(true);
     }
+    wait_for_holder(what, me)
+}
+
+/// [`check_callback_thread`] when another thread holds the lock: waits up to [`PATIENCE`].
+#[cold]
+#[inline(never)]
+fn wait_for_holder(what: &str, me: usize) -> Result<bool, String> {
     let start = Instant::now();
     while start.elapsed() < PATIENCE {
         std::thread::sleep(Duration::from_millis(1));

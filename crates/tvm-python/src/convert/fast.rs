@@ -143,12 +143,17 @@ unsafe fn object_view(
     lent: &mut Option<Lent>,
 ) -> Option<TVMFFIAny> {
     let object_type = OBJECT_TYPE.load(Ordering::Relaxed);
-    if object_type.is_null() || owned.len == MAX_ARGS {
+    if object_type.is_null() {
         return None;
     }
     // SAFETY: per the contract.
     unsafe {
         let bound = Borrowed::from_ptr(py, obj);
+        // The type of the last callable first (never a wrapped object's or numpy's type: the
+        // kind cache holds neither).
+        if lent.is_none() && LAST_CALLABLE_TYPE.load(Ordering::Relaxed) == ty {
+            return Some(lend_for(&bound, lent));
+        }
         if crate::dlpack::is_numpy_array(&bound) {
             // A numpy array its buffer describes, as a tensor sharing its memory; any other
             // goes the general way. (A failed buffer export drops its error here, queued for
@@ -161,10 +166,7 @@ unsafe fn object_view(
         }
         if ffi::PyType_IsSubtype(ty, object_type) == 0 {
             if lent.is_none() && is_callable_type(py, ty) {
-                let loan = lend(&bound);
-                let view = loan.view();
-                *lent = Some(loan);
-                return Some(view);
+                return Some(lend_for(&bound, lent));
             }
             return None;
         }
@@ -173,6 +175,15 @@ unsafe fn object_view(
         // An instance not bound to an object (made by hand) raises on the general path.
         (!value.is_none()).then(|| *value.as_raw())
     }
+}
+
+/// Lends the function for `callable` into `lent` and returns its view.
+#[inline]
+fn lend_for(callable: &Bound<'_, PyAny>, lent: &mut Option<Lent>) -> TVMFFIAny {
+    let loan = lend(callable);
+    let view = loan.view();
+    *lent = Some(loan);
+    view
 }
 
 /// The last type found to be a callable's in the kind cache (types in the cache stay alive, so
