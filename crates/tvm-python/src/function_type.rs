@@ -22,7 +22,7 @@ use tvm_ffi::abi::TVMFFIObject;
 use tvm_ffi::boundary::ffi_boundary;
 use tvm_ffi::{Any, Function, ObjectRef};
 
-use crate::convert::{any_to_py, call_function, try_call};
+use crate::convert::{any_to_py, call_function, call_without_args, try_call};
 use crate::errors::{PyReturn, python_entry};
 use crate::objects::PyObjectRef;
 use crate::stack::ThreadState;
@@ -202,11 +202,10 @@ unsafe fn fast_or_general(
                 let function =
                     ManuallyDrop::new(Function::from_object(ObjectRef::from_raw(fields.function)));
                 let nargs = nargsf & !ARGUMENTS_OFFSET;
-                let args = if nargs == 0 {
-                    &[][..]
-                } else {
-                    std::slice::from_raw_parts(args, nargs)
-                };
+                if nargs == 0 {
+                    return call_without_args(&function, state.token());
+                }
+                let args = std::slice::from_raw_parts(args, nargs);
                 if let Some(result) = try_call(py, &function, args, state.token()) {
                     return result;
                 }

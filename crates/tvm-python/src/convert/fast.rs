@@ -203,6 +203,24 @@ fn is_callable_type(py: Python<'_>, ty: *mut ffi::PyTypeObject) -> bool {
     callable
 }
 
+/// Calls `function` without arguments: the new result, or NULL with the error set. (Its own
+/// small frame: [`try_call`]'s argument arrays are set up out of line.)
+///
+/// # Safety
+/// The thread holds the interpreter lock.
+#[inline]
+pub(crate) unsafe fn call_without_args(function: &Function, token: usize) -> *mut ffi::PyObject {
+    let result = {
+        let _holding = crate::holder::Holding::enter_as(token);
+        function.call_packed(&[])
+    };
+    match result {
+        // SAFETY: per the contract.
+        Ok(value) => unsafe { to_python(value) },
+        Err(error) => raise(error),
+    }
+}
+
 /// Calls `function` with `args` if every argument takes the fast path: the new result, or NULL
 /// with the error set; `None` (and nothing done) when some argument does not.
 ///

@@ -34,7 +34,9 @@ use tvm_ffi::abi::TVMFFIAny;
 use tvm_ffi::{Any, AnyView};
 
 pub(crate) use call::call_function;
-pub(crate) use fast::{plain_from_python, plain_to_python, set_object_type, try_call};
+pub(crate) use fast::{
+    call_without_args, plain_from_python, plain_to_python, set_object_type, try_call,
+};
 pub(crate) use objects::{function_of, opaque, opaque_object, register_opaque_hooks};
 pub(crate) use to_python::any_to_py;
 
