@@ -6,16 +6,17 @@
 //! function to a native function again and again allocates nothing. A callable converted for
 //! good (`convert`, `register_global_func`) gets a function of its own.
 
+use std::cell::UnsafeCell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Arc, Mutex};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use tvm_ffi::abi::TVMFFIAny;
+use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::{Any, AnyView, Function};
 
-use crate::convert::{any_to_py, py_to_any};
+use crate::convert::{any_to_py, plain_from_python, plain_to_python, py_to_any};
 use crate::errors::{error_from_py, raise_error};
 
 /// The Python callable a function calls: one strong reference, or NULL while the function is
@@ -78,8 +79,15 @@ fn function_for(target: Arc<Target>) -> Function {
             call_python(&callable, args).map_err(|err| error_from_py(py, err))
         };
         let outcome = if attached {
-            // SAFETY: this thread is inside a native call that holds the interpreter lock.
-            Some(run(unsafe { Python::assume_attached() }))
+            // This thread is inside a native call that holds the interpreter lock. Plain
+            // arguments and results take raw interpreter calls; anything else runs attached
+            // in PyO3's count (the call may have come through the fast path, which PyO3 does
+            // not count), so that objects released by the callback are freed at once.
+            // SAFETY: the thread holds the interpreter lock.
+            if let Some(result) = unsafe { call_plain(&target, args) } {
+                return result;
+            }
+            Some(Python::attach(run))
         } else {
             Python::try_attach(run)
         };
@@ -92,6 +100,104 @@ fn function_for(target: Arc<Target>) -> Function {
                 "",
             ))
         })
+    })
+}
+
+/// The most arguments [`call_plain`] takes.
+const MAX_PLAIN_ARGS: usize = 3;
+
+/// Calls the target's callable with plain arguments (see [`plain_to_python`]) by raw interpreter
+/// calls, and converts a plain result back the same way (any other result, or an exception,
+/// attached): `None`, with nothing done, when an argument is not plain or the target is empty.
+///
+/// # Safety
+/// The thread holds the interpreter lock.
+unsafe fn call_plain(target: &Target, args: &[AnyView<'_>]) -> Option<tvm_ffi::Result<Any>> {
+    if args.len() > MAX_PLAIN_ARGS {
+        return None;
+    }
+    let plain = |arg: &AnyView<'_>| -> bool {
+        matches!(
+            arg.as_raw().type_index,
+            abi::kTVMFFINone
+                | abi::kTVMFFIInt
+                | abi::kTVMFFIFloat
+                | abi::kTVMFFIBool
+                | abi::kTVMFFISmallStr
+                | abi::kTVMFFIStr
+                | abi::kTVMFFISmallBytes
+                | abi::kTVMFFIBytes
+        )
+    };
+    if !args.iter().all(plain) {
+        return None;
+    }
+    let _python = crate::holder::Holding::run_python();
+    let callable = target.0.load(Ordering::Acquire);
+    if callable.is_null() {
+        return None;
+    }
+    let mut objects = [std::ptr::null_mut::<ffi::PyObject>(); MAX_PLAIN_ARGS];
+    // SAFETY: the thread holds the interpreter lock; every argument is plain (checked above);
+    // the target holds a strong reference to the callable while the function can be called;
+    // each object made here is released once below.
+    unsafe {
+        for (object, arg) in objects.iter_mut().zip(args) {
+            *object = plain_to_python(arg.as_raw()).unwrap_or(std::ptr::null_mut());
+            if object.is_null() {
+                release(&objects);
+                return Some(Err(pending_error()));
+            }
+        }
+        let null = std::ptr::null_mut::<ffi::PyObject>();
+        let [a, b, c] = objects;
+        let result = match args.len() {
+            0 => ffi::PyObject_CallNoArgs(callable),
+            1 => ffi::PyObject_CallFunctionObjArgs(callable, a, null),
+            2 => ffi::PyObject_CallFunctionObjArgs(callable, a, b, null),
+            _ => ffi::PyObject_CallFunctionObjArgs(callable, a, b, c, null),
+        };
+        release(&objects);
+        if result.is_null() {
+            return Some(Err(pending_error()));
+        }
+        let value = match plain_from_python(result) {
+            Some(value) => Ok(value),
+            None => other_from_python(result),
+        };
+        ffi::Py_DecRef(result);
+        Some(value)
+    }
+}
+
+/// Releases the objects made for [`call_plain`]'s arguments (NULL entries are skipped).
+///
+/// # Safety
+/// The thread holds the interpreter lock; each entry is NULL or a reference owned by the caller.
+unsafe fn release(objects: &[*mut ffi::PyObject]) {
+    for &object in objects {
+        if !object.is_null() {
+            // SAFETY: per the contract.
+            unsafe { ffi::Py_DecRef(object) };
+        }
+    }
+}
+
+/// The pending Python exception as a runtime error (attached).
+#[cold]
+#[inline(never)]
+fn pending_error() -> tvm_ffi::Error {
+    Python::attach(|py| error_from_py(py, PyErr::fetch(py)))
+}
+
+/// A callback's result of another than a plain type, converted attached.
+#[cold]
+#[inline(never)]
+fn other_from_python(result: *mut ffi::PyObject) -> tvm_ffi::Result<Any> {
+    Python::attach(|py| {
+        // SAFETY: a live object; the caller keeps its reference until this returns.
+        let result = unsafe { Bound::from_borrowed_ptr(py, result) };
+        py_to_any(&result).map_err(|err| error_from_py(py, err))
     })
 }
 
@@ -121,12 +227,39 @@ pub(crate) struct Lent {
 }
 
 /// The parked function, if any: one is enough for the common case of one callable argument.
-static PARKED: Mutex<Option<Lent>> = Mutex::new(None);
+static PARKED: Parked = Parked(UnsafeCell::new(None));
+
+/// A slot for one lent function, touched only with the interpreter lock held (a `Python` token
+/// is required), which serializes every access: no lock of its own.
+struct Parked(UnsafeCell<Option<Lent>>);
+
+// SAFETY: see `Parked`: each access holds the interpreter lock and completes without running
+// Python code (taking leaves nothing to drop; putting only fills an empty slot).
+unsafe impl Sync for Parked {}
+
+impl Parked {
+    /// Takes the parked function, if any.
+    fn take(&self, _py: Python<'_>) -> Option<Lent> {
+        // SAFETY: see `Parked`.
+        unsafe { (*self.0.get()).take() }
+    }
+
+    /// Parks `lent` if the slot is empty (otherwise `lent` is dropped by the caller).
+    fn put(&self, _py: Python<'_>, lent: Lent) -> Option<Lent> {
+        // SAFETY: see `Parked`; nothing is dropped inside the access.
+        let slot = unsafe { &mut *self.0.get() };
+        if slot.is_some() {
+            return Some(lent);
+        }
+        *slot = Some(lent);
+        None
+    }
+}
 
 /// A function calling `callable`, lent until [`Lent::give_back`]: the parked one pointed at
 /// `callable`, or a new one.
 pub(crate) fn lend(callable: &Bound<'_, PyAny>) -> Lent {
-    let parked = PARKED.try_lock().ok().and_then(|mut slot| slot.take());
+    let parked = PARKED.take(callable.py());
     match parked {
         Some(lent) => {
             lent.target.set(callable);
@@ -161,10 +294,7 @@ impl Lent {
             return;
         }
         self.target.clear(py);
-        if let Ok(mut slot) = PARKED.try_lock() {
-            if slot.is_none() {
-                *slot = Some(self);
-            }
-        }
+        // A slot already taken (a second callable argument's loan) leaves this one to drop.
+        drop(PARKED.put(py, self));
     }
 }

@@ -10,6 +10,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pyo3::exceptions::{PySystemError, PyTypeError};
 use pyo3::ffi;
@@ -18,11 +19,13 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 use tvm_ffi::abi::TVMFFIObject;
+use tvm_ffi::boundary::ffi_boundary;
 use tvm_ffi::{Any, Function, ObjectRef};
 
-use crate::convert::{any_to_py, call_function};
-use crate::errors::python_entry;
+use crate::convert::{any_to_py, call_function, call_without_args, try_call};
+use crate::errors::{PyReturn, python_entry};
 use crate::objects::PyObjectRef;
+use crate::stack::ThreadState;
 
 /// `Py_TPFLAGS_HAVE_VECTORCALL`: in the interpreter since 3.8, in the limited API's headers
 /// since 3.12.
@@ -48,6 +51,9 @@ struct Fields {
     dict: *mut ffi::PyObject,
     release_gil: usize,
 }
+
+/// Where the fields start in an instance (copied from [`FunctionType`] for the fast path).
+static FIELDS_OFFSET: AtomicUsize = AtomicUsize::new(0);
 
 /// The type object and where the fields start in an instance.
 struct FunctionType {
@@ -141,7 +147,7 @@ unsafe fn vectorcall_body(
     nargsf: ffi::Py_ssize_t,
     kwnames: *mut ffi::PyObject,
 ) -> PyResult<*mut ffi::PyObject> {
-    Ok(python_entry(py, "a call of a tvm.ffi.Function", || {
+    Ok(python_entry(py, CALL, || {
         // SAFETY: `kwnames` is NULL or a tuple of keyword names.
         if !kwnames.is_null() && unsafe { ffi::PyTuple_Size(kwnames) } > 0 {
             return Err(no_keywords());
@@ -153,15 +159,58 @@ unsafe fn vectorcall_body(
     }))
 }
 
+/// The vectorcall slot: the fast path ([`crate::convert::try_call`]) where it applies, without
+/// PyO3's entry trampoline (its attach count and the release of objects queued for it), and the
+/// general path through the trampoline otherwise.
 unsafe extern "C" fn vectorcall(
     callable: *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
     nargsf: usize,
     kwnames: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    // SAFETY: the interpreter calls us with the GIL held; `nargsf` keeps its bits as a
-    // `Py_ssize_t` (the flag bit is masked off in the body).
+    // SAFETY: the interpreter calls us with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    // A panic becomes an `InternalError` here instead of unwinding into the interpreter.
+    ffi_boundary(CALL, || {
+        // SAFETY: the interpreter's vectorcall arguments, as the slot receives them.
+        PyReturn(unsafe { fast_or_general(py, callable, args, nargsf, kwnames) })
+    })
+    .0
+}
+
+/// What a call is named in a panic's error.
+const CALL: &str = "a call of a tvm.ffi.Function";
+
+/// # Safety
+/// The interpreter's vectorcall arguments; the thread holds the interpreter lock.
+#[inline(always)]
+unsafe fn fast_or_general(
+    py: Python<'_>,
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: `callable` is a live instance; `args` holds `nargs` live objects; `kwnames` is NULL
+    // or a tuple.
     unsafe {
+        let offset = FIELDS_OFFSET.load(Ordering::Relaxed);
+        let fields = &*callable.cast::<u8>().add(offset).cast::<Fields>();
+        if kwnames.is_null() && !fields.function.is_null() && fields.release_gil == 0 {
+            let state = ThreadState::current();
+            if state.has_room() {
+                let function =
+                    ManuallyDrop::new(Function::from_object(ObjectRef::from_raw(fields.function)));
+                let nargs = nargsf & !ARGUMENTS_OFFSET;
+                if nargs == 0 {
+                    return call_without_args(&function, state.token());
+                }
+                let args = std::slice::from_raw_parts(args, nargs);
+                if let Some(result) = try_call(py, &function, args, state.token()) {
+                    return result;
+                }
+            }
+        }
         fastcall_cfunction_with_keywords::<VectorcallBody>(
             callable,
             args,
@@ -394,6 +443,8 @@ pub(crate) fn create<'py>(
     };
     TYPE.set(py, created)
         .map_err(|_| PySystemError::new_err("tvm.ffi.Function created twice"))?;
+    FIELDS_OFFSET.store(fields_offset, Ordering::Relaxed);
+    crate::convert::set_object_type(object_type.as_type_ptr());
     Ok(ty)
 }
 

@@ -16,13 +16,10 @@ static HOLDER: AtomicUsize = AtomicUsize::new(0);
 /// gives up with an error.
 const PATIENCE: Duration = Duration::from_millis(200);
 
-thread_local! {
-    static TOKEN: u8 = const { 0 };
-}
-
 /// A non-zero number that identifies the calling thread.
+#[inline]
 fn thread_token() -> usize {
-    TOKEN.with(|t| t as *const u8 as usize)
+    crate::stack::ThreadState::current().token()
 }
 
 /// Records the calling thread as the holder until the returned value is dropped.
@@ -32,8 +29,14 @@ impl Holding {
     /// Marks the calling thread as inside a lock-holding native call.
     #[inline]
     pub(crate) fn enter() -> Holding {
+        Holding::enter_as(thread_token())
+    }
+
+    /// [`Holding::enter`] for a caller that has its thread's token at hand.
+    #[inline]
+    pub(crate) fn enter_as(token: usize) -> Holding {
         let previous = HOLDER.load(Ordering::Relaxed);
-        HOLDER.store(thread_token(), Ordering::Release);
+        HOLDER.store(token, Ordering::Release);
         Holding(previous)
     }
 
@@ -58,6 +61,7 @@ impl Drop for Holding {
 /// callback would otherwise wait for it forever, as a kernel that waits for its own threads does).
 /// `Ok(true)` when the calling thread itself is inside such a call, so it is attached to the
 /// interpreter already.
+#[inline]
 pub(crate) fn check_callback_thread(what: &str) -> Result<bool, String> {
     let holder = HOLDER.load(Ordering::Acquire);
     if holder == 0 {
@@ -67,6 +71,13 @@ pub(crate) fn check_callback_thread(what: &str) -> Result<bool, String> {
     if holder == me {
         return Ok(true);
     }
+    wait_for_holder(what, me)
+}
+
+/// [`check_callback_thread`] when another thread holds the lock: waits up to [`PATIENCE`].
+#[cold]
+#[inline(never)]
+fn wait_for_holder(what: &str, me: usize) -> Result<bool, String> {
     let start = Instant::now();
     while start.elapsed() < PATIENCE {
         std::thread::sleep(Duration::from_millis(1));

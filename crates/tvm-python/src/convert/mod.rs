@@ -13,6 +13,7 @@
 //! nothing for them; other arguments become temporaries owned for the duration of the call.
 
 mod call;
+mod fast;
 mod objects;
 mod scalars;
 mod sequences;
@@ -33,6 +34,9 @@ use tvm_ffi::abi::TVMFFIAny;
 use tvm_ffi::{Any, AnyView};
 
 pub(crate) use call::call_function;
+pub(crate) use fast::{
+    call_without_args, plain_from_python, plain_to_python, set_object_type, try_call,
+};
 pub(crate) use objects::{function_of, opaque, opaque_object, register_opaque_hooks};
 pub(crate) use to_python::any_to_py;
 
@@ -228,9 +232,19 @@ type KindMap = HashMap<usize, (Py<PyType>, Kind), BuildHasherDefault<AddressHash
 // so no two threads use the cell at once.
 unsafe impl Sync for KindCache {}
 
+/// The per-type cache of conversion kinds.
+static CACHE: PyOnceLock<KindCache> = PyOnceLock::new();
+
+/// The cached kind of a type, if it has been classified (no Python code runs).
+#[inline]
+fn cached_kind(py: Python<'_>, ty: *mut pyo3::ffi::PyTypeObject) -> Option<Kind> {
+    let cache = CACHE.get(py)?;
+    let cache = cache.0.try_borrow().ok()?;
+    cache.get(&(ty as usize)).map(|(_, kind)| *kind)
+}
+
 /// The conversion kind of `obj`'s type, from the per-type cache.
 fn kind_of(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
-    static CACHE: PyOnceLock<KindCache> = PyOnceLock::new();
     let cache = CACHE.get_or_init(py, || KindCache(RefCell::new(HashMap::default())));
     let key = obj.get_type_ptr() as usize;
     let cached = cache

@@ -32,13 +32,13 @@ fn overflow(obj: &Bound<'_, PyAny>) -> PyErr {
 
 /// An int value.
 #[inline]
-fn int_value(value: i64) -> TVMFFIAny {
+pub(super) fn int_value(value: i64) -> TVMFFIAny {
     pod(abi::kTVMFFIInt, TVMFFIAnyPayload { v_int64: value })
 }
 
 /// A float value.
 #[inline]
-fn float_value(value: f64) -> TVMFFIAny {
+pub(super) fn float_value(value: f64) -> TVMFFIAny {
     pod(abi::kTVMFFIFloat, TVMFFIAnyPayload { v_float64: value })
 }
 

@@ -1,0 +1,419 @@
+//! The fast path of a call from Python: a call whose arguments are all plain values (`None`,
+//! bools, ints that fit in 64 bits, floats, UTF-8 strings, short bytes) or wrapped runtime
+//! objects, made with raw interpreter calls only.
+//!
+//! It runs outside PyO3's entry trampoline, so PyO3 does not count the thread as attached: a
+//! `Py<T>` dropped here would be queued for PyO3's next entry instead of released. Nothing on
+//! this path makes or drops one; whatever could (an error, a result of another type) is handed
+//! to [`Python::attach`], which counts the thread as attached for that part. An argument the
+//! path does not take sends the whole call, before anything has run, to the general path.
+
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use tvm_ffi::abi::{self, TVMFFIAny};
+use tvm_ffi::string::MAX_SMALL_LEN;
+use tvm_ffi::{Any, AnyView, Function};
+
+use super::scalars::{self, float_value, int_value};
+use super::{Kind, any_to_py, cached_kind};
+use crate::callback::{Lent, lend};
+use crate::errors::raise_error;
+use crate::objects::PyObjectRef;
+
+/// The most arguments a fast call takes (more go the general way).
+const MAX_ARGS: usize = 8;
+
+/// `tvm.ffi.Object`, set when the module loads (NULL before: no wrapped object is fast then).
+static OBJECT_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Records the type of wrapped runtime objects (at module load).
+pub(crate) fn set_object_type(ty: *mut ffi::PyTypeObject) {
+    OBJECT_TYPE.store(ty, Ordering::Relaxed);
+}
+
+/// Strings (longer than the inline ones) and tensors made for the arguments, dropped after
+/// the call.
+struct Owned {
+    items: [MaybeUninit<Any>; MAX_ARGS],
+    len: usize,
+}
+
+impl Owned {
+    /// Drops the strings (out of line: most calls make none).
+    #[inline(never)]
+    fn release(&mut self) {
+        for item in &mut self.items[..self.len] {
+            // SAFETY: the first `len` items were written by `view` and are dropped once here.
+            unsafe { item.assume_init_drop() };
+        }
+        self.len = 0;
+    }
+}
+
+impl Drop for Owned {
+    #[inline]
+    fn drop(&mut self) {
+        if self.len != 0 {
+            self.release();
+        }
+    }
+}
+
+/// The view of one argument, or `None` when the argument needs the general path (which then
+/// also raises any error the argument causes). Leaves no error set.
+///
+/// # Safety
+/// `obj` is a live object; the thread holds the interpreter lock.
+#[inline(always)]
+unsafe fn view(
+    py: Python<'_>,
+    obj: *mut ffi::PyObject,
+    owned: &mut Owned,
+    lent: &mut Option<Lent>,
+) -> Option<TVMFFIAny> {
+    // SAFETY: per the contract; each call takes an object of the type just checked.
+    unsafe {
+        let ty = ffi::Py_TYPE(obj);
+        if ty == &raw mut ffi::PyLong_Type {
+            let mut overflow = 0;
+            let value = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
+            if overflow != 0 || (value == -1 && !ffi::PyErr_Occurred().is_null()) {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            return Some(int_value(value));
+        }
+        if ty == &raw mut ffi::PyFloat_Type {
+            return Some(float_value(ffi::PyFloat_AsDouble(obj)));
+        }
+        if obj == ffi::Py_None() {
+            return Some(TVMFFIAny::NONE);
+        }
+        if ty == &raw mut ffi::PyUnicode_Type {
+            let mut size: ffi::Py_ssize_t = 0;
+            let data = ffi::PyUnicode_AsUTF8AndSize(obj, &mut size);
+            if data.is_null() {
+                // Not UTF-8 (lone surrogates): the general path knows what to do.
+                ffi::PyErr_Clear();
+                return None;
+            }
+            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
+            // The interpreter's UTF-8 form of a `str` is valid UTF-8.
+            let value = tvm_ffi::String::new(std::str::from_utf8_unchecked(bytes)).into_any();
+            if !value.is_object() {
+                return Some(value.into_raw());
+            }
+            let raw = *value.as_raw();
+            owned.items[owned.len].write(value);
+            owned.len += 1;
+            return Some(raw);
+        }
+        if ty == &raw mut ffi::PyBool_Type {
+            return Some(scalars::bool(obj == ffi::Py_True()));
+        }
+        if ty == &raw mut ffi::PyBytes_Type {
+            let mut data = std::ptr::null_mut();
+            let mut size: ffi::Py_ssize_t = 0;
+            ffi::PyBytes_AsStringAndSize(obj, &mut data, &mut size);
+            if size as usize > MAX_SMALL_LEN {
+                return None;
+            }
+            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
+            return Some(tvm_ffi::Bytes::from_bytes(bytes).into_any().into_raw());
+        }
+        object_view(py, obj, ty, owned, lent)
+    }
+}
+
+/// [`view`] for the other types: a wrapped runtime object, or a Python callable (of a type
+/// classified before), which borrows the lent function (out of line: the plain values stay in
+/// a small frame).
+///
+/// # Safety
+/// As for [`view`]; `ty` is the type of `obj`.
+#[inline(never)]
+unsafe fn object_view(
+    py: Python<'_>,
+    obj: *mut ffi::PyObject,
+    ty: *mut ffi::PyTypeObject,
+    owned: &mut Owned,
+    lent: &mut Option<Lent>,
+) -> Option<TVMFFIAny> {
+    let object_type = OBJECT_TYPE.load(Ordering::Relaxed);
+    if object_type.is_null() {
+        return None;
+    }
+    // SAFETY: per the contract.
+    unsafe {
+        let bound = Borrowed::from_ptr(py, obj);
+        // The type of the last callable first (never a wrapped object's or numpy's type: the
+        // kind cache holds neither).
+        if lent.is_none() && LAST_CALLABLE_TYPE.load(Ordering::Relaxed) == ty {
+            return Some(lend_for(&bound, lent));
+        }
+        if crate::dlpack::is_numpy_array(&bound) {
+            // A numpy array its buffer describes, as a tensor sharing its memory; any other
+            // goes the general way. (A failed buffer export drops its error here, queued for
+            // PyO3's next entry: the general path, entered at once.)
+            let tensor: Any = crate::dlpack::from_buffer(&bound)?.into();
+            let raw = *tensor.as_raw();
+            owned.items[owned.len].write(tensor);
+            owned.len += 1;
+            return Some(raw);
+        }
+        if ffi::PyType_IsSubtype(ty, object_type) == 0 {
+            if lent.is_none() && is_callable_type(py, ty) {
+                return Some(lend_for(&bound, lent));
+            }
+            return None;
+        }
+        let wrapped = bound.cast_unchecked::<PyObjectRef>();
+        let value = wrapped.get().any();
+        // An instance not bound to an object (made by hand) raises on the general path.
+        (!value.is_none()).then(|| *value.as_raw())
+    }
+}
+
+/// Lends the function for `callable` into `lent` and returns its view.
+#[inline]
+fn lend_for(callable: &Bound<'_, PyAny>, lent: &mut Option<Lent>) -> TVMFFIAny {
+    let loan = lend(callable);
+    let view = loan.view();
+    *lent = Some(loan);
+    view
+}
+
+/// The last type found to be a callable's in the kind cache (types in the cache stay alive, so
+/// the address names one type): a loop passing the same kind of function skips the lookup.
+static LAST_CALLABLE_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Whether `ty` was classified as a callable's type.
+#[inline]
+fn is_callable_type(py: Python<'_>, ty: *mut ffi::PyTypeObject) -> bool {
+    if LAST_CALLABLE_TYPE.load(Ordering::Relaxed) == ty {
+        return true;
+    }
+    let callable = cached_kind(py, ty) == Some(Kind::Callable);
+    if callable {
+        LAST_CALLABLE_TYPE.store(ty, Ordering::Relaxed);
+    }
+    callable
+}
+
+/// Calls `function` without arguments: the new result, or NULL with the error set. (Its own
+/// small frame: [`try_call`]'s argument arrays are set up out of line.)
+///
+/// # Safety
+/// The thread holds the interpreter lock.
+#[inline]
+pub(crate) unsafe fn call_without_args(function: &Function, token: usize) -> *mut ffi::PyObject {
+    let result = {
+        let _holding = crate::holder::Holding::enter_as(token);
+        function.call_packed(&[])
+    };
+    match result {
+        // SAFETY: per the contract.
+        Ok(value) => unsafe { to_python(value) },
+        Err(error) => raise(error),
+    }
+}
+
+/// Calls `function` with `args` if every argument takes the fast path: the new result, or NULL
+/// with the error set; `None` (and nothing done) when some argument does not.
+///
+/// # Safety
+/// `args` are live objects; the thread holds the interpreter lock.
+#[inline]
+pub(crate) unsafe fn try_call(
+    py: Python<'_>,
+    function: &Function,
+    args: &[*mut ffi::PyObject],
+    token: usize,
+) -> Option<*mut ffi::PyObject> {
+    if args.len() > MAX_ARGS {
+        return None;
+    }
+    let mut owned = Owned {
+        items: [const { MaybeUninit::uninit() }; MAX_ARGS],
+        len: 0,
+    };
+    // The function lent for a callable argument.
+    let mut lent = None;
+    let mut slots = [const { MaybeUninit::<TVMFFIAny>::uninit() }; MAX_ARGS];
+    for (slot, &arg) in slots.iter_mut().zip(args) {
+        // SAFETY: per the contract.
+        match unsafe { view(py, arg, &mut owned, &mut lent) } {
+            Some(view) => {
+                slot.write(view);
+            }
+            None => {
+                if let Some(loan) = lent.take() {
+                    loan.give_back(py);
+                }
+                return None;
+            }
+        }
+    }
+    // SAFETY: the first `args.len()` slots were written above; `AnyView` is a transparent
+    // `TVMFFIAny`; the views borrow `args` (a `str`'s UTF-8 form lives as long as the `str`) and
+    // `owned`, both alive for the call.
+    let views =
+        unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<AnyView<'_>>(), args.len()) };
+    let result = {
+        let _holding = crate::holder::Holding::enter_as(token);
+        function.call_packed(views)
+    };
+    // The strings are dropped in place (a move of `owned` would copy it).
+    if owned.len != 0 {
+        owned.release();
+    }
+    if let Some(loan) = lent.take() {
+        loan.give_back(py);
+    }
+    Some(match result {
+        // SAFETY: the thread holds the interpreter lock.
+        Ok(value) => unsafe { to_python(value) },
+        Err(error) => raise(error),
+    })
+}
+
+/// A returned value as a new Python object: plain values by raw interpreter calls, the rest
+/// through [`any_to_py`] (attached).
+///
+/// # Safety
+/// The thread holds the interpreter lock.
+#[inline]
+unsafe fn to_python(value: Any) -> *mut ffi::PyObject {
+    let raw = value.as_raw();
+    // SAFETY: per the contract; the arms read the payload member their type index selects (the
+    // numbers are matched here first: one match on the hottest results).
+    unsafe {
+        match raw.type_index {
+            abi::kTVMFFIInt => ffi::PyLong_FromLongLong(raw.payload.v_int64),
+            abi::kTVMFFIFloat => ffi::PyFloat_FromDouble(raw.payload.v_float64),
+            _ => match plain_to_python(raw) {
+                Some(object) => object,
+                None => other_to_python(value),
+            },
+        }
+    }
+}
+
+/// A plain value (`None`, bool, int, float, string, bytes) as a new Python object (NULL with
+/// the error set if the interpreter fails to make it), or `None` for any other value.
+///
+/// # Safety
+/// `raw` is a live value; the thread holds the interpreter lock.
+#[inline]
+pub(crate) unsafe fn plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObject> {
+    // SAFETY: each arm reads the payload member its type index selects; the interpreter calls
+    // return a new reference, or NULL with the error set; the value is only read (never
+    // dropped) through the borrowed `Any`.
+    unsafe {
+        Some(match raw.type_index {
+            abi::kTVMFFINone => {
+                let none = ffi::Py_None();
+                ffi::Py_IncRef(none);
+                none
+            }
+            abi::kTVMFFIInt => ffi::PyLong_FromLongLong(raw.payload.v_int64),
+            abi::kTVMFFIFloat => ffi::PyFloat_FromDouble(raw.payload.v_float64),
+            abi::kTVMFFIBool => {
+                ffi::PyBool_FromLong(std::ffi::c_long::from(raw.payload.v_int64 != 0))
+            }
+            abi::kTVMFFISmallStr | abi::kTVMFFIStr => {
+                let value = ManuallyDrop::new(Any::from_raw(*raw));
+                let bytes = tvm_ffi::string::bytes_of_any(&value).unwrap_or_default();
+                // Bytes that are not UTF-8 survive as surrogate escapes, as on the general path.
+                ffi::PyUnicode_DecodeUTF8(
+                    bytes.as_ptr().cast(),
+                    bytes.len() as ffi::Py_ssize_t,
+                    c"surrogateescape".as_ptr(),
+                )
+            }
+            abi::kTVMFFISmallBytes | abi::kTVMFFIBytes => {
+                let value = ManuallyDrop::new(Any::from_raw(*raw));
+                let bytes = tvm_ffi::string::bytes_of_any(&value).unwrap_or_default();
+                ffi::PyBytes_FromStringAndSize(
+                    bytes.as_ptr().cast(),
+                    bytes.len() as ffi::Py_ssize_t,
+                )
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// A Python object of a plain built-in type (exactly `None`, `bool`, `int` of 64 bits,
+/// `float`, a UTF-8 `str`, `bytes`) as an owning value, or `None` (and no error set) for any
+/// other object.
+///
+/// # Safety
+/// `obj` is a live object; the thread holds the interpreter lock.
+#[inline]
+pub(crate) unsafe fn plain_from_python(obj: *mut ffi::PyObject) -> Option<Any> {
+    // SAFETY: per the contract; each call takes an object of the type just checked.
+    unsafe {
+        let ty = ffi::Py_TYPE(obj);
+        if obj == ffi::Py_None() {
+            return Some(Any::none());
+        }
+        if ty == &raw mut ffi::PyLong_Type {
+            let mut overflow = 0;
+            let value = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
+            if overflow != 0 || (value == -1 && !ffi::PyErr_Occurred().is_null()) {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            return Some(Any::from_raw(int_value(value)));
+        }
+        if ty == &raw mut ffi::PyFloat_Type {
+            return Some(Any::from_raw(float_value(ffi::PyFloat_AsDouble(obj))));
+        }
+        if ty == &raw mut ffi::PyBool_Type {
+            return Some(Any::from_raw(scalars::bool(obj == ffi::Py_True())));
+        }
+        if ty == &raw mut ffi::PyUnicode_Type {
+            let mut size: ffi::Py_ssize_t = 0;
+            let data = ffi::PyUnicode_AsUTF8AndSize(obj, &mut size);
+            if data.is_null() {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
+            return Some(tvm_ffi::String::new(std::str::from_utf8_unchecked(bytes)).into_any());
+        }
+        if ty == &raw mut ffi::PyBytes_Type {
+            let mut data = std::ptr::null_mut();
+            let mut size: ffi::Py_ssize_t = 0;
+            ffi::PyBytes_AsStringAndSize(obj, &mut data, &mut size);
+            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
+            return Some(tvm_ffi::Bytes::from_bytes(bytes).into_any());
+        }
+        None
+    }
+}
+
+/// [`to_python`] for the other types.
+#[cold]
+#[inline(never)]
+fn other_to_python(value: Any) -> *mut ffi::PyObject {
+    Python::attach(|py| match any_to_py(py, value) {
+        Ok(object) => object.into_ptr(),
+        Err(err) => {
+            err.restore(py);
+            std::ptr::null_mut()
+        }
+    })
+}
+
+/// Raises the Python exception for a runtime error: NULL with the error set.
+#[cold]
+#[inline(never)]
+fn raise(error: tvm_ffi::Error) -> *mut ffi::PyObject {
+    Python::attach(|py| raise_error(py, error).restore(py));
+    std::ptr::null_mut()
+}
