@@ -119,6 +119,27 @@ def test_tensor_keeps_the_producer_memory_alive():
     np.testing.assert_array_equal(tensor.numpy(), np.arange(1000, dtype=np.float64))
 
 
+def test_tensor_of_a_numpy_array_holds_one_reference_until_it_dies():
+    array = np.arange(8, dtype=np.int32)
+    before = sys.getrefcount(array)
+    tensor = ffi.from_dlpack(array)
+    assert sys.getrefcount(array) == before + 1
+    del tensor
+    gc.collect()
+    assert sys.getrefcount(array) == before
+
+
+def test_strided_tensor_of_a_numpy_array_keeps_its_shape_after_the_array_is_gone():
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    expected = base[:, ::2].copy()
+    tensor = ffi.from_dlpack(base[:, ::2])
+    del base
+    gc.collect()
+    assert tensor.shape == (4, 3)
+    assert tensor.strides == (6, 2)
+    np.testing.assert_array_equal(np.from_dlpack(tensor), expected)
+
+
 def test_numpy_view_keeps_the_tensor_alive():
     view = ffi.from_dlpack(np.arange(16, dtype=np.int32)).numpy()
     gc.collect()

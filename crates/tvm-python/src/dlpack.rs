@@ -150,6 +150,20 @@ pub(crate) fn from_buffer(obj: &Bound<'_, PyAny>) -> Option<Tensor> {
         byte_offset: 0,
     };
     let read_only = view.readonly != 0;
+    if releases_nothing(view.obj) {
+        // Releasing such a view only drops its reference to the exporter: the tensor keeps that
+        // reference alone (8 bytes instead of the 80 of the view), and the exporter keeps the
+        // memory, shape and strides the view described for as long as it lives.
+        let mut exporter = view.obj.cast::<c_void>();
+        // SAFETY: as below; the record is the exporter's reference, dropped once.
+        return unsafe {
+            let record = std::slice::from_raw_parts_mut(
+                (&raw mut exporter).cast::<u8>(),
+                std::mem::size_of::<*mut c_void>(),
+            );
+            Tensor::from_foreign(&prototype, read_only, record, release_exporter).ok()
+        };
+    }
     // SAFETY: the view is plain data that may move (its exporter keeps its own state); the
     // tensor copies it and releases the copy once; on failure `from_foreign` releases it.
     unsafe {
@@ -159,6 +173,29 @@ pub(crate) fn from_buffer(obj: &Bound<'_, PyAny>) -> Option<Tensor> {
         );
         Tensor::from_foreign(&prototype, read_only, record, release_buffer).ok()
     }
+}
+
+/// Whether the exporter `obj` of a view does nothing when the view is released (its type has no
+/// `bf_releasebuffer`, as numpy's `ndarray`), so that `PyBuffer_Release` is just a `Py_DECREF`.
+fn releases_nothing(obj: *mut ffi::PyObject) -> bool {
+    // SAFETY: `obj` is null or the live exporter a filled view holds a reference to; reading a
+    // slot of a type is allowed for static types since Python 3.10.
+    !obj.is_null()
+        && unsafe { ffi::PyType_GetSlot(ffi::Py_TYPE(obj), ffi::Py_bf_releasebuffer) }.is_null()
+}
+
+unsafe extern "C" fn release_exporter(ctx: *mut c_void) {
+    ffi_boundary(
+        "the release of the exporter of a tensor imported from Python",
+        || {
+            // After the interpreter has shut down the exporter is gone with it: nothing to drop.
+            let _ = Python::try_attach(|_py| {
+                // SAFETY: `ctx` is the tensor's copy of the exporter pointer, a strong reference
+                // taken from the view, dropped once.
+                unsafe { ffi::Py_DecRef(*ctx.cast::<*mut ffi::PyObject>()) };
+            });
+        },
+    )
 }
 
 /// Buffers with more dimensions go through `__dlpack__`.
