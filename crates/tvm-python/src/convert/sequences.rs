@@ -53,7 +53,8 @@ pub(super) fn map(dict: &Bound<'_, PyDict>, temps: &mut Temporaries) -> PyResult
 /// Converts a Python dict into a `Map`, keeping its order.
 fn dict_to_map(dict: &Bound<'_, PyDict>) -> PyResult<Any> {
     let _nesting = NestingGuard::enter(dict.py())?;
-    let mut map = Map::new();
+    // A dict's length is its number of entries: the table is sized once, nothing is rehashed.
+    let mut map = Map::with_capacity(dict.len());
     for (k, v) in dict.iter() {
         map.insert(py_to_any(&k)?, py_to_any(&v)?);
     }
