@@ -23,7 +23,6 @@ import os
 import sys
 import threading
 from collections.abc import Iterable
-from pathlib import Path
 
 __all__ = ["load_backend_libs"]
 
@@ -36,7 +35,7 @@ _LOADED_LIBS: dict[str, ctypes.CDLL] = {}
 _GLOBAL_MODE = ctypes.RTLD_GLOBAL
 
 # Not resolved: the same path the import system uses for tvm._native.
-_PACKAGE_DIR = Path(__file__).parent
+_PACKAGE_DIR = os.path.dirname(__file__)
 _LOCK = threading.RLock()
 
 if sys.platform == "win32":
@@ -47,14 +46,14 @@ else:
     _SHLIB_PREFIXES, _SHLIB_SUFFIX = ("lib", ""), ".so"
 
 
-def _native_library_path() -> Path:
+def _native_library_path() -> str:
     """The file ``import tvm._native`` will load: the first extension suffix that exists."""
     tried = []
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        candidate = _PACKAGE_DIR / f"_native{suffix}"
-        if candidate.is_file():
+        candidate = os.path.join(_PACKAGE_DIR, f"_native{suffix}")
+        if os.path.isfile(candidate):
             return candidate
-        tried.append(candidate.name)
+        tried.append(os.path.basename(candidate))
     raise ImportError(
         f"the native library of tvm is missing from {_PACKAGE_DIR} (looked for "
         f"{', '.join(tried)}); build and install the package (pip install ., or maturin)"
@@ -64,11 +63,12 @@ def _native_library_path() -> Path:
 def _load_native_library() -> str:
     path = _native_library_path()
     try:
-        handle = ctypes.CDLL(os.fspath(path), mode=_GLOBAL_MODE)
+        handle = ctypes.CDLL(path, mode=_GLOBAL_MODE)
     except OSError as err:
         raise ImportError(f"cannot load the native library of tvm {path}: {err}") from err
-    _LOADED_LIBS[path.name] = handle
-    return path.name
+    name = os.path.basename(path)
+    _LOADED_LIBS[name] = handle
+    return name
 
 
 def _candidate_names(name: str) -> list[str]:
@@ -83,13 +83,14 @@ def _candidate_names(name: str) -> list[str]:
 
 
 def _is_path(text: str) -> bool:
-    path = Path(text)
-    return path.is_absolute() or len(path.parts) > 1
+    """Whether an entry names a file (absolute, or with a directory part), not a bare name."""
+    separators = os.sep + (os.altsep or "")
+    return os.path.isabs(text) or any(sep in text.rstrip(separators) for sep in separators)
 
 
 def _recorded_handle(text: str) -> ctypes.CDLL | None:
     """The handle of an already loaded library with the basename this entry would have."""
-    names = [Path(text).name] if _is_path(text) else _candidate_names(text)
+    names = [os.path.basename(text)] if _is_path(text) else _candidate_names(text)
     for file_name in names:
         handle = _LOADED_LIBS.get(file_name)
         if handle is not None:
@@ -97,18 +98,18 @@ def _recorded_handle(text: str) -> ctypes.CDLL | None:
     return None
 
 
-def _resolve(text: str, search_dirs: list[Path]) -> Path:
-    path = Path(text)
+def _resolve(text: str, search_dirs: list[str]) -> str:
     if _is_path(text):
-        if path.is_file():
-            return path
-        raise FileNotFoundError(f"backend library {text!r} not found (searched: {path.parent})")
+        if os.path.isfile(text):
+            return text
+        parent = os.path.dirname(text) or os.curdir
+        raise FileNotFoundError(f"backend library {text!r} not found (searched: {parent})")
     for directory in search_dirs:
         for file_name in _candidate_names(text):
-            candidate = directory / file_name
-            if candidate.is_file():
+            candidate = os.path.join(directory, file_name)
+            if os.path.isfile(candidate):
                 return candidate
-    searched = ", ".join(str(d) for d in search_dirs) or "no directories"
+    searched = ", ".join(search_dirs) or "no directories"
     raise FileNotFoundError(
         f"backend library {text!r} not found (tried {', '.join(_candidate_names(text))} "
         f"in: {searched})"
@@ -148,7 +149,7 @@ def load_backend_libs(
         entries: list[str | os.PathLike[str]] = [names_or_paths]
     else:
         entries = list(names_or_paths)
-    dirs = [Path(d) for d in search_dirs] if search_dirs is not None else [_PACKAGE_DIR]
+    dirs = [os.fspath(d) for d in search_dirs] if search_dirs is not None else [_PACKAGE_DIR]
 
     handles: list[ctypes.CDLL] = []
     with _LOCK:
@@ -160,10 +161,10 @@ def load_backend_libs(
                 continue
             path = _resolve(text, dirs)
             try:
-                handle = ctypes.CDLL(os.fspath(path), mode=_GLOBAL_MODE)
+                handle = ctypes.CDLL(path, mode=_GLOBAL_MODE)
             except OSError as err:
-                raise OSError(f"cannot load backend library {os.fspath(path)}: {err}") from err
-            _LOADED_LIBS[path.name] = handle
+                raise OSError(f"cannot load backend library {path}: {err}") from err
+            _LOADED_LIBS[os.path.basename(path)] = handle
             handles.append(handle)
     return handles
 

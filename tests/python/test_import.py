@@ -47,6 +47,36 @@ def test_import_tvm_does_not_import_optional_dependencies():
     assert json.loads(run_python(code)) == []
 
 
+#: Standard modules that cost milliseconds to import and that ``import tvm`` needs only for
+#: features used later (py_class, signatures, benchmark statistics, path objects).
+HEAVY_STANDARD_MODULES = ["inspect", "dataclasses", "statistics", "pathlib", "ast", "decimal"]
+
+
+def test_import_tvm_leaves_heavy_standard_modules_to_first_use():
+    code = (
+        "import json, sys\n"
+        "import tvm\n"
+        f"print(json.dumps(sorted(m for m in {HEAVY_STANDARD_MODULES!r} if m in sys.modules)))\n"
+    )
+    assert json.loads(run_python(code)) == []
+
+
+def test_frozen_py_class_still_raises_frozen_instance_error():
+    code = (
+        "import sys, tvm\n"
+        "from tvm.ffi import dataclasses as tvm_dataclasses\n"
+        "@tvm_dataclasses.py_class('testing.ImportFrozen', frozen=True)\n"
+        "class Point(tvm.ffi.Object):\n"
+        "    x: int\n"
+        "p = Point(1)\n"
+        "try:\n"
+        "    p.x = 2\n"
+        "except Exception as err:\n"
+        "    print(type(err) is sys.modules['dataclasses'].FrozenInstanceError)\n"
+    )
+    assert run_python(code).strip() == "True"
+
+
 def test_numpy_is_imported_on_first_use():
     pytest.importorskip("numpy")
     code = (

@@ -426,3 +426,17 @@ def test_only_the_native_runtime_defines_the_c_api():
     assert {"TVMFFIFunctionGetGlobal", "TVMFFIFunctionSetGlobal"} <= undefined
     native = Path(tvm.base._LOADED_LIBS[tvm.base._NATIVE_LIB_NAME]._name)
     assert "TVMFFIFunctionGetGlobal" in _dynamic_symbols(native, "--defined-only")
+
+
+def test_load_backend_libs_takes_a_dot_relative_path_as_a_path(
+    compile_c, tmp_path, monkeypatch, restore_loaded_libs
+):
+    tag = uuid.uuid4().hex[:12]
+    base_name = f"libtvmtest_dot_{tag}.so"
+    compile_c(f"int tvmtest_dot_{tag}(void) {{ return 9; }}\n", name=base_name, out_dir=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    # Searched in the current directory, not in search_dirs (which does not hold it).
+    [handle] = load_backend_libs(f"./{base_name}", search_dirs=[tmp_path / "elsewhere"])
+    assert getattr(handle, f"tvmtest_dot_{tag}")() == 9
+    with pytest.raises(FileNotFoundError, match=r"searched: \."):
+        load_backend_libs(f"./libtvmtest_absent_{tag}.so")

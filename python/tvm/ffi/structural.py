@@ -4,7 +4,6 @@ and structural traversal (walk, visit) and rewriting (map, mutate) of them."""
 
 from __future__ import annotations
 
-import inspect
 import typing
 from collections.abc import Callable, Sequence
 from enum import IntEnum
@@ -301,6 +300,8 @@ def structural_visit(root: Any, callbacks: Callbacks = ()) -> VisitInterrupt | N
 
 
 def _takes_inplace_mode(fn: Callable[..., Any]) -> bool:
+    import inspect  # on first use: importing it costs a few ms
+
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):

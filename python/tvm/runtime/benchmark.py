@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 
 __all__ = ["BenchmarkResult"]
@@ -14,6 +13,9 @@ class BenchmarkResult:
     def __init__(self, results: Sequence[float]) -> None:
         if not results:
             raise ValueError("a BenchmarkResult needs at least one measurement")
+        # Imported here: `statistics` (with fractions, decimal) adds milliseconds to `import tvm`.
+        import statistics
+
         self.results: tuple[float, ...] = tuple(float(r) for r in results)
         self.mean = statistics.fmean(self.results)
         self.median = statistics.median(self.results)

@@ -4,13 +4,21 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import itertools
 import keyword
 import sys
 from collections.abc import Callable
-from dataclasses import FrozenInstanceError
-from typing import Annotated, Any, ClassVar, Final, TypeVar, get_args, get_origin, overload
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    ClassVar,
+    Final,
+    TypeVar,
+    get_args,
+    get_origin,
+    overload,
+)
 
 from ... import _native
 from ..._native import Object
@@ -18,9 +26,21 @@ from ..container import Array, Dict, List, Map
 from ..registry import get_global_func
 from ._field import MISSING, Field, Mismatch, field_type
 
+if TYPE_CHECKING:
+    import inspect
+
 __all__ = ["asdict", "astuple", "fields", "is_dataclass", "py_class", "replace"]
 
 T = TypeVar("T", bound=type)
+
+
+def _frozen_error(message: str) -> Exception:
+    """``dataclasses.FrozenInstanceError``, imported when first raised (``dataclasses`` imports
+    ``inspect``, which would add milliseconds to ``import tvm``)."""
+    from dataclasses import FrozenInstanceError
+
+    return FrozenInstanceError(message)
+
 
 #: Structural equality kinds (kTVMFFISEqHashKind*) by the names ``py_class`` takes.
 _STRUCTURAL_KINDS = {
@@ -61,7 +81,7 @@ class _FieldAccess:
         name = self.field.name
         initializing = id(obj) in _initializing
         if self.field.frozen and not initializing:
-            raise FrozenInstanceError(f"cannot assign to frozen field '{name}' of {self.type_key}")
+            raise _frozen_error(f"cannot assign to frozen field '{name}' of {self.type_key}")
         value = _convert(self.field, value, f"{self.type_key} assignment to")
         _check_bound(obj)
         _native._object_set_field(obj, name, value, initializing)
@@ -155,6 +175,8 @@ def _own_fields(
     local_names: dict[str, Any],
 ) -> list[Field]:
     """The fields a class body declares, in order, with their storage worked out."""
+    import inspect  # see _frozen_error
+
     result = []
     for name, annotation in inspect.get_annotations(cls).items():
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
@@ -199,6 +221,8 @@ def _own_fields(
 
 def _signature(all_fields: list[Field], type_key: str) -> inspect.Signature:
     """The signature of the generated ``__init__``."""
+    import inspect  # see _frozen_error
+
     positional: list[inspect.Parameter] = []
     keyword: list[inspect.Parameter] = []
     for spec in all_fields:
@@ -299,10 +323,10 @@ def _add_dunders(new_cls: Any, eq: bool, order: bool, frozen: bool, unsafe_hash:
     if frozen:
 
         def refuse_setattr(self: Object, name: str, value: Any) -> None:
-            raise FrozenInstanceError(f"cannot assign to '{name}' of frozen {self.type_key}")
+            raise _frozen_error(f"cannot assign to '{name}' of frozen {self.type_key}")
 
         def refuse_delattr(self: Object, name: str) -> None:
-            raise FrozenInstanceError(f"cannot delete '{name}' of frozen {self.type_key}")
+            raise _frozen_error(f"cannot delete '{name}' of frozen {self.type_key}")
 
         set_missing("__setattr__", refuse_setattr)
         set_missing("__delattr__", refuse_delattr)
