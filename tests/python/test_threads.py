@@ -15,6 +15,9 @@ SCENARIO = textwrap.dedent(
     import tvm
 
     kind, rounds = sys.argv[1], int(sys.argv[2])
+    # Each read gives the lock up and takes it back; with the default 5 ms switch interval every
+    # take would wait out the writer's slice (minutes for the whole run, and fewer interleavings).
+    sys.setswitchinterval(1e-4)
     if kind == "list":
         c = tvm.ffi.List(["s%d" % i * 3 for i in range(50)])
         readers = [("ffi.ListGetItem", (3,)), ("ffi.ListContains", ("zz",)), ("ffi.ListSize", ())]

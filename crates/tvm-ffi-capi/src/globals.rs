@@ -140,9 +140,9 @@ fn core_functions() -> Vec<(&'static str, Function)> {
                 // out-of-range index or a bad argument take the typed path.
                 |args| match args {
                     [a, i] => {
-                        let items = a.as_object::<ArrayObj>()?.as_slice();
+                        let array = a.as_object::<ArrayObj>()?;
                         let i = usize::try_from(i64::try_from_view(i)?).ok()?;
-                        items.get(i).cloned().map(Ok)
+                        array.get(i).cloned().map(Ok)
                     }
                     _ => None,
                 },

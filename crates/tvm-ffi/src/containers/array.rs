@@ -48,6 +48,17 @@ impl SeqObj {
         self.len() == 0
     }
 
+    /// The element at `index`: one bounds check (an array of `size > 0` elements has `data`).
+    #[inline]
+    fn element(&self, index: usize) -> Option<&Any> {
+        let cell = self.cell();
+        if index >= cell.size as usize {
+            return None;
+        }
+        // SAFETY: `index < size`, and `data` holds `size` initialized owning values.
+        Some(unsafe { &*cell.data.cast::<Any>().add(index) })
+    }
+
     fn elements(&self) -> &[Any] {
         let cell = self.cell();
         if cell.size == 0 || cell.data.is_null() {
@@ -125,6 +136,11 @@ impl ArrayObj {
     /// The elements (borrowed: no reference counts change).
     pub fn as_slice(&self) -> &[Any] {
         self.0.elements()
+    }
+
+    /// The element at `index` (borrowed), `None` past the end.
+    pub fn get(&self, index: usize) -> Option<&Any> {
+        self.0.element(index)
     }
 
     /// Replaces item `index` in place and returns the old one (for structural mutation of an
@@ -276,7 +292,7 @@ impl Array {
 
     /// The element at `index`.
     pub fn get(&self, index: usize) -> Option<&Any> {
-        self.as_slice().get(index)
+        self.obj.0.element(index)
     }
 
     /// The element at `index` (negative counts from the end), or an `IndexError` naming it.
