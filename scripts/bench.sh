@@ -15,7 +15,7 @@
 #
 # Prepares its own virtual environments, .venv-bench and .venv-bench-apache-tvm, so the reference
 # packages never land in the test environment (.venv). Exits non-zero on errors only: rows that
-# miss their target are marked in the tables, not failures. docs/benchmarks.md says how to read them.
+# miss their target are marked in the tables, not failures. docs/benchmarks*.md say how to read them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
