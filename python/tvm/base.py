@@ -84,8 +84,7 @@ def _candidate_names(name: str) -> list[str]:
 
 def _is_path(text: str) -> bool:
     """Whether an entry names a file (absolute, or with a directory part), not a bare name."""
-    separators = os.sep + (os.altsep or "")
-    return os.path.isabs(text) or any(sep in text.rstrip(separators) for sep in separators)
+    return os.path.isabs(text) or os.sep in text or bool(os.altsep and os.altsep in text)
 
 
 def _recorded_handle(text: str) -> ctypes.CDLL | None:
@@ -116,6 +115,16 @@ def _resolve(text: str, search_dirs: list[str]) -> str:
     )
 
 
+def _entry_text(entry: object) -> str:
+    """One entry of ``load_backend_libs`` as text: a non-empty ``str`` path or name."""
+    text = os.fspath(entry) if isinstance(entry, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise TypeError(f"a backend library is named by a str or os.PathLike, got {entry!r}")
+    if not text:
+        raise ValueError("a backend library name is empty")
+    return text
+
+
 def load_backend_libs(
     names_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     search_dirs: Iterable[str | os.PathLike[str]] | None = None,
@@ -144,9 +153,19 @@ def load_backend_libs(
         An entry cannot be found; the message names it and the directories searched.
     OSError
         The dynamic loader rejects a file; the message is the loader's.
+    TypeError
+        An entry is not a ``str`` or ``os.PathLike`` of one (bytes, say), or the argument is
+        neither an entry nor an iterable of them.
+    ValueError
+        An entry is empty.
     """
     if isinstance(names_or_paths, (str, os.PathLike)):
         entries: list[str | os.PathLike[str]] = [names_or_paths]
+    elif isinstance(names_or_paths, (bytes, bytearray)) or not isinstance(names_or_paths, Iterable):
+        raise TypeError(
+            "load_backend_libs takes a library name or path (str or os.PathLike) or an iterable "
+            f"of them, got {names_or_paths!r}"
+        )
     else:
         entries = list(names_or_paths)
     dirs = [os.fspath(d) for d in search_dirs] if search_dirs is not None else [_PACKAGE_DIR]
@@ -154,7 +173,7 @@ def load_backend_libs(
     handles: list[ctypes.CDLL] = []
     with _LOCK:
         for entry in entries:
-            text = os.fspath(entry)
+            text = _entry_text(entry)
             recorded = _recorded_handle(text)
             if recorded is not None:
                 handles.append(recorded)

@@ -440,3 +440,25 @@ def test_load_backend_libs_takes_a_dot_relative_path_as_a_path(
     assert getattr(handle, f"tvmtest_dot_{tag}")() == 9
     with pytest.raises(FileNotFoundError, match=r"searched: \."):
         load_backend_libs(f"./libtvmtest_absent_{tag}.so")
+
+
+@pytest.mark.parametrize(
+    ("argument", "error", "named"),
+    [
+        (b"libx.so", TypeError, "b'libx.so'"),
+        (3, TypeError, "got 3"),
+        ([b"libx.so"], TypeError, "b'libx.so'"),
+        ([None], TypeError, "None"),
+        ("", ValueError, "empty"),
+    ],
+)
+def test_load_backend_libs_rejects_entries_that_are_not_names(
+    argument, error, named, restore_loaded_libs
+):
+    with pytest.raises(error, match=named.replace("(", r"\(")):
+        load_backend_libs(argument)
+
+
+def test_load_backend_libs_takes_a_trailing_separator_as_a_path(tmp_path, restore_loaded_libs):
+    with pytest.raises(FileNotFoundError, match="searched: "):
+        load_backend_libs(f"{tmp_path}/missing_dir/")
