@@ -37,6 +37,7 @@ pub mod reflection_globals;
 pub mod repr;
 pub mod runtime_types;
 pub mod serialization;
+mod spare_block;
 pub mod stack;
 pub mod string;
 pub mod structural;

@@ -237,50 +237,63 @@ unsafe extern "C" fn rust_object_deleter<S>(obj: *mut c_void, flags: c_int) {
 /// Runs `destroy(obj, flags)` for a deleter; nested releases beyond [`MAX_NESTED_DROPS`] are
 /// queued and run by the outermost one, so deep structures cannot overflow the stack. A panic
 /// in a destructor stops at the panic boundary of that one release (raised as an
-/// `InternalError`), and the bookkeeping stays intact.
+/// `InternalError`), and the bookkeeping stays intact. Inline, so that the deleter's own
+/// `destroy` is a direct call; queueing and draining are out of line.
 ///
 /// # Safety
 /// `destroy` may be run with `obj` and `flags` (the deleter's arguments), once.
+#[inline]
 pub(crate) unsafe fn release_nested(
     obj: *mut c_void,
     flags: c_int,
     destroy: unsafe fn(*mut c_void, c_int),
 ) {
-    /// One release behind its own boundary.
-    ///
-    /// # Safety
-    /// As for `release_nested`.
-    unsafe fn run(obj: *mut c_void, flags: c_int, destroy: unsafe fn(*mut c_void, c_int)) {
-        // SAFETY: forwarded from the header protocol.
-        ffi_boundary("an object destructor", || unsafe { destroy(obj, flags) });
-    }
     ffi_boundary("an object deleter", || {
         let Ok(depth) = DROP_DEPTH.try_with(std::cell::Cell::get) else {
             // Thread teardown: no bookkeeping left, release right away.
             // SAFETY: forwarded from the header protocol.
-            return unsafe { run(obj, flags, destroy) };
+            return unsafe { run_release(obj, flags, destroy) };
         };
         if depth >= MAX_NESTED_DROPS {
-            PENDING_DROPS.with(|pending| pending.borrow_mut().push_back((obj, flags, destroy)));
-            HAS_PENDING_DROPS.with(|flag| flag.set(true));
-            return;
+            return queue_release((obj, flags, destroy));
         }
         DROP_DEPTH.with(|d| d.set(depth + 1));
         // SAFETY: forwarded from the header protocol.
-        unsafe { run(obj, flags, destroy) };
+        unsafe { run_release(obj, flags, destroy) };
         if depth == 0 && HAS_PENDING_DROPS.with(std::cell::Cell::get) {
-            // The outermost release runs what deeper ones queued (which may queue more).
-            while let Some((obj, flags, destroy)) =
-                PENDING_DROPS.with(|p| p.borrow_mut().pop_front())
-            {
-                // SAFETY: each queued release was handed over exactly once by the header
-                // protocol.
-                unsafe { run(obj, flags, destroy) };
-            }
-            HAS_PENDING_DROPS.with(|flag| flag.set(false));
+            run_pending_releases();
         }
         DROP_DEPTH.with(|d| d.set(depth));
     })
+}
+
+/// One release behind its own boundary.
+///
+/// # Safety
+/// As for [`release_nested`].
+#[inline]
+unsafe fn run_release(obj: *mut c_void, flags: c_int, destroy: unsafe fn(*mut c_void, c_int)) {
+    // SAFETY: forwarded from the header protocol.
+    ffi_boundary("an object destructor", || unsafe { destroy(obj, flags) });
+}
+
+/// Queues a release nested too deep, for the outermost release to run.
+#[cold]
+#[inline(never)]
+fn queue_release(release: PendingDrop) {
+    PENDING_DROPS.with(|pending| pending.borrow_mut().push_back(release));
+    HAS_PENDING_DROPS.with(|flag| flag.set(true));
+}
+
+/// Runs the queued releases, in order, from the outermost release (they may queue more).
+#[cold]
+#[inline(never)]
+fn run_pending_releases() {
+    while let Some((obj, flags, destroy)) = PENDING_DROPS.with(|p| p.borrow_mut().pop_front()) {
+        // SAFETY: each queued release was handed over exactly once by the header protocol.
+        unsafe { run_release(obj, flags, destroy) };
+    }
+    HAS_PENDING_DROPS.with(|flag| flag.set(false));
 }
 
 /// Allocates an object holding `value` followed by `extra` zeroed bytes, with a fresh header

@@ -2,7 +2,6 @@
 //! longer ones are immutable heap objects whose content follows the cell and ends with a NUL.
 
 use std::borrow::Cow;
-use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::fmt;
 use std::marker::PhantomData;
@@ -14,6 +13,7 @@ use crate::abi::{
 use crate::any::{Any, AnyView};
 use crate::error::{Error, ErrorKind};
 use crate::object::{Object, ObjectCore, init_header};
+use crate::spare_block::{self, BlockKind};
 
 /// Most bytes stored inline; one byte of the 8-byte payload stays a terminating NUL.
 pub const MAX_SMALL_LEN: usize = 7;
@@ -150,58 +150,17 @@ fn block_size(len: usize) -> usize {
 /// Longest content whose block a thread may keep as its spare.
 const SPARE_MAX_LEN: usize = SPARE_MAX - size_of::<BytesObj>() - 1;
 
-/// Largest block a thread keeps as its spare (see [`SpareBlock`]).
+/// Largest block a thread keeps as its spare ([`spare_block`]).
 const SPARE_MAX: usize = 248;
 
-/// The block of the last small heap string or bytes object this thread released (with its
-/// size), for the next one of the same size: a value made and dropped soon (the common case
-/// across the C ABI) saves a trip through `malloc` and `free`. Freed with the thread.
-struct SpareBlock {
-    block: Cell<*mut c_void>,
-    size: Cell<usize>,
-}
-
-impl Drop for SpareBlock {
-    fn drop(&mut self) {
-        // SAFETY: a spare block came from `libc::malloc` and nothing refers to it.
-        unsafe { libc::free(self.block.get()) };
-    }
-}
-
-thread_local! {
-    static SPARE: SpareBlock = const {
-        SpareBlock {
-            block: Cell::new(std::ptr::null_mut()),
-            size: Cell::new(0),
-        }
-    };
-}
-
 /// A block of `size` bytes: this thread's spare if it has that size, a new one otherwise.
+#[inline]
 fn take_block(size: usize) -> *mut c_void {
     if size <= SPARE_MAX {
-        let spare = SPARE
-            .try_with(|spare| {
-                if spare.size.get() == size {
-                    spare.size.set(0);
-                    spare.block.replace(std::ptr::null_mut())
-                } else {
-                    std::ptr::null_mut()
-                }
-            })
-            .unwrap_or(std::ptr::null_mut());
-        if !spare.is_null() {
-            return spare;
-        }
+        spare_block::take(BlockKind::Bytes, size)
+    } else {
+        spare_block::allocate(size)
     }
-    // SAFETY: malloc with a non-zero size; the result is checked for NULL.
-    let block = unsafe { libc::malloc(size) };
-    if block.is_null() {
-        std::alloc::handle_alloc_error(
-            std::alloc::Layout::from_size_align(size, 16).expect("object layout"),
-        );
-    }
-    block
 }
 
 /// The deleter of heap strings and bytes: they own nothing, so the weak flag gives the block
@@ -212,21 +171,11 @@ unsafe extern "C" fn heap_bytes_deleter(obj: *mut c_void, flags: c_int) {
     }
     // SAFETY: a heap bytes object whose last reference is gone; its cell is intact.
     let len = unsafe { (*obj.cast::<BytesObj>()).bytes.size };
-    let kept = len <= SPARE_MAX_LEN
-        && SPARE
-            .try_with(|spare| {
-                let empty = spare.block.get().is_null();
-                if empty {
-                    spare.block.set(obj);
-                    // The size of the block it was made with (a short content: no overflow).
-                    spare
-                        .size
-                        .set(((size_of::<BytesObj>() + len + 1 + 8 + 15) & !15) - 8);
-                }
-                empty
-            })
-            .unwrap_or(false);
-    if !kept {
+    if len <= SPARE_MAX_LEN {
+        // SAFETY: the block came from `take_block` with the size of its content's length (a
+        // short content: no overflow), and no reference remains.
+        unsafe { spare_block::give_back(BlockKind::Bytes, obj, block_size(len)) };
+    } else {
         // SAFETY: the block came from `libc::malloc` and no reference remains.
         unsafe { libc::free(obj) };
     }

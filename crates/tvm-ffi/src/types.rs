@@ -82,13 +82,16 @@ pub fn register_type(
 }
 
 /// Whether objects of runtime type `sub` may be viewed as type `target`.
+#[inline]
 pub fn is_instance_of(sub: i32, target: i32) -> bool {
-    if sub == target {
-        return true;
-    }
-    if sub < target {
-        return false;
-    }
+    // The exact type inline; a subtype (registered after its ancestors: a larger index) by its
+    // ancestor table, out of line.
+    sub == target || (sub > target && is_strict_subtype(sub, target))
+}
+
+/// Whether `sub` (> `target`) has `target` among its ancestors.
+#[inline(never)]
+fn is_strict_subtype(sub: i32, target: i32) -> bool {
     let (Some(sub_info), Some(target_info)) = (type_info(sub), type_info(target)) else {
         return false;
     };

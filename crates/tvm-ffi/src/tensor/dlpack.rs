@@ -2,7 +2,6 @@
 //! producers (taking ownership only once every check has passed), managed tensors that hold a
 //! reference to a tensor, and views that share another object's data.
 
-use std::cell::Cell;
 use std::ffi::c_void;
 
 use crate::abi::{
@@ -14,6 +13,7 @@ use crate::any::Any;
 use crate::boundary::ffi_boundary;
 use crate::error::{ErrorKind, Result};
 use crate::object::dec_ref;
+use crate::spare_block::{self, BlockKind};
 
 use super::{Tensor, TensorOwner, check_import, import_tensor, make_tensor, read_dims};
 
@@ -47,60 +47,20 @@ const RECORD_SIZE: usize = {
     }
 };
 
-/// The record block of a released export, kept by the thread that released it for its next
-/// export: a consumer that lets go of an export soon (the common case) saves the next export a
-/// trip through `malloc` and `free`. Freed with the thread.
-struct SpareRecord(Cell<*mut c_void>);
-
-impl Drop for SpareRecord {
-    fn drop(&mut self) {
-        // SAFETY: a spare block came from `libc::malloc` and nothing else refers to it.
-        unsafe { libc::free(self.0.get()) };
-    }
-}
-
-thread_local! {
-    static SPARE_RECORD: SpareRecord = const { SpareRecord(Cell::new(std::ptr::null_mut())) };
-}
-
 /// A block of [`RECORD_SIZE`] bytes (8-byte aligned) for an export record: this thread's
-/// spare one, or a new one.
+/// spare one (a consumer that lets go of an export soon, the common case, gave it back), or a
+/// new one.
 fn alloc_record() -> *mut c_void {
-    let spare = SPARE_RECORD
-        .try_with(|spare| spare.0.replace(std::ptr::null_mut()))
-        .unwrap_or(std::ptr::null_mut());
-    if !spare.is_null() {
-        return spare;
-    }
-    // SAFETY: malloc with a non-zero size; the result is checked for NULL.
-    let block = unsafe { libc::malloc(RECORD_SIZE) };
-    if block.is_null() {
-        std::alloc::handle_alloc_error(
-            std::alloc::Layout::from_size_align(RECORD_SIZE, 8).expect("record layout"),
-        );
-    }
-    block
+    spare_block::take(BlockKind::ExportRecord, RECORD_SIZE)
 }
 
-/// Gives back a block of [`alloc_record`]: kept as this thread's spare if it has none (and is
-/// not exiting), freed otherwise.
+/// Gives back a block of [`alloc_record`] (kept as this thread's spare or freed).
 ///
 /// # Safety
 /// `block` came from [`alloc_record`] and nothing refers to it any more.
 unsafe fn free_record(block: *mut c_void) {
-    let kept = SPARE_RECORD
-        .try_with(|spare| {
-            let empty = spare.0.get().is_null();
-            if empty {
-                spare.0.set(block);
-            }
-            empty
-        })
-        .unwrap_or(false);
-    if !kept {
-        // SAFETY: the block came from `libc::malloc` (guaranteed by the caller).
-        unsafe { libc::free(block) };
-    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { spare_block::give_back(BlockKind::ExportRecord, block, RECORD_SIZE) }
 }
 
 unsafe extern "C" fn release_legacy(managed: *mut DLManagedTensor) {

@@ -17,9 +17,8 @@ use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::device::Device;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{
-    Object, ObjectCore, ObjectRef, alloc_object_uninit_with_deleter, dec_ref, release_nested,
-};
+use crate::object::{Object, ObjectCore, ObjectRef, dec_ref, init_header, release_nested};
+use crate::spare_block::{self, BlockKind};
 
 mod dlpack;
 
@@ -101,24 +100,59 @@ fn read_only_set() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
     READ_ONLY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The deleter of a tensor made here whose owner is of kind `KIND` (read-only ones are in the
-/// side table): nested releases are bounded as for every object.
-unsafe extern "C" fn tensor_deleter<const KIND: u8, const READ_ONLY: bool>(
+/// Bit of a tensor deleter's `FLAGS`: the producer marked the data read-only (the tensor is in
+/// the side table).
+const READ_ONLY_FLAG: u8 = 1;
+/// The bits of a tensor deleter's `FLAGS` above [`READ_ONLY_FLAG`]: the block's size class, an
+/// index into [`POOLED_BLOCK_SIZES`] (0: a block of any size, freed).
+const SIZE_CLASS_SHIFT: u8 = 1;
+
+/// Bytes of the tensor blocks of each size class (class 0: not pooled). They are the usable
+/// sizes of glibc's 96-, 112- and 128-byte chunks, so rounding a request up to its class costs
+/// no memory: the object and one dim (a producer's tensor with strides, or of one dim without),
+/// three (a producer's of three dims without strides, or a copied shape and strides of one
+/// dim and an 8-byte record), or five. A thread keeps one spare block (of whichever class it
+/// released last), so tensors made and released soon (one per kernel argument) skip `malloc`
+/// and `free`.
+const POOLED_BLOCK_SIZES: [usize; 4] = [
+    0,
+    size_of::<TensorStorage>() + size_of::<i64>(),
+    size_of::<TensorStorage>() + 3 * size_of::<i64>(),
+    size_of::<TensorStorage>() + 5 * size_of::<i64>(),
+];
+
+/// The size class of a block of `size` bytes (0 when it is larger than every class).
+#[inline]
+fn size_class(size: usize) -> u8 {
+    if size <= POOLED_BLOCK_SIZES[1] {
+        1
+    } else if size <= POOLED_BLOCK_SIZES[2] {
+        2
+    } else if size <= POOLED_BLOCK_SIZES[3] {
+        3
+    } else {
+        0
+    }
+}
+
+/// The deleter of a tensor made here whose owner is of kind `KIND`, with the bits of `FLAGS`:
+/// nested releases are bounded as for every object.
+unsafe extern "C" fn tensor_deleter<const KIND: u8, const FLAGS: u8>(
     obj: *mut c_void,
     flags: c_int,
 ) {
     // SAFETY: forwarded from the header protocol.
-    unsafe { release_nested(obj, flags, destroy_tensor::<KIND, READ_ONLY>) }
+    unsafe { release_nested(obj, flags, destroy_tensor::<KIND, FLAGS>) }
 }
 
 /// Releases the owner (strong flag) and frees the block (weak flag).
 ///
 /// # Safety
-/// `obj` is a tensor made here with an owner of kind `KIND`; the flags follow the header
-/// protocol.
-unsafe fn destroy_tensor<const KIND: u8, const READ_ONLY: bool>(obj: *mut c_void, flags: c_int) {
+/// `obj` is a tensor made here with an owner of kind `KIND` and the bits of `FLAGS`; the flags
+/// follow the header protocol.
+unsafe fn destroy_tensor<const KIND: u8, const FLAGS: u8>(obj: *mut c_void, flags: c_int) {
     if flags & kTVMFFIObjectDeleterFlagBitMaskStrong != 0 {
-        if READ_ONLY {
+        if FLAGS & READ_ONLY_FLAG != 0 {
             read_only_set().remove(&(obj as usize));
             READ_ONLY_COUNT.fetch_sub(1, Ordering::Release);
         }
@@ -156,26 +190,46 @@ unsafe fn destroy_tensor<const KIND: u8, const READ_ONLY: bool>(obj: *mut c_void
         }
     }
     if flags & kTVMFFIObjectDeleterFlagBitMaskWeak != 0 {
-        // SAFETY: the block came from `libc::malloc` and no reference remains.
-        unsafe { libc::free(obj) };
+        let class = usize::from(FLAGS >> SIZE_CLASS_SHIFT);
+        if class != 0 {
+            // SAFETY: the block came from `spare_block::take` with its class's size and no
+            // reference remains.
+            unsafe { spare_block::give_back(BlockKind::Tensor, obj, POOLED_BLOCK_SIZES[class]) };
+        } else {
+            // SAFETY: the block came from `libc::malloc` and no reference remains.
+            unsafe { libc::free(obj) };
+        }
     }
 }
 
-/// The deleter for an owner of kind `kind`.
-fn tensor_deleter_for(kind: u8, read_only: bool) -> unsafe extern "C" fn(*mut c_void, c_int) {
-    match (kind, read_only) {
-        (MANAGED, false) => tensor_deleter::<MANAGED, false>,
-        (MANAGED, true) => tensor_deleter::<MANAGED, true>,
-        (VERSIONED, false) => tensor_deleter::<VERSIONED, false>,
-        (VERSIONED, true) => tensor_deleter::<VERSIONED, true>,
-        (SOURCE, false) => tensor_deleter::<SOURCE, false>,
-        (SOURCE, true) => tensor_deleter::<SOURCE, true>,
-        (BUFFER, false) => tensor_deleter::<BUFFER, false>,
-        (BUFFER, true) => tensor_deleter::<BUFFER, true>,
-        (_, false) => tensor_deleter::<FOREIGN, false>,
-        (_, true) => tensor_deleter::<FOREIGN, true>,
+/// A tensor deleter, as the header holds it.
+type TensorDeleter = unsafe extern "C" fn(*mut c_void, c_int);
+
+/// The deleters of every owner kind (the outer index) and every `FLAGS` value (the inner one:
+/// [`READ_ONLY_FLAG`] and the size class).
+static TENSOR_DELETERS: [[TensorDeleter; 8]; 5] = {
+    macro_rules! with_flags {
+        ($kind:expr) => {
+            [
+                tensor_deleter::<{ $kind }, 0>,
+                tensor_deleter::<{ $kind }, 1>,
+                tensor_deleter::<{ $kind }, 2>,
+                tensor_deleter::<{ $kind }, 3>,
+                tensor_deleter::<{ $kind }, 4>,
+                tensor_deleter::<{ $kind }, 5>,
+                tensor_deleter::<{ $kind }, 6>,
+                tensor_deleter::<{ $kind }, 7>,
+            ]
+        };
     }
-}
+    [
+        with_flags!(MANAGED),
+        with_flags!(VERSIONED),
+        with_flags!(SOURCE),
+        with_flags!(BUFFER),
+        with_flags!(FOREIGN),
+    ]
+};
 
 impl TensorOwner {
     /// The kind and the word the object keeps (a source's object reference moves into it).
@@ -280,7 +334,9 @@ unsafe fn read_dims(t: &DLTensor) -> Result<(&[i64], Option<&[i64]>)> {
 }
 
 /// Checks the import requirements of a DLPack import (non-negative dims whose element count fits
-/// in `i64`, a non-empty dtype, alignment, contiguity).
+/// in `i64`, a non-empty dtype, alignment, contiguity). Always inline: its few checks cost less
+/// than a call's saved registers.
+#[inline(always)]
 fn check_import(
     t: &DLTensor,
     shape: &[i64],
@@ -474,7 +530,10 @@ fn import_tensor(
 }
 
 /// A new tensor object: a copy of `prototype` (shape and strides to be set by the caller), the
-/// owner's word and its deleter, and `extra` uninitialized bytes after the struct.
+/// owner's word and its deleter, and `extra` uninitialized bytes after the struct. A block
+/// that fits a size class is the thread's spare of that class or a new one of the class's
+/// size.
+#[inline]
 fn new_storage(
     prototype: &DLTensor,
     owner: TensorOwner,
@@ -482,22 +541,27 @@ fn new_storage(
     extra: usize,
 ) -> *mut TensorStorage {
     let (kind, owner) = owner.into_word();
-    let tail = size_of::<TensorStorage>() - size_of::<Object>() + extra;
-    // SAFETY: the header goes first, as in every object; the deleter matches the owner's kind
-    // and frees the block with `libc::free`; the rest of the struct is written right below and
-    // the caller writes the extra bytes before anything reads them.
-    let ptr = unsafe {
-        alloc_object_uninit_with_deleter(
-            Object::header(),
-            tail,
-            kTVMFFITensor,
-            tensor_deleter_for(kind, read_only),
-        )
+    let size = size_of::<TensorStorage>()
+        .checked_add(extra)
+        .expect("tensor object size overflows");
+    let class = size_class(size);
+    let block = if class != 0 {
+        spare_block::take(BlockKind::Tensor, POOLED_BLOCK_SIZES[usize::from(class)])
+    } else {
+        spare_block::allocate(size)
     };
-    let ptr = ptr.as_ptr().cast::<TensorStorage>();
-    // SAFETY: the block holds a `TensorStorage` (malloc alignment suits it); its fields after
-    // the header are written in place, without building the struct elsewhere first.
+    let flags = class << SIZE_CLASS_SHIFT | u8::from(read_only);
+    let ptr = block.cast::<TensorStorage>();
+    // SAFETY: the block holds a `TensorStorage` (malloc alignment suits it): the header goes
+    // first, as in every object, with the deleter that matches the owner's kind and the
+    // block's origin; the fields after it are written in place, and the caller writes the
+    // extra bytes before anything reads them.
     unsafe {
+        init_header(
+            ptr.cast(),
+            kTVMFFITensor,
+            TENSOR_DELETERS[usize::from(kind)][usize::from(flags)],
+        );
         (&raw mut (*ptr).view.tensor).write(*prototype);
         (&raw mut (*ptr).owner).write(owner);
     }
@@ -508,12 +572,19 @@ fn new_storage(
 #[inline]
 fn finish_storage(ptr: *mut TensorStorage, read_only: bool) -> Tensor {
     if read_only {
-        read_only_set().insert(ptr as usize);
-        READ_ONLY_COUNT.fetch_add(1, Ordering::Release);
+        register_read_only(ptr);
     }
     // SAFETY: the new object's reference moves into the tensor.
     let obj = unsafe { ObjectRef::from_raw(ptr.cast()) };
     Tensor { obj }
+}
+
+/// Adds a new tensor to the read-only side table (out of line: read-only producers are rare).
+#[cold]
+#[inline(never)]
+fn register_read_only(ptr: *mut TensorStorage) {
+    read_only_set().insert(ptr as usize);
+    READ_ONLY_COUNT.fetch_add(1, Ordering::Release);
 }
 
 /// Element types with a DLPack data type.

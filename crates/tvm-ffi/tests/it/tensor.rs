@@ -389,3 +389,73 @@ fn zero_dim_tensors_import_and_export() {
     }
     assert!(released);
 }
+
+/// The address of a tensor's object.
+fn object_address(t: &Tensor) -> usize {
+    t.as_object().header() as *const _ as usize
+}
+
+#[test]
+fn a_released_tensor_block_is_reused_by_the_next_tensor_of_its_size_class() {
+    std::thread::spawn(|| {
+        let first = Tensor::from_slice(&[1i32, 2, 3], &[3]).unwrap();
+        let address = object_address(&first);
+        drop(first);
+        // The same size class (one dim, shape and strides copied): the thread's spare block.
+        let second = Tensor::from_slice(&[4i32, 5], &[2]).unwrap();
+        assert_eq!(object_address(&second), address);
+        assert_eq!(second.as_slice::<i32>().unwrap(), &[4, 5]);
+        assert_eq!(&*second.strides(), &[1]);
+        drop(second);
+        // A larger tensor does not fit the spare and leaves it for the next small one.
+        let large = Tensor::from_slice(&[0u8; 24], &[2, 3, 4]).unwrap();
+        assert_ne!(object_address(&large), address);
+        assert_eq!(&*large.strides(), &[12, 4, 1]);
+        let third = Tensor::from_slice(&[7u8], &[1]).unwrap();
+        assert_eq!(object_address(&third), address);
+        drop((large, third));
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_weakly_referenced_tensor_keeps_its_block_until_the_last_weak_reference() {
+    std::thread::spawn(|| {
+        let first = Tensor::from_slice(&[1.5f64], &[1]).unwrap();
+        let address = object_address(&first);
+        let weak = first.as_object().downgrade();
+        drop(first);
+        assert!(weak.upgrade().is_none());
+        let second = Tensor::from_slice(&[2.5f64], &[1]).unwrap();
+        assert_ne!(
+            object_address(&second),
+            address,
+            "the weak reference holds the block"
+        );
+        drop(second);
+        drop(weak);
+        // The second tensor's block is the spare now; the first one's was freed.
+        let third = Tensor::from_slice(&[3.5f64], &[1]).unwrap();
+        assert_eq!(third.as_slice::<f64>().unwrap(), &[3.5]);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_tensor_released_on_another_thread_gives_its_block_to_that_thread() {
+    let t = Tensor::from_slice(&[1u16, 2], &[2]).unwrap();
+    let address = object_address(&t);
+    let next = std::thread::spawn(move || {
+        drop(t);
+        let next = Tensor::from_slice(&[3u16, 4], &[2]).unwrap();
+        (
+            object_address(&next),
+            next.as_slice::<u16>().unwrap().to_vec(),
+        )
+    })
+    .join()
+    .unwrap();
+    assert_eq!(next, (address, vec![3, 4]));
+}

@@ -82,7 +82,7 @@ pub(super) unsafe fn clone_raw(v: &TVMFFIAny) -> TVMFFIAny {
 /// Deleter of objects made here (by [`alloc_empty`]): lets them be recognised (and so known to have room for
 /// [`INLINE_KVS`] inline pairs).
 unsafe extern "C" fn map_object_deleter(obj: *mut c_void, flags: c_int) {
-    // SAFETY: the object is a `MapBaseObj` in a `calloc` block made here; nested releases are
+    // SAFETY: the object is a `MapBaseObj` in a `malloc` block made here; nested releases are
     // queued like those of every object made by this crate.
     unsafe { crate::object::release_nested(obj, flags, crate::object::destroy::<MapBaseObj>) }
 }
@@ -123,14 +123,19 @@ pub(super) unsafe fn small_room(p: *mut MapBaseObj) -> u64 {
 }
 
 /// Allocates an empty small object (room for [`INLINE_KVS`] pairs, 2 slots announced) with
-/// [`map_object_deleter`], zero-filled by `calloc`.
+/// [`map_object_deleter`], its inline pairs zero-filled. `malloc` and a fill of the pairs rather
+/// than `calloc`: glibc's `calloc` bypasses the per-thread cache and searches the bins on every
+/// call (100-190 instructions against about 40); filling only the pairs (the struct is written
+/// below) also keeps the compiler from turning the pair back into a `calloc`.
 pub(super) fn alloc_empty(type_index: i32) -> NonNull<MapBaseObj> {
     let size = BASE_SIZE + INLINE_KVS * std::mem::size_of::<Kv>();
-    // SAFETY: calloc with a non-zero size; the result is checked for NULL below.
-    let block = unsafe { libc::calloc(1, size) }.cast::<MapBaseObj>();
+    // SAFETY: malloc with a non-zero size; the result is checked for NULL below.
+    let block = unsafe { libc::malloc(size) }.cast::<MapBaseObj>();
     let Some(obj) = NonNull::new(block) else {
         std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(size, 16).unwrap());
     };
+    // SAFETY: the block has `size` writable bytes, the pairs from `BASE_SIZE` on.
+    unsafe { std::ptr::write_bytes(block.cast::<u8>().add(BASE_SIZE), 0, size - BASE_SIZE) };
     let p = obj.as_ptr();
     // SAFETY: the block is large enough and malloc-aligned; the value is written before the
     // header fields are filled in, and the inline-pair pointer is derived from the allocation
