@@ -35,6 +35,7 @@ int test_error_raise_and_move(char* msg_buf, size_t n);
 int test_error_create_and_set_raised(char* msg_buf, size_t n);
 int test_error_update_backtrace(char* msg_buf, size_t n);
 int test_error_backtrace_on_request(char* msg_buf, size_t n);
+int test_function_call_bounds_backtraces(char* msg_buf, size_t n);
 int test_error_cause_chain(char* msg_buf, size_t n);
 int test_error_propagates_from_callee(char* msg_buf, size_t n);
 int test_dtype(char* msg_buf, size_t n);

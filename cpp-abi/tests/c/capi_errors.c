@@ -101,6 +101,52 @@ int test_error_update_backtrace(char* msg_buf, size_t n) {
   return 0;
 }
 
+/* A safe call that raises from C. */
+static int raise_in_callee(void* self, const TVMFFIAny* args, int32_t num_args,
+                           TVMFFIAny* result) {
+  (void)self;
+  (void)args;
+  (void)num_args;
+  (void)result;
+  TVMFFIErrorSetRaisedFromCStr("ValueError", "raised in the callee");
+  return -1;
+}
+
+/* The foreign caller: its frame lies beyond TVMFFIFunctionCall, where backtraces end. (Not
+ * static and never inlined, so that the backtrace could name it if it reached it.) */
+__attribute__((noinline)) int host_calls_across_the_boundary(TVMFFIObjectHandle func) {
+  TVMFFIAny result;
+  memset(&result, 0, sizeof(result));
+  result.type_index = kTVMFFINone;
+  int status = TVMFFIFunctionCall(func, NULL, 0, &result);
+  __asm__ volatile("" ::: "memory"); /* the call returns here: this frame is on the stack */
+  return status;
+}
+
+int test_function_call_bounds_backtraces(char* msg_buf, size_t n) {
+  clear_error();
+  TVMFFIObjectHandle func = NULL;
+  CHECK(TVMFFIFunctionCreate(NULL, raise_in_callee, NULL, &func) == 0, "create failed");
+  CHECK(host_calls_across_the_boundary(func) == -1, "the call did not fail");
+  TVMFFIObjectHandle err = NULL;
+  TVMFFIErrorMoveFromRaised(&err);
+  CHECK(err != NULL, "nothing was raised");
+  TVMFFIErrorCell* cell = TVMFFIErrorGetCellPtr(err);
+  TVMFFIByteArray nothing = bytes_of("");
+  cell->update_backtrace(err, &nothing, kTVMFFIBacktraceUpdateModeAppend);
+  /* The frames up to the boundary (the raising callee) are there, the caller's are not: an
+   * optimized build must not turn TVMFFIFunctionCall into a jump to the callee. */
+  CHECK(strstr(cell->backtrace.data, "raise_in_callee") != NULL,
+        "the backtrace does not name the raising callee: \"%.*s\"", (int)cell->backtrace.size,
+        cell->backtrace.data);
+  CHECK(strstr(cell->backtrace.data, "host_calls_across_the_boundary") == NULL,
+        "the backtrace goes past TVMFFIFunctionCall: \"%.*s\"", (int)cell->backtrace.size,
+        cell->backtrace.data);
+  TVMFFIObjectDecRef(err);
+  TVMFFIObjectDecRef(func);
+  return 0;
+}
+
 int test_error_backtrace_on_request(char* msg_buf, size_t n) {
   clear_error();
   TVMFFIErrorSetRaisedFromCStr("ValueError", "asked for later");

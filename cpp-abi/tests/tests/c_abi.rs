@@ -85,6 +85,7 @@ c_tests!(
     test_error_create_and_set_raised,
     test_error_update_backtrace,
     test_error_backtrace_on_request,
+    test_function_call_bounds_backtraces,
     test_error_cause_chain,
     test_error_propagates_from_callee,
     test_dtype,

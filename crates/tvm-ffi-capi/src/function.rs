@@ -100,6 +100,11 @@ pub unsafe extern "C" fn TVMFFIFunctionCreate(
 
 /// Calls a function object: forwards to its cell's safe-call with the object as handle.
 ///
+/// The call is never a tail call: this function's frame stays on the stack while the callee
+/// runs, because backtraces end at it (the boundary between a foreign caller and the call). An
+/// optimized build otherwise jumps to the safe-call, and an error raised inside showed the
+/// caller's frames too.
+///
 /// # Safety
 /// `func` is a live function object; `args` holds `num_args` values; `result` is valid.
 #[unsafe(no_mangle)]
@@ -113,8 +118,13 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
         // SAFETY: per the contract, `func` is a function object.
         let cell = unsafe { (*func.cast::<FunctionObj>()).cell() };
         match cell.safe_call {
-            // SAFETY: forwarded per the safe-call convention.
-            Some(call) => Ok(unsafe { call(func, args, num_args, result) }),
+            Some(call) => {
+                // SAFETY: forwarded per the safe-call convention.
+                let status = unsafe { call(func, args, num_args, result) };
+                // Emits nothing, but comes after the call, so the call has to return here.
+                std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+                Ok(status)
+            }
             None => Err(missing_safe_call()),
         }
     })
