@@ -138,9 +138,7 @@ mod imp {
         /// The rule of `address`, from `resolve` on a miss. The ways of a set are kept most
         /// recently used first; a miss evicts the least recently used.
         fn rule_with(&mut self, address: usize, resolve: impl FnOnce(usize) -> Rule) -> Rule {
-            let set = (address.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SETS.trailing_zeros()))
-                % SETS;
-            let ways = &mut self.sets[set];
+            let ways = &mut self.sets[set_of(address)];
             if ways[0].key == address {
                 return ways[0].rule;
             }
@@ -160,6 +158,11 @@ mod imp {
             ways[0] = entry;
             entry.rule
         }
+    }
+
+    /// The set an address is cached in: the top bits of a multiplicative hash.
+    fn set_of(address: usize) -> usize {
+        (address.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SETS.trailing_zeros())) % SETS
     }
 
     /// The registers the walk starts from: an address inside [`walk`], RSP and RBP there.
@@ -397,10 +400,6 @@ mod imp {
     #[cfg(test)]
     mod tests {
         use super::*;
-
-        fn set_of(address: usize) -> usize {
-            (address.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SETS.trailing_zeros())) % SETS
-        }
 
         fn frame(function: usize) -> Rule {
             Rule::Frame {

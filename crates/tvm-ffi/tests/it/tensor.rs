@@ -428,15 +428,16 @@ fn a_weakly_referenced_tensor_keeps_its_block_until_the_last_weak_reference() {
         drop(first);
         assert!(weak.upgrade().is_none());
         let second = Tensor::from_slice(&[2.5f64], &[1]).unwrap();
+        let second_address = object_address(&second);
         assert_ne!(
-            object_address(&second),
-            address,
+            second_address, address,
             "the weak reference holds the block"
         );
         drop(second);
         drop(weak);
         // The second tensor's block is the spare now; the first one's was freed.
         let third = Tensor::from_slice(&[3.5f64], &[1]).unwrap();
+        assert_eq!(object_address(&third), second_address);
         assert_eq!(third.as_slice::<f64>().unwrap(), &[3.5]);
     })
     .join()

@@ -129,11 +129,8 @@ pub(super) unsafe fn small_room(p: *mut MapBaseObj) -> u64 {
 /// below) also keeps the compiler from turning the pair back into a `calloc`.
 pub(super) fn alloc_empty(type_index: i32) -> NonNull<MapBaseObj> {
     let size = BASE_SIZE + INLINE_KVS * std::mem::size_of::<Kv>();
-    // SAFETY: malloc with a non-zero size; the result is checked for NULL below.
-    let block = unsafe { libc::malloc(size) }.cast::<MapBaseObj>();
-    let Some(obj) = NonNull::new(block) else {
-        std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(size, 16).unwrap());
-    };
+    let block = crate::spare_block::allocate(size).cast::<MapBaseObj>();
+    let obj = NonNull::new(block).expect("allocate never returns NULL");
     // SAFETY: the block has `size` writable bytes, the pairs from `BASE_SIZE` on.
     unsafe { std::ptr::write_bytes(block.cast::<u8>().add(BASE_SIZE), 0, size - BASE_SIZE) };
     let p = obj.as_ptr();
