@@ -64,6 +64,7 @@ for _builtin in (
     "MemoryError",
     "OverflowError",
     "AssertionError",
+    "RecursionError",
     "TimeoutError",
     "FileNotFoundError",
     "OSError",

@@ -61,17 +61,23 @@ SCENARIO = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("kind", ["list", "dict"])
-def test_native_readers_and_a_python_writer_share_a_container(kind):
+def run_scenario(code: str, *args: str, timeout: float) -> str:
+    """Runs ``code`` in a fresh interpreter (which finds libtvm_ffi_testing.so through
+    TVM_FFI_TESTING_LIB, set by conftest) and returns what it printed; a crash fails."""
     result = subprocess.run(
-        [sys.executable, "-c", SCENARIO, kind, "20000"],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == "ok True"
+    return result.stdout.strip()
+
+
+@pytest.mark.parametrize("kind", ["list", "dict"])
+def test_native_readers_and_a_python_writer_share_a_container(kind):
+    assert run_scenario(SCENARIO, kind, "20000", timeout=300) == "ok True"
 
 
 THREAD_KERNEL = r"""
@@ -132,12 +138,37 @@ FOREIGN_THREAD_SCENARIO = textwrap.dedent(
 @pytest.mark.parametrize(("mode", "expected"), [("release", "result 42"), ("hold", "error True")])
 def test_callbacks_from_a_kernel_thread_run_or_fail_clearly(compile_c, mode, expected):
     library = compile_c(THREAD_KERNEL, name="libthreads.so", extra_flags=("-pthread",))
-    result = subprocess.run(
-        [sys.executable, "-c", FOREIGN_THREAD_SCENARIO, str(library), mode],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == expected
+    assert run_scenario(FOREIGN_THREAD_SCENARIO, str(library), mode, timeout=60) == expected
+
+
+PYTHON_THREADS_SCENARIO = textwrap.dedent(
+    """
+    import os, sys, threading
+    import tvm
+
+    tvm.base.load_backend_libs(os.environ["TVM_FFI_TESTING_LIB"])
+    sys.setswitchinterval(1e-4)
+    apply = tvm.get_global_func("testing.apply")
+    results = {}
+
+    def work(name):
+        # Callbacks on the thread inside the lock-holding call run at once, nested calls too,
+        # while the other threads make the same calls and take turns with the lock.
+        total = 0
+        for i in range(2000):
+            total += apply(lambda x: apply(lambda y: y + 1, x) * 2, i)
+        results[name] = total
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    work("main")
+    for t in threads:
+        t.join()
+    print(sorted(results.values()) == [sum((i + 1) * 2 for i in range(2000))] * 5)
+    """
+)
+
+
+def test_callbacks_on_python_threads_inside_lock_holding_calls_run():
+    assert run_scenario(PYTHON_THREADS_SCENARIO, timeout=120) == "True"

@@ -21,6 +21,9 @@ use crate::errors::{error_from_py, raise_error};
 
 /// The Python callable a function calls: one strong reference, or NULL while the function is
 /// parked for reuse.
+///
+/// Every access but the final drop happens with the interpreter lock held, which orders them:
+/// plain loads and stores suffice (a swap would be a locked instruction on every loan).
 struct Target(AtomicPtr<ffi::PyObject>);
 
 impl Target {
@@ -31,13 +34,17 @@ impl Target {
 
     /// Points a parked (empty) target at `callable`, with a new strong reference.
     fn set(&self, callable: &Bound<'_, PyAny>) {
-        let previous = self.0.swap(callable.clone().into_ptr(), Ordering::AcqRel);
-        debug_assert!(previous.is_null(), "only an empty target is set");
+        debug_assert!(
+            self.0.load(Ordering::Relaxed).is_null(),
+            "only an empty target is set"
+        );
+        self.0.store(callable.clone().into_ptr(), Ordering::Release);
     }
 
     /// Drops the reference to the callable (the thread is attached: `py`).
     fn clear(&self, _py: Python<'_>) {
-        let callable = self.0.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        let callable = self.0.load(Ordering::Relaxed);
+        self.0.store(std::ptr::null_mut(), Ordering::Release);
         if !callable.is_null() {
             // SAFETY: the target owned this strong reference; the thread is attached.
             unsafe { ffi::Py_DecRef(callable) };
@@ -63,6 +70,10 @@ impl Drop for Target {
 /// comes back owned, and an exception becomes an error that carries it.
 fn function_for(target: Arc<Target>) -> Function {
     Function::from_packed(move |args: &[AnyView<'_>]| {
+        // Every recursion between Python and native code passes through a callback (a call from
+        // Python runs no Python code of its own on its fast path), so the native stack is
+        // checked here.
+        crate::stack::check_in_callback("in a Python callback")?;
         let attached = crate::holder::check_callback_thread("a Python callback")
             .map_err(|message| tvm_ffi::Error::new(tvm_ffi::ErrorKind::RuntimeError, message))?;
         let run = |py: Python<'_>| {
@@ -149,14 +160,7 @@ unsafe fn call_plain(target: &Target, args: &[AnyView<'_>]) -> Option<tvm_ffi::R
                 return Some(Err(pending_error()));
             }
         }
-        let null = std::ptr::null_mut::<ffi::PyObject>();
-        let [a, b, c] = objects;
-        let result = match args.len() {
-            0 => ffi::PyObject_CallNoArgs(callable),
-            1 => ffi::PyObject_CallFunctionObjArgs(callable, a, null),
-            2 => ffi::PyObject_CallFunctionObjArgs(callable, a, b, null),
-            _ => ffi::PyObject_CallFunctionObjArgs(callable, a, b, c, null),
-        };
+        let result = call_objects(callable, &objects[..args.len()]);
         release(&objects);
         if result.is_null() {
             return Some(Err(pending_error()));
@@ -167,6 +171,59 @@ unsafe fn call_plain(target: &Target, args: &[AnyView<'_>]) -> Option<tvm_ffi::R
         };
         ffi::Py_DecRef(result);
         Some(value)
+    }
+}
+
+/// The interpreter's `PyObject_Vectorcall`: exported by every supported version, but part of the
+/// stable ABI only from 3.12, so this abi3 extension (3.11 and later) looks it up at run time.
+type Vectorcall = unsafe extern "C" fn(
+    *mut ffi::PyObject,
+    *const *mut ffi::PyObject,
+    usize,
+    *mut ffi::PyObject,
+) -> *mut ffi::PyObject;
+
+/// [`Vectorcall`] if the interpreter exports it (looked up at module load), or NULL.
+static VECTORCALL: AtomicPtr<std::ffi::c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Looks up `PyObject_Vectorcall` (at module load; without it callbacks take the varargs call).
+pub(crate) fn find_vectorcall() {
+    // SAFETY: a lookup by NUL-terminated name in the process's global scope.
+    let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"PyObject_Vectorcall".as_ptr()) };
+    VECTORCALL.store(symbol, Ordering::Relaxed);
+}
+
+/// Calls `callable` with up to [`MAX_PLAIN_ARGS`] positional arguments: a new reference, or NULL
+/// with the error set. `PyObject_Vectorcall` where found (no argument tuple, no varargs walk),
+/// the stable ABI's calls otherwise.
+///
+/// # Safety
+/// The thread holds the interpreter lock; `callable` and `objects` are live.
+unsafe fn call_objects(
+    callable: *mut ffi::PyObject,
+    objects: &[*mut ffi::PyObject],
+) -> *mut ffi::PyObject {
+    let vectorcall = VECTORCALL.load(Ordering::Relaxed);
+    // SAFETY: per the contract; a non-NULL `vectorcall` is the interpreter's function, of the
+    // documented signature, called with a count (no offset flag, no keywords) matching `objects`.
+    unsafe {
+        if !vectorcall.is_null() {
+            let vectorcall: Vectorcall = std::mem::transmute(vectorcall);
+            return vectorcall(
+                callable,
+                objects.as_ptr(),
+                objects.len(),
+                std::ptr::null_mut(),
+            );
+        }
+        let null = std::ptr::null_mut::<ffi::PyObject>();
+        match *objects {
+            [] => ffi::PyObject_CallNoArgs(callable),
+            [a] => ffi::PyObject_CallFunctionObjArgs(callable, a, null),
+            [a, b] => ffi::PyObject_CallFunctionObjArgs(callable, a, b, null),
+            [a, b, c] => ffi::PyObject_CallFunctionObjArgs(callable, a, b, c, null),
+            _ => unreachable!("at most {MAX_PLAIN_ARGS} arguments"),
+        }
     }
 }
 

@@ -25,7 +25,6 @@ use tvm_ffi::{Any, Function, ObjectRef};
 use crate::convert::{any_to_py, call_function, call_without_args, try_call};
 use crate::errors::{PyReturn, python_entry};
 use crate::objects::PyObjectRef;
-use crate::stack::ThreadState;
 
 /// `Py_TPFLAGS_HAVE_VECTORCALL`: in the interpreter since 3.8, in the limited API's headers
 /// since 3.12.
@@ -170,10 +169,16 @@ unsafe extern "C" fn vectorcall(
 ) -> *mut ffi::PyObject {
     // SAFETY: the interpreter calls us with the GIL held.
     let py = unsafe { Python::assume_attached() };
+    let call = RawCall {
+        callable,
+        args,
+        nargsf,
+        kwnames,
+    };
     // A panic becomes an `InternalError` here instead of unwinding into the interpreter.
     ffi_boundary(CALL, || {
         // SAFETY: the interpreter's vectorcall arguments, as the slot receives them.
-        PyReturn(unsafe { fast_or_general(py, callable, args, nargsf, kwnames) })
+        PyReturn(unsafe { fast_or_general(py, call) })
     })
     .0
 }
@@ -181,41 +186,57 @@ unsafe extern "C" fn vectorcall(
 /// What a call is named in a panic's error.
 const CALL: &str = "a call of a tvm.ffi.Function";
 
-/// # Safety
-/// The interpreter's vectorcall arguments; the thread holds the interpreter lock.
-#[inline(always)]
-unsafe fn fast_or_general(
-    py: Python<'_>,
+/// The arguments of a vectorcall, as the interpreter passes them.
+#[derive(Clone, Copy)]
+struct RawCall {
     callable: *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
     nargsf: usize,
     kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
+}
+
+/// # Safety
+/// The interpreter's vectorcall arguments; the thread holds the interpreter lock.
+#[inline(always)]
+unsafe fn fast_or_general(py: Python<'_>, call: RawCall) -> *mut ffi::PyObject {
     // SAFETY: `callable` is a live instance; `args` holds `nargs` live objects; `kwnames` is NULL
     // or a tuple.
     unsafe {
         let offset = FIELDS_OFFSET.load(Ordering::Relaxed);
-        let fields = &*callable.cast::<u8>().add(offset).cast::<Fields>();
-        if kwnames.is_null() && !fields.function.is_null() && fields.release_gil == 0 {
-            let state = ThreadState::current();
-            if state.has_room() {
-                let function =
-                    ManuallyDrop::new(Function::from_object(ObjectRef::from_raw(fields.function)));
-                let nargs = nargsf & !ARGUMENTS_OFFSET;
-                if nargs == 0 {
-                    return call_without_args(&function, state.token());
-                }
-                let args = std::slice::from_raw_parts(args, nargs);
-                if let Some(result) = try_call(py, &function, args, state.token()) {
-                    return result;
-                }
+        let fields = &*call.callable.cast::<u8>().add(offset).cast::<Fields>();
+        if call.kwnames.is_null() && !fields.function.is_null() && fields.release_gil == 0 {
+            // No native-stack check here: the fast path runs no Python code of its own, so
+            // recursion can only come back through a callback, which checks
+            // (`crate::callback`).
+            let function =
+                ManuallyDrop::new(Function::from_object(ObjectRef::from_raw(fields.function)));
+            let nargs = call.nargsf & !ARGUMENTS_OFFSET;
+            if nargs == 0 {
+                return call_without_args(&function);
+            }
+            let args = std::slice::from_raw_parts(call.args, nargs);
+            if let Some(result) = try_call(py, &function, args) {
+                return result;
             }
         }
+        general(call)
+    }
+}
+
+/// The general path of [`vectorcall`], through PyO3's trampoline (out of line: the fast path's
+/// frame stays small).
+///
+/// # Safety
+/// The interpreter's vectorcall arguments; the thread holds the interpreter lock.
+#[inline(never)]
+unsafe fn general(call: RawCall) -> *mut ffi::PyObject {
+    // SAFETY: per the contract.
+    unsafe {
         fastcall_cfunction_with_keywords::<VectorcallBody>(
-            callable,
-            args,
-            nargsf as ffi::Py_ssize_t,
-            kwnames,
+            call.callable,
+            call.args,
+            call.nargsf as ffi::Py_ssize_t,
+            call.kwnames,
         )
     }
 }

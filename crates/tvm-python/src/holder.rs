@@ -5,38 +5,38 @@
 //! Every write happens with the interpreter lock held, so writers never race: a call records
 //! its thread and puts back what it found when it returns; a callback running Python code on the
 //! holding thread clears the record for that time (the Python code may release the lock).
+//!
+//! A thread is named by its Python thread state: the caller holds the lock, so
+//! `PyThreadState_Get` reads it from the interpreter in a few instructions (a thread-local of
+//! this library would cost a `__tls_get_addr` call on every call from Python), and a callback,
+//! which may not hold the lock, finds its own with `PyGILState_GetThisThreadState`. The two
+//! agree on every thread that has one thread state (a thread that switches between several, as
+//! with subinterpreters, could see its own callback refused; never another thread's accepted).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// The thread (by [`thread_token`]) inside a lock-holding native call, or 0.
+use pyo3::ffi;
+
+/// The thread state of the thread inside a lock-holding native call, or 0.
 static HOLDER: AtomicUsize = AtomicUsize::new(0);
 
 /// How long a callback from another thread waits for a lock-holding call to return before it
 /// gives up with an error.
 const PATIENCE: Duration = Duration::from_millis(200);
 
-/// A non-zero number that identifies the calling thread.
-#[inline]
-fn thread_token() -> usize {
-    crate::stack::ThreadState::current().token()
-}
-
 /// Records the calling thread as the holder until the returned value is dropped.
 pub(crate) struct Holding(usize);
 
 impl Holding {
-    /// Marks the calling thread as inside a lock-holding native call.
+    /// Marks the calling thread, which holds the interpreter lock, as inside a lock-holding
+    /// native call.
     #[inline]
     pub(crate) fn enter() -> Holding {
-        Holding::enter_as(thread_token())
-    }
-
-    /// [`Holding::enter`] for a caller that has its thread's token at hand.
-    #[inline]
-    pub(crate) fn enter_as(token: usize) -> Holding {
+        // SAFETY: the caller holds the interpreter lock, so the thread has a current state.
+        let me = unsafe { ffi::PyThreadState_Get() } as usize;
         let previous = HOLDER.load(Ordering::Relaxed);
-        HOLDER.store(token, Ordering::Release);
+        HOLDER.store(me, Ordering::Release);
         Holding(previous)
     }
 
@@ -67,7 +67,9 @@ pub(crate) fn check_callback_thread(what: &str) -> Result<bool, String> {
     if holder == 0 {
         return Ok(false);
     }
-    let me = thread_token();
+    // SAFETY: callable on any thread, with or without the lock (NULL: a thread Python has
+    // never seen, which holds nothing).
+    let me = unsafe { ffi::PyGILState_GetThisThreadState() } as usize;
     if holder == me {
         return Ok(true);
     }

@@ -121,6 +121,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("_device_backends", compiled_device_backends())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;
+    callback::find_vectorcall();
     m.add_class::<objects::PyObjectRef>()?;
     let object_type = m.getattr("Object")?.cast_into::<pyo3::types::PyType>()?;
     m.add("Function", function_type::create(m.py(), &object_type)?)?;

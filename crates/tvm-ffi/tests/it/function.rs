@@ -229,3 +229,25 @@ fn a_slice_of_values_passes_every_element() {
     // The slice is copied: the caller keeps its values.
     assert_eq!(values[1].cast::<String>().unwrap(), "two");
 }
+
+#[test]
+fn call_packed_into_replaces_the_old_value_and_leaves_none_on_error() {
+    let echo = Function::from_packed(|args: &[AnyView<'_>]| args[0].try_to_owned());
+    let fail = Function::from_packed(|_: &[AnyView<'_>]| -> tvm_ffi::Result<Any> {
+        Err(Error::new(ErrorKind::ValueError, "no"))
+    });
+    // The old value holds one of the two references to a function: the call must release it.
+    let kept = Function::from_packed(|_: &[AnyView<'_>]| Ok(Any::none()));
+    let mut result = Any::from(kept.clone());
+    let strong = |any: &Any| any.as_object::<tvm_ffi::Object>().unwrap().strong_count();
+    let probe = Any::from(kept);
+    assert_eq!(strong(&probe), 2);
+    let arg = Any::from(7i64);
+    echo.call_packed_into(&[arg.as_view()], &mut result)
+        .unwrap();
+    assert_eq!(result.cast::<i64>().unwrap(), 7);
+    assert_eq!(strong(&probe), 1, "the old value was dropped");
+    let err = fail.call_packed_into(&[], &mut result).unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(result.is_none(), "a failed call leaves none");
+}

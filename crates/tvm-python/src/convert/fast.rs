@@ -62,8 +62,10 @@ impl Drop for Owned {
     }
 }
 
-/// The view of one argument, or `None` when the argument needs the general path (which then
-/// also raises any error the argument causes). Leaves no error set.
+/// Writes the view of one argument into `slot`: `false` (and nothing written) when the argument
+/// needs the general path (which then also raises any error the argument causes). Leaves no
+/// error set. The view is stored where the callee reads it, never built elsewhere and copied:
+/// a 16-byte copy of a value just written as two 8-byte halves stalls store-to-load forwarding.
 ///
 /// # Safety
 /// `obj` is a live object; the thread holds the interpreter lock.
@@ -71,9 +73,10 @@ impl Drop for Owned {
 unsafe fn view(
     py: Python<'_>,
     obj: *mut ffi::PyObject,
+    slot: &mut MaybeUninit<TVMFFIAny>,
     owned: &mut Owned,
     lent: &mut Option<Lent>,
-) -> Option<TVMFFIAny> {
+) -> bool {
     // SAFETY: per the contract; each call takes an object of the type just checked.
     unsafe {
         let ty = ffi::Py_TYPE(obj);
@@ -82,15 +85,18 @@ unsafe fn view(
             let value = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
             if overflow != 0 || (value == -1 && !ffi::PyErr_Occurred().is_null()) {
                 ffi::PyErr_Clear();
-                return None;
+                return false;
             }
-            return Some(int_value(value));
+            slot.write(int_value(value));
+            return true;
         }
         if ty == &raw mut ffi::PyFloat_Type {
-            return Some(float_value(ffi::PyFloat_AsDouble(obj)));
+            slot.write(float_value(ffi::PyFloat_AsDouble(obj)));
+            return true;
         }
         if obj == ffi::Py_None() {
-            return Some(TVMFFIAny::NONE);
+            slot.write(TVMFFIAny::NONE);
+            return true;
         }
         if ty == &raw mut ffi::PyUnicode_Type {
             let mut size: ffi::Py_ssize_t = 0;
@@ -98,33 +104,36 @@ unsafe fn view(
             if data.is_null() {
                 // Not UTF-8 (lone surrogates): the general path knows what to do.
                 ffi::PyErr_Clear();
-                return None;
+                return false;
             }
             let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
             // The interpreter's UTF-8 form of a `str` is valid UTF-8.
             let value = tvm_ffi::String::new(std::str::from_utf8_unchecked(bytes)).into_any();
             if !value.is_object() {
-                return Some(value.into_raw());
+                slot.write(value.into_raw());
+                return true;
             }
-            let raw = *value.as_raw();
+            slot.write(*value.as_raw());
             owned.items[owned.len].write(value);
             owned.len += 1;
-            return Some(raw);
+            return true;
         }
         if ty == &raw mut ffi::PyBool_Type {
-            return Some(scalars::bool(obj == ffi::Py_True()));
+            slot.write(scalars::bool(obj == ffi::Py_True()));
+            return true;
         }
         if ty == &raw mut ffi::PyBytes_Type {
             let mut data = std::ptr::null_mut();
             let mut size: ffi::Py_ssize_t = 0;
             ffi::PyBytes_AsStringAndSize(obj, &mut data, &mut size);
             if size as usize > MAX_SMALL_LEN {
-                return None;
+                return false;
             }
             let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
-            return Some(tvm_ffi::Bytes::from_bytes(bytes).into_any().into_raw());
+            slot.write(tvm_ffi::Bytes::from_bytes(bytes).into_any().into_raw());
+            return true;
         }
-        object_view(py, obj, ty, owned, lent)
+        object_view(py, obj, ty, slot, owned, lent)
     }
 }
 
@@ -139,12 +148,13 @@ unsafe fn object_view(
     py: Python<'_>,
     obj: *mut ffi::PyObject,
     ty: *mut ffi::PyTypeObject,
+    slot: &mut MaybeUninit<TVMFFIAny>,
     owned: &mut Owned,
     lent: &mut Option<Lent>,
-) -> Option<TVMFFIAny> {
+) -> bool {
     let object_type = OBJECT_TYPE.load(Ordering::Relaxed);
     if object_type.is_null() {
-        return None;
+        return false;
     }
     // SAFETY: per the contract.
     unsafe {
@@ -152,28 +162,37 @@ unsafe fn object_view(
         // The type of the last callable first (never a wrapped object's or numpy's type: the
         // kind cache holds neither).
         if lent.is_none() && LAST_CALLABLE_TYPE.load(Ordering::Relaxed) == ty {
-            return Some(lend_for(&bound, lent));
+            slot.write(lend_for(&bound, lent));
+            return true;
         }
         if crate::dlpack::is_numpy_array(&bound) {
             // A numpy array its buffer describes, as a tensor sharing its memory; any other
             // goes the general way. (A failed buffer export drops its error here, queued for
             // PyO3's next entry: the general path, entered at once.)
-            let tensor: Any = crate::dlpack::from_buffer(&bound)?.into();
-            let raw = *tensor.as_raw();
+            let Some(tensor) = crate::dlpack::from_buffer(&bound) else {
+                return false;
+            };
+            let tensor: Any = tensor.into();
+            slot.write(*tensor.as_raw());
             owned.items[owned.len].write(tensor);
             owned.len += 1;
-            return Some(raw);
+            return true;
         }
         if ffi::PyType_IsSubtype(ty, object_type) == 0 {
             if lent.is_none() && is_callable_type(py, ty) {
-                return Some(lend_for(&bound, lent));
+                slot.write(lend_for(&bound, lent));
+                return true;
             }
-            return None;
+            return false;
         }
         let wrapped = bound.cast_unchecked::<PyObjectRef>();
         let value = wrapped.get().any();
         // An instance not bound to an object (made by hand) raises on the general path.
-        (!value.is_none()).then(|| *value.as_raw())
+        if value.is_none() {
+            return false;
+        }
+        slot.write(*value.as_raw());
+        true
     }
 }
 
@@ -209,29 +228,30 @@ fn is_callable_type(py: Python<'_>, ty: *mut ffi::PyTypeObject) -> bool {
 /// # Safety
 /// The thread holds the interpreter lock.
 #[inline]
-pub(crate) unsafe fn call_without_args(function: &Function, token: usize) -> *mut ffi::PyObject {
-    let result = {
-        let _holding = crate::holder::Holding::enter_as(token);
-        function.call_packed(&[])
+pub(crate) unsafe fn call_without_args(function: &Function) -> *mut ffi::PyObject {
+    let mut result = Any::none();
+    let status = {
+        let _holding = crate::holder::Holding::enter();
+        function.call_packed_into(&[], &mut result)
     };
-    match result {
+    match status {
         // SAFETY: per the contract.
-        Ok(value) => unsafe { to_python(value) },
+        Ok(()) => unsafe { to_python(&mut result) },
         Err(error) => raise(error),
     }
 }
 
 /// Calls `function` with `args` if every argument takes the fast path: the new result, or NULL
-/// with the error set; `None` (and nothing done) when some argument does not.
+/// with the error set; `None` (and nothing done) when some argument does not. (Out of line: its
+/// argument arrays would otherwise make every caller's frame large, the no-argument call's too.)
 ///
 /// # Safety
 /// `args` are live objects; the thread holds the interpreter lock.
-#[inline]
+#[inline(never)]
 pub(crate) unsafe fn try_call(
     py: Python<'_>,
     function: &Function,
     args: &[*mut ffi::PyObject],
-    token: usize,
 ) -> Option<*mut ffi::PyObject> {
     if args.len() > MAX_ARGS {
         return None;
@@ -245,16 +265,11 @@ pub(crate) unsafe fn try_call(
     let mut slots = [const { MaybeUninit::<TVMFFIAny>::uninit() }; MAX_ARGS];
     for (slot, &arg) in slots.iter_mut().zip(args) {
         // SAFETY: per the contract.
-        match unsafe { view(py, arg, &mut owned, &mut lent) } {
-            Some(view) => {
-                slot.write(view);
+        if !unsafe { view(py, arg, slot, &mut owned, &mut lent) } {
+            if let Some(loan) = lent.take() {
+                loan.give_back(py);
             }
-            None => {
-                if let Some(loan) = lent.take() {
-                    loan.give_back(py);
-                }
-                return None;
-            }
+            return None;
         }
     }
     // SAFETY: the first `args.len()` slots were written above; `AnyView` is a transparent
@@ -262,9 +277,10 @@ pub(crate) unsafe fn try_call(
     // `owned`, both alive for the call.
     let views =
         unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<AnyView<'_>>(), args.len()) };
-    let result = {
-        let _holding = crate::holder::Holding::enter_as(token);
-        function.call_packed(views)
+    let mut result = Any::none();
+    let status = {
+        let _holding = crate::holder::Holding::enter();
+        function.call_packed_into(views, &mut result)
     };
     // The strings are dropped in place (a move of `owned` would copy it).
     if owned.len != 0 {
@@ -273,30 +289,36 @@ pub(crate) unsafe fn try_call(
     if let Some(loan) = lent.take() {
         loan.give_back(py);
     }
-    Some(match result {
+    Some(match status {
         // SAFETY: the thread holds the interpreter lock.
-        Ok(value) => unsafe { to_python(value) },
+        Ok(()) => unsafe { to_python(&mut result) },
         Err(error) => raise(error),
     })
 }
 
-/// A returned value as a new Python object: plain values by raw interpreter calls, the rest
-/// through [`any_to_py`] (attached).
+/// A returned value as a new Python object: plain values by raw interpreter calls (read in
+/// place, see [`Function::call_packed_into`]), the rest through [`any_to_py`] (attached; taken
+/// out of `value`, which is left none).
 ///
 /// # Safety
 /// The thread holds the interpreter lock.
 #[inline]
-unsafe fn to_python(value: Any) -> *mut ffi::PyObject {
+unsafe fn to_python(value: &mut Any) -> *mut ffi::PyObject {
     let raw = value.as_raw();
     // SAFETY: per the contract; the arms read the payload member their type index selects (the
-    // numbers are matched here first: one match on the hottest results).
+    // hottest results are matched here first: one match for them).
     unsafe {
         match raw.type_index {
+            abi::kTVMFFINone => {
+                let none = ffi::Py_None();
+                ffi::Py_IncRef(none);
+                none
+            }
             abi::kTVMFFIInt => ffi::PyLong_FromLongLong(raw.payload.v_int64),
             abi::kTVMFFIFloat => ffi::PyFloat_FromDouble(raw.payload.v_float64),
             _ => match plain_to_python(raw) {
                 Some(object) => object,
-                None => other_to_python(value),
+                None => other_to_python(std::mem::replace(value, Any::none())),
             },
         }
     }
