@@ -35,6 +35,7 @@ BUILTIN_KINDS = [
     "RuntimeError",
     "MemoryError",
     "OverflowError",
+    "RecursionError",
 ]
 
 # Names of the old API that must not exist (spelled in parts, so that searches for them in the
