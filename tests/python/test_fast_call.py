@@ -57,6 +57,41 @@ def test_int_past_64_bits_keeps_its_overflow_error():
     assert echo(7) == 7  # no error left behind
 
 
+def test_ints_around_the_interpreters_cached_range_round_trip():
+    # -5..256 are read and made by address (the interpreter's cached ints); their neighbours
+    # and everything else through the interpreter's conversions. Each must give its own value,
+    # as an argument, a result, a callback's argument and a callback's result.
+    values = [*range(-300, 300), 2**31, -(2**31) - 1, 2**62, 2**63 - 1, -(2**63)]
+    assert [echo(v) for v in values] == values
+    assert [apply(lambda x: x, v) for v in values] == values
+    assert [apply(lambda x: -x, v) for v in values[:-1]] == [-v for v in values[:-1]]
+    assert nop(*values[:8]) is None
+
+
+def test_cached_ints_keep_their_reference_counts():
+    # The cached objects themselves are handed out: each handed-out reference is returned.
+    values = [-5, 0, 1, 7, 255, 256]
+    before = [sys.getrefcount(v) for v in values]
+    kept = [echo(v) for v in values for _ in range(100)]
+    assert all(a is b for a, b in zip(kept[::100], values))
+    del kept
+    for _ in range(100):
+        for value in values:
+            echo(value)
+            apply(lambda x: x, value)
+    del value  # the loop's own reference
+    assert [sys.getrefcount(v) for v in values] == before
+
+
+def test_int_subclasses_and_bools_keep_their_types():
+    class MyInt(int):
+        pass
+
+    assert echo(MyInt(5)) == 5 and type(echo(MyInt(5))) is int
+    assert echo(True) is True and echo(False) is False
+    assert type(echo(1)) is int and type(apply(lambda x: x, 1)) is int
+
+
 def test_lone_surrogates_take_the_general_path():
     assert echo("\udc80") == "\udc80"
     with pytest.raises(UnicodeEncodeError):

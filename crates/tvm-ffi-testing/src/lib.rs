@@ -18,6 +18,7 @@ use std::sync::Once;
 #[cfg(test)]
 use tvm_ffi_capi as _;
 
+use tvm_ffi::function::FunctionObj;
 use tvm_ffi::{Any, Error, ErrorKind, Function, Object, ObjectRef};
 
 tvm_ffi::define_object! {
@@ -69,14 +70,18 @@ fn testing_functions() -> Vec<(&'static str, Function)> {
         ("testing.nop", Function::from_packed(|_| Ok(Any::none()))),
         (
             "testing.apply",
-            Function::from_packed(|args| {
+            Function::from_packed_into(|args, result| {
                 let (first, rest) = args.split_first().ok_or_else(|| {
                     Error::new(
                         ErrorKind::TypeError,
                         "testing.apply needs a function argument",
                     )
                 })?;
-                first.cast::<Function>()?.call_packed(rest)
+                // Borrowed (the function is only called: no reference count round trip), and
+                // its result lands in this call's own result slot.
+                first
+                    .cast_object::<FunctionObj>()?
+                    .call_packed_into(rest, result)
             }),
         ),
         (

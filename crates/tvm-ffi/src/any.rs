@@ -55,6 +55,7 @@ impl Any {
     }
 
     /// Gives up ownership of the raw value.
+    #[inline]
     pub fn into_raw(self) -> TVMFFIAny {
         let raw = self.raw;
         std::mem::forget(self);
@@ -62,26 +63,31 @@ impl Any {
     }
 
     /// The raw value, borrowed.
+    #[inline]
     pub fn as_raw(&self) -> &TVMFFIAny {
         &self.raw
     }
 
     /// The type index of the value.
+    #[inline]
     pub fn type_index(&self) -> i32 {
         self.raw.type_index
     }
 
     /// Whether the value is None.
+    #[inline]
     pub fn is_none(&self) -> bool {
         self.raw.type_index == abi::kTVMFFINone
     }
 
     /// Whether the value holds an object.
+    #[inline]
     pub fn is_object(&self) -> bool {
         self.raw.type_index >= kTVMFFIStaticObjectBegin
     }
 
     /// A view of this value.
+    #[inline]
     pub fn as_view(&self) -> AnyView<'_> {
         AnyView {
             raw: self.raw,
@@ -119,6 +125,7 @@ impl Any {
     }
 
     /// The object pointer, if the value holds an object (borrowed).
+    #[inline]
     pub fn as_object_ptr(&self) -> Option<*mut TVMFFIObject> {
         // SAFETY: every payload is 8 initialized bytes; object values keep `v_obj` there.
         self.is_object()
@@ -149,6 +156,7 @@ impl Clone for Any {
 }
 
 impl Drop for Any {
+    #[inline]
     fn drop(&mut self) {
         if let Some(obj) = self.as_object_ptr() {
             // SAFETY: `self` owns one strong reference.
@@ -194,11 +202,13 @@ impl<'a> AnyView<'a> {
     }
 
     /// The raw value.
+    #[inline]
     pub fn as_raw(&self) -> &TVMFFIAny {
         &self.raw
     }
 
     /// The type index of the value.
+    #[inline]
     pub fn type_index(&self) -> i32 {
         self.raw.type_index
     }
@@ -220,6 +230,7 @@ impl<'a> AnyView<'a> {
     }
 
     /// Whether the value is None.
+    #[inline]
     pub fn is_none(&self) -> bool {
         self.raw.type_index == abi::kTVMFFINone
     }
@@ -286,19 +297,23 @@ impl<'a> AnyView<'a> {
 
     /// Converts to `T`, or a `TypeError` naming both types.
     pub fn cast<T: TryFromAnyView>(&self) -> Result<T, Error> {
-        T::try_from_view(self).ok_or_else(|| {
-            Error::new(
-                ErrorKind::TypeError,
-                format!(
-                    "Cannot convert from type `{}` to `{}`",
-                    self.type_name(),
-                    T::TYPE_NAME
-                ),
-            )
-        })
+        T::try_from_view(self).ok_or_else(|| self.cast_error(T::TYPE_NAME))
+    }
+
+    /// The error of a failed cast of this value to `target`.
+    #[cold]
+    fn cast_error(&self, target: &str) -> Error {
+        Error::new(
+            ErrorKind::TypeError,
+            format!(
+                "Cannot convert from type `{}` to `{target}`",
+                self.type_name()
+            ),
+        )
     }
 
     /// The object pointer, if the value holds an object (borrowed).
+    #[inline]
     pub fn as_object_ptr(&self) -> Option<*mut TVMFFIObject> {
         // SAFETY: every payload is 8 initialized bytes; object values keep `v_obj` there.
         (self.raw.type_index >= kTVMFFIStaticObjectBegin)
@@ -312,6 +327,14 @@ impl<'a> AnyView<'a> {
         // SAFETY: the view keeps the object alive for `'a`; its runtime type was checked, and
         // `ObjectCore` types are laid out from the header.
         T::is_instance(self.raw.type_index).then(|| unsafe { &*obj.cast::<T>() })
+    }
+
+    /// [`AnyView::as_object`], or the `TypeError` of [`AnyView::cast`] when the value is not a
+    /// `T`: a borrowed cast, with no reference count round trip (such as a function argument
+    /// that is only called).
+    pub fn cast_object<T: ObjectCore>(&self) -> Result<&'a T, Error> {
+        self.as_object::<T>()
+            .ok_or_else(|| self.cast_error(T::TYPE_KEY))
     }
 }
 

@@ -47,6 +47,33 @@ impl FunctionObj {
     pub fn cell(&self) -> &TVMFFIFunctionCell {
         &self.cell
     }
+
+    /// Calls the function with packed arguments ([`Function::call_packed`] on a borrowed
+    /// function object).
+    #[inline]
+    pub fn call_packed(&self, args: &[AnyView<'_>]) -> Result<Any> {
+        let mut result = Any::none();
+        self.call_packed_into(args, &mut result)?;
+        Ok(result)
+    }
+
+    /// [`FunctionObj::call_packed`] that stores the result in `result`, for hot callers that
+    /// read it in place (see [`call_safe_call_into`]). The old value is dropped; a failed call
+    /// leaves none.
+    #[inline(always)]
+    pub fn call_packed_into(&self, args: &[AnyView<'_>], result: &mut Any) -> Result<()> {
+        let Some(safe_call) = self.cell.safe_call else {
+            *result = Any::none();
+            return Err(Error::new(
+                ErrorKind::InternalError,
+                "function object without safe_call",
+            ));
+        };
+        let handle = std::ptr::from_ref(self).cast_mut().cast();
+        // SAFETY: the handle of a function object's own safe-call is the object itself, alive
+        // for the call (borrowed); the callee takes its own references if it keeps it.
+        unsafe { call_safe_call_into(safe_call, handle, args, result) }
+    }
 }
 
 /// A function object holding a Rust closure right after the cell.
@@ -70,24 +97,60 @@ pub(crate) unsafe fn args_slice<'a>(args: *const TVMFFIAny, num_args: i32) -> &'
     unsafe { std::slice::from_raw_parts(args.cast::<AnyView<'a>>(), num_args.max(0) as usize) }
 }
 
-unsafe extern "C" fn rust_safe_call<F>(
+/// How the closure of a Rust function object delivers its value.
+trait PackedBody {
+    /// Runs the closure, its value stored in `result`.
+    ///
+    /// # Safety
+    /// `result` is writable and owns nothing on entry (the safe-call convention); it is left
+    /// owning nothing when the call fails.
+    unsafe fn run(&self, args: &[AnyView<'_>], result: *mut TVMFFIAny) -> Result<()>;
+}
+
+/// A closure that returns its value ([`Function::from_packed`]).
+struct Returning<F>(F);
+
+impl<F: Fn(&[AnyView<'_>]) -> Result<Any>> PackedBody for Returning<F> {
+    #[inline(always)]
+    unsafe fn run(&self, args: &[AnyView<'_>], result: *mut TVMFFIAny) -> Result<()> {
+        let value = (self.0)(args)?;
+        // SAFETY: per the contract; the slot takes over the value's ownership.
+        unsafe { result.write(value.into_raw()) };
+        Ok(())
+    }
+}
+
+/// A closure that stores its value in the result slot ([`Function::from_packed_into`]).
+struct Storing<F>(F);
+
+impl<F: Fn(&[AnyView<'_>], &mut Any) -> Result<()>> PackedBody for Storing<F> {
+    #[inline(always)]
+    unsafe fn run(&self, args: &[AnyView<'_>], result: *mut TVMFFIAny) -> Result<()> {
+        // SAFETY: per the contract: a value that owns nothing is an `Any` with nothing to release.
+        let slot = unsafe { &mut *result.cast::<Any>() };
+        let outcome = (self.0)(args, slot);
+        if outcome.is_err() {
+            // The closure may have stored a value before failing.
+            *slot = Any::none();
+        }
+        outcome
+    }
+}
+
+/// The safe-call of a Rust function object: runs its closure behind the panic boundary.
+unsafe extern "C" fn rust_safe_call<B: PackedBody>(
     handle: *mut c_void,
     args: *const TVMFFIAny,
     num_args: i32,
     result: *mut TVMFFIAny,
-) -> c_int
-where
-    F: Fn(&[AnyView<'_>]) -> Result<Any>,
-{
+) -> c_int {
     // SAFETY: `handle` is this function object (the safe-call convention for function
-    // objects), allocated as a `RustFunctionObj<F>`; arguments are valid for the call.
+    // objects), allocated as a `RustFunctionObj<B>`; arguments are valid for the call; the
+    // caller pre-sets `result` to a value that owns nothing (the convention).
     unsafe {
-        let obj = &*handle.cast::<RustFunctionObj<F>>();
+        let obj = &*handle.cast::<RustFunctionObj<B>>();
         let args = args_slice(args, num_args);
-        ffi_status("a Rust packed function", || {
-            result.write((obj.callable)(args)?.into_raw());
-            Ok(())
-        })
+        ffi_status("a Rust packed function", || obj.callable.run(args, result))
     }
 }
 
@@ -113,8 +176,8 @@ pub unsafe fn call_safe_call(
     Ok(result)
 }
 
-/// [`call_safe_call`] that stores the result in `result` (dropping its old value first), where
-/// the caller can read it in place.
+/// [`call_safe_call`] that stores the result in `result`, where the caller can read it in
+/// place. The old value is dropped first; a failed call leaves none.
 ///
 /// A caller that reads the parts of the result straight from where the callee stored them
 /// avoids a copy of the whole 16-byte value: loading at once what the callee has just written
@@ -123,20 +186,20 @@ pub unsafe fn call_safe_call(
 ///
 /// # Safety
 /// As for [`call_safe_call`].
-#[inline]
+#[inline(always)]
 pub unsafe fn call_safe_call_into(
     safe_call: SafeCall,
     handle: *mut c_void,
     args: &[AnyView<'_>],
     result: &mut Any,
 ) -> Result<()> {
+    *result = Any::none();
     let num_args = i32::try_from(args.len()).map_err(|_| {
         Error::new(
             ErrorKind::ValueError,
             format!("too many arguments: {}", args.len()),
         )
     })?;
-    *result = Any::none();
     // SAFETY: per the contract; `AnyView` and `Any` are transparent `TVMFFIAny`s; the callee
     // writes an owning value (which `result` then owns) or nothing (leaving none).
     let rc = unsafe {
@@ -169,9 +232,25 @@ impl Function {
     where
         F: Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
     {
+        Function::from_body(Returning(f))
+    }
+
+    /// Wraps a closure taking packed arguments that stores its value in the caller's result
+    /// slot (which holds none on entry; a failed call may leave anything there, it is reset to
+    /// none). A closure that passes the slot on to another call
+    /// ([`FunctionObj::call_packed_into`]) forwards that call's result without copying it.
+    pub fn from_packed_into<F>(f: F) -> Function
+    where
+        F: Fn(&[AnyView<'_>], &mut Any) -> Result<()> + Send + Sync + 'static,
+    {
+        Function::from_body(Storing(f))
+    }
+
+    /// A function object holding `body`, called through [`rust_safe_call`].
+    fn from_body<B: PackedBody + Send + Sync + 'static>(body: B) -> Function {
         let value = RustFunctionObj {
-            function: FunctionObj::new(Some(rust_safe_call::<F>)),
-            callable: f,
+            function: FunctionObj::new(Some(rust_safe_call::<B>)),
+            callable: body,
         };
         // SAFETY: RustFunctionObj is repr(C) with the header first; its Drop drops the closure.
         let ptr = unsafe { alloc_object(value, 0, kTVMFFIFunction) };
@@ -253,23 +332,15 @@ impl Function {
     /// Calls the function with packed arguments.
     #[inline]
     pub fn call_packed(&self, args: &[AnyView<'_>]) -> Result<Any> {
-        let mut result = Any::none();
-        self.call_packed_into(args, &mut result)?;
-        Ok(result)
+        self.obj.call_packed(args)
     }
 
-    /// [`Function::call_packed`] that stores the result in `result` (dropping its old value),
-    /// for hot callers that read it in place (see [`call_safe_call_into`]).
-    #[inline]
+    /// [`Function::call_packed`] that stores the result in `result`, for hot callers that read it
+    /// in place (see [`call_safe_call_into`]). The old value is dropped; a failed call leaves
+    /// none.
+    #[inline(always)]
     pub fn call_packed_into(&self, args: &[AnyView<'_>], result: &mut Any) -> Result<()> {
-        let Some(safe_call) = self.obj.cell.safe_call else {
-            return Err(Error::new(
-                ErrorKind::InternalError,
-                "function object without safe_call",
-            ));
-        };
-        // SAFETY: the handle of a function object's own safe-call is the object itself.
-        unsafe { call_safe_call_into(safe_call, self.obj.as_raw().cast(), args, result) }
+        self.obj.call_packed_into(args, result)
     }
 
     /// Calls the function with a tuple of arguments convertible into `Any`.

@@ -42,6 +42,7 @@ pub mod stack;
 pub mod string;
 pub mod structural;
 pub mod tensor;
+pub mod thread;
 pub mod type_attr;
 pub mod types;
 

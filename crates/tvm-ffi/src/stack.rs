@@ -74,19 +74,35 @@ fn stack_base() -> Option<usize> {
     }
 }
 
-/// Bytes of native stack left below the caller's frame, or `None` when the platform does not
-/// tell (the stack grows down on every supported target).
+/// The lowest address of the calling thread's stack, read once per thread, or `None` when the
+/// platform does not tell. For callers that keep it where it is cheaper to reach than this
+/// library's thread-local (see [`remaining_above`]).
 #[inline]
-pub fn remaining() -> Option<usize> {
-    let marker = 0u8;
-    let here = std::ptr::addr_of!(marker) as usize;
+pub fn thread_stack_base() -> Option<usize> {
     let base = STACK_BASE.with(|b| {
         if b.get() == 0 {
             b.set(stack_base().unwrap_or(1));
         }
         b.get()
     });
-    (base > 1).then(|| here.saturating_sub(base))
+    (base > 1).then_some(base)
+}
+
+/// Bytes of native stack left below the caller's frame on a thread whose stack starts at `base`
+/// (from [`thread_stack_base`] on the same thread). The stack grows down on every supported
+/// target.
+#[inline(always)]
+pub fn remaining_above(base: usize) -> usize {
+    let marker = 0u8;
+    let here = std::ptr::addr_of!(marker) as usize;
+    here.saturating_sub(base)
+}
+
+/// Bytes of native stack left below the caller's frame, or `None` when the platform does not
+/// tell.
+#[inline]
+pub fn remaining() -> Option<usize> {
+    thread_stack_base().map(remaining_above)
 }
 
 /// Whether less than [`RESERVE`] bytes of the calling thread's stack are left.

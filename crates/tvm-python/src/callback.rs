@@ -13,11 +13,12 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use tvm_ffi::abi::{self, TVMFFIAny};
+use tvm_ffi::abi::TVMFFIAny;
 use tvm_ffi::{Any, AnyView, Function};
 
 use crate::convert::{any_to_py, plain_from_python, plain_to_python, py_to_any};
 use crate::errors::{error_from_py, raise_error};
+use crate::function_type::VectorCall;
 
 /// The Python callable a function calls: one strong reference, or NULL while the function is
 /// parked for reuse.
@@ -67,15 +68,16 @@ impl Drop for Target {
 }
 
 /// A function calling the callable of `target`: arguments become Python objects, the result
-/// comes back owned, and an exception becomes an error that carries it.
+/// comes back owned (stored straight into the caller's result slot), and an exception becomes
+/// an error that carries it.
 fn function_for(target: Arc<Target>) -> Function {
-    Function::from_packed(move |args: &[AnyView<'_>]| {
+    Function::from_packed_into(move |args: &[AnyView<'_>], result: &mut Any| {
         // Every recursion between Python and native code passes through a callback (a call from
         // Python runs no Python code of its own on its fast path), so the native stack is
         // checked here.
-        crate::stack::check_in_callback("in a Python callback")?;
         let attached = crate::holder::check_callback_thread("a Python callback")
             .map_err(|message| tvm_ffi::Error::new(tvm_ffi::ErrorKind::RuntimeError, message))?;
+        crate::stack::check_in_callback("in a Python callback", attached)?;
         let run = |py: Python<'_>| {
             let _python = crate::holder::Holding::run_python();
             let callable = target.0.load(Ordering::Acquire);
@@ -95,8 +97,8 @@ fn function_for(target: Arc<Target>) -> Function {
             // in PyO3's count (the call may have come through the fast path, which PyO3 does
             // not count), so that objects released by the callback are freed at once.
             // SAFETY: the thread holds the interpreter lock.
-            if let Some(result) = unsafe { call_plain(&target, args) } {
-                return result;
+            if let Some(outcome) = unsafe { call_plain(&target, args, result) } {
+                return outcome;
             }
             Some(Python::attach(run))
         } else {
@@ -104,13 +106,14 @@ fn function_for(target: Arc<Target>) -> Function {
         };
         // A callback reached while the interpreter shuts down (from a native finalizer, say)
         // cannot run; it fails quietly instead of aborting the process.
-        outcome.unwrap_or_else(|| {
+        *result = outcome.unwrap_or_else(|| {
             Err(tvm_ffi::Error::with_backtrace(
                 tvm_ffi::ErrorKind::RuntimeError,
                 "a Python callback was called while the interpreter is shutting down",
                 "",
             ))
-        })
+        })?;
+        Ok(())
     })
 }
 
@@ -119,71 +122,59 @@ const MAX_PLAIN_ARGS: usize = 3;
 
 /// Calls the target's callable with plain arguments (see [`plain_to_python`]) by raw interpreter
 /// calls, and converts a plain result back the same way (any other result, or an exception,
-/// attached): `None`, with nothing done, when an argument is not plain or the target is empty.
+/// attached) into `result`: `None`, with nothing left done, when an argument is not plain or the
+/// target is empty.
 ///
 /// # Safety
 /// The thread holds the interpreter lock.
-unsafe fn call_plain(target: &Target, args: &[AnyView<'_>]) -> Option<tvm_ffi::Result<Any>> {
-    if args.len() > MAX_PLAIN_ARGS {
+unsafe fn call_plain(
+    target: &Target,
+    args: &[AnyView<'_>],
+    result: &mut Any,
+) -> Option<tvm_ffi::Result<()>> {
+    let count = args.len();
+    if count > MAX_PLAIN_ARGS {
         return None;
     }
-    let plain = |arg: &AnyView<'_>| -> bool {
-        matches!(
-            arg.as_raw().type_index,
-            abi::kTVMFFINone
-                | abi::kTVMFFIInt
-                | abi::kTVMFFIFloat
-                | abi::kTVMFFIBool
-                | abi::kTVMFFISmallStr
-                | abi::kTVMFFIStr
-                | abi::kTVMFFISmallBytes
-                | abi::kTVMFFIBytes
-        )
-    };
-    if !args.iter().all(plain) {
-        return None;
-    }
-    let _python = crate::holder::Holding::run_python();
     let callable = target.0.load(Ordering::Acquire);
     if callable.is_null() {
         return None;
     }
+    let _python = crate::holder::Holding::run_python();
     let mut objects = [std::ptr::null_mut::<ffi::PyObject>(); MAX_PLAIN_ARGS];
-    // SAFETY: the thread holds the interpreter lock; every argument is plain (checked above);
-    // the target holds a strong reference to the callable while the function can be called;
-    // each object made here is released once below.
+    // SAFETY: the thread holds the interpreter lock; the target holds a strong reference to the
+    // callable while the function can be called; each object made here is released once below.
     unsafe {
-        for (object, arg) in objects.iter_mut().zip(args) {
-            *object = plain_to_python(arg.as_raw()).unwrap_or(std::ptr::null_mut());
-            if object.is_null() {
-                release(&objects);
-                return Some(Err(pending_error()));
+        for (index, arg) in args.iter().enumerate() {
+            match plain_to_python(arg.as_raw()) {
+                Some(object) if !object.is_null() => objects[index] = object,
+                made => {
+                    release(&objects[..index]);
+                    // Not plain: the general path takes the call, nothing done here.
+                    return made.map(|_| Err(pending_error()));
+                }
             }
         }
-        let result = call_objects(callable, &objects[..args.len()]);
-        release(&objects);
-        if result.is_null() {
+        let returned = call_objects(callable, &objects[..count]);
+        release(&objects[..count]);
+        if returned.is_null() {
             return Some(Err(pending_error()));
         }
-        let value = match plain_from_python(result) {
-            Some(value) => Ok(value),
-            None => other_from_python(result),
+        let outcome = match plain_from_python(returned) {
+            Some(value) => {
+                *result = value;
+                Ok(())
+            }
+            None => other_from_python(returned).map(|value| *result = value),
         };
-        ffi::Py_DecRef(result);
-        Some(value)
+        ffi::Py_DecRef(returned);
+        Some(outcome)
     }
 }
 
-/// The interpreter's `PyObject_Vectorcall`: exported by every supported version, but part of the
-/// stable ABI only from 3.12, so this abi3 extension (3.11 and later) looks it up at run time.
-type Vectorcall = unsafe extern "C" fn(
-    *mut ffi::PyObject,
-    *const *mut ffi::PyObject,
-    usize,
-    *mut ffi::PyObject,
-) -> *mut ffi::PyObject;
-
-/// [`Vectorcall`] if the interpreter exports it (looked up at module load), or NULL.
+/// The interpreter's `PyObject_Vectorcall` if it exports it (looked up at module load), or NULL.
+/// Every supported version exports it, but it is part of the stable ABI only from 3.12, so this
+/// abi3 extension (3.11 and later) does not link to it.
 static VECTORCALL: AtomicPtr<std::ffi::c_void> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Looks up `PyObject_Vectorcall` (at module load; without it callbacks take the varargs call).
@@ -208,7 +199,7 @@ unsafe fn call_objects(
     // documented signature, called with a count (no offset flag, no keywords) matching `objects`.
     unsafe {
         if !vectorcall.is_null() {
-            let vectorcall: Vectorcall = std::mem::transmute(vectorcall);
+            let vectorcall: VectorCall = std::mem::transmute(vectorcall);
             return vectorcall(
                 callable,
                 objects.as_ptr(),
@@ -227,16 +218,14 @@ unsafe fn call_objects(
     }
 }
 
-/// Releases the objects made for [`call_plain`]'s arguments (NULL entries are skipped).
+/// Releases the objects made for [`call_plain`]'s arguments.
 ///
 /// # Safety
-/// The thread holds the interpreter lock; each entry is NULL or a reference owned by the caller.
+/// The thread holds the interpreter lock; each entry is a reference owned by the caller.
 unsafe fn release(objects: &[*mut ffi::PyObject]) {
     for &object in objects {
-        if !object.is_null() {
-            // SAFETY: per the contract.
-            unsafe { ffi::Py_DecRef(object) };
-        }
+        // SAFETY: per the contract.
+        unsafe { ffi::Py_DecRef(object) };
     }
 }
 
@@ -258,9 +247,8 @@ fn other_from_python(result: *mut ffi::PyObject) -> tvm_ffi::Result<Any> {
     })
 }
 
-/// Calls `callable` with runtime arguments and converts its result back. (A tuple call:
-/// `PyObject_Vectorcall` is part of the stable ABI only from Python 3.12, and this abi3
-/// extension supports 3.11.)
+/// Calls `callable` with runtime arguments and converts its result back: the general path, for
+/// arguments and results other than plain values ([`call_plain`] takes those), through PyO3.
 fn call_python(callable: &Bound<'_, PyAny>, args: &[AnyView<'_>]) -> PyResult<Any> {
     let py = callable.py();
     let objects = args

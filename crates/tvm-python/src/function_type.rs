@@ -33,7 +33,8 @@ const HAVE_VECTORCALL: u64 = 1 << 11;
 /// `PY_VECTORCALL_ARGUMENTS_OFFSET`: a flag bit in `nargsf`, not part of the count.
 pub(crate) const ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
 
-type VectorCall = unsafe extern "C" fn(
+/// A vectorcall function: the slot of vectorcall types, and `PyObject_Vectorcall` itself.
+pub(crate) type VectorCall = unsafe extern "C" fn(
     *mut ffi::PyObject,
     *const *mut ffi::PyObject,
     usize,

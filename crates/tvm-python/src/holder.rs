@@ -6,19 +6,15 @@
 //! its thread and puts back what it found when it returns; a callback running Python code on the
 //! holding thread clears the record for that time (the Python code may release the lock).
 //!
-//! A thread is named by its Python thread state: the caller holds the lock, so
-//! `PyThreadState_Get` reads it from the interpreter in a few instructions (a thread-local of
-//! this library would cost a `__tls_get_addr` call on every call from Python), and a callback,
-//! which may not hold the lock, finds its own with `PyGILState_GetThisThreadState`. The two
-//! agree on every thread that has one thread state (a thread that switches between several, as
-//! with subinterpreters, could see its own callback refused; never another thread's accepted).
+//! A thread is named by its thread pointer ([`tvm_ffi::thread::current_token`]): one
+//! instruction on both sides, with or without the lock, where a thread-local of this library
+//! would cost a `__tls_get_addr` call and the interpreter's thread state a call into it (and
+//! could differ between the sides on a thread that switches interpreters).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use pyo3::ffi;
-
-/// The thread state of the thread inside a lock-holding native call, or 0.
+/// The token of the thread inside a lock-holding native call, or 0.
 static HOLDER: AtomicUsize = AtomicUsize::new(0);
 
 /// How long a callback from another thread waits for a lock-holding call to return before it
@@ -33,8 +29,7 @@ impl Holding {
     /// native call.
     #[inline]
     pub(crate) fn enter() -> Holding {
-        // SAFETY: the caller holds the interpreter lock, so the thread has a current state.
-        let me = unsafe { ffi::PyThreadState_Get() } as usize;
+        let me = tvm_ffi::thread::current_token();
         let previous = HOLDER.load(Ordering::Relaxed);
         HOLDER.store(me, Ordering::Release);
         Holding(previous)
@@ -67,9 +62,7 @@ pub(crate) fn check_callback_thread(what: &str) -> Result<bool, String> {
     if holder == 0 {
         return Ok(false);
     }
-    // SAFETY: callable on any thread, with or without the lock (NULL: a thread Python has
-    // never seen, which holds nothing).
-    let me = unsafe { ffi::PyGILState_GetThisThreadState() } as usize;
+    let me = tvm_ffi::thread::current_token();
     if holder == me {
         return Ok(true);
     }

@@ -122,6 +122,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;
     callback::find_vectorcall();
+    // SAFETY: module initialization runs with the interpreter lock held.
+    unsafe { convert::init_small_ints() };
     m.add_class::<objects::PyObjectRef>()?;
     let object_type = m.getattr("Object")?.cast_into::<pyo3::types::PyType>()?;
     m.add("Function", function_type::create(m.py(), &object_type)?)?;

@@ -5,6 +5,8 @@
 //! callback entered from native code (every cycle between Python and native calls passes one),
 //! the general call path (its conversions may run Python code) and nested conversions.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use pyo3::exceptions::PyRecursionError;
 use pyo3::prelude::*;
 
@@ -24,13 +26,50 @@ pub(crate) fn check(what: &str) -> PyResult<()> {
 const CALLBACK_RESERVE: usize = tvm_ffi::stack::RESERVE / 2;
 
 /// [`check`] for a callback, whose native caller gets a runtime error (raised in Python as
-/// `RecursionError`).
+/// `RecursionError`). `holds_lock`: the calling thread holds the interpreter lock, so the stack
+/// base can come from [`LockedThreadStack`] instead of a thread-local.
 #[inline]
-pub(crate) fn check_in_callback(what: &str) -> tvm_ffi::Result<()> {
-    if tvm_ffi::stack::remaining().is_some_and(|left| left < CALLBACK_RESERVE) {
+pub(crate) fn check_in_callback(what: &str, holds_lock: bool) -> tvm_ffi::Result<()> {
+    let base = if holds_lock {
+        LOCKED_THREAD_STACK.base()
+    } else {
+        tvm_ffi::stack::thread_stack_base()
+    };
+    if base.is_some_and(|base| tvm_ffi::stack::remaining_above(base) < CALLBACK_RESERVE) {
         Err(exhausted_error(what))
     } else {
         Ok(())
+    }
+}
+
+/// The stack base of the last thread that asked for it while holding the interpreter lock,
+/// with the thread's token: a callback nested in a call from Python (the common case) finds its
+/// base with two loads instead of a `__tls_get_addr` call. Every access holds the interpreter
+/// lock, which orders them; relaxed atomics make the statics shareable.
+struct LockedThreadStack {
+    /// The token ([`tvm_ffi::thread::current_token`]) of the thread of `base` (0: none yet).
+    thread: AtomicUsize,
+    /// Its stack base (0: the platform does not tell).
+    base: AtomicUsize,
+}
+
+static LOCKED_THREAD_STACK: LockedThreadStack = LockedThreadStack {
+    thread: AtomicUsize::new(0),
+    base: AtomicUsize::new(0),
+};
+
+impl LockedThreadStack {
+    /// The calling thread's stack base; the caller holds the interpreter lock.
+    #[inline]
+    fn base(&self) -> Option<usize> {
+        let me = tvm_ffi::thread::current_token();
+        if self.thread.load(Ordering::Relaxed) != me {
+            let base = tvm_ffi::stack::thread_stack_base().unwrap_or(0);
+            self.base.store(base, Ordering::Relaxed);
+            self.thread.store(me, Ordering::Relaxed);
+        }
+        let base = self.base.load(Ordering::Relaxed);
+        (base != 0).then_some(base)
     }
 }
 

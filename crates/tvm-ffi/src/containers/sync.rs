@@ -61,15 +61,6 @@ const UNLOCKED: ReentrantLock = ReentrantLock::new();
 
 static LOCKS: [ReentrantLock; STRIPES] = [UNLOCKED; STRIPES];
 
-thread_local! {
-    /// Its address identifies the thread (never 0).
-    static THREAD_TOKEN: u8 = const { 0 };
-}
-
-fn thread_token() -> usize {
-    THREAD_TOKEN.with(|t| t as *const u8 as usize)
-}
-
 impl ReentrantLock {
     /// An unlocked lock.
     pub const fn new() -> ReentrantLock {
@@ -95,7 +86,7 @@ impl ReentrantLock {
 
     /// Takes the lock for this thread; returns the new depth.
     fn acquire(&self) -> u32 {
-        let me = thread_token();
+        let me = crate::thread::current_token();
         let mut state = self.state();
         if state.thread != me {
             while state.thread != 0 {

@@ -251,3 +251,58 @@ fn call_packed_into_replaces_the_old_value_and_leaves_none_on_error() {
     assert_eq!(err.kind(), "ValueError");
     assert!(result.is_none(), "a failed call leaves none");
 }
+
+#[test]
+fn from_packed_into_forwards_results_and_leaves_none_after_a_failure() {
+    use tvm_ffi::function::FunctionObj;
+    let strong = |any: &Any| any.as_object::<tvm_ffi::Object>().unwrap().strong_count();
+    let held = Any::from(Function::from_packed(|_: &[AnyView<'_>]| Ok(Any::none())));
+    // Calls its first argument with the rest, its result slot passed on (borrowed function).
+    let apply = Function::from_packed_into(|args: &[AnyView<'_>], result: &mut Any| {
+        args[0]
+            .cast_object::<FunctionObj>()?
+            .call_packed_into(&args[1..], result)
+    });
+    let echo = Function::from_packed(|args: &[AnyView<'_>]| args[0].try_to_owned());
+    let echo_any = Any::from(echo);
+    let out = apply
+        .call_packed(&[echo_any.as_view(), held.as_view()])
+        .unwrap();
+    assert_eq!(strong(&held), 2, "the forwarded result owns one reference");
+    drop(out);
+    assert_eq!(strong(&held), 1);
+    // A closure that stores a value and then fails: the caller sees the error and no value,
+    // and the stored value is released.
+    let store_then_fail = Function::from_packed_into({
+        let held = held.clone();
+        move |_: &[AnyView<'_>], result: &mut Any| {
+            *result = held.clone();
+            Err(Error::new(ErrorKind::ValueError, "stored, then failed"))
+        }
+    });
+    assert_eq!(strong(&held), 2, "the closure's own copy");
+    let err = store_then_fail.call_packed(&[]).unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert_eq!(
+        strong(&held),
+        2,
+        "the value stored before the failure was released"
+    );
+    // Through the cell's safe-call, as C callers call it: the slot holds none after the failure.
+    let mut raw = TVMFFIAny::NONE;
+    let handle = store_then_fail.as_object().as_raw().cast::<c_void>();
+    let safe_call = store_then_fail.as_object().cell().safe_call.unwrap();
+    // SAFETY: the function object's own safe-call with no arguments and a None result slot.
+    let rc = unsafe { safe_call(handle, std::ptr::null(), 0, &mut raw) };
+    assert_ne!(rc, 0);
+    assert_eq!(raw.type_index, abi::kTVMFFINone);
+    assert_eq!(Error::take_raised().unwrap().kind(), "ValueError");
+    // Not a function: the cast's own TypeError.
+    let err = apply.call_packed(&[Any::from(1i64).as_view()]).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(
+        err.message().contains("`int` to `ffi.Function`"),
+        "{}",
+        err.message()
+    );
+}

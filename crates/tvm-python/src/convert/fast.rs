@@ -17,6 +17,7 @@ use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::string::MAX_SMALL_LEN;
 use tvm_ffi::{Any, AnyView, Function};
 
+use super::ints::{exact_int_value, new_int};
 use super::scalars::{self, float_value, int_value};
 use super::{Kind, any_to_py, cached_kind};
 use crate::callback::{Lent, lend};
@@ -81,12 +82,9 @@ unsafe fn view(
     unsafe {
         let ty = ffi::Py_TYPE(obj);
         if ty == &raw mut ffi::PyLong_Type {
-            let mut overflow = 0;
-            let value = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
-            if overflow != 0 || (value == -1 && !ffi::PyErr_Occurred().is_null()) {
-                ffi::PyErr_Clear();
+            let Some(value) = exact_int_value(obj) else {
                 return false;
-            }
+            };
             slot.write(int_value(value));
             return true;
         }
@@ -302,38 +300,25 @@ pub(crate) unsafe fn try_call(
 ///
 /// # Safety
 /// The thread holds the interpreter lock.
-#[inline]
+#[inline(always)]
 unsafe fn to_python(value: &mut Any) -> *mut ffi::PyObject {
-    let raw = value.as_raw();
-    // SAFETY: per the contract; the arms read the payload member their type index selects (the
-    // hottest results are matched here first: one match for them).
-    unsafe {
-        match raw.type_index {
-            abi::kTVMFFINone => {
-                let none = ffi::Py_None();
-                ffi::Py_IncRef(none);
-                none
-            }
-            abi::kTVMFFIInt => ffi::PyLong_FromLongLong(raw.payload.v_int64),
-            abi::kTVMFFIFloat => ffi::PyFloat_FromDouble(raw.payload.v_float64),
-            _ => match plain_to_python(raw) {
-                Some(object) => object,
-                None => other_to_python(std::mem::replace(value, Any::none())),
-            },
-        }
+    // SAFETY: per the contract.
+    match unsafe { plain_to_python(value.as_raw()) } {
+        Some(object) => object,
+        None => other_to_python(std::mem::replace(value, Any::none())),
     }
 }
 
 /// A plain value (`None`, bool, int, float, string, bytes) as a new Python object (NULL with
-/// the error set if the interpreter fails to make it), or `None` for any other value.
+/// the error set if the interpreter fails to make it), or `None` for any other value. The
+/// hottest (`None`, int, float) are matched inline, the rest out of line.
 ///
 /// # Safety
 /// `raw` is a live value; the thread holds the interpreter lock.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObject> {
     // SAFETY: each arm reads the payload member its type index selects; the interpreter calls
-    // return a new reference, or NULL with the error set; the value is only read (never
-    // dropped) through the borrowed `Any`.
+    // return a new reference, or NULL with the error set.
     unsafe {
         Some(match raw.type_index {
             abi::kTVMFFINone => {
@@ -341,8 +326,24 @@ pub(crate) unsafe fn plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObje
                 ffi::Py_IncRef(none);
                 none
             }
-            abi::kTVMFFIInt => ffi::PyLong_FromLongLong(raw.payload.v_int64),
+            abi::kTVMFFIInt => new_int(raw.payload.v_int64),
             abi::kTVMFFIFloat => ffi::PyFloat_FromDouble(raw.payload.v_float64),
+            _ => return other_plain_to_python(raw),
+        })
+    }
+}
+
+/// [`plain_to_python`] for bools, strings and bytes.
+///
+/// # Safety
+/// As for [`plain_to_python`].
+#[inline(never)]
+unsafe fn other_plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObject> {
+    // SAFETY: each arm reads the payload member its type index selects; the interpreter calls
+    // return a new reference, or NULL with the error set; the value is only read (never
+    // dropped) through the borrowed `Any`.
+    unsafe {
+        Some(match raw.type_index {
             abi::kTVMFFIBool => {
                 ffi::PyBool_FromLong(std::ffi::c_long::from(raw.payload.v_int64 != 0))
             }
@@ -384,13 +385,7 @@ pub(crate) unsafe fn plain_from_python(obj: *mut ffi::PyObject) -> Option<Any> {
             return Some(Any::none());
         }
         if ty == &raw mut ffi::PyLong_Type {
-            let mut overflow = 0;
-            let value = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
-            if overflow != 0 || (value == -1 && !ffi::PyErr_Occurred().is_null()) {
-                ffi::PyErr_Clear();
-                return None;
-            }
-            return Some(Any::from_raw(int_value(value)));
+            return exact_int_value(obj).map(|value| Any::from_raw(int_value(value)));
         }
         if ty == &raw mut ffi::PyFloat_Type {
             return Some(Any::from_raw(float_value(ffi::PyFloat_AsDouble(obj))));

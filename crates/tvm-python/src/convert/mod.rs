@@ -14,6 +14,7 @@
 
 mod call;
 mod fast;
+mod ints;
 mod objects;
 mod scalars;
 mod sequences;
@@ -37,6 +38,7 @@ pub(crate) use call::call_function;
 pub(crate) use fast::{
     call_without_args, plain_from_python, plain_to_python, set_object_type, try_call,
 };
+pub(crate) use ints::init as init_small_ints;
 pub(crate) use objects::{function_of, opaque, opaque_object, register_opaque_hooks};
 pub(crate) use to_python::any_to_py;
 
