@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import pytest
+from isolated import run_isolated
 
 SCENARIO = textwrap.dedent(
     """
@@ -172,3 +173,40 @@ PYTHON_THREADS_SCENARIO = textwrap.dedent(
 
 def test_callbacks_on_python_threads_inside_lock_holding_calls_run():
     assert run_scenario(PYTHON_THREADS_SCENARIO, timeout=120) == "True"
+
+
+def test_callback_recursion_on_threads_of_different_stack_sizes_is_a_recursion_error():
+    # Each thread's callbacks check against its own stack: the base cached for the lock-holding
+    # thread is keyed by the thread (threads started one after another often get the same thread
+    # pointer, glibc handing the ended thread's stack to the next), so a small stack never
+    # inherits the room measured on a large one.
+    out = run_isolated(
+        """
+        import sys
+        import threading
+        import tvm
+
+        sys.setrecursionlimit(10_000_000)
+
+        def again(n):
+            return f(n + 1)
+
+        f = tvm.ffi.convert(again)
+        outcomes = []
+
+        def recurse():
+            try:
+                f(0)
+                outcomes.append("returned")
+            except RecursionError:
+                outcomes.append("RecursionError")
+
+        for size in [64 << 20, 2 << 20, 1 << 20, 32 << 20, 4 << 20, 768 << 10]:
+            threading.stack_size(size)
+            thread = threading.Thread(target=recurse)
+            thread.start()
+            thread.join()
+        print(" ".join(outcomes))
+        """
+    )
+    assert out == " ".join(["RecursionError"] * 6)

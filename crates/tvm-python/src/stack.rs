@@ -44,10 +44,15 @@ pub(crate) fn check_in_callback(what: &str, holds_lock: bool) -> tvm_ffi::Result
 
 /// The stack base of the last thread that asked for it while holding the interpreter lock,
 /// with the thread's token: a callback nested in a call from Python (the common case) finds its
-/// base with two loads instead of a `__tls_get_addr` call. Every access holds the interpreter
-/// lock, which orders them; relaxed atomics make the statics shareable.
+/// base with two loads instead of a `__tls_get_addr` call.
+///
+/// Every read and every fill holds the interpreter lock, which orders them (relaxed atomics make
+/// the statics shareable). A thread that filled the entry clears it when it exits ([`ExitHook`],
+/// a compare-and-swap of its own token, without the lock): a thread started later may get the
+/// same token, and must not inherit another stack's base. Two live threads never share a token,
+/// so the clearing thread never touches the entry of the thread that reads it.
 struct LockedThreadStack {
-    /// The token ([`tvm_ffi::thread::current_token`]) of the thread of `base` (0: none yet).
+    /// The token ([`tvm_ffi::thread::current_token`]) of the thread of `base` (0: none).
     thread: AtomicUsize,
     /// Its stack base (0: the platform does not tell).
     base: AtomicUsize,
@@ -64,13 +69,45 @@ impl LockedThreadStack {
     fn base(&self) -> Option<usize> {
         let me = tvm_ffi::thread::current_token();
         if self.thread.load(Ordering::Relaxed) != me {
-            let base = tvm_ffi::stack::thread_stack_base().unwrap_or(0);
-            self.base.store(base, Ordering::Relaxed);
-            self.thread.store(me, Ordering::Relaxed);
+            return self.fill(me);
         }
         let base = self.base.load(Ordering::Relaxed);
         (base != 0).then_some(base)
     }
+
+    /// Reads the calling thread's base and, if the thread can still clear the entry when it
+    /// exits, records it (out of line: once per change of thread).
+    #[cold]
+    #[inline(never)]
+    fn fill(&self, me: usize) -> Option<usize> {
+        let base = tvm_ffi::stack::thread_stack_base();
+        // Fails while the thread's locals are being destroyed: then nothing is recorded.
+        if EXIT_HOOK.try_with(|_| ()).is_ok() {
+            self.base.store(base.unwrap_or(0), Ordering::Relaxed);
+            self.thread.store(me, Ordering::Relaxed);
+        }
+        base
+    }
+}
+
+/// Clears [`LOCKED_THREAD_STACK`] when its thread exits, if the entry still names it.
+struct ExitHook;
+
+impl Drop for ExitHook {
+    fn drop(&mut self) {
+        let me = tvm_ffi::thread::current_token();
+        let _ = LOCKED_THREAD_STACK.thread.compare_exchange(
+            me,
+            0,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+}
+
+thread_local! {
+    /// Registered on a thread's first fill of [`LOCKED_THREAD_STACK`].
+    static EXIT_HOOK: ExitHook = const { ExitHook };
 }
 
 /// The error of [`check`], out of line so that the check itself stays small.
