@@ -19,6 +19,7 @@ use tvm_ffi::{Any, AnyView, Function};
 use crate::convert::{any_to_py, plain_from_python, plain_to_python, py_to_any};
 use crate::errors::{error_from_py, raise_error};
 use crate::function_type::VectorCall;
+use crate::refcount;
 
 /// The Python callable a function calls: one strong reference, or NULL while the function is
 /// parked for reuse.
@@ -34,12 +35,15 @@ impl Target {
     }
 
     /// Points a parked (empty) target at `callable`, with a new strong reference.
+    #[inline]
     fn set(&self, callable: &Bound<'_, PyAny>) {
         debug_assert!(
             self.0.load(Ordering::Relaxed).is_null(),
             "only an empty target is set"
         );
-        self.0.store(callable.clone().into_ptr(), Ordering::Release);
+        // SAFETY: a live object, and the thread holds the interpreter lock (`Bound`).
+        unsafe { refcount::incref(callable.as_ptr()) };
+        self.0.store(callable.as_ptr(), Ordering::Release);
     }
 
     /// Drops the reference to the callable (the thread is attached: `py`).
@@ -48,7 +52,7 @@ impl Target {
         self.0.store(std::ptr::null_mut(), Ordering::Release);
         if !callable.is_null() {
             // SAFETY: the target owned this strong reference; the thread is attached.
-            unsafe { ffi::Py_DecRef(callable) };
+            unsafe { refcount::decref(callable) };
         }
     }
 }
@@ -167,7 +171,7 @@ unsafe fn call_plain(
             }
             None => other_from_python(returned).map(|value| *result = value),
         };
-        ffi::Py_DecRef(returned);
+        refcount::decref(returned);
         Some(outcome)
     }
 }
@@ -225,7 +229,7 @@ unsafe fn call_objects(
 unsafe fn release(objects: &[*mut ffi::PyObject]) {
     for &object in objects {
         // SAFETY: per the contract.
-        unsafe { ffi::Py_DecRef(object) };
+        unsafe { refcount::decref(object) };
     }
 }
 
@@ -284,6 +288,7 @@ unsafe impl Sync for Parked {}
 
 impl Parked {
     /// Takes the parked function, if any.
+    #[inline]
     fn take(&self, _py: Python<'_>) -> Option<Lent> {
         // SAFETY: see `Parked`.
         unsafe { (*self.0.get()).take() }
@@ -302,26 +307,33 @@ impl Parked {
 }
 
 /// A function calling `callable`, lent until [`Lent::give_back`]: the parked one pointed at
-/// `callable`, or a new one.
+/// `callable`, or a new one. (Inline: a caller that stores the loan gets it built in place,
+/// never copied out of a returned value.)
+#[inline]
 pub(crate) fn lend(callable: &Bound<'_, PyAny>) -> Lent {
-    let parked = PARKED.take(callable.py());
-    match parked {
+    match PARKED.take(callable.py()) {
         Some(lent) => {
             lent.target.set(callable);
             lent
         }
-        None => {
-            let target = Target::new(callable);
-            Lent {
-                function: function_for(target.clone()).into(),
-                target,
-            }
-        }
+        None => new_loan(callable),
+    }
+}
+
+/// [`lend`] when no function is parked.
+#[cold]
+#[inline(never)]
+fn new_loan(callable: &Bound<'_, PyAny>) -> Lent {
+    let target = Target::new(callable);
+    Lent {
+        function: function_for(target.clone()).into(),
+        target,
     }
 }
 
 impl Lent {
     /// A view of the function, valid while `self` lives.
+    #[inline]
     pub(crate) fn view(&self) -> TVMFFIAny {
         *self.function.as_raw()
     }

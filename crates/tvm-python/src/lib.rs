@@ -22,6 +22,7 @@ mod load;
 mod ml_dtypes;
 mod objects;
 mod pyclass;
+mod refcount;
 mod stack;
 mod tensor;
 

@@ -30,12 +30,13 @@ const CALLBACK_RESERVE: usize = tvm_ffi::stack::RESERVE / 2;
 /// base can come from [`LockedThreadStack`] instead of a thread-local.
 #[inline]
 pub(crate) fn check_in_callback(what: &str, holds_lock: bool) -> tvm_ffi::Result<()> {
+    // 0 where the platform does not tell: everything above it counts as room.
     let base = if holds_lock {
         LOCKED_THREAD_STACK.base()
     } else {
-        tvm_ffi::stack::thread_stack_base()
+        tvm_ffi::stack::thread_stack_base().unwrap_or(0)
     };
-    if base.is_some_and(|base| tvm_ffi::stack::remaining_above(base) < CALLBACK_RESERVE) {
+    if tvm_ffi::stack::remaining_above(base) < CALLBACK_RESERVE {
         Err(exhausted_error(what))
     } else {
         Ok(())
@@ -64,26 +65,26 @@ static LOCKED_THREAD_STACK: LockedThreadStack = LockedThreadStack {
 };
 
 impl LockedThreadStack {
-    /// The calling thread's stack base; the caller holds the interpreter lock.
+    /// The calling thread's stack base (0: the platform does not tell); the caller holds the
+    /// interpreter lock.
     #[inline]
-    fn base(&self) -> Option<usize> {
+    fn base(&self) -> usize {
         let me = tvm_ffi::thread::current_token();
         if self.thread.load(Ordering::Relaxed) != me {
             return self.fill(me);
         }
-        let base = self.base.load(Ordering::Relaxed);
-        (base != 0).then_some(base)
+        self.base.load(Ordering::Relaxed)
     }
 
     /// Reads the calling thread's base and, if the thread can still clear the entry when it
     /// exits, records it (out of line: once per change of thread).
     #[cold]
     #[inline(never)]
-    fn fill(&self, me: usize) -> Option<usize> {
-        let base = tvm_ffi::stack::thread_stack_base();
+    fn fill(&self, me: usize) -> usize {
+        let base = tvm_ffi::stack::thread_stack_base().unwrap_or(0);
         // Fails while the thread's locals are being destroyed: then nothing is recorded.
         if EXIT_HOOK.try_with(|_| ()).is_ok() {
-            self.base.store(base.unwrap_or(0), Ordering::Relaxed);
+            self.base.store(base, Ordering::Relaxed);
             self.thread.store(me, Ordering::Relaxed);
         }
         base

@@ -8,7 +8,7 @@
 //! to [`Python::attach`], which counts the thread as attached for that part. An argument the
 //! path does not take sends the whole call, before anything has run, to the general path.
 
-use std::mem::{ManuallyDrop, MaybeUninit};
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::ffi;
@@ -23,6 +23,7 @@ use super::{Kind, any_to_py, cached_kind};
 use crate::callback::{Lent, lend};
 use crate::errors::raise_error;
 use crate::objects::PyObjectRef;
+use crate::refcount;
 
 /// The most arguments a fast call takes (more go the general way).
 const MAX_ARGS: usize = 8;
@@ -323,7 +324,7 @@ pub(crate) unsafe fn plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObje
         Some(match raw.type_index {
             abi::kTVMFFINone => {
                 let none = ffi::Py_None();
-                ffi::Py_IncRef(none);
+                refcount::incref(none);
                 none
             }
             abi::kTVMFFIInt => new_int(raw.payload.v_int64),
@@ -333,6 +334,17 @@ pub(crate) unsafe fn plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObje
     }
 }
 
+/// `raw` as the `Any` it is, borrowed in place: no copy of the 16 bytes, which a callee has just
+/// stored in parts (a whole-value load of them would stall store-to-load forwarding).
+///
+/// # Safety
+/// `raw` is a live, owning value (never dropped through the borrow).
+#[inline(always)]
+unsafe fn borrow_raw(raw: &TVMFFIAny) -> &Any {
+    // SAFETY: `Any` is a transparent `TVMFFIAny`; per the contract.
+    unsafe { &*std::ptr::from_ref(raw).cast::<Any>() }
+}
+
 /// [`plain_to_python`] for bools, strings and bytes.
 ///
 /// # Safety
@@ -340,16 +352,15 @@ pub(crate) unsafe fn plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObje
 #[inline(never)]
 unsafe fn other_plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObject> {
     // SAFETY: each arm reads the payload member its type index selects; the interpreter calls
-    // return a new reference, or NULL with the error set; the value is only read (never
-    // dropped) through the borrowed `Any`.
+    // return a new reference, or NULL with the error set; the value is only read through the
+    // borrowed `Any`.
     unsafe {
         Some(match raw.type_index {
             abi::kTVMFFIBool => {
                 ffi::PyBool_FromLong(std::ffi::c_long::from(raw.payload.v_int64 != 0))
             }
             abi::kTVMFFISmallStr | abi::kTVMFFIStr => {
-                let value = ManuallyDrop::new(Any::from_raw(*raw));
-                let bytes = tvm_ffi::string::bytes_of_any(&value).unwrap_or_default();
+                let bytes = tvm_ffi::string::bytes_of_any(borrow_raw(raw)).unwrap_or_default();
                 // Bytes that are not UTF-8 survive as surrogate escapes, as on the general path.
                 ffi::PyUnicode_DecodeUTF8(
                     bytes.as_ptr().cast(),
@@ -358,8 +369,7 @@ unsafe fn other_plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObject> {
                 )
             }
             abi::kTVMFFISmallBytes | abi::kTVMFFIBytes => {
-                let value = ManuallyDrop::new(Any::from_raw(*raw));
-                let bytes = tvm_ffi::string::bytes_of_any(&value).unwrap_or_default();
+                let bytes = tvm_ffi::string::bytes_of_any(borrow_raw(raw)).unwrap_or_default();
                 ffi::PyBytes_FromStringAndSize(
                     bytes.as_ptr().cast(),
                     bytes.len() as ffi::Py_ssize_t,

@@ -131,7 +131,7 @@ pub(super) unsafe fn new_int(value: i64) -> *mut ffi::PyObject {
         let object = (FIRST.load(Ordering::Relaxed) + offset) as *mut ffi::PyObject;
         // SAFETY: the cached object for `value`, alive for the interpreter's lifetime; the
         // thread holds the lock.
-        unsafe { ffi::Py_IncRef(object) };
+        unsafe { crate::refcount::incref(object) };
         return object;
     }
     // SAFETY: per the contract.
