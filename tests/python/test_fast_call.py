@@ -73,7 +73,7 @@ def test_cached_ints_keep_their_reference_counts():
     values = [-5, 0, 1, 7, 255, 256]
     before = [sys.getrefcount(v) for v in values]
     kept = [echo(v) for v in values for _ in range(100)]
-    assert all(a is b for a, b in zip(kept[::100], values))
+    assert all(a is b for a, b in zip(kept[::100], values, strict=True))
     del kept
     for _ in range(100):
         for value in values:

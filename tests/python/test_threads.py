@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import pytest
+
 from isolated import run_isolated
 
 SCENARIO = textwrap.dedent(

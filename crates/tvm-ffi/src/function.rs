@@ -126,14 +126,26 @@ struct Storing<F>(F);
 impl<F: Fn(&[AnyView<'_>], &mut Any) -> Result<()>> PackedBody for Storing<F> {
     #[inline(always)]
     unsafe fn run(&self, args: &[AnyView<'_>], result: *mut TVMFFIAny) -> Result<()> {
+        // The closure may store a value and then fail or panic: the slot is reset then.
+        let reset = ResetSlot(result);
         // SAFETY: per the contract: a value that owns nothing is an `Any` with nothing to release.
-        let slot = unsafe { &mut *result.cast::<Any>() };
-        let outcome = (self.0)(args, slot);
-        if outcome.is_err() {
-            // The closure may have stored a value before failing.
-            *slot = Any::none();
+        let outcome = (self.0)(args, unsafe { &mut *result.cast::<Any>() });
+        if outcome.is_ok() {
+            std::mem::forget(reset);
         }
         outcome
+    }
+}
+
+/// Resets a result slot to none (releasing what it holds) when dropped: on the failure of a
+/// [`Storing`] closure, including a panic unwinding out of it.
+struct ResetSlot(*mut TVMFFIAny);
+
+impl Drop for ResetSlot {
+    fn drop(&mut self) {
+        // SAFETY: the slot of the running safe call, which holds an owning value (or one that
+        // owns nothing) and is not borrowed any more.
+        unsafe { *self.0.cast::<Any>() = Any::none() };
     }
 }
 
@@ -213,6 +225,9 @@ pub unsafe fn call_safe_call_into(
     if rc == 0 {
         Ok(())
     } else {
+        // A callee that broke the convention may have left bits there that it does not own:
+        // overwritten, never released.
+        std::mem::forget(std::mem::take(result));
         Err(Error::take_raised_or(
             ErrorKind::RuntimeError,
             "packed function call",
@@ -236,8 +251,8 @@ impl Function {
     }
 
     /// Wraps a closure taking packed arguments that stores its value in the caller's result
-    /// slot (which holds none on entry; a failed call may leave anything there, it is reset to
-    /// none). A closure that passes the slot on to another call
+    /// slot (which owns nothing on entry; whatever a failed or panicking call leaves there is
+    /// released and the slot reset to none). A closure that passes the slot on to another call
     /// ([`FunctionObj::call_packed_into`]) forwards that call's result without copying it.
     pub fn from_packed_into<F>(f: F) -> Function
     where

@@ -55,7 +55,9 @@ impl Drop for Holding {
 /// thread is inside a lock-holding native call that does not return within [`PATIENCE`] (the
 /// callback would otherwise wait for it forever, as a kernel that waits for its own threads does).
 /// `Ok(true)` when the calling thread itself is inside such a call, so it is attached to the
-/// interpreter already.
+/// interpreter already. (Native code that gives the lock up by itself inside such a call must
+/// take it back before it calls a Python callback on that thread, as the C API requires of any
+/// Python call.)
 #[inline]
 pub(crate) fn check_callback_thread(what: &str) -> Result<bool, String> {
     let holder = HOLDER.load(Ordering::Acquire);

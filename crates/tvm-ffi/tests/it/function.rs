@@ -297,6 +297,27 @@ fn from_packed_into_forwards_results_and_leaves_none_after_a_failure() {
     assert_ne!(rc, 0);
     assert_eq!(raw.type_index, abi::kTVMFFINone);
     assert_eq!(Error::take_raised().unwrap().kind(), "ValueError");
+    // A closure that stores a value and then panics: the same, through the panic boundary.
+    let store_then_panic = Function::from_packed_into({
+        let held = held.clone();
+        move |_: &[AnyView<'_>], result: &mut Any| -> tvm_ffi::Result<()> {
+            *result = held.clone();
+            panic!("stored, then panicked")
+        }
+    });
+    let mut raw = TVMFFIAny::NONE;
+    let handle = store_then_panic.as_object().as_raw().cast::<c_void>();
+    let safe_call = store_then_panic.as_object().cell().safe_call.unwrap();
+    // SAFETY: as above.
+    let rc = unsafe { safe_call(handle, std::ptr::null(), 0, &mut raw) };
+    assert_ne!(rc, 0);
+    assert_eq!(raw.type_index, abi::kTVMFFINone);
+    assert_eq!(Error::take_raised().unwrap().kind(), "InternalError");
+    assert_eq!(
+        strong(&held),
+        3,
+        "the value stored before the panic was released"
+    );
     // Not a function: the cast's own TypeError.
     let err = apply.call_packed(&[Any::from(1i64).as_view()]).unwrap_err();
     assert_eq!(err.kind(), "TypeError");

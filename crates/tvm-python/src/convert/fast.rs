@@ -334,11 +334,11 @@ pub(crate) unsafe fn plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObje
     }
 }
 
-/// `raw` as the `Any` it is, borrowed in place: no copy of the 16 bytes, which a callee has just
-/// stored in parts (a whole-value load of them would stall store-to-load forwarding).
+/// `raw` as an `Any`, borrowed in place: no copy of the 16 bytes, which a callee has just stored
+/// in parts (a whole-value load of them would stall store-to-load forwarding).
 ///
 /// # Safety
-/// `raw` is a live, owning value (never dropped through the borrow).
+/// `raw` is a live value, owning or borrowed (only read through the borrow, never dropped).
 #[inline(always)]
 unsafe fn borrow_raw(raw: &TVMFFIAny) -> &Any {
     // SAFETY: `Any` is a transparent `TVMFFIAny`; per the contract.

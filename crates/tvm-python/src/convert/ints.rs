@@ -72,9 +72,13 @@ unsafe fn layout_of(objects: &[*mut ffi::PyObject; COUNT]) -> Option<(usize, u32
         }
         // SAFETY: per the contract: the thread holds the lock; a new reference, released at once.
         let again = unsafe { ffi::PyLong_FromLongLong(value) };
-        if !again.is_null() {
-            // SAFETY: as above.
-            unsafe { ffi::Py_DecRef(again) };
+        // SAFETY: as above.
+        unsafe {
+            if again.is_null() {
+                ffi::PyErr_Clear();
+            } else {
+                ffi::Py_DecRef(again);
+            }
         }
         if again != object {
             return None;
