@@ -252,6 +252,19 @@ fn call_packed_into_replaces_the_old_value_and_leaves_none_on_error() {
     assert!(result.is_none(), "a failed call leaves none");
 }
 
+/// Calls `f` without arguments through its cell's safe-call, as C callers do, and checks that
+/// it fails with an error of `kind` and leaves the result slot none.
+fn assert_failed_call_leaves_none(f: &Function, kind: &str) {
+    let mut raw = TVMFFIAny::NONE;
+    let handle = f.as_object().as_raw().cast::<c_void>();
+    let safe_call = f.as_object().cell().safe_call.unwrap();
+    // SAFETY: the function object's own safe-call with no arguments and a None result slot.
+    let rc = unsafe { safe_call(handle, std::ptr::null(), 0, &mut raw) };
+    assert_ne!(rc, 0);
+    assert_eq!(raw.type_index, abi::kTVMFFINone);
+    assert_eq!(Error::take_raised().unwrap().kind(), kind);
+}
+
 #[test]
 fn from_packed_into_forwards_results_and_leaves_none_after_a_failure() {
     use tvm_ffi::function::FunctionObj;
@@ -289,14 +302,7 @@ fn from_packed_into_forwards_results_and_leaves_none_after_a_failure() {
         "the value stored before the failure was released"
     );
     // Through the cell's safe-call, as C callers call it: the slot holds none after the failure.
-    let mut raw = TVMFFIAny::NONE;
-    let handle = store_then_fail.as_object().as_raw().cast::<c_void>();
-    let safe_call = store_then_fail.as_object().cell().safe_call.unwrap();
-    // SAFETY: the function object's own safe-call with no arguments and a None result slot.
-    let rc = unsafe { safe_call(handle, std::ptr::null(), 0, &mut raw) };
-    assert_ne!(rc, 0);
-    assert_eq!(raw.type_index, abi::kTVMFFINone);
-    assert_eq!(Error::take_raised().unwrap().kind(), "ValueError");
+    assert_failed_call_leaves_none(&store_then_fail, "ValueError");
     // A closure that stores a value and then panics: the same, through the panic boundary.
     let store_then_panic = Function::from_packed_into({
         let held = held.clone();
@@ -305,14 +311,7 @@ fn from_packed_into_forwards_results_and_leaves_none_after_a_failure() {
             panic!("stored, then panicked")
         }
     });
-    let mut raw = TVMFFIAny::NONE;
-    let handle = store_then_panic.as_object().as_raw().cast::<c_void>();
-    let safe_call = store_then_panic.as_object().cell().safe_call.unwrap();
-    // SAFETY: as above.
-    let rc = unsafe { safe_call(handle, std::ptr::null(), 0, &mut raw) };
-    assert_ne!(rc, 0);
-    assert_eq!(raw.type_index, abi::kTVMFFINone);
-    assert_eq!(Error::take_raised().unwrap().kind(), "InternalError");
+    assert_failed_call_leaves_none(&store_then_panic, "InternalError");
     assert_eq!(
         strong(&held),
         3,
