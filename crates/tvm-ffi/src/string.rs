@@ -201,12 +201,13 @@ pub fn bytes_of_any(value: &Any) -> Option<&[u8]> {
     }
 }
 
-/// As [`bytes_of_view`], for a raw value.
+/// The bytes of a raw string-like value (small forms, heap objects, raw C strings and byte-array
+/// pointers), read in place (no copy of the value); `None` for any other type.
 ///
 /// # Safety
 /// Objects and pointers held by `raw` stay valid while `raw` is borrowed.
 #[inline]
-pub(crate) unsafe fn bytes_of_raw(raw: &TVMFFIAny) -> Option<&[u8]> {
+pub unsafe fn bytes_of_raw(raw: &TVMFFIAny) -> Option<&[u8]> {
     // SAFETY: each branch reads the payload member its type index selects; objects and
     // pointers are valid per the caller's guarantee.
     unsafe {

@@ -334,33 +334,22 @@ pub(crate) unsafe fn plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObje
     }
 }
 
-/// `raw` as an `Any`, borrowed in place: no copy of the 16 bytes, which a callee has just stored
-/// in parts (a whole-value load of them would stall store-to-load forwarding).
-///
-/// # Safety
-/// `raw` is a live value, owning or borrowed (only read through the borrow, never dropped).
-#[inline(always)]
-unsafe fn borrow_raw(raw: &TVMFFIAny) -> &Any {
-    // SAFETY: `Any` is a transparent `TVMFFIAny`; per the contract.
-    unsafe { &*std::ptr::from_ref(raw).cast::<Any>() }
-}
-
 /// [`plain_to_python`] for bools, strings and bytes.
 ///
 /// # Safety
 /// As for [`plain_to_python`].
 #[inline(never)]
 unsafe fn other_plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObject> {
-    // SAFETY: each arm reads the payload member its type index selects; the interpreter calls
-    // return a new reference, or NULL with the error set; the value is only read through the
-    // borrowed `Any`.
+    // SAFETY: each arm reads the payload member its type index selects, in place (a copy of the
+    // 16 bytes a callee has just stored in parts would stall store-to-load forwarding); the
+    // interpreter calls return a new reference, or NULL with the error set.
     unsafe {
         Some(match raw.type_index {
             abi::kTVMFFIBool => {
                 ffi::PyBool_FromLong(std::ffi::c_long::from(raw.payload.v_int64 != 0))
             }
             abi::kTVMFFISmallStr | abi::kTVMFFIStr => {
-                let bytes = tvm_ffi::string::bytes_of_any(borrow_raw(raw)).unwrap_or_default();
+                let bytes = tvm_ffi::string::bytes_of_raw(raw).unwrap_or_default();
                 // Bytes that are not UTF-8 survive as surrogate escapes, as on the general path.
                 ffi::PyUnicode_DecodeUTF8(
                     bytes.as_ptr().cast(),
@@ -369,7 +358,7 @@ unsafe fn other_plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObject> {
                 )
             }
             abi::kTVMFFISmallBytes | abi::kTVMFFIBytes => {
-                let bytes = tvm_ffi::string::bytes_of_any(borrow_raw(raw)).unwrap_or_default();
+                let bytes = tvm_ffi::string::bytes_of_raw(raw).unwrap_or_default();
                 ffi::PyBytes_FromStringAndSize(
                     bytes.as_ptr().cast(),
                     bytes.len() as ffi::Py_ssize_t,
