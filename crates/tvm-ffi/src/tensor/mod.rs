@@ -432,6 +432,7 @@ fn import_error(
             data_address(t)
         ),
         ImportError::NotContiguous => {
+            let strides = strides.unwrap_or_default();
             format!("tensor with shape {shape:?} and strides {strides:?} is not contiguous")
         }
     };
@@ -790,6 +791,23 @@ impl Tensor {
     /// Whether the layout is compact row-major.
     pub fn is_contiguous(&self) -> bool {
         is_contiguous(self.shape(), Some(&self.strides()))
+    }
+
+    /// Checks what a DLPack import checks, `require_alignment` (bytes, 0 for none) and
+    /// `require_contiguous` included, for a tensor that arrived some other way: a `ValueError`
+    /// when it falls short.
+    pub fn check_import_requirements(
+        &self,
+        require_alignment: i32,
+        require_contiguous: bool,
+    ) -> Result<()> {
+        check_import(
+            self.dltensor(),
+            self.shape(),
+            Some(&self.strides()),
+            require_alignment,
+            require_contiguous,
+        )
     }
 
     /// Address of the first element (`data + byte_offset`).

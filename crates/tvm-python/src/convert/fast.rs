@@ -168,7 +168,7 @@ unsafe fn object_view(
             // A numpy array its buffer describes, as a tensor sharing its memory; any other
             // goes the general way. (A failed buffer export drops its error here, queued for
             // PyO3's next entry: the general path, entered at once.)
-            let Some(tensor) = crate::dlpack::from_buffer(&bound) else {
+            let Some(tensor) = crate::dlpack::from_numpy_array(&bound) else {
                 return false;
             };
             let tensor: Any = tensor.into();

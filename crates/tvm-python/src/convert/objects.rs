@@ -31,16 +31,19 @@ pub(super) fn wrapped(obj: &Bound<'_, PyObjectRef>) -> PyResult<TVMFFIAny> {
 /// A numpy array as a tensor sharing its memory: through the buffer protocol where it can
 /// describe the array, through `__dlpack__` otherwise.
 pub(super) fn numpy_array(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
-    let tensor = match crate::dlpack::from_buffer(obj) {
+    let tensor = match crate::dlpack::from_numpy_array(obj) {
         Some(tensor) => tensor,
-        None => crate::dlpack::from_producer(obj)?,
+        None => crate::dlpack::from_producer(obj, crate::dlpack::Requirements::NONE)?,
     };
     Ok(keep(temps, tensor.into()))
 }
 
 /// Any other DLPack producer as a tensor sharing its memory.
 pub(super) fn dlpack(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
-    Ok(keep(temps, crate::dlpack::from_producer(obj)?.into()))
+    Ok(keep(
+        temps,
+        crate::dlpack::from_producer(obj, crate::dlpack::Requirements::NONE)?.into(),
+    ))
 }
 
 /// An object that names its runtime form in `__tvm_ffi_object__`, as that form (kept for the

@@ -1,0 +1,244 @@
+//! Tensors in Python and the DLPack protocol both ways, without copies: `from_dlpack` and the
+//! argument conversion import here (numpy arrays through [`numpy`]), `Tensor.__dlpack__`
+//! exports in [`export`].
+
+use std::ffi::CStr;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyDict;
+use tvm_ffi::Tensor;
+use tvm_ffi::abi::{self, DLManagedTensor, DLManagedTensorVersioned};
+
+use crate::errors::{python_entry, raise_error};
+use crate::objects::new_wrapped;
+use crate::tensor::PyTensor;
+
+mod export;
+mod keywords;
+mod numpy;
+
+pub(crate) use export::{export_capsule, install_fast_dlpack};
+pub(crate) use numpy::{_numpy_arrays_read_directly, from_numpy_array, is_numpy_array};
+
+const VERSIONED: &CStr = c"dltensor_versioned";
+const LEGACY: &CStr = c"dltensor";
+const USED_VERSIONED: &CStr = c"used_dltensor_versioned";
+const USED_LEGACY: &CStr = c"used_dltensor";
+
+/// What a `from_dlpack` caller requires of the tensor (its keyword arguments).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Requirements {
+    /// The byte alignment of the data (0: any).
+    alignment: i32,
+    /// Whether the layout must be compact row-major.
+    contiguous: bool,
+}
+
+impl Requirements {
+    /// No requirement: what argument conversion imports.
+    pub(crate) const NONE: Self = Self {
+        alignment: 0,
+        contiguous: false,
+    };
+
+    /// `tensor` if it meets the requirements, else a `ValueError`.
+    fn check(self, py: Python<'_>, tensor: Tensor) -> PyResult<Tensor> {
+        if self != Self::NONE {
+            tensor
+                .check_import_requirements(self.alignment, self.contiguous)
+                .map_err(|err| raise_error(py, err))?;
+        }
+        Ok(tensor)
+    }
+}
+
+/// Imports a DLPack capsule that meets `requirements`, marking it consumed on success (a
+/// capsule that fails a check stays unconsumed, its owner in charge).
+fn from_capsule(capsule: &Bound<'_, PyAny>, requirements: Requirements) -> PyResult<Tensor> {
+    let py = capsule.py();
+    let ptr = capsule.as_ptr();
+    let Requirements {
+        alignment,
+        contiguous,
+    } = requirements;
+    // SAFETY: capsule calls on a live object; names are static NUL-terminated strings; the
+    // imported tensor owns the managed struct only when the import succeeds.
+    unsafe {
+        if ffi::PyCapsule_IsValid(ptr, VERSIONED.as_ptr()) == 1 {
+            let managed = ffi::PyCapsule_GetPointer(ptr, VERSIONED.as_ptr())
+                .cast::<DLManagedTensorVersioned>();
+            let tensor = Tensor::from_dlpack_versioned(managed, alignment, contiguous)
+                .map_err(|e| raise_error(py, e))?;
+            ffi::PyCapsule_SetName(ptr, USED_VERSIONED.as_ptr());
+            return Ok(tensor);
+        }
+        if ffi::PyCapsule_IsValid(ptr, LEGACY.as_ptr()) == 1 {
+            let managed = ffi::PyCapsule_GetPointer(ptr, LEGACY.as_ptr()).cast::<DLManagedTensor>();
+            let tensor = Tensor::from_dlpack(managed, alignment, contiguous)
+                .map_err(|e| raise_error(py, e))?;
+            ffi::PyCapsule_SetName(ptr, USED_LEGACY.as_ptr());
+            return Ok(tensor);
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "expected an unconsumed DLPack capsule, got {}",
+        capsule.repr()?
+    )))
+}
+
+/// Imports any DLPack producer (an object with `__dlpack__`, or a capsule) without a copy.
+pub(crate) fn from_dlpack_object(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    import(obj, Requirements::NONE)
+}
+
+/// [`from_dlpack_object`] of a tensor that meets `requirements`.
+fn import(obj: &Bound<'_, PyAny>, requirements: Requirements) -> PyResult<Tensor> {
+    let py = obj.py();
+    if is_numpy_array(obj) {
+        if let Some(tensor) = from_numpy_array(obj) {
+            return requirements.check(py, tensor);
+        }
+        if let Some(tensor) = crate::ml_dtypes::import_array(obj, from_dlpack_object)? {
+            return requirements.check(py, tensor);
+        }
+    }
+    if let Ok(wrapped) = obj.cast::<PyTensor>() {
+        return requirements.check(py, Tensor::clone(&wrapped.get().0));
+    }
+    from_producer(obj, requirements)
+}
+
+/// Imports a DLPack producer through its `__dlpack__` method (or a capsule) without a copy,
+/// for a caller that already knows it is neither a numpy array nor a wrapped tensor.
+pub(crate) fn from_producer(
+    obj: &Bound<'_, PyAny>,
+    requirements: Requirements,
+) -> PyResult<Tensor> {
+    let py = obj.py();
+    let Ok(method) = obj.getattr(pyo3::intern!(py, "__dlpack__")) else {
+        // SAFETY: a type check of a live object.
+        if unsafe { ffi::PyCapsule_CheckExact(obj.as_ptr()) } == 0 {
+            let type_name = obj.get_type().name()?;
+            return Err(PyTypeError::new_err(format!(
+                "from_dlpack takes a DLPack producer (an object with __dlpack__: a numpy array, \
+                 a torch tensor, a tvm Tensor...) or a DLPack capsule, got {type_name}: {}; \
+                 tvm.runtime.tensor(...) copies Python data into a new tensor",
+                obj.repr()?
+            )));
+        }
+        return from_capsule(obj, requirements);
+    };
+    // One shared `max_version=(1, 3)` keyword dict: producers only read their keywords.
+    static KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    let kwargs = KWARGS.get_or_try_init(py, || -> PyResult<Py<PyDict>> {
+        let kwargs = PyDict::new(py);
+        let version = (abi::DLPACK_MAJOR_VERSION, abi::DLPACK_MINOR_VERSION);
+        kwargs.set_item("max_version", version)?;
+        Ok(kwargs.unbind())
+    })?;
+    let capsule = match method.call((), Some(kwargs.bind(py))) {
+        Ok(capsule) => capsule,
+        Err(err) if err.is_instance_of::<PyTypeError>(py) => method.call0()?,
+        Err(err) => return Err(err),
+    };
+    from_capsule(&capsule, requirements)
+}
+
+/// The requirements of `from_dlpack`'s keyword arguments.
+///
+/// # Safety
+/// As for [`keywords::keyword_arguments`].
+unsafe fn requirements_of(
+    py: Python<'_>,
+    args: *const *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> PyResult<Requirements> {
+    let names = [
+        pyo3::intern!(py, "require_alignment"),
+        pyo3::intern!(py, "require_contiguous"),
+    ];
+    // SAFETY: per the contract.
+    let [alignment, contiguous] =
+        unsafe { keywords::keyword_arguments(py, "from_dlpack", args, nargs, kwnames, names)? };
+    let alignment = match alignment {
+        None => 0,
+        Some(value) => value
+            .extract::<i32>()
+            .ok()
+            .filter(|&bytes| bytes >= 0)
+            .ok_or_else(|| {
+                let repr = value.repr().map(|r| r.to_string()).unwrap_or_default();
+                if value.is_instance_of::<pyo3::types::PyInt>() {
+                    PyValueError::new_err(format!(
+                        "from_dlpack: require_alignment must be a byte count from 0 to \
+                         2**31 - 1, got {repr}"
+                    ))
+                } else {
+                    PyTypeError::new_err(format!(
+                        "from_dlpack: require_alignment must be an int, got {repr}"
+                    ))
+                }
+            })?,
+    };
+    let contiguous = contiguous.map(|v| v.is_truthy()).transpose()?;
+    Ok(Requirements {
+        alignment,
+        contiguous: contiguous.unwrap_or(false),
+    })
+}
+
+/// `tvm.ffi.from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)` as a
+/// vectorcall builtin: the import is a few hundred instructions, and PyO3's argument extraction
+/// would add a tenth to it.
+unsafe extern "C" fn from_dlpack_vectorcall(
+    _module: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: the interpreter calls builtins with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "tvm.ffi.from_dlpack", || {
+        if nargs != 1 {
+            return Err(PyTypeError::new_err(format!(
+                "from_dlpack() takes 1 positional argument (the DLPack producer) but {nargs} \
+                 were given"
+            )));
+        }
+        // SAFETY: one positional argument, then the keyword values `kwnames` names.
+        let (obj, requirements) = unsafe {
+            let obj = Bound::from_borrowed_ptr(py, *args);
+            let requirements = if kwnames.is_null() {
+                Requirements::NONE
+            } else {
+                requirements_of(py, args, nargs, kwnames)?
+            };
+            (obj, requirements)
+        };
+        let tensor = import(&obj, requirements)?;
+        new_wrapped(py, tensor, PyTensor).map(Py::into_ptr)
+    })
+}
+
+/// Adds `from_dlpack` ([`from_dlpack_vectorcall`]) to module `m`.
+pub(crate) fn add_from_dlpack(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let def = Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: c"from_dlpack".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunctionFastWithKeywords: from_dlpack_vectorcall,
+        },
+        ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+        ml_doc: c"from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)\n--\n\nA tensor sharing memory with DLPack producer `x` (a numpy array, a torch tensor, a tvm Tensor, any object with `__dlpack__`, or an unconsumed DLPack capsule). `require_alignment` (bytes) and `require_contiguous` are checked before the producer's capsule is consumed; a tensor that falls short raises ValueError.".as_ptr(),
+    }));
+    let name = m.name()?;
+    // SAFETY: a method definition that lives for the process, the module as `self` and its
+    // name as `__module__`.
+    let function = unsafe { ffi::PyCFunction_NewEx(def, m.as_ptr(), name.as_ptr()) };
+    // SAFETY: a new reference or NULL with the error set.
+    let function = unsafe { Bound::from_owned_ptr_or_err(m.py(), function)? };
+    m.add("from_dlpack", function)
+}
