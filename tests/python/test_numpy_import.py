@@ -70,14 +70,14 @@ def test_arrays_dlpack_cannot_describe_get_numpys_error(array, message):
         from_dlpack(array)
 
 
-def test_an_array_numpy_warns_about_when_written_imports_silently_as_writable():
-    # As numpy's own read-only buffer and DLPack exports of it: no warning (warnings are errors
-    # here), the memory shared.
+def test_an_array_numpy_warns_about_when_written_imports_read_only():
+    # numpy's buffer export calls an output of `broadcast_arrays` read-only (numpy warns when
+    # it is written); the struct reading says the same, and nothing warns (warnings are errors).
     array = np.broadcast_arrays(np.arange(3.0), np.zeros((2, 3)))[0]
     tensor = from_dlpack(array)
     assert tensor.data_ptr == array.ctypes.data
     assert tensor.strides == (0, 1)
-    assert not exports_read_only(tensor)
+    assert exports_read_only(tensor)
 
 
 def _descriptions_in_a_fresh_process(prelude: str, environ=None) -> dict:
@@ -228,6 +228,8 @@ def test_a_capsule_that_fails_a_requirement_stays_unconsumed():
         ({"require_alignment": 2**40}, ValueError, r"got 1099511627776"),
         ({"require_alignment": "64"}, TypeError, r"require_alignment must be an int, got '64'"),
         ({"require_alignment": 1.5}, TypeError, r"got 1.5"),
+        ({"require_alignment": np.int64(-1)}, ValueError, r"got np.int64\(-1\)"),
+        ({"require_alignment": None}, TypeError, r"must be an int, got None"),
         ({"alignment": 64}, TypeError, r"unexpected keyword argument 'alignment'"),
         ({"x": np.zeros(2)}, TypeError, r"unexpected keyword argument 'x'"),
     ],
@@ -235,6 +237,18 @@ def test_a_capsule_that_fails_a_requirement_stays_unconsumed():
 def test_bad_keywords_are_errors_naming_them(kwargs, error, message):
     with pytest.raises(error, match=message):
         from_dlpack(np.zeros(2), **kwargs)
+
+
+def test_require_alignment_takes_any_integer_and_keeps_its_errors():
+    array = aligned_floats(4)
+    assert from_dlpack(array, require_alignment=np.int64(64)).data_ptr == array.ctypes.data
+
+    class Failing:
+        def __index__(self):
+            raise ZeroDivisionError("from __index__")
+
+    with pytest.raises(ZeroDivisionError, match="from __index__"):
+        from_dlpack(array, require_alignment=Failing())
 
 
 @pytest.mark.parametrize("args", [(), (np.zeros(2), 64)])

@@ -165,9 +165,9 @@ unsafe fn object_view(
             return true;
         }
         if crate::dlpack::is_numpy_array(&bound) {
-            // A numpy array its buffer describes, as a tensor sharing its memory; any other
-            // goes the general way. (A failed buffer export drops its error here, queued for
-            // PyO3's next entry: the general path, entered at once.)
+            // A numpy array its struct or buffer describes, as a tensor sharing its memory;
+            // any other goes the general way. (A failed buffer export drops its error here,
+            // queued for PyO3's next entry: the general path, entered at once.)
             let Some(tensor) = crate::dlpack::from_numpy_array(&bound) else {
                 return false;
             };

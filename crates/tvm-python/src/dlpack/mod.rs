@@ -166,29 +166,43 @@ unsafe fn requirements_of(
         unsafe { keywords::keyword_arguments(py, "from_dlpack", args, nargs, kwnames, names)? };
     let alignment = match alignment {
         None => 0,
-        Some(value) => value
-            .extract::<i32>()
-            .ok()
-            .filter(|&bytes| bytes >= 0)
-            .ok_or_else(|| {
-                let repr = value.repr().map(|r| r.to_string()).unwrap_or_default();
-                if value.is_instance_of::<pyo3::types::PyInt>() {
-                    PyValueError::new_err(format!(
-                        "from_dlpack: require_alignment must be a byte count from 0 to \
-                         2**31 - 1, got {repr}"
-                    ))
-                } else {
-                    PyTypeError::new_err(format!(
-                        "from_dlpack: require_alignment must be an int, got {repr}"
-                    ))
-                }
-            })?,
+        Some(value) => byte_alignment(&value)?,
     };
     let contiguous = contiguous.map(|v| v.is_truthy()).transpose()?;
     Ok(Requirements {
         alignment,
         contiguous: contiguous.unwrap_or(false),
     })
+}
+
+/// The `require_alignment` keyword as a byte count: any integer (`operator.index`) from 0 to
+/// `2**31 - 1`; a `TypeError` for a non-integer, a `ValueError` out of range, other errors of
+/// the value's `__index__` as they are.
+fn byte_alignment(value: &Bound<'_, PyAny>) -> PyResult<i32> {
+    let py = value.py();
+    let repr = || value.repr().map(|r| r.to_string()).unwrap_or_default();
+    // SAFETY: a live object; a new reference or NULL with the error set.
+    let index = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyNumber_Index(value.as_ptr())) };
+    let index = match index {
+        Ok(index) => index,
+        Err(err) if err.is_instance_of::<PyTypeError>(py) => {
+            return Err(PyTypeError::new_err(format!(
+                "from_dlpack: require_alignment must be an int, got {}",
+                repr()
+            )));
+        }
+        Err(err) => return Err(err),
+    };
+    index
+        .extract::<i32>()
+        .ok()
+        .filter(|&bytes| bytes >= 0)
+        .ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "from_dlpack: require_alignment must be a byte count from 0 to 2**31 - 1, got {}",
+                repr()
+            ))
+        })
 }
 
 /// `tvm.ffi.from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)` as a
@@ -205,8 +219,8 @@ unsafe extern "C" fn from_dlpack_vectorcall(
     python_entry(py, "tvm.ffi.from_dlpack", || {
         if nargs != 1 {
             return Err(PyTypeError::new_err(format!(
-                "from_dlpack() takes 1 positional argument (the DLPack producer) but {nargs} \
-                 were given"
+                "from_dlpack() takes 1 positional argument (the DLPack producer, positional-only) \
+                 but {nargs} were given"
             )));
         }
         // SAFETY: one positional argument, then the keyword values `kwnames` names.

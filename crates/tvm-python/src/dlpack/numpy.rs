@@ -50,6 +50,10 @@ struct DescrHead {
 
 /// `NPY_ARRAY_WRITEABLE`.
 const WRITEABLE: u32 = 0x0400;
+/// `NPY_ARRAY_WARN_ON_WRITE` (numpy-internal, the same bit in 1.x and 2.x): numpy warns when
+/// such an array (an output of `broadcast_arrays`) is written, and its buffer export calls the
+/// array read-only; so does the struct reading, so that both ways give the same tensor.
+const WARN_ON_WRITE: u32 = 1 << 31;
 
 /// The DLPack element type of numpy type number `type_num` (numpy's `NPY_TYPES`, part of its C
 /// ABI), for the types DLPack describes exactly: not `longdouble` (padded, not IEEE), object,
@@ -188,7 +192,7 @@ unsafe fn read_struct<'a>(array: *mut ffi::PyObject) -> Option<HostArray<'a>> {
             dtype: element_type(descr.type_num).filter(|_| native_byte_order(descr.byteorder)),
             shape: dims(head.dimensions, ndim)?,
             byte_strides: dims(head.strides, ndim)?,
-            read_only: head.flags as u32 & WRITEABLE == 0,
+            read_only: head.flags as u32 & WRITEABLE == 0 || head.flags as u32 & WARN_ON_WRITE != 0,
         })
     }
 }
@@ -291,9 +295,18 @@ fn struct_matches_buffer(array: &Bound<'_, PyAny>) -> bool {
     let Some(view) = BufferView::get(array) else {
         return false;
     };
-    // SAFETY: `array` is exactly an ndarray; whether it is laid out as `ArrayHead` is what is
-    // being checked, and the reads stay inside the smallest struct numpy ever had for it and
-    // its descriptor.
+    let Ok(descr) = array.getattr(pyo3::intern!(array.py(), "dtype")) else {
+        return false;
+    };
+    // SAFETY: the head lies inside the array (`known_layout` checked the type's size); only its
+    // scalar fields and the descriptor's address are read, before any pointer is followed.
+    let head = unsafe { &*array.as_ptr().cast::<ArrayHead>() };
+    if head.data != view.0.buf || head.nd != view.0.ndim || head.descr.cast() != descr.as_ptr() {
+        return false;
+    }
+    // SAFETY: `array` is exactly an ndarray whose data, dimension count and descriptor are
+    // where `ArrayHead` says (`ndarray.dtype` is the descriptor itself); the rest is checked
+    // against the view.
     let read = unsafe { read_struct(array.as_ptr()) };
     let exported = view.array();
     read.is_some() && read == exported && exported.is_some_and(|a| a.dtype.is_some())
@@ -307,14 +320,27 @@ pub(crate) fn is_numpy_array(obj: &Bound<'_, PyAny>) -> bool {
     if let Some(ndarray) = NDARRAY.get(py) {
         return ty == *ndarray;
     }
+    // Named so, and then the very type numpy's module holds (not a lookalike).
     let ty_obj = obj.get_type();
-    let is_ndarray =
+    let named_so =
         ty_obj.name().is_ok_and(|n| n == "ndarray") && ty_obj.module().is_ok_and(|m| m == "numpy");
-    if is_ndarray {
-        // The type object lives as long as numpy is loaded, which is the process.
-        let _ = NDARRAY.set(py, ty);
+    if !named_so || loaded_ndarray_type(py) != Some(ty) {
+        return false;
     }
-    is_ndarray
+    // The type object lives as long as numpy is loaded, which is the process.
+    let _ = NDARRAY.set(py, ty);
+    true
+}
+
+/// The address of `numpy.ndarray` if numpy is loaded.
+fn loaded_ndarray_type(py: Python<'_>) -> Option<usize> {
+    let modules = py
+        .import("sys")
+        .and_then(|sys| sys.getattr("modules"))
+        .ok()?;
+    let numpy = modules.get_item("numpy").ok()?;
+    let ndarray = numpy.getattr("ndarray").ok()?;
+    Some(ndarray.as_ptr() as usize)
 }
 
 /// A tensor sharing the memory of `array`, exactly a numpy array ([`is_numpy_array`]): the
