@@ -182,10 +182,10 @@ unsafe extern "C" fn dlpack_vectorcall(
         export_capsule(
             py,
             &this.get().0,
-            stream.as_ref(),
-            max_version.as_ref(),
-            dl_device.as_ref(),
-            copy.as_ref(),
+            stream.as_deref(),
+            max_version.as_deref(),
+            dl_device.as_deref(),
+            copy.as_deref(),
         )
         .map(Py::into_ptr)
     })

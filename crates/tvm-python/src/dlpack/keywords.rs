@@ -13,19 +13,21 @@ fn same_text(name: *mut ffi::PyObject, expected: &Bound<'_, PyString>) -> bool {
 }
 
 /// The values of a call's keyword arguments, in the order of `names`: `None` for one not given,
-/// a `TypeError` naming `function` for a keyword not among `names`.
+/// a `TypeError` naming `function` for a keyword not among `names`. The values are borrowed from
+/// the call (no reference counting: the caller holds them for its duration).
 ///
 /// # Safety
 /// As the interpreter calls a `METH_FASTCALL | METH_KEYWORDS` function: `kwnames` is null or a
-/// tuple of str whose values follow the `nargs` positional ones in `args`; the lock is held.
-pub(super) unsafe fn keyword_arguments<'py, const N: usize>(
+/// tuple of str whose values follow the `nargs` positional ones in `args`, alive for `'a`; the
+/// lock is held.
+pub(super) unsafe fn keyword_arguments<'a, 'py, const N: usize>(
     py: Python<'py>,
     function: &str,
     args: *const *mut ffi::PyObject,
     nargs: ffi::Py_ssize_t,
     kwnames: *mut ffi::PyObject,
     names: [&Bound<'py, PyString>; N],
-) -> PyResult<[Option<Bound<'py, PyAny>>; N]> {
+) -> PyResult<[Option<Borrowed<'a, 'py, PyAny>>; N]> {
     let mut values = [const { None }; N];
     if kwnames.is_null() {
         return Ok(values);
@@ -37,7 +39,7 @@ pub(super) unsafe fn keyword_arguments<'py, const N: usize>(
         let (name, value) = unsafe {
             (
                 ffi::PyTuple_GetItem(kwnames, i),
-                Bound::from_borrowed_ptr(py, *args.offset(nargs + i)),
+                Borrowed::from_ptr(py, *args.offset(nargs + i)),
             )
         };
         // Interned names (the usual case) match by address; others by content.
