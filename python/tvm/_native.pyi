@@ -21,6 +21,7 @@ __all__ = [
     "_define_object_type",
     "_device_backends",
     "_init_object",
+    "_numpy_arrays_read_directly",
     "_object_get_field",
     "_object_set_field",
     "_parse_dtype",
