@@ -2,6 +2,10 @@
 //! shim (`src/c_api_shim.rs`): the list of their names and addresses (`c_api_exports.rs`), and
 //! on Linux x86_64 and aarch64 the shim library itself, built with the C compiler from
 //! `shim/shim.S` and `shim/install.c` (cfg `tvm_ffi_shim` when it was built).
+//!
+//! Also compiles the C++ half of the ABI (`cxx/*.cc`: `ModuleObj`'s vtable and members,
+//! `Module::LoadFromFile`, structural equality, JSON, ...) into a static library linked whole
+//! into every final artifact that links this crate.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -30,12 +34,44 @@ fn exports_of(path: &Path, module: &str) -> Vec<(String, String)> {
     exports
 }
 
+/// Compiles `cxx/*.cc` against the headers of `python/tvm/include`, linked whole (`+whole-archive`)
+/// so that the vtables, typeinfo and functions nothing in Rust refers to are kept.
+fn build_cxx(manifest: &Path) {
+    let cxx_dir = manifest.join("cxx");
+    let include = manifest.join("../../python/tvm/include");
+    println!("cargo:rerun-if-changed=cxx");
+    println!(
+        "cargo:rerun-if-changed={}",
+        include.join("tvm/ffi").display()
+    );
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&cxx_dir)
+        .expect("the cxx folder")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "cc"))
+        .collect();
+    sources.sort();
+    for source in &sources {
+        println!("cargo:rerun-if-changed={}", source.display());
+    }
+    cc::Build::new()
+        .cpp(true)
+        .std("c++17")
+        .include(&include)
+        .include(&cxx_dir)
+        .files(&sources)
+        .warnings(true)
+        .extra_warnings(true)
+        .link_lib_modifier("+whole-archive")
+        .compile("tvm_ffi_cxx");
+}
+
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=shim");
     println!("cargo::rustc-check-cfg=cfg(tvm_ffi_shim)");
+    build_cxx(&manifest);
 
     let mut exports = Vec::new();
     let mut files: Vec<PathBuf> = std::fs::read_dir(manifest.join("src"))

@@ -41,8 +41,13 @@ inline std::string_view ToStringView(const TVMFFIByteArray& array) noexcept {
 /*!
  * \brief An ffi.Error as a C++ exception: kind, message and backtrace live in the error object,
  *  so the same object crosses the ABI unchanged (SetRaised / FromRaised).
+ *
+ *  The layout is the one C++ libraries built against Apache TVM FFI expect, so that an Error
+ *  thrown by their code is caught here and the other way round: the std::exception part (its
+ *  vtable pointer) at offset 0, the reference to the error object at offset 8, 16 bytes in all.
+ *  what() returns the message, which error objects store NUL-terminated.
  */
-class Error : public std::exception {
+class Error : public ObjectRef, public std::exception {
  public:
   /*! \brief Creates a new error object (TVMFFIErrorCreate). Throws std::bad_alloc if that fails. */
   Error(std::string_view kind, std::string_view message, std::string_view backtrace = {}) {
@@ -53,8 +58,7 @@ class Error : public std::exception {
     if (TVMFFIErrorCreate(&kind_bytes, &message_bytes, &backtrace_bytes, &handle) != 0) {
       throw std::bad_alloc();
     }
-    obj_ = ObjectRef::Steal(handle);
-    BuildWhat();
+    obj_ = static_cast<TVMFFIObject*>(handle);
   }
 
   /*!
@@ -63,8 +67,7 @@ class Error : public std::exception {
    */
   explicit Error(ObjectRef obj) {
     if (obj.type_index() == kTVMFFIError) {
-      obj_ = std::move(obj);
-      BuildWhat();
+      ObjectRef::operator=(std::move(obj));
     } else {
       *this = Error("InternalError", "an object that is not an ffi.Error was used as an error");
     }
@@ -82,25 +85,28 @@ class Error : public std::exception {
   std::string_view backtrace() const noexcept {
     if (cell()->backtrace.size == 0) {
       TVMFFIByteArray nothing{"", 0};
-      cell()->update_backtrace(obj_.get(), &nothing, kTVMFFIBacktraceUpdateModeAppend);
+      cell()->update_backtrace(obj_, &nothing, kTVMFFIBacktraceUpdateModeAppend);
     }
     return details::ToStringView(cell()->backtrace);
   }
-  /*! \brief "kind: message". */
-  const char* what() const noexcept override { return what_.c_str(); }
+  /*! \brief The message (NUL-terminated in every error object of the ABI). */
+  const char* what() const noexcept override {
+    const TVMFFIByteArray& message = cell()->message;
+    return message.size == 0 ? "" : message.data;
+  }
   /*! \brief The ffi.Error object. */
-  const ObjectRef& object() const noexcept { return obj_; }
+  const ObjectRef& object() const noexcept { return *this; }
 
   /*! \brief Replaces (or, with append, extends) the backtrace of the error object. */
   void UpdateBacktrace(std::string_view text, bool append) const noexcept {
     TVMFFIByteArray bytes = details::ToByteArray(text);
     cell()->update_backtrace(
-        obj_.get(), &bytes,
+        obj_, &bytes,
         append ? kTVMFFIBacktraceUpdateModeAppend : kTVMFFIBacktraceUpdateModeReplace);
   }
 
   /*! \brief Puts this error in the calling thread's error slot (the slot takes a reference). */
-  void SetRaised() const noexcept { TVMFFIErrorSetRaised(obj_.get()); }
+  void SetRaised() const noexcept { TVMFFIErrorSetRaised(obj_); }
 
   /*!
    * \brief Takes the error out of the calling thread's slot. An empty slot (a callee that failed
@@ -116,16 +122,7 @@ class Error : public std::exception {
   }
 
  private:
-  TVMFFIErrorCell* cell() const noexcept { return TVMFFIErrorGetCellPtr(obj_.get()); }
-
-  void BuildWhat() {
-    what_.assign(kind());
-    what_.append(": ");
-    what_.append(message());
-  }
-
-  ObjectRef obj_;
-  std::string what_;
+  TVMFFIErrorCell* cell() const noexcept { return TVMFFIErrorGetCellPtr(obj_); }
 };
 
 /*!

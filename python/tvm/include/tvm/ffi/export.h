@@ -104,7 +104,9 @@ Function ToGlobalFunction(const char* name, F&& f) {
 inline void ReportInitFailure(const char* what, const char* file, int line) noexcept {
   try {
     Error err = Error::FromRaised();
-    std::fprintf(stderr, "[tvm-ffi] %s failed (%s:%d): %s\n", what, file, line, err.what());
+    std::string kind(err.kind());
+    std::fprintf(stderr, "[tvm-ffi] %s failed (%s:%d): %s: %s\n", what, file, line, kind.c_str(),
+                 err.what());
   } catch (...) {
     std::fprintf(stderr, "[tvm-ffi] %s failed (%s:%d)\n", what, file, line);
   }

@@ -20,8 +20,12 @@
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/export.h>
 #include <tvm/ffi/function.h>
+#include <tvm/ffi/module.h>
+#include <tvm/ffi/optional.h>
 #include <tvm/ffi/object.h>
+#include <tvm/ffi/serialization.h>
 #include <tvm/ffi/string.h>
+#include <tvm/ffi/structural.h>
 #include <tvm/ffi/tensor.h>
 
 #endif  // TVM_FFI_FFI_H_

@@ -301,6 +301,35 @@ struct TypeTraits<Function> {
   }
 };
 
+/*!
+ * \brief A Function with a fixed C++ signature: `TypedFunction<int(int, String)>`. Calls convert
+ *  the arguments and the result; the object is the Function itself (one reference, the layout of
+ *  the class of the same name in C++ libraries built against Apache TVM FFI).
+ */
+template <typename Signature>
+class TypedFunction;
+
+template <typename R, typename... Args>
+class TypedFunction<R(Args...)> {
+ public:
+  TypedFunction() noexcept = default;
+  TypedFunction(Function packed) noexcept : packed_(std::move(packed)) {}  // NOLINT
+
+  /*! \brief Calls the function; the result converted to R (a TypeError if it does not fit). */
+  R operator()(Args... args) const {
+    if constexpr (std::is_void_v<R>) {
+      packed_(args...);
+    } else {
+      return packed_(args...).template cast<R>();
+    }
+  }
+  /*! \brief The untyped function. */
+  const Function& packed() const noexcept { return packed_; }
+
+ private:
+  Function packed_;
+};
+
 }  // namespace tvm::ffi
 
 #endif  // TVM_FFI_FUNCTION_H_

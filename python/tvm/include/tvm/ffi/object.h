@@ -17,6 +17,13 @@ namespace tvm::ffi {
 namespace details {
 
 #if defined(__GNUC__) || defined(__clang__)
+// GCC 12 may warn that these write "into a region of size 0" where it inlines them into a copy
+// of a value that holds a small integer in the same slot as an object pointer (the object
+// branch is dead there, but the analysis does not see it). The warning is wrong; silence it.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
 /*! \brief Adds one strong reference (the caller holds one already). */
 inline void IncRef(TVMFFIObject* obj) noexcept {
   __atomic_fetch_add(&obj->combined_ref_count, kTVMFFIObjectStrongOne, __ATOMIC_RELAXED);
@@ -49,6 +56,9 @@ inline void DecRef(TVMFFIObject* obj) noexcept {
 inline uint32_t StrongCount(const TVMFFIObject* obj) noexcept {
   return static_cast<uint32_t>(__atomic_load_n(&obj->combined_ref_count, __ATOMIC_RELAXED));
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #else
 // Other compilers go through the exported functions, which implement the same protocol.
 inline void IncRef(TVMFFIObject* obj) noexcept { TVMFFIObjectIncRef(obj); }
