@@ -17,7 +17,7 @@
 #
 # Usage: bash scripts/dropin-suite.sh [--lib PATH] [--side ours|original|both] [--timeout S]
 #                                     [--stub-missing] [--fresh] [TEST_FILE...]
-#   --lib      the library to test (default: tvm/_native*.so of the worktree's .venv, the dev
+#   --lib      the library to test (default: tvm/lib/libtvm_ffi.so of the worktree's .venv, the dev
 #              wheel that `source scripts/python-env.sh && install_python_package` installs)
 #   --side     which library to run the suite on (default: both)
 #   --timeout  seconds per test file (default: 600)
@@ -55,9 +55,9 @@ ours | original | both) ;;
 esac
 
 if [[ -z $lib ]]; then
-    mapfile -t found < <(compgen -G ".venv/lib/python3*/site-packages/tvm/_native*.so" || true)
+    mapfile -t found < <(compgen -G ".venv/lib/python3*/site-packages/tvm/lib/libtvm_ffi.so" || true)
     if ((${#found[@]} != 1)); then
-        echo "dropin-suite: no --lib given and no single tvm/_native*.so in .venv (found:" \
+        echo "dropin-suite: no --lib given and no single tvm/lib/libtvm_ffi.so in .venv (found:" \
             "${found[*]:-none}); build the dev wheel first (scripts/python-env.sh)" >&2
         exit 1
     fi

@@ -1,16 +1,17 @@
 """Loading of the native runtime and of backend libraries.
 
-One owner of process-wide state: the global function registry, the type table and the
-per-thread error slot exist once per process, and exactly one native library defines the
-``TVMFFI*`` C functions that hold them. In an installed ``tvm`` that library is the extension
-module ``tvm/_native`` (SONAME ``libtvm_ffi.so`` on Linux).
+One owner of process-wide state: the global function registry, the type table, the device
+registry and the per-thread error slot exist once per process, in the runtime library
+``tvm/lib/libtvm_ffi.so``, which defines every ``TVMFFI*`` C function. The extension module
+``tvm._native`` holds no state: it links that library by SONAME.
 
-Importing this module loads that library with ``RTLD_GLOBAL`` *before* anything imports
-``tvm._native``, so its C API is in the global symbol scope of the process. Python's import of
-``tvm._native`` then finds the same, already loaded, file. Libraries loaded afterwards (kernels,
-out-of-tree backends) resolve their ``TVMFFI*`` references against this one copy, whether they
-leave them undefined or were linked with ``-ltvm_ffi``, and so share the registry that Python
-uses. Nothing else may define those symbols: a backend library must not carry its own runtime.
+Importing this module loads the runtime library with ``RTLD_GLOBAL`` *before* anything imports
+``tvm._native``, so its C API is in the global symbol scope of the process. Libraries loaded
+afterwards (kernels, out-of-tree backends, Apache TVM's C++ libraries) resolve their ``TVMFFI*``
+references against this one copy, whether they leave them undefined or were linked with
+``-ltvm_ffi``, and so share the registry that Python uses. A different ``libtvm_ffi.so`` already
+in the process (apache-tvm-ffi's, say) is refused at import with both paths: two registries side
+by side would split every global and type.
 
 ``_LOADED_LIBS`` maps the file name (basename) of every library loaded here to its ctypes
 handle; extensions call :func:`load_backend_libs` to load theirs, which skips any basename
@@ -18,7 +19,6 @@ already present.
 """
 
 import ctypes
-import importlib.machinery
 import os
 import sys
 import threading
@@ -45,18 +45,59 @@ elif sys.platform == "darwin":
 else:
     _SHLIB_PREFIXES, _SHLIB_SUFFIX = ("lib", ""), ".so"
 
+#: A C function of the runtime library, used to tell which library defines the C API.
+_PROBE_SYMBOL = "TVMFFIFunctionCall"
+
 
 def _native_library_path() -> str:
-    """The file ``import tvm._native`` will load: the first extension suffix that exists."""
-    tried = []
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        candidate = os.path.join(_PACKAGE_DIR, f"_native{suffix}")
-        if os.path.isfile(candidate):
-            return candidate
-        tried.append(os.path.basename(candidate))
+    """The runtime library this package ships: ``tvm/lib/libtvm_ffi.so``."""
+    path = os.path.join(_PACKAGE_DIR, "lib", f"libtvm_ffi{_SHLIB_SUFFIX}")
+    if not os.path.isfile(path):
+        raise ImportError(
+            f"the runtime library of tvm is missing: {path}; build and install the package "
+            "(pip install ., or maturin)"
+        )
+    return path
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = (
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    )
+
+
+def _defining_file(address: int) -> str:
+    """The file of the loaded library that holds ``address`` (``dladdr``), or ``"?"``."""
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except (OSError, AttributeError):
+        return "?"
+    dladdr.argtypes = (ctypes.c_void_p, ctypes.POINTER(_DlInfo))
+    info = _DlInfo()
+    if not dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+        return "?"
+    return os.fsdecode(info.dli_fname)
+
+
+def _check_single_runtime(handle: ctypes.CDLL, path: str) -> None:
+    """``ImportError`` when the C API of the process resolves to another library than ours."""
+    if sys.platform == "win32":
+        return
+    ours = ctypes.cast(getattr(handle, _PROBE_SYMBOL), ctypes.c_void_p).value
+    try:
+        first = ctypes.cast(getattr(ctypes.CDLL(None), _PROBE_SYMBOL), ctypes.c_void_p).value
+    except AttributeError:
+        return
+    if first == ours:
+        return
+    other = _defining_file(first or 0)
     raise ImportError(
-        f"the native library of tvm is missing from {_PACKAGE_DIR} (looked for "
-        f"{', '.join(tried)}); build and install the package (pip install ., or maturin)"
+        f"another TVM FFI runtime library is already loaded in this process: {other}; tvm's "
+        f"is {path}. Two runtimes would keep two registries side by side; import tvm in a "
+        "process without the other one (apache-tvm-ffi's tvm_ffi, say), or use only one of them"
     )
 
 
@@ -65,7 +106,8 @@ def _load_native_library() -> str:
     try:
         handle = ctypes.CDLL(path, mode=_GLOBAL_MODE)
     except OSError as err:
-        raise ImportError(f"cannot load the native library of tvm {path}: {err}") from err
+        raise ImportError(f"cannot load the runtime library of tvm {path}: {err}") from err
+    _check_single_runtime(handle, path)
     name = os.path.basename(path)
     _LOADED_LIBS[name] = handle
     return name

@@ -132,10 +132,12 @@ import tvm._native
 
 libs = tvm.base._LOADED_LIBS
 native_path = libs[tvm.base._NATIVE_LIB_NAME]._name
-maps = []
+maps = runtime_maps = []
 if sys.platform.startswith("linux"):
     with open("/proc/self/maps") as f:
-        maps = sorted({line.split()[-1] for line in f if "/_native" in line})
+        files = {line.split()[-1] for line in f}
+    maps = sorted(name for name in files if "/_native" in name)
+    runtime_maps = sorted(name for name in files if "libtvm_ffi" in name)
 print(json.dumps({
     "names": list(libs),
     "native_name": tvm.base._NATIVE_LIB_NAME,
@@ -144,6 +146,7 @@ print(json.dumps({
     "native_path": native_path,
     "module_file": tvm._native.__file__,
     "maps": maps,
+    "runtime_maps": runtime_maps,
 }))
 """
 
@@ -154,14 +157,17 @@ def test_import_loads_exactly_the_native_library_into_global_scope():
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["names"] == [report["native_name"]]
-    assert report["native_name"].startswith("_native")
+    assert report["native_name"] == "libtvm_ffi.so"
     assert report["handle_resolves"]
     # RTLD_GLOBAL: the C API is visible through the global scope (dlopen(NULL)).
     assert report["global_scope_resolves"]
-    # The extension module Python imported is the file base.py loaded, mapped once.
-    assert os.path.samefile(report["native_path"], report["module_file"])
+    # The runtime library is tvm/lib/libtvm_ffi.so beside the extension, mapped once: the
+    # extension's NEEDED entry resolved to the file base.py loaded, not to a second copy.
+    native = Path(report["native_path"]).resolve()
+    assert native == Path(report["module_file"]).resolve().parent / "lib" / "libtvm_ffi.so"
     if sys.platform.startswith("linux"):
-        assert report["maps"] == [str(Path(report["native_path"]).resolve())]
+        assert report["runtime_maps"] == [str(native)]
+        assert report["maps"] == [str(Path(report["module_file"]).resolve())]
 
 
 def test_native_library_exports_every_header_function():
@@ -175,6 +181,56 @@ def test_native_library_exports_every_header_function():
 def test_native_library_soname_is_libtvm_ffi():
     dynamic = _readelf_dynamic(Path(_native()._name))
     assert "Library soname: [libtvm_ffi.so]" in dynamic
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF dynamic sections")
+def test_runtime_library_has_no_python_in_it():
+    # C, C++ and Rust hosts link it with no interpreter in the process.
+    runtime = Path(_native()._name)
+    needed = _readelf_dynamic(runtime)
+    assert "libpython" not in needed
+    undefined = _dynamic_symbols(runtime, "--undefined-only")
+    assert sorted(s for s in undefined if s.startswith(("Py", "_Py"))) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF dynamic sections")
+def test_extension_links_the_runtime_library_and_holds_no_state():
+    extension = Path(tvm._native.__file__)
+    dynamic = _readelf_dynamic(extension)
+    assert "Shared library: [libtvm_ffi.so]" in dynamic
+    assert "[$ORIGIN/lib]" in dynamic
+    # Every C function of the state is the library's: the extension defines none of them.
+    defined = _dynamic_symbols(extension, "--defined-only")
+    assert sorted(s for s in defined if s.startswith("TVMFFI")) == []
+    assert "TVMFFIFunctionGetGlobal" in _dynamic_symbols(extension, "--undefined-only")
+
+
+_IMPORT_AFTER_ANOTHER_RUNTIME = r"""
+import ctypes, sys
+ctypes.CDLL(sys.argv[1], ctypes.RTLD_GLOBAL)
+try:
+    import tvm
+except ImportError as err:
+    print(err)
+else:
+    print("imported")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="global symbol scope of ELF")
+def test_import_refuses_a_process_with_another_runtime_library(tmp_path):
+    # A second libtvm_ffi.so (a copy at another path stands for apache-tvm-ffi's) loaded into
+    # global scope first: importing tvm says so with both paths instead of running two
+    # registries side by side.
+    other = tmp_path / "other" / "libtvm_ffi.so"
+    other.parent.mkdir()
+    shutil.copyfile(_native()._name, other)
+    proc = _run_python(_IMPORT_AFTER_ANOTHER_RUNTIME, str(other))
+    assert proc.returncode == 0, proc.stderr
+    message = proc.stdout.strip()
+    assert "another TVM FFI runtime library is already loaded" in message
+    assert str(other) in message
+    assert str(Path(_native()._name)) in message or Path(_native()._name).name in message
 
 
 _LOAD_WITHOUT_IMPORT = r"""

@@ -95,6 +95,34 @@ pub fn register_frame_filter(filter: FrameFilter) {
     FILTER_GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
+/// Registers a frame filter given as lists of text, for layers in other libraries that reach the
+/// core through the global function `ffi.Backtrace.RegisterFrameFilter` (the Python glue, a
+/// language binding). The lists are, in order, those of [`FrameFilter`]'s fields. The text is
+/// kept for the rest of the process, as a filter cannot be removed; a layer registers once.
+pub fn register_frame_filter_text(lists: [Vec<String>; 5]) {
+    fn keep(list: Vec<String>) -> &'static [&'static str] {
+        let texts: Vec<&'static str> = list
+            .into_iter()
+            .map(|text| &*Box::leak(text.into_boxed_str()))
+            .collect();
+        Box::leak(texts.into_boxed_slice())
+    }
+    let [
+        symbol_prefixes,
+        symbol_fragments,
+        crates,
+        file_fragments,
+        boundaries,
+    ] = lists;
+    register_frame_filter(FrameFilter {
+        symbol_prefixes: keep(symbol_prefixes),
+        symbol_fragments: keep(symbol_fragments),
+        crates: keep(crates),
+        file_fragments: keep(file_fragments),
+        boundaries: keep(boundaries),
+    });
+}
+
 /// Whether any filter (the core's or a registered one) satisfies `test`.
 fn any_filter(test: impl Fn(&FrameFilter) -> bool) -> bool {
     test(&CORE_FILTER)

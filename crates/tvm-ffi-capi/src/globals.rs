@@ -277,6 +277,27 @@ fn environment_functions() -> Vec<(&'static str, Function)> {
             Function::from_typed("ffi.ExportCApi", crate::c_api_shim::export_c_api),
         ),
         (
+            // Frames of a layer in another library (the Python glue) that backtraces hide:
+            // five lists of text, as the fields of `FrameFilter`.
+            "ffi.Backtrace.RegisterFrameFilter",
+            Function::from_typed(
+                "ffi.Backtrace.RegisterFrameFilter",
+                |a: Array, b: Array, c: Array, d: Array, e: Array| -> Result<()> {
+                    let text = |list: Array| -> Result<Vec<std::string::String>> {
+                        list.iter().map(|item| item.cast()).collect()
+                    };
+                    crate::backtrace::register_frame_filter_text([
+                        text(a)?,
+                        text(b)?,
+                        text(c)?,
+                        text(d)?,
+                        text(e)?,
+                    ]);
+                    Ok(())
+                },
+            ),
+        ),
+        (
             "ffi.SystemLibGetSymbol",
             Function::from_typed("ffi.SystemLibGetSymbol", |name: std::string::String| {
                 crate::env::system_lib_symbol(&name).map(|addr| addr as *mut c_void)

@@ -29,7 +29,7 @@ mod tensor;
 mod types;
 mod unwind;
 
-pub use backtrace::{FrameFilter, register_frame_filter};
+pub use backtrace::{FrameFilter, register_frame_filter, register_frame_filter_text};
 
 #[cold]
 #[inline(never)]

@@ -316,3 +316,101 @@ mod tests {
         assert_eq!(Device::from(raw), d);
     }
 }
+
+/// What a device can be asked about (a backend's `DeviceApi::attr` in `tvm-runtime`); the numbering is TVM's
+/// `DeviceAttrKind`, so that a C backend and the original agree on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum DeviceAttr {
+    /// Whether the device exists (an int, 0 or 1). Every backend answers it for any index.
+    Exist = 0,
+    /// Most threads in one block (int).
+    MaxThreadsPerBlock = 1,
+    /// Threads that run in lockstep (int).
+    WarpSize = 2,
+    /// Shared memory one block may use, in bytes (int).
+    MaxSharedMemoryPerBlock = 3,
+    /// The compute capability or architecture version, such as "8.0" (str).
+    ComputeVersion = 4,
+    /// The device's name (str).
+    DeviceName = 5,
+    /// The highest clock rate, in kHz (int).
+    MaxClockRate = 6,
+    /// Streaming multiprocessors or compute units (int).
+    MultiProcessorCount = 7,
+    /// Largest block extent per dimension, as "[x, y, z]" (str).
+    MaxThreadDimensions = 8,
+    /// Registers available to one block (int).
+    MaxRegistersPerBlock = 9,
+    /// The GCN architecture of an AMD GPU (int).
+    GcnArch = 10,
+    /// The driver API's version (int).
+    ApiVersion = 11,
+    /// The driver's version (int or str).
+    DriverVersion = 12,
+    /// Size of the L2 cache, in bytes (int).
+    L2CacheSizeBytes = 13,
+    /// Total device memory, in bytes (int).
+    TotalGlobalMemory = 14,
+    /// Device memory not in use, in bytes (int).
+    AvailableGlobalMemory = 15,
+    /// Pitch alignment of images, in bytes (int).
+    ImagePitchAlignment = 16,
+}
+
+impl DeviceAttr {
+    /// Every attribute, in numbering order.
+    pub const ALL: [DeviceAttr; 17] = [
+        DeviceAttr::Exist,
+        DeviceAttr::MaxThreadsPerBlock,
+        DeviceAttr::WarpSize,
+        DeviceAttr::MaxSharedMemoryPerBlock,
+        DeviceAttr::ComputeVersion,
+        DeviceAttr::DeviceName,
+        DeviceAttr::MaxClockRate,
+        DeviceAttr::MultiProcessorCount,
+        DeviceAttr::MaxThreadDimensions,
+        DeviceAttr::MaxRegistersPerBlock,
+        DeviceAttr::GcnArch,
+        DeviceAttr::ApiVersion,
+        DeviceAttr::DriverVersion,
+        DeviceAttr::L2CacheSizeBytes,
+        DeviceAttr::TotalGlobalMemory,
+        DeviceAttr::AvailableGlobalMemory,
+        DeviceAttr::ImagePitchAlignment,
+    ];
+
+    /// The attribute with TVM's number `code`, if there is one.
+    pub fn from_code(code: i32) -> Option<DeviceAttr> {
+        DeviceAttr::ALL.into_iter().find(|a| *a as i32 == code)
+    }
+
+    /// The attribute's snake-case name, as Python spells it (`max_threads_per_block`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            DeviceAttr::Exist => "exist",
+            DeviceAttr::MaxThreadsPerBlock => "max_threads_per_block",
+            DeviceAttr::WarpSize => "warp_size",
+            DeviceAttr::MaxSharedMemoryPerBlock => "max_shared_memory_per_block",
+            DeviceAttr::ComputeVersion => "compute_version",
+            DeviceAttr::DeviceName => "device_name",
+            DeviceAttr::MaxClockRate => "max_clock_rate",
+            DeviceAttr::MultiProcessorCount => "multi_processor_count",
+            DeviceAttr::MaxThreadDimensions => "max_thread_dimensions",
+            DeviceAttr::MaxRegistersPerBlock => "max_registers_per_block",
+            DeviceAttr::GcnArch => "gcn_arch",
+            DeviceAttr::ApiVersion => "api_version",
+            DeviceAttr::DriverVersion => "driver_version",
+            DeviceAttr::L2CacheSizeBytes => "l2_cache_size_bytes",
+            DeviceAttr::TotalGlobalMemory => "total_global_memory",
+            DeviceAttr::AvailableGlobalMemory => "available_global_memory",
+            DeviceAttr::ImagePitchAlignment => "image_pitch_alignment",
+        }
+    }
+}
+
+impl fmt::Display for DeviceAttr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -157,6 +157,11 @@ pub fn register_field<F: Clone + Into<Any> + TryFromAnyView + FieldDefault>(
     register_field_with::<F>(type_index, name, offset, FieldOptions::default())
 }
 
+/// Whether the type `type_index` has any field registered (by any library of the process).
+pub fn has_fields(type_index: i32) -> bool {
+    crate::types::type_info(type_index).is_some_and(|info| info.num_fields > 0)
+}
+
 /// The flags and doc of a field registered with [`register_field_with`].
 #[derive(Clone, Copy, Default)]
 pub struct FieldOptions<'a> {
@@ -631,14 +636,20 @@ macro_rules! define_object {
                     let parent = <$parent as $crate::ObjectCore>::type_index();
                     let index = $crate::types::register_type($key, parent, 0, true)
                         .unwrap_or_else(|e| panic!("cannot register type `{}`: {e}", $key));
-                    $(
-                        $crate::reflection::register_field::<$fty>(
-                            index,
-                            stringify!($field),
-                            ::std::mem::offset_of!($name, $field),
-                        )
-                        .unwrap_or_else(|e| panic!("cannot register field of `{}`: {e}", $key));
-                    )*
+                    // Another copy of this crate in the process (the runtime library and a
+                    // language binding each have one) may have registered the fields already.
+                    if !$crate::reflection::has_fields(index) {
+                        $(
+                            $crate::reflection::register_field::<$fty>(
+                                index,
+                                stringify!($field),
+                                ::std::mem::offset_of!($name, $field),
+                            )
+                            .unwrap_or_else(|e| {
+                                panic!("cannot register field of `{}`: {e}", $key)
+                            });
+                        )*
+                    }
                     // Metadata registers once per type; a repeat registration (another copy of
                     // this library) keeps the first.
                     let _ = $crate::reflection::register_metadata_with_creator::<$name>(index);

@@ -1,13 +1,13 @@
 //! `tvm.ffi.Device`: a device type and index.
 
-use std::ffi::c_void;
-
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use tvm_ffi::abi::DLDevice;
 use tvm_ffi::device::Device;
-use tvm_runtime::device::{self, DeviceAttr, StreamHandle};
+use tvm_ffi::device::DeviceAttr;
+
+use crate::runtime_calls as device;
 
 use crate::errors::raise_error;
 
@@ -138,7 +138,6 @@ impl PyDevice {
     /// the calling thread's current stream).
     #[pyo3(signature = (stream = None))]
     fn sync(&self, py: Python<'_>, stream: Option<usize>) -> PyResult<()> {
-        let stream = stream.map(|s| StreamHandle(s as *mut c_void));
         py.detach(|| device::sync_stream(self.device(), stream))
             .map_err(|err| raise_error(py, err))
     }
@@ -146,25 +145,20 @@ impl PyDevice {
     /// A new stream on this device, as an int handle (0 for backends without streams).
     fn create_raw_stream(&self, py: Python<'_>) -> PyResult<usize> {
         py.detach(|| device::create_stream(self.device()))
-            .map(|s| s.0 as usize)
             .map_err(|err| raise_error(py, err))
     }
 
     /// Frees a stream from `create_raw_stream`.
     fn free_raw_stream(&self, py: Python<'_>, stream: usize) -> PyResult<()> {
-        let stream = StreamHandle(stream as *mut c_void);
-        // SAFETY: the registry and the backend refuse streams they did not create; a stream
-        // handed back here is not used by this runtime afterwards.
-        py.detach(|| unsafe { device::free_stream(self.device(), stream) })
+        // The registry and the backend refuse streams they did not create.
+        py.detach(|| device::free_stream(self.device(), stream))
             .map_err(|err| raise_error(py, err))
     }
 
     /// Makes `stream` the calling thread's current stream on this device; returns the previous
     /// one (0: the default stream).
     fn set_raw_stream(&self, py: Python<'_>, stream: usize) -> PyResult<usize> {
-        device::set_current_stream(self.device(), StreamHandle(stream as *mut c_void))
-            .map(|s| s.0 as usize)
-            .map_err(|err| raise_error(py, err))
+        device::set_current_stream(self.device(), stream).map_err(|err| raise_error(py, err))
     }
 
     /// Most threads in one block (None when the backend does not say).

@@ -1,13 +1,14 @@
-//! `tvm._native`: the PyO3 glue of the `tvm` package. This library also carries the process
-//! state (the `tvm-ffi-capi` crate) and exports every `TVMFFI*` C function, under the SONAME
-//! `libtvm_ffi.so`, so that kernels loaded later resolve the C API against it.
+//! `tvm._native`: the PyO3 glue of the `tvm` package. It holds no state: the process state,
+//! the runtime, the device registry and RPC live in `libtvm_ffi.so` (the `tvm-ffi-shared`
+//! crate), which this extension links by SONAME and reaches through the C ABI and the global
+//! functions the library registers. `tvm/base.py` loads that library first, into global scope.
 //!
 //! Python-facing behaviour that is easier to read in Python (exception classes, traceback
 //! stitching, `dtype`) lives in `python/tvm`; this crate converts values and calls functions.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use tvm_ffi::Function;
+use tvm_ffi::{Any, Array, Function};
 
 mod callback;
 mod containers;
@@ -18,11 +19,11 @@ mod dtype;
 mod errors;
 mod function_type;
 mod holder;
-mod load;
 mod ml_dtypes;
 mod objects;
 mod pyclass;
 mod refcount;
+mod runtime_calls;
 mod stack;
 mod tensor;
 
@@ -77,13 +78,15 @@ fn type_key_to_index(key: &str) -> PyResult<i32> {
 }
 
 /// The frames of this glue, of PyO3 and of the interpreter, as backtraces should see them: the
-/// wrappers are hidden, and capture stops where the interpreter begins.
-const PYTHON_FRAMES: tvm_ffi_capi::FrameFilter = tvm_ffi_capi::FrameFilter {
-    symbol_prefixes: &["_native::", "pyo3::", "pyo3_ffi::"],
-    symbol_fragments: &["::__pymethod_"],
-    crates: &["pyo3"],
-    file_fragments: &["/tvm-python/src/"],
-    boundaries: &[
+/// wrappers are hidden, and capture stops where the interpreter begins. The lists are, in
+/// order, symbol prefixes, symbol fragments, crates, file fragments and boundaries
+/// (`ffi.Backtrace.RegisterFrameFilter`).
+const PYTHON_FRAMES: [&[&str]; 5] = [
+    &["_native::", "pyo3::", "pyo3_ffi::"],
+    &["::__pymethod_"],
+    &["pyo3"],
+    &["/tvm-python/src/"],
+    &[
         "_Py*",
         "PyObject_*",
         "PyVectorcall_*",
@@ -93,33 +96,35 @@ const PYTHON_FRAMES: tvm_ffi_capi::FrameFilter = tvm_ffi_capi::FrameFilter {
         "cfunction_*",
         "method_vectorcall*",
     ],
-};
+];
 
-/// The device backends compiled into this library (cargo features), for `tvm.support.libinfo`.
-fn compiled_device_backends() -> Vec<&'static str> {
-    let mut backends = Vec::new();
-    if cfg!(feature = "cuda") {
-        backends.push("cuda");
-    }
-    if cfg!(feature = "rocm") {
-        backends.push("rocm");
-    }
-    if cfg!(feature = "vulkan") {
-        backends.push("vulkan");
-    }
-    if cfg!(feature = "webgpu") {
-        backends.push("webgpu");
-    }
-    backends
+/// Hands [`PYTHON_FRAMES`] to the library's backtraces.
+fn register_frame_filter() -> tvm_ffi::Result<()> {
+    let [a, b, c, d, e] =
+        PYTHON_FRAMES.map(|list| list.iter().map(|text| Any::from(*text)).collect::<Array>());
+    Function::get_global_required("ffi.Backtrace.RegisterFrameFilter")?.call((a, b, c, d, e))?;
+    Ok(())
+}
+
+/// The device backends compiled into the runtime library, for `tvm.support.libinfo`.
+fn compiled_device_backends() -> tvm_ffi::Result<Vec<String>> {
+    let names: Array = Function::get_global_required("runtime.CompiledDeviceBackends")?
+        .call(())?
+        .cast()?;
+    names.iter().map(|name| name.cast()).collect()
 }
 
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    tvm_ffi_capi::register_frame_filter(PYTHON_FRAMES);
-    // Registered when the library was loaded; this reports a failure of that registration.
-    load::register_all().map_err(|e| errors::raise_error(m.py(), e))?;
-    m.add("_device_backends", compiled_device_backends())?;
+    let py = m.py();
+    // The library registered everything when it was loaded; this reports a failure of that.
+    Function::get_global_required("runtime.LibraryLoadStatus")
+        .and_then(|status| status.call(()))
+        .map_err(|e| errors::raise_error(py, e))?;
+    register_frame_filter().map_err(|e| errors::raise_error(py, e))?;
+    let backends = compiled_device_backends().map_err(|e| errors::raise_error(py, e))?;
+    m.add("_device_backends", backends)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;
     callback::find_vectorcall();

@@ -5,12 +5,12 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use tvm_ffi::{DataType, Device, Tensor};
-use tvm_runtime::device::{TensorDeviceExt, empty_on};
 
 use crate::device::PyDevice;
 use crate::dlpack::{export_capsule, from_dlpack_object};
 use crate::errors::raise_error;
 use crate::objects::{Borrowed, PyObjectRef, new_wrapped};
+use crate::runtime_calls;
 
 /// A tensor: shape, dtype, device and data shared with other frameworks through DLPack.
 #[pyclass(extends = PyObjectRef, frozen, module = "tvm.ffi", name = "Tensor")]
@@ -49,7 +49,7 @@ pub(crate) fn empty(
     };
     let device = device_arg(device)?;
     let tensor = py
-        .detach(|| empty_on(&shape, dtype, device))
+        .detach(|| runtime_calls::empty(&shape, dtype, device))
         .map_err(|err| raise_error(py, err))?;
     wrap(py, tensor)
 }
@@ -118,7 +118,7 @@ impl PyTensor {
     fn copyto(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         if let Ok(tensor) = target.cast::<PyTensor>() {
             let destination = Tensor::clone(&tensor.get().0);
-            py.detach(|| destination.copy_from(&self.0))
+            py.detach(|| runtime_calls::copy(&self.0, &destination))
                 .map_err(|err| raise_error(py, err))?;
             return Ok(target.clone().unbind());
         }
@@ -129,7 +129,7 @@ impl PyTensor {
         }
         let device = device_arg(Some(target))?;
         let copy = py
-            .detach(|| self.0.copy_to(device))
+            .detach(|| runtime_calls::copy_to(&self.0, device))
             .map_err(|err| raise_error(py, err))?;
         wrap(py, copy)
     }
@@ -140,7 +140,7 @@ impl PyTensor {
         let py = slf.py();
         let source = from_dlpack_object(source)?;
         let this = Tensor::clone(&slf.get().0);
-        py.detach(|| this.copy_from(&source))
+        py.detach(|| runtime_calls::copy(&source, &this))
             .map_err(|err| raise_error(py, err))?;
         Ok(slf.clone().into_any().unbind())
     }
@@ -155,7 +155,7 @@ impl PyTensor {
             Tensor::clone(&slf.get().0)
         } else {
             let this = Tensor::clone(&slf.get().0);
-            py.detach(|| this.copy_to(Device::cpu(0)))
+            py.detach(|| runtime_calls::copy_to(&this, Device::cpu(0)))
                 .map_err(|err| raise_error(py, err))?
         };
         if crate::ml_dtypes::needs_ml_dtypes(host.dtype()) {

@@ -3,8 +3,12 @@ library, the version, and the build options.
 
 * :func:`find_include_path` lists the directories to pass as ``-I``: they hold
   ``tvm/ffi/c_api.h`` (the stable C ABI), the C++ helpers and ``dlpack/dlpack.h``.
-* :func:`find_lib_path` gives the native runtime library (``tvm/_native*.so``, SONAME
-  ``libtvm_ffi.so``), the one file that defines the ``TVMFFI*`` C functions.
+* :func:`find_lib_path` gives the runtime library ``tvm/lib/libtvm_ffi.so``, the one file that
+  defines the ``TVMFFI*`` C functions and the C++ half of the ABI; C and C++ hosts link it with
+  no Python in the process.
+* :func:`find_pkgconfig_dir` and :func:`find_cmake_dir` give the directories of the
+  ``tvm_ffi.pc`` pkg-config file and of the CMake package ``tvm_ffi`` (target
+  ``tvm_ffi::tvm_ffi``), both inside the package.
 * ``__version__`` is the version of ``tvm``.
 * Calling the module itself, ``tvm.support.libinfo()``, returns the build-option dictionary of
   :func:`libinfo`.
@@ -12,9 +16,12 @@ library, the version, and the build options.
 As a command, like ``pkg-config`` and ``python3-config``::
 
     python -m tvm.support.libinfo --cflags     # -I flags for the headers
-    python -m tvm.support.libinfo --libs       # link flags for the runtime library (rarely
-                                               # needed: kernels resolve TVMFFI* at load time)
+    python -m tvm.support.libinfo --libs       # link flags for the runtime library (hosts;
+                                               # kernels may resolve TVMFFI* at load time)
     python -m tvm.support.libinfo --includedir # the header directory
+    python -m tvm.support.libinfo --libdir     # the directory of libtvm_ffi.so
+    python -m tvm.support.libinfo --pkgconfigdir  # for PKG_CONFIG_PATH (pkg-config tvm_ffi)
+    python -m tvm.support.libinfo --cmakedir   # for CMAKE_PREFIX_PATH (find_package(tvm_ffi))
     python -m tvm.support.libinfo --version
     gcc -shared -fPIC $(python -m tvm.support.libinfo --cflags) kernel.c -o libkernel.so
 """
@@ -28,7 +35,16 @@ from pathlib import Path
 
 from .. import _native, base
 
-__all__ = ["__version__", "device_drivers", "find_include_path", "find_lib_path", "libinfo", "main"]
+__all__ = [
+    "__version__",
+    "device_drivers",
+    "find_cmake_dir",
+    "find_include_path",
+    "find_lib_path",
+    "find_pkgconfig_dir",
+    "libinfo",
+    "main",
+]
 
 __version__: str = _native.__version__
 
@@ -75,12 +91,29 @@ def find_include_path() -> list[str]:
 
 
 def find_lib_path() -> list[str]:
-    """The native runtime library, as a one-element list: the file that ``import tvm`` loaded
-    (link against it, or let the dynamic loader resolve ``libtvm_ffi.so`` to it)."""
+    """The runtime library, as a one-element list: the ``libtvm_ffi.so`` that ``import tvm``
+    loaded (link against it, or let the dynamic loader resolve ``libtvm_ffi.so`` to it)."""
     handle = base._LOADED_LIBS.get(base._NATIVE_LIB_NAME)
     if handle is not None and handle._name:
         return [os.path.abspath(handle._name)]
     return [str(base._native_library_path())]
+
+
+def _existing_dir(path: Path, what: str) -> str:
+    if not path.is_dir():
+        raise RuntimeError(f"the {what} directory of tvm is missing: {path}")
+    return str(path.resolve())
+
+
+def find_pkgconfig_dir() -> str:
+    """The directory of ``tvm_ffi.pc``: add it to ``PKG_CONFIG_PATH`` for ``pkg-config tvm_ffi``."""
+    return _existing_dir(Path(find_lib_path()[0]).parent / "pkgconfig", "pkg-config")
+
+
+def find_cmake_dir() -> str:
+    """The directory of the CMake package ``tvm_ffi``: pass it as ``tvm_ffi_DIR`` or add it to
+    ``CMAKE_PREFIX_PATH``, then ``find_package(tvm_ffi CONFIG)`` gives ``tvm_ffi::tvm_ffi``."""
+    return _existing_dir(Path(find_lib_path()[0]).parent / "cmake" / "tvm_ffi", "CMake package")
 
 
 #: Build options and the device backend of this library that turns each on.
@@ -126,7 +159,7 @@ def device_drivers() -> dict[str, bool]:
 def _link_flags() -> list[str]:
     library = Path(find_lib_path()[0])
     directory = str(library.parent)
-    return [f"-L{directory}", f"-Wl,-rpath,{directory}", f"-l:{library.name}"]
+    return [f"-L{directory}", f"-Wl,-rpath,{directory}", "-ltvm_ffi"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cflags", action="store_true", help="-I flags for the C/C++ headers")
     parser.add_argument("--libs", action="store_true", help="flags to link the runtime library")
     parser.add_argument("--includedir", action="store_true", help="the header directory")
+    parser.add_argument("--libdir", action="store_true", help="the runtime library's directory")
+    parser.add_argument("--pkgconfigdir", action="store_true", help="the directory of tvm_ffi.pc")
+    parser.add_argument(
+        "--cmakedir", action="store_true", help="the directory of the CMake package tvm_ffi"
+    )
     parser.add_argument("--version", action="store_true", help="the version of tvm")
     args = parser.parse_args(argv)
     words: list[str] = []
@@ -150,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
         words.append(find_include_path()[0])
     if args.cflags:
         words += [f"-I{directory}" for directory in find_include_path()]
+    if args.libdir:
+        words.append(str(Path(find_lib_path()[0]).parent))
+    if args.pkgconfigdir:
+        words.append(find_pkgconfig_dir())
+    if args.cmakedir:
+        words.append(find_cmake_dir())
     if args.libs:
         words += _link_flags()
     if not words:

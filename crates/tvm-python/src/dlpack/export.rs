@@ -75,11 +75,10 @@ fn order_for_consumer(
         if stream == -1 {
             return Ok(());
         }
-        let consumer = tvm_runtime::device::StreamHandle(stream as usize as *mut std::ffi::c_void);
-        return tvm_runtime::device::sync_stream_from_to(device, None, consumer)
+        return crate::runtime_calls::sync_current_stream_to(device, stream as usize)
             .map_err(|err| raise_error(py, err));
     }
-    tvm_runtime::device::sync_stream(device, None).map_err(|err| raise_error(py, err))
+    crate::runtime_calls::sync_stream(device, None).map_err(|err| raise_error(py, err))
 }
 
 /// The DLPack capsule of `tensor` for a consumer's `__dlpack__` keywords.

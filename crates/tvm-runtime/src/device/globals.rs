@@ -7,7 +7,7 @@ use tvm_ffi::{Any, DataType, Device, Error, ErrorKind, Result, Shape, Tensor};
 use super::c_table::register_c_table;
 use super::{
     DeviceAttr, StreamHandle, copy_tensor, create_stream, device_attr, empty_on, free_stream,
-    set_current_stream, sync_stream,
+    set_current_stream, sync_stream, sync_stream_from_to,
 };
 
 fn attr_from_code(code: i32) -> Result<DeviceAttr> {
@@ -54,6 +54,12 @@ pub(crate) fn register_globals() {
     register_typed(
         "runtime.DeviceStreamSync",
         |device: Device, stream: Option<*mut c_void>| sync_stream(device, stream.map(stream_arg)),
+    );
+    register_typed(
+        "runtime.DeviceStreamSyncFromTo",
+        |device: Device, from: Option<*mut c_void>, to: *mut c_void| {
+            sync_stream_from_to(device, from.map(stream_arg), stream_arg(to))
+        },
     );
     register_typed(
         "runtime.DeviceSetStream",
