@@ -11,6 +11,7 @@ pub mod device;
 pub mod kernel;
 mod library;
 mod module;
+mod module_cxx;
 mod module_globals;
 pub mod profiling;
 mod system_lib;
@@ -147,7 +148,7 @@ pub fn init() {
         module_globals::register_all();
         // Once per process, like the functions: a second copy of the library keeps the first's.
         let _ = module::register_type_metadata();
-        register_typed("ffi.ModuleGetKind", |m: Module| m.kind());
+        register_typed("ffi.ModuleGetKind", |m: Module| m.try_kind());
         register_typed("ffi.ModuleGetImports", |m: Module| {
             m.imports().into_iter().collect::<Array>()
         });

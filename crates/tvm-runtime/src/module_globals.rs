@@ -1,5 +1,6 @@
 //! The `ffi.Module*` globals beyond lookup and loading: function metadata and documentation
-//! (with the original's optional `query_imports`), properties, source and file export, and the
+//! (with the original's optional `query_imports`), properties, source, file export and
+//! serialization (`ffi.ModuleSaveToBytes`), and the
 //! process-wide set of modules kept alive (`ffi.ModuleGlobalsAdd`/`Remove`, which the
 //! original's `load_module(keep_module_alive=True)` calls).
 
@@ -67,7 +68,10 @@ pub(crate) fn register_all() {
     );
     register_typed("ffi.ModuleGetPropertyMask", |m: Module| m.property_mask());
     register_typed("ffi.ModuleGetWriteFormats", |m: Module| {
-        m.write_formats().into_iter().collect::<Array>()
+        Ok::<Array, tvm_ffi::Error>(m.write_formats()?.into_iter().collect())
+    });
+    register_typed("ffi.ModuleSaveToBytes", |m: Module| {
+        Ok::<tvm_ffi::Bytes, tvm_ffi::Error>(m.save_to_bytes()?.into())
     });
     register_typed("ffi.ModuleInspectSource", |m: Module, format: String| {
         m.inspect_source(&format)
