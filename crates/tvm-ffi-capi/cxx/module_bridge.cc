@@ -80,25 +80,24 @@ const TVMFFICxxModuleBridge* Bridge() {
   return &bridge;
 }
 
-/*! \brief Registers `ffi.CxxModuleBridge` when the library (or executable) is loaded. */
-struct RegisterBridge {
-  RegisterBridge() {
-    int rc = RunSafeCall([] {
-      Function bridge = Function::FromPacked(
-          [](PackedArgs) { return const_cast<void*>(static_cast<const void*>(Bridge())); });
-      // A second copy of this code in the process keeps the first one's registration.
-      Function::SetGlobal("ffi.CxxModuleBridge", bridge, false);
-    });
-    if (rc != 0) {
-      // Nobody called the constructor, so nobody would read the slot: empty it.
-      TVMFFIObjectHandle ignored = nullptr;
-      TVMFFIErrorMoveFromRaised(&ignored);
-      if (ignored != nullptr) TVMFFIObjectDecRef(ignored);
-    }
+/*!
+ * \brief Registers `ffi.CxxModuleBridge` when the library (or executable) is loaded, before the
+ *  constructors of default priority (the runtime's registrations, which may make modules).
+ */
+__attribute__((constructor(101))) void RegisterBridge() {
+  int rc = RunSafeCall([] {
+    Function bridge = Function::FromPacked(
+        [](PackedArgs) { return const_cast<void*>(static_cast<const void*>(Bridge())); });
+    // A second copy of this code in the process keeps the first one's registration.
+    Function::SetGlobal("ffi.CxxModuleBridge", bridge, false);
+  });
+  if (rc != 0) {
+    // Nobody called the constructor, so nobody would read the slot: empty it.
+    TVMFFIObjectHandle ignored = nullptr;
+    TVMFFIErrorMoveFromRaised(&ignored);
+    if (ignored != nullptr) TVMFFIObjectDecRef(ignored);
   }
-};
-
-const RegisterBridge register_bridge;
+}
 
 }  // namespace
 }  // namespace tvm::ffi::details

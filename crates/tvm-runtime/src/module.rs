@@ -299,14 +299,16 @@ impl Module {
     }
 
     /// The module as a native module, if this runtime made it: its vtable pointer is the one
-    /// of the C++ class `NativeModuleObj` (without the C++ half every module is native).
+    /// of the C++ class `NativeModuleObj`, or NULL (made while the process had no C++ half; a
+    /// module made by C++ code always has a vtable).
     fn native(&self) -> Option<&NativeModule> {
         let header = self.obj.as_raw();
         // SAFETY: every module object has its vtable pointer right before the handle.
         let vtable = unsafe { *header.cast::<*const std::ffi::c_void>().sub(1) };
-        let native = module_cxx::bridge().map_or(std::ptr::null(), |b| b.native_vtable);
+        let is_native = vtable.is_null()
+            || module_cxx::bridge().is_some_and(|bridge| bridge.native_vtable == vtable);
         // SAFETY: modules with this vtable were allocated by `Module::new` as NativeModules.
-        (vtable == native).then(|| unsafe { &*header.cast::<NativeModule>() })
+        is_native.then(|| unsafe { &*header.cast::<NativeModule>() })
     }
 
     fn implementation(&self) -> Result<Implementation<'_>> {

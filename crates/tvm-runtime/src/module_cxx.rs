@@ -10,7 +10,7 @@
 //! `ffi.CxxModuleBridge`, registered by the C++ half when it is loaded.
 
 use std::ffi::{c_int, c_void};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tvm_ffi::abi::{TVMFFIAny, TVMFFIByteArray, TVMFFIObject, TVMFFIObjectHandle};
 use tvm_ffi::boundary::ffi_status;
@@ -51,18 +51,19 @@ pub(crate) struct CxxModuleBridge {
 /// The bridge of the C++ half linked into this process, if there is one (a process whose
 /// `libtvm_ffi.so` has none still runs the runtime's modules, for Rust and C callers).
 pub(crate) fn bridge() -> Option<&'static CxxModuleBridge> {
-    static BRIDGE: OnceLock<usize> = OnceLock::new();
-    let address = *BRIDGE.get_or_init(|| {
-        let Some(get) = Function::get_global("ffi.CxxModuleBridge") else {
-            return 0;
-        };
-        match get.call(()).and_then(|ptr| ptr.cast::<*mut c_void>()) {
-            Ok(ptr) => ptr as usize,
-            Err(_) => 0,
-        }
-    });
+    // Found once; not found is asked again (the C++ half registers the function when it is
+    // loaded, which may be after a first module was made).
+    static BRIDGE: AtomicUsize = AtomicUsize::new(0);
+    let mut address = BRIDGE.load(Ordering::Acquire);
     if address == 0 {
-        return None;
+        address = Function::get_global("ffi.CxxModuleBridge")
+            .and_then(|get| get.call(()).ok())
+            .and_then(|ptr| ptr.cast::<*mut c_void>().ok())
+            .map_or(0, |ptr| ptr as usize);
+        if address == 0 {
+            return None;
+        }
+        BRIDGE.store(address, Ordering::Release);
     }
     // SAFETY: the C++ half returns the address of its static bridge, which lives as long as
     // the process.
