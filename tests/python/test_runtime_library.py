@@ -200,3 +200,40 @@ def test_cmake_package_refuses_a_newer_version(tmp_path):
     )
     assert result.returncode != 0
     assert "tvm_ffi" in result.stderr and "0.1.0" in result.stderr
+
+
+# -- state the extension and the library share ---------------------------------------------------
+
+_EXPORT_FLAGS_KERNEL = r"""
+#include <tvm/ffi/c_api.h>
+
+/* export_flags(t: Tensor) -> int: the flags of the tensor's versioned DLPack export, made by the
+   runtime library's C API (not by the Python extension, which imported the tensor). */
+TVM_FFI_DLL_EXPORT int __tvm_ffi_export_flags(void* self, const TVMFFIAny* args, int32_t num_args,
+                                              TVMFFIAny* result) {
+  (void)self;
+  if (num_args != 1 || args[0].type_index != kTVMFFITensor) {
+    TVMFFIErrorSetRaisedFromCStr("TypeError", "export_flags takes one tensor");
+    return -1;
+  }
+  DLManagedTensorVersioned* exported = NULL;
+  if (TVMFFITensorToDLPackVersioned(args[0].v_obj, &exported) != 0) return -1;
+  result->type_index = kTVMFFIInt;
+  result->zero_padding = 0;
+  result->v_int64 = (int64_t)exported->flags;
+  exported->deleter(exported);
+  return 0;
+}
+"""
+
+
+def test_read_only_mark_of_an_imported_tensor_holds_in_the_library(compile_c):
+    # The extension imports a read-only numpy array; the library's C API exports it. The mark
+    # is process state, so the export says read-only and a consumer cannot be handed writes.
+    np = pytest.importorskip("numpy")
+    kernel = tvm.runtime.load_module(str(compile_c(_EXPORT_FLAGS_KERNEL, name="libflags.so")))
+    data = np.arange(4.0)
+    data.setflags(write=False)
+    read_only = 1  # DLPACK_FLAG_BITMASK_READ_ONLY
+    assert kernel["export_flags"](tvm.ffi.from_dlpack(data)) & read_only
+    assert not kernel["export_flags"](tvm.ffi.from_dlpack(np.arange(4.0))) & read_only

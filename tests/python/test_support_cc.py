@@ -63,8 +63,11 @@ def test_find_include_path_honours_env(monkeypatch, tmp_path):
 def test_find_lib_path_is_the_loaded_runtime():
     (path,) = libinfo.find_lib_path()
     assert Path(path).is_file()
-    assert Path(path).name.startswith("_native")
-    assert Path(path).resolve() == Path(tvm._native.__file__).resolve()
+    assert Path(path).name == "libtvm_ffi.so"
+    assert (
+        Path(path).resolve()
+        == Path(tvm._native.__file__).resolve().parent / "lib" / "libtvm_ffi.so"
+    )
 
 
 def test_libinfo_command_prints_compile_and_link_flags(tmp_path):
@@ -77,7 +80,10 @@ def test_libinfo_command_prints_compile_and_link_flags(tmp_path):
     assert run("--version") == tvm.__version__
     libs = run("--libs").split()
     library = Path(libinfo.find_lib_path()[0])
-    assert libs == [f"-L{library.parent}", f"-Wl,-rpath,{library.parent}", f"-l:{library.name}"]
+    assert libs == [f"-L{library.parent}", f"-Wl,-rpath,{library.parent}", "-ltvm_ffi"]
+    assert run("--libdir") == str(library.parent)
+    assert Path(run("--pkgconfigdir"), "tvm_ffi.pc").is_file()
+    assert Path(run("--cmakedir"), "tvm_ffiConfig.cmake").is_file()
     summary = run()
     assert "headers:" in summary and "build options:" in summary
     assert "device drivers: cuda not found" in summary  # no machine here has a CUDA driver

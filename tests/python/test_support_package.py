@@ -78,7 +78,7 @@ def test_describe(capsys):
     tvm.support.describe()
     out = capsys.readouterr().out
     assert f"TVM version   = {tvm.__version__}" in out
-    assert "_native" in out and "USE_CUDA" in out
+    assert "libtvm_ffi.so" in out and "USE_CUDA" in out
 
 
 def test_exit_guard_outside_exit_lets_errors_through():

@@ -17,7 +17,7 @@ use tvm_ffi_testing as _;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::mem::{MaybeUninit, align_of, size_of};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tvm_ffi::abi;
 
@@ -492,10 +492,25 @@ fn strip_comments(text: &str) -> String {
     out
 }
 
-/// Names of all functions declared `TVM_FFI_DLL <return type> <name>(...)` in c_api.h.
+/// The headers that declare the functions the runtime exports: the ABI, and the state the
+/// copies of the Rust safe API share.
+const FUNCTION_HEADERS: [&str; 2] = [
+    "../include/tvm/ffi/c_api.h",
+    "../include/tvm/ffi/extra/shared_state.h",
+];
+
+/// Names of all functions declared `TVM_FFI_DLL <return type> <name>(...)` in those headers.
 fn header_function_names() -> Vec<String> {
-    let path = repo_file("../include/tvm/ffi/c_api.h");
-    let text = std::fs::read_to_string(&path)
+    let mut names = Vec::new();
+    for header in FUNCTION_HEADERS {
+        names.extend(declared_function_names(&repo_file(header)));
+    }
+    names
+}
+
+/// Names of the functions one header declares `TVM_FFI_DLL <return type> <name>(...)`.
+fn declared_function_names(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let mut names = Vec::new();
     for line in strip_comments(&text).lines() {

@@ -135,6 +135,30 @@ pub(crate) struct GlobalEntry {
     pub(crate) function: Function,
     pub(crate) doc: String,
     pub(crate) metadata: String,
+    /// A default implementation: any later registration of the name replaces it.
+    pub(crate) is_default: bool,
+}
+
+/// How a registration treats an entry already under its name (`allow_override` of the C API).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Overwrite {
+    /// An existing entry is an error, unless it is a default.
+    Refuse,
+    /// An existing entry is replaced.
+    Replace,
+    /// The new entry is a default: an existing entry stays.
+    AsDefault,
+}
+
+impl Overwrite {
+    /// The mode of an `allow_override` argument (`TVM_FFI_GLOBAL_DEFAULT`, non-zero, zero).
+    pub(crate) fn from_c(allow_override: c_int) -> Overwrite {
+        match allow_override {
+            0 => Overwrite::Refuse,
+            tvm_ffi_sys::TVM_FFI_GLOBAL_DEFAULT => Overwrite::AsDefault,
+            _ => Overwrite::Replace,
+        }
+    }
 }
 
 /// The global function registry, safe for concurrent registration and lookup. Names are kept
@@ -193,7 +217,13 @@ impl Registry {
             };
             for (name, function) in crate::globals::builtin_functions() {
                 registry
-                    .insert(name, function, String::new(), String::new(), false)
+                    .insert(
+                        name,
+                        function,
+                        String::new(),
+                        String::new(),
+                        Overwrite::Refuse,
+                    )
                     .expect("builtin names are unique");
             }
             // Type attributes of the core's own types, registered with its functions.
@@ -204,26 +234,31 @@ impl Registry {
         })
     }
 
-    /// Adds an entry; an existing name needs `allow_override`.
+    /// Adds an entry; what happens to an existing one is `overwrite`'s to say.
     pub(crate) fn insert(
         &self,
         name: &str,
         function: Function,
         doc: String,
         metadata: String,
-        allow_override: bool,
+        overwrite: Overwrite,
     ) -> Result<()> {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        if !allow_override && entries.contains_key(name.as_bytes()) {
-            tvm_ffi::bail!(
-                ErrorKind::RuntimeError,
-                "Global Function `{name}` is already registered"
-            );
+        if let Some(existing) = entries.get(name.as_bytes()) {
+            match overwrite {
+                Overwrite::AsDefault => return Ok(()),
+                Overwrite::Refuse if !existing.is_default => tvm_ffi::bail!(
+                    ErrorKind::RuntimeError,
+                    "Global Function `{name}` is already registered"
+                ),
+                Overwrite::Refuse | Overwrite::Replace => {}
+            }
         }
         let entry = GlobalEntry {
             function,
             doc,
             metadata,
+            is_default: overwrite == Overwrite::AsDefault,
         };
         let previous = entries.insert(name.as_bytes().to_vec(), entry);
         drop(entries);
@@ -333,7 +368,7 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobal(
             function,
             String::new(),
             String::new(),
-            allow_override != 0,
+            Overwrite::from_c(allow_override),
         )
     })
 }
@@ -365,7 +400,7 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobalFromMethodInfo(
             function,
             String::from_utf8_lossy(doc).into_owned(),
             String::from_utf8_lossy(metadata).into_owned(),
-            allow_override != 0,
+            Overwrite::from_c(allow_override),
         )
     })
 }
@@ -374,6 +409,39 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobalFromMethodInfo(
 mod tests {
     use super::*;
     use tvm_ffi::Any;
+
+    #[test]
+    fn a_default_yields_to_any_later_registration_and_never_displaces() {
+        let registry = Registry {
+            entries: RwLock::new(HashMap::default()),
+        };
+        let constant = |value: i64| Function::from_packed(move |_| Ok(Any::from(value)));
+        let value_of = |name: &str| registry.get(name).unwrap().call(()).unwrap().cast::<i64>();
+        let insert = |name: &str, value: i64, overwrite: Overwrite| {
+            registry.insert(
+                name,
+                constant(value),
+                String::new(),
+                String::new(),
+                overwrite,
+            )
+        };
+        insert("x.f", 1, Overwrite::AsDefault).unwrap();
+        // A plain registration of a default's name replaces it, and is no longer a default.
+        insert("x.f", 2, Overwrite::Refuse).unwrap();
+        assert_eq!(value_of("x.f").unwrap(), 2);
+        assert!(insert("x.f", 3, Overwrite::Refuse).is_err());
+        // A default never displaces an entry.
+        insert("x.f", 4, Overwrite::AsDefault).unwrap();
+        assert_eq!(value_of("x.f").unwrap(), 2);
+        assert_eq!(Overwrite::from_c(0), Overwrite::Refuse);
+        assert_eq!(Overwrite::from_c(1), Overwrite::Replace);
+        assert_eq!(Overwrite::from_c(-3), Overwrite::Replace);
+        assert_eq!(
+            Overwrite::from_c(tvm_ffi_sys::TVM_FFI_GLOBAL_DEFAULT),
+            Overwrite::AsDefault
+        );
+    }
 
     #[test]
     fn names_of_every_length_are_found_by_text_and_by_bytes() {
@@ -388,7 +456,13 @@ mod tests {
             let value = i as i64;
             let function = Function::from_packed(move |_| Ok(Any::from(value)));
             registry
-                .insert(name, function, String::new(), String::new(), false)
+                .insert(
+                    name,
+                    function,
+                    String::new(),
+                    String::new(),
+                    Overwrite::Refuse,
+                )
                 .unwrap();
         }
         for (i, name) in names.iter().enumerate() {

@@ -24,6 +24,7 @@ mod error;
 mod function;
 mod globals;
 mod object;
+mod shared_state;
 mod string;
 mod tensor;
 mod types;

@@ -132,6 +132,10 @@ const CASES: &[Case] = cases! {
     TVMFFIEnvModLookupFromImports(null_mut(), null(), null_mut());
     TVMFFIEnvModRegisterContextSymbol(null(), null_mut());
     TVMFFIEnvModRegisterSystemLibSymbol(null(), null_mut());
+    TVMFFIExtContainerLock(null());
+    TVMFFIExtContainerUnlock(null());
+    TVMFFIExtTensorMarkReadOnly(null(), 1);
+    TVMFFIExtTensorIsReadOnly(null());
 };
 
 /// A function object that lives for the process (`TVMFFIFunctionCall` reads its argument before

@@ -652,6 +652,21 @@ unsafe extern "C" {
     pub fn TVMFFIEnvModRegisterSystemLibSymbol(name: *const c_char, symbol: *mut c_void) -> c_int;
 }
 
+/// `allow_override` of `TVMFFIFunctionSetGlobal` that registers a default implementation: it
+/// never displaces an entry, and a later registration of the name replaces it without an error.
+pub const TVM_FFI_GLOBAL_DEFAULT: c_int = 2;
+
+// ---------------------------------------------------------------------------------------------
+// tvm/ffi/extra/shared_state.h: state the copies of the Rust safe API in a process share
+// ---------------------------------------------------------------------------------------------
+
+unsafe extern "C" {
+    pub fn TVMFFIExtContainerLock(obj: *const c_void) -> i32;
+    pub fn TVMFFIExtContainerUnlock(obj: *const c_void);
+    pub fn TVMFFIExtTensorMarkReadOnly(obj: *const c_void, read_only: i32) -> c_int;
+    pub fn TVMFFIExtTensorIsReadOnly(obj: *const c_void) -> i32;
+}
+
 // ---------------------------------------------------------------------------------------------
 // tvm/ffi/extra/device_api.h: the C form of the device API
 // ---------------------------------------------------------------------------------------------

@@ -401,15 +401,21 @@ impl Function {
     /// Registers this function as the global `name`; with `allow_override` false an existing
     /// entry is a `RuntimeError`.
     pub fn register_global(&self, name: &str, allow_override: bool) -> Result<()> {
+        self.set_global(name, c_int::from(allow_override))
+    }
+
+    /// Registers this function as the default implementation of the global `name`: an entry
+    /// already there stays, and a library loaded later that registers the name replaces this
+    /// one without an error (`TVM_FFI_GLOBAL_DEFAULT`). The runtime library registers its own
+    /// implementations of names that Apache TVM's C++ libraries also define this way.
+    pub fn register_global_default(&self, name: &str) -> Result<()> {
+        self.set_global(name, abi::TVM_FFI_GLOBAL_DEFAULT)
+    }
+
+    fn set_global(&self, name: &str, mode: c_int) -> Result<()> {
         let key = TVMFFIByteArray::from_text(name);
         // SAFETY: the registry retains its own reference.
-        let rc = unsafe {
-            abi::TVMFFIFunctionSetGlobal(
-                &key,
-                self.obj.as_raw().cast(),
-                c_int::from(allow_override),
-            )
-        };
+        let rc = unsafe { abi::TVMFFIFunctionSetGlobal(&key, self.obj.as_raw().cast(), mode) };
         if rc == 0 {
             Ok(())
         } else {

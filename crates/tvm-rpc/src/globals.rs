@@ -83,8 +83,10 @@ fn text_arg(args: &[AnyView<'_>], index: usize, function: &str) -> Result<String
 }
 
 fn register(name: &str, f: impl Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static) {
-    // A name taken by someone else (a Python server environment, say) keeps their function.
-    let _ = Function::from_packed(f).register_global(name, false);
+    // As a default: a name taken by someone else (a Python server environment, say) keeps
+    // their function, and a library loaded later that brings its own (Apache TVM's
+    // libtvm_runtime.so) replaces ours instead of failing to load.
+    let _ = Function::from_packed(f).register_global_default(name);
 }
 
 fn session_module_any(core: &std::sync::Arc<SessionCore>) -> Any {

@@ -94,8 +94,10 @@ pub fn export_c_api() -> Result<()> {
 }
 
 fn register(name: &str, f: Function) {
-    // Registration happens once; a name taken by someone else keeps their function.
-    let _ = f.register_global(name, false);
+    // As a default: a name taken by someone else keeps their function, and a library loaded
+    // later that brings its own (Apache TVM's libtvm_runtime.so defines many of these names)
+    // replaces ours instead of failing to load.
+    let _ = f.register_global_default(name);
 }
 
 /// Registers a typed closure under `name`, which also names it in argument errors.

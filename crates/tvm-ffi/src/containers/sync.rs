@@ -3,7 +3,10 @@
 //! Python threads share these objects and a native function may run without the interpreter
 //! lock while another thread mutates its argument, so every access through this crate's safe
 //! API holds the object's lock for the length of one operation. The lock lives outside the
-//! object (a stripe chosen by address), so the C layout the header defines is unchanged.
+//! object (a stripe chosen by address), so the C layout the header defines is unchanged. The
+//! locks themselves are process state, kept once by the runtime library
+//! (`tvm/ffi/extra/shared_state.h`): every library built with this crate has a copy of its code,
+//! and all of them must take the same lock for the same container.
 //!
 //! Under a lock only short, self-contained work runs: reading or writing slots and taking
 //! references. Values that leave a container are dropped after the lock is released, because
@@ -14,8 +17,9 @@
 
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
-/// Number of stripes: enough that unrelated containers rarely share one.
-const STRIPES: usize = 64;
+/// Number of container locks (stripes of addresses): enough that unrelated containers rarely
+/// share one.
+pub const CONTAINER_LOCK_STRIPES: usize = 64;
 
 /// A lock that the thread holding it may take again (the std library's is unstable). It guards
 /// no data of its own: holders protect what they agree it protects.
@@ -46,7 +50,7 @@ impl ReentrantGuard<'_> {
 
 impl Drop for ReentrantGuard<'_> {
     fn drop(&mut self) {
-        self.lock.release();
+        self.lock.release_raw();
     }
 }
 
@@ -55,11 +59,6 @@ impl Default for ReentrantLock {
         ReentrantLock::new()
     }
 }
-
-#[allow(clippy::declare_interior_mutable_const)]
-const UNLOCKED: ReentrantLock = ReentrantLock::new();
-
-static LOCKS: [ReentrantLock; STRIPES] = [UNLOCKED; STRIPES];
 
 impl ReentrantLock {
     /// An unlocked lock.
@@ -80,12 +79,14 @@ impl ReentrantLock {
     /// Takes the lock for the calling thread: at once when it already holds it, otherwise
     /// after the holder releases it.
     pub fn lock(&self) -> ReentrantGuard<'_> {
-        let depth = self.acquire();
+        let depth = self.acquire_raw();
         ReentrantGuard { lock: self, depth }
     }
 
-    /// Takes the lock for this thread; returns the new depth.
-    fn acquire(&self) -> u32 {
+    /// Takes the lock for this thread without a guard; returns the new depth. Each call is
+    /// paired with one [`ReentrantLock::release_raw`] on the same thread (the process state's
+    /// container locks are taken and released through C calls, where no guard can travel).
+    pub fn acquire_raw(&self) -> u32 {
         let me = crate::thread::current_token();
         let mut state = self.state();
         if state.thread != me {
@@ -101,7 +102,8 @@ impl ReentrantLock {
         state.depth
     }
 
-    fn release(&self) {
+    /// Gives up one hold taken by [`ReentrantLock::acquire_raw`] on this thread.
+    pub fn release_raw(&self) {
         let mut state = self.state();
         state.depth -= 1;
         if state.depth == 0 {
@@ -112,24 +114,27 @@ impl ReentrantLock {
     }
 }
 
-fn stripe_of(object: *const ()) -> usize {
+/// The container lock (of [`CONTAINER_LOCK_STRIPES`]) that guards the object at `object`.
+pub fn stripe_of(object: *const ()) -> usize {
     // Objects are at least 8-byte aligned; mix the bits above that.
     let address = object as usize >> 4;
-    (address ^ (address >> 6) ^ (address >> 12)) % STRIPES
+    (address ^ (address >> 6) ^ (address >> 12)) % CONTAINER_LOCK_STRIPES
 }
 
 /// The lock of one container object, held until dropped.
 pub(crate) struct ObjectLock {
-    stripe: usize,
+    object: *const (),
     depth: u32,
 }
 
 impl ObjectLock {
     /// Locks the container at `object` for the calling thread (reentrant).
     pub(crate) fn acquire(object: *const ()) -> ObjectLock {
-        let stripe = stripe_of(object);
-        let depth = LOCKS[stripe].acquire();
-        ObjectLock { stripe, depth }
+        // SAFETY: the function only hashes the address; any value is accepted.
+        let depth = unsafe { crate::abi::TVMFFIExtContainerLock(object.cast()) };
+        // Fails only by a panic inside the runtime, which it has reported in the error slot.
+        let depth = u32::try_from(depth).expect("the runtime failed to take a container lock");
+        ObjectLock { object, depth }
     }
 
     /// Locks two containers without deadlocking against a thread that locks them the other
@@ -158,7 +163,8 @@ impl ObjectLock {
 
 impl Drop for ObjectLock {
     fn drop(&mut self) {
-        LOCKS[self.stripe].release();
+        // SAFETY: this thread holds the lock of `object`, taken in `acquire`.
+        unsafe { crate::abi::TVMFFIExtContainerUnlock(self.object.cast()) };
     }
 }
 

@@ -3,10 +3,7 @@
 //!
 //! Tensors made here always carry non-NULL strides when `ndim > 0`, as C++ consumers require.
 
-use std::collections::BTreeSet;
 use std::ffi::{c_int, c_void};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::abi::{
     self, DLDataType, DLManagedTensor, DLManagedTensorVersioned, DLTensor, TVMFFIObjectHandle,
@@ -90,16 +87,6 @@ struct TensorStorage {
     owner: OwnerWord,
 }
 
-/// Addresses of live tensors made here whose producer marked the data read-only (rare, so a
-/// side table keeps the object layout free of a flag).
-static READ_ONLY: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
-/// How many entries `READ_ONLY` holds, so that most tensors never take its lock.
-static READ_ONLY_COUNT: AtomicUsize = AtomicUsize::new(0);
-
-fn read_only_set() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
-    READ_ONLY.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Bit of a tensor deleter's `FLAGS`: the producer marked the data read-only (the tensor is in
 /// the side table).
 const READ_ONLY_FLAG: u8 = 1;
@@ -153,8 +140,8 @@ unsafe extern "C" fn tensor_deleter<const KIND: u8, const FLAGS: u8>(
 unsafe fn destroy_tensor<const KIND: u8, const FLAGS: u8>(obj: *mut c_void, flags: c_int) {
     if flags & kTVMFFIObjectDeleterFlagBitMaskStrong != 0 {
         if FLAGS & READ_ONLY_FLAG != 0 {
-            read_only_set().remove(&(obj as usize));
-            READ_ONLY_COUNT.fetch_sub(1, Ordering::Release);
+            // SAFETY: the mark is keyed by address only.
+            unsafe { crate::abi::TVMFFIExtTensorMarkReadOnly(obj.cast_const(), 0) };
         }
         let storage = obj.cast::<TensorStorage>();
         // SAFETY: the deleter's kind says which owner word the tensor holds; each owner is
@@ -256,10 +243,12 @@ impl TensorOwner {
     }
 }
 
-/// Whether the tensor object at `obj` was made here from a producer that marked it read-only.
+/// Whether the tensor object at `obj` was made from a producer that marked it read-only (by any
+/// library of the process: the marks are process state).
 #[inline]
 fn is_read_only(obj: *const crate::abi::TVMFFIObject) -> bool {
-    READ_ONLY_COUNT.load(Ordering::Acquire) > 0 && read_only_set().contains(&(obj as usize))
+    // SAFETY: the query is keyed by address only. A failure (-1) counts as read-only.
+    unsafe { crate::abi::TVMFFIExtTensorIsReadOnly(obj.cast()) != 0 }
 }
 
 /// Compact row-major strides of `shape` (wrapping, never panicking, for a shape whose element
@@ -584,8 +573,10 @@ fn finish_storage(ptr: *mut TensorStorage, read_only: bool) -> Tensor {
 #[cold]
 #[inline(never)]
 fn register_read_only(ptr: *mut TensorStorage) {
-    read_only_set().insert(ptr as usize);
-    READ_ONLY_COUNT.fetch_add(1, Ordering::Release);
+    // SAFETY: the mark is keyed by address only.
+    let rc = unsafe { crate::abi::TVMFFIExtTensorMarkReadOnly(ptr.cast_const().cast(), 1) };
+    // Fails only by a panic inside the runtime, which it has reported in the error slot.
+    assert_eq!(rc, 0, "the runtime failed to mark a tensor read-only");
 }
 
 /// Element types with a DLPack data type.

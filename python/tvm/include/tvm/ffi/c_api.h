@@ -712,10 +712,20 @@ TVM_FFI_DLL int TVMFFIFunctionCreate(void* self, TVMFFISafeCallType safe_call,
                                      void (*deleter)(void* self), TVMFFIObjectHandle* out);
 
 /*!
+ * \brief The `allow_override` value of TVMFFIFunctionSetGlobal that registers a default: an
+ *  implementation a runtime library provides for a name that a library loaded later may bring
+ *  its own of (Apache TVM's libtvm_runtime.so registers its RPC functions, say). A default never
+ *  displaces an entry, and any later registration of the name replaces it without an error.
+ */
+#define TVM_FFI_GLOBAL_DEFAULT 2
+
+/*!
  * \brief Registers `f` in the global function table under `name`.
  * \param name The name (borrowed, copied).
  * \param f An ffi.Function (borrowed; the table takes its own reference).
- * \param allow_override Non-zero: replace an existing entry. Zero: an existing entry is an error.
+ * \param allow_override 1: replace an existing entry. 0: an existing entry is an error, unless
+ *  it is a default, which is replaced. TVM_FFI_GLOBAL_DEFAULT: register a default, keeping an
+ *  existing entry.
  * \return 0; -1 with a RuntimeError if the name is taken and allow_override is 0.
  */
 TVM_FFI_DLL int TVMFFIFunctionSetGlobal(const TVMFFIByteArray* name, TVMFFIObjectHandle f,
