@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import os
 import random
 import socket
 import struct
@@ -25,7 +26,9 @@ from enum import IntEnum
 from typing import Any
 
 __all__ = [
+    "AUTH_KEY_ENV",
     "MAX_TRACKER_MSG_BYTES",
+    "RPC_CODE_BUSY",
     "RPC_CODE_DUPLICATE",
     "RPC_CODE_MISMATCH",
     "RPC_CODE_SUCCESS",
@@ -33,11 +36,13 @@ __all__ = [
     "RPC_SESS_MASK",
     "RPC_TRACKER_MAGIC",
     "TrackerCode",
+    "check_auth_key",
     "connect_with_retry",
     "get_addr_family",
     "random_key",
     "recvall",
     "recvjson",
+    "resolve_auth_key",
     "sendjson",
     "split_random_key",
 ]
@@ -52,6 +57,11 @@ RPC_CODE_SUCCESS = RPC_MAGIC + 0
 RPC_CODE_DUPLICATE = RPC_MAGIC + 1
 #: Handshake reply: no server matches the key.
 RPC_CODE_MISMATCH = RPC_MAGIC + 2
+#: Handshake reply (this runtime's servers): the client authenticated, but the server is at its
+#: limit of concurrent sessions or pending handshakes; try again later.
+RPC_CODE_BUSY = RPC_MAGIC + 3
+#: Environment variable holding the shared secret when none is passed.
+AUTH_KEY_ENV = "TVM_RPC_KEY"
 #: Device types at or above this value denote a device of a remote session.
 RPC_SESS_MASK = 128
 #: Largest JSON frame the tracker accepts (and the helpers here send or receive).
@@ -74,6 +84,33 @@ class TrackerCode(IntEnum):
     UPDATE_INFO = 5
     SUMMARY = 6
     GET_PENDING_MATCHKEYS = 7
+
+
+def check_auth_key(key: object, source: str = "auth_key") -> str:
+    """``key`` if it is a usable shared secret: a ``str`` that is not empty or whitespace.
+
+    An empty or whitespace key is a ``ValueError`` naming the value (never "authentication
+    off": leave the key unset for that); a non-string is a ``TypeError``.
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"{source} must be a str, got {type(key).__name__} {key!r}")
+    if not key.strip():
+        raise ValueError(
+            f"{source} {key!r} is empty or whitespace: an authentication key must not be empty "
+            "(leave it unset for no authentication)"
+        )
+    return key
+
+
+def resolve_auth_key(auth_key: str | None) -> str | None:
+    """The shared secret in force: ``auth_key`` if given, else ``TVM_RPC_KEY`` if it is set,
+    else None; checked by :func:`check_auth_key` (a set but empty variable is an error)."""
+    if auth_key is not None:
+        return check_auth_key(auth_key)
+    from_env = os.environ.get(AUTH_KEY_ENV)
+    if from_env is None:
+        return None
+    return check_auth_key(from_env, AUTH_KEY_ENV)
 
 
 def get_addr_family(addr: tuple[str, int]) -> socket.AddressFamily:
