@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .. import ffi
-from . import base
 from ..ffi import Device, Function, Module, get_global_func
+from . import base
 
 __all__ = ["LocalSession", "PopenSession", "RPCSession", "connect"]
 
