@@ -173,8 +173,9 @@ fn register_session_functions() {
         Ok(Any::none())
     });
     // (fd, rpc_key, secret or None, timeout_s): the server's side of a client's handshake on
-    // a borrowed socket, up to its last reply, within timeout_s in total. Returns None for a
-    // refused peer (answered; close it), else [client_key, accept_reply]: the caller sends
+    // a borrowed socket, up to its last reply, within timeout_s in total. Returns the reason
+    // (a str) for a refused peer (answered; close it), else [client_key, accept_reply]: the
+    // caller sends
     // accept_reply (or RPC_CODE_BUSY) itself, then hands the socket to a session.
     register("rpc.ServerHandshake", |args| {
         let mut socket = socket_arg(args, 0, "rpc.ServerHandshake")?;
@@ -196,10 +197,13 @@ fn register_session_functions() {
             }
             None => HANDSHAKE_TIMEOUT,
         };
+        // A refused peer is an everyday event, not an error: its reason comes back as text
+        // (an error's backtrace would be symbolized when Python reads it).
         Ok(
-            match server_verify(&mut socket, &key, secret.as_deref(), timeout)? {
-                None => Any::none(),
-                Some(verified) => [
+            match server_verify(&mut socket, &key, secret.as_deref(), timeout) {
+                Ok(None) => Any::from("not an RPC client, or a wrong key or proof"),
+                Err(error) => Any::from(format!("handshake failed: {}", error.message())),
+                Ok(Some(verified)) => [
                     Any::from(verified.hello.key),
                     tvm_ffi::Bytes::from_bytes(&verified.accept_reply).into_any(),
                 ]

@@ -223,18 +223,16 @@ class _Gate:
             _refuse(conn, peer, f"cannot start a handshake thread ({err})")
 
     def _authenticate(self, conn: socket.socket, peer: object, matchkey: str) -> None:
-        from ..error import RPCError
-
         try:
             try:
                 verified = self._handshake(
                     conn.fileno(), matchkey, self.auth_key, self.handshake_timeout
                 )
-            except (RPCError, OSError, ValueError) as err:
+            except (RuntimeError, OSError, ValueError) as err:  # bad arguments, no descriptor
                 _refuse(conn, peer, f"handshake failed: {err}", answered=True)
                 return
-            if verified is None:
-                _refuse(conn, peer, "not an RPC client, or a wrong key or proof", answered=True)
+            if isinstance(verified, str):  # refused (and answered), for this reason
+                _refuse(conn, peer, verified, answered=True)
                 return
             client_key, accept_reply = str(verified[0]), bytes(verified[1])
             with self._lock:

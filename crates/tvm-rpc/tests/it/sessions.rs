@@ -180,7 +180,9 @@ fn a_shared_secret_is_proven_without_being_sent() {
     assert_eq!(addone.call((1i64,)).unwrap().cast::<i64>().unwrap(), 2);
     let wrong = connect("127.0.0.1", port, "", Some(b"guess"), Vec::new()).unwrap_err();
     assert!(
-        wrong.message().contains("failed to prove that it holds the authentication key"),
+        wrong
+            .message()
+            .contains("failed to prove that it holds the authentication key"),
         "{}",
         wrong.message()
     );
