@@ -302,6 +302,7 @@ class TrackerRegistration:
         port: int,
         custom_addr: str | None,
         matchkey_timeout: float = 5.0,
+        auth_key: str | None = None,
     ) -> None:
         if not matchkey_timeout > 0:
             raise ValueError(f"matchkey_timeout must be positive, got {matchkey_timeout!r}")
@@ -310,6 +311,8 @@ class TrackerRegistration:
         self.port = port
         self.custom_addr = custom_addr
         self.matchkey_timeout = matchkey_timeout
+        #: The shared secret proven to a tracker that asks for one.
+        self.auth_key = auth_key
         #: How often an idle server asks the tracker which of its keys are still pending.
         self.ping_period = min(2.0, matchkey_timeout / 2)
         self.matchkey = ""
@@ -321,10 +324,7 @@ class TrackerRegistration:
 
     def _register(self, sock: socket.socket) -> None:
         try:
-            sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
-            (magic,) = struct.unpack("<i", base.recvall(sock, 4))
-            if magic != base.RPC_TRACKER_MAGIC:
-                raise RuntimeError(f"{self.addr} is not an RPC tracker")
+            base.tracker_handshake(sock, self.addr, self.auth_key)
             self.sock = sock
             info = {"key": "server:" + self.key, "addr": [self.custom_addr, self.port]}
             self._expect_success([TrackerCode.UPDATE_INFO, info])
@@ -478,7 +478,9 @@ def _start_in_worker(
     tracker = None
     if tracker_addr is not None:
         addr = (str(tracker_addr[0]), int(tracker_addr[1]))
-        tracker = TrackerRegistration(addr, key, bound, custom_addr, matchkey_timeout)
+        tracker = TrackerRegistration(
+            addr, key, bound, custom_addr, matchkey_timeout, auth_key=auth_key
+        )
     thread = threading.Thread(
         target=serve_forever,
         args=(sock, key, load_library, auth_key, tracker, init_modules),
