@@ -313,6 +313,8 @@ class _TrackerServer:
             logger.warning("%s: connection lost: %s", conn.name, err)
         except TimeoutError as err:
             logger.warning("%s: %s; closing the connection", conn.name, err or "timed out")
+            # Replies it did not read are dropped, not flushed.
+            writer.transport.abort()
         except asyncio.CancelledError:
             pass
         finally:
