@@ -399,7 +399,10 @@ pub fn client_handshake_within(
                 _ => {
                     return Err(Error::new(
                         "RPCError",
-                        format!("{address} refused the authentication key"),
+                        format!(
+                            "{address} refused the authentication key (or, a proxy, found no \
+                             server for key={user_key:?})"
+                        ),
                     ));
                 }
             }

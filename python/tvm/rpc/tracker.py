@@ -37,7 +37,6 @@ loop (standard library only).
 from __future__ import annotations
 
 import asyncio
-import errno
 import heapq
 import itertools
 import json
@@ -51,6 +50,7 @@ from typing import Any
 from ..support.popen_pool import PopenWorker
 from . import base
 from ._listen import (
+    LoopErrors,
     WorkerService,
     bind_listener,
     peer_host,
@@ -243,12 +243,12 @@ class _TrackerServer:
         self._connections: set[_Connection] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopping: asyncio.Event | None = None
-        self._out_of_descriptors = False
+        self._loop_errors = LoopErrors(logger)
 
     async def main(self) -> None:
         """Serves until a STOP request with the right key arrives."""
         self._stopping = asyncio.Event()
-        asyncio.get_running_loop().set_exception_handler(self._loop_error)
+        asyncio.get_running_loop().set_exception_handler(self._loop_errors)
         server = await asyncio.start_server(self._serve, sock=self._sock)
         async with server:
             await self._stopping.wait()
@@ -260,18 +260,6 @@ class _TrackerServer:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
         logger.info("Tracker stopped")
-
-    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        """One line per event loop error, no traceback; running out of file descriptors on
-        accept (which asyncio retries every second) is logged once until a connection is
-        accepted again."""
-        err = context.get("exception")
-        if isinstance(err, OSError) and err.errno in _OUT_OF_RESOURCES:
-            if not self._out_of_descriptors:
-                self._out_of_descriptors = True
-                logger.warning("cannot accept connections (%s); retrying while serving", err)
-            return
-        logger.warning("%s: %r", context.get("message", "event loop error"), err)
 
     def _scheduler(self, key: str) -> PriorityScheduler:
         scheduler = self._schedulers.get(key)
@@ -288,9 +276,7 @@ class _TrackerServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         name = str(writer.get_extra_info("peername"))
-        if self._out_of_descriptors:
-            self._out_of_descriptors = False
-            logger.info("accepting connections again")
+        self._loop_errors.accepted()
         if len(self._connections) >= self.limits.max_connections:
             logger.warning(
                 "%s: refused, %d connections are open", name, self.limits.max_connections
@@ -526,10 +512,6 @@ class _TrackerServer:
         ]
         queues = {key: scheduler.summary() for key, scheduler in self._schedulers.items()}
         return {"queue_info": queues, "server_info": servers}
-
-
-#: accept() errors that mean "out of descriptors or memory", retried by asyncio.
-_OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
 def _short(value: Any, limit: int = 200) -> str:
