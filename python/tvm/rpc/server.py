@@ -400,7 +400,7 @@ def serve_forever(
     tracker: TrackerRegistration | None = None,
     init_modules: Sequence[str] = (),
     handshake_timeout: float = 10.0,
-    max_pending_handshakes: int = 16,
+    max_pending_handshakes: int = 64,
     max_sessions: int = 16,
 ) -> None:
     """Accepts connections on ``sock`` and serves each in a session process of its own, once
@@ -554,7 +554,7 @@ class Server(WorkerService):
         init_modules: Sequence[str] = (),
         matchkey_timeout: float = 5.0,
         handshake_timeout: float = 10.0,
-        max_pending_handshakes: int = 16,
+        max_pending_handshakes: int = 64,
         max_sessions: int = 16,
     ) -> None:
         self.proc: PopenWorker | None = None
