@@ -14,8 +14,7 @@ import time
 import pytest
 
 import tvm
-from rpc_helpers import HOST, INT32, fresh_key
-from test_rpc_tracker_abuse import closed_by_peer
+from rpc_helpers import HOST, INT32, closed_by_peer, fresh_key
 from tvm import rpc
 from tvm.rpc import base
 from tvm.rpc.proxy import OWN_PROTOCOL_OPTION, ProxyLimits

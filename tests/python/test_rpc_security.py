@@ -4,8 +4,6 @@ count, and every test checks that a legitimate client is still served."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import select
 import socket
@@ -17,47 +15,11 @@ import time
 import pytest
 
 import tvm
-from rpc_helpers import HOST, wait_until
+from rpc_helpers import HOST, descendants, rss_mib, wait_until
 from tvm import rpc
 from tvm.rpc.base import RPC_CODE_BUSY, RPC_CODE_MISMATCH, RPC_MAGIC
 
 KEY = "s3cret"
-
-
-def _children_by_parent() -> dict[int, list[int]]:
-    table: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        table.setdefault(int(fields[1]), []).append(int(entry))
-    return table
-
-
-def descendants(pid: int) -> list[int]:
-    """The processes below ``pid`` (from /proc)."""
-    table = _children_by_parent()
-    found, stack = [], [pid]
-    while stack:
-        for child in table.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
-def rss_mib(pids: list[int]) -> float:
-    """Resident memory of ``pids`` together, in MiB."""
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-    return total / 1024
 
 
 def hello(key: str) -> bytes:

@@ -15,8 +15,7 @@ import time
 
 import pytest
 
-from rpc_helpers import HOST, INT32, fresh_key, wait_until
-from test_rpc_security import rss_mib
+from rpc_helpers import HOST, INT32, closed_by_peer, fresh_key, rss_mib, wait_until
 from tvm import rpc
 from tvm.rpc import base
 from tvm.rpc.base import TrackerCode
@@ -35,18 +34,6 @@ def opened(port: int) -> socket.socket:
     sock.sendall(INT32.pack(base.RPC_TRACKER_MAGIC))
     assert INT32.unpack(base.recvall(sock, 4))[0] == base.RPC_TRACKER_MAGIC
     return sock
-
-
-def closed_by_peer(sock: socket.socket, timeout: float) -> bool:
-    sock.settimeout(timeout)
-    try:
-        while sock.recv(65536):
-            pass
-    except TimeoutError:
-        return False
-    except OSError:
-        pass
-    return True
 
 
 def legitimate_round_trip(port: int, auth_key: str | None = None) -> None:
