@@ -1,10 +1,12 @@
 """What the RPC control-plane tests share: the address, the polling deadline, the frame
-integer and fresh device keys."""
+integer, fresh device keys, and the process and memory probes of the attack tests."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import socket
 import struct
 import time
 from collections.abc import Callable
@@ -34,3 +36,53 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = DEADLIN
 def fresh_key() -> str:
     """A device key no other test uses (tests share trackers and proxies)."""
     return f"dev{next(_KEYS)}-{os.getpid()}"
+
+
+def _children_by_parent() -> dict[int, list[int]]:
+    table: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        table.setdefault(int(fields[1]), []).append(int(entry))
+    return table
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (from /proc)."""
+    table = _children_by_parent()
+    found, stack = [], [pid]
+    while stack:
+        for child in table.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def rss_mib(pids: list[int]) -> float:
+    """Resident memory of ``pids`` together, in MiB."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return total / 1024
+
+
+def closed_by_peer(sock: socket.socket, timeout: float) -> bool:
+    """Whether the peer closes ``sock`` within ``timeout`` s (what it sends is read and
+    dropped; a reset counts as closed)."""
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    except OSError:
+        pass
+    return True

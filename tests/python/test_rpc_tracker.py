@@ -135,7 +135,7 @@ def test_constants_and_codes() -> None:
     )
     assert base.RPC_SESS_MASK == 128
     assert base.MAX_TRACKER_MSG_BYTES == 1 << 20
-    assert [int(code) for code in TrackerCode] == list(range(-1, 8))
+    assert [int(code) for code in TrackerCode] == list(range(-1, 9))
     assert TrackerCode.GET_PENDING_MATCHKEYS == 7
     assert json.dumps([TrackerCode.PUT]) == "[3]"
 
@@ -407,9 +407,8 @@ def test_session_request_connects_to_the_match(
     with rpc.connect_tracker(HOST, tracker.port) as session:
         result = session.request(key, priority=2, session_timeout=7, session_constructor_args=["x"])
     assert result == (HOST, 9300, matchkey)
-    assert fake_connect == [
-        (HOST, 9300, matchkey, {"session_timeout": 7, "session_constructor_args": ["x"]})
-    ]
+    options = {"session_timeout": 7, "session_constructor_args": ["x"], "auth_key": None}
+    assert fake_connect == [(HOST, 9300, matchkey, options)]
 
 
 def test_session_request_and_run_retries(

@@ -20,12 +20,18 @@ fn main() -> ExitCode {
         .register_global("example.scale", false);
     let mut args = std::env::args().skip(1);
     let address = args.next().unwrap_or_else(|| "127.0.0.1:9090".into());
-    let options = ServeOptions {
-        rpc_key: args.next().unwrap_or_default(),
-        auth_key: auth_key(None),
-        dedicated_process: false,
-    };
-    let server = match registered.and_then(|()| Server::bind(&address, options)) {
+    let rpc_key = args.next().unwrap_or_default();
+    let server = registered
+        .and_then(|()| auth_key(None))
+        .and_then(|auth_key| {
+            let options = ServeOptions {
+                rpc_key,
+                auth_key,
+                ..ServeOptions::default()
+            };
+            Server::bind(&address, options)
+        });
+    let server = match server {
         Ok(server) => server,
         Err(err) => {
             eprintln!("serve: {}: {}", err.kind(), err.message());

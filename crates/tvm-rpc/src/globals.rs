@@ -10,10 +10,10 @@ use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, Result};
 use tvm_runtime::Module;
 
 use crate::device::register_rpc_device_api;
-use crate::handshake::auth_key;
+use crate::handshake::{ClientHello, HANDSHAKE_TIMEOUT, auth_key, check_auth_key, server_verify};
 use crate::pipe::{PipeSession, serve_pipe};
 use crate::remote::{SessionCore, session_core_of_module};
-use crate::server::{ServeOptions, connect, serve_connection};
+use crate::server::{ServeOptions, connect, serve_authenticated, serve_connection};
 use crate::session::LocalSession;
 use crate::session::plain::plain_to_wire;
 
@@ -155,37 +155,93 @@ fn register_session_functions() {
         load.call((path.as_str(),))
     });
     register("rpc.ServeSocket", |args| {
-        let fd = arg(args, 0, "rpc.ServeSocket")?.cast::<i64>()?;
+        let socket = socket_arg(args, 0, "rpc.ServeSocket")?;
         let key = args
             .get(1)
             .map(|k| k.cast::<String>())
             .transpose()?
             .unwrap_or_default();
         let secret = match args.get(2).filter(|a| !a.is_none()) {
-            Some(value) => auth_key(Some(&value.cast::<String>()?)),
-            None => auth_key(None),
+            Some(value) => auth_key(Some(&value.cast::<String>()?))?,
+            None => auth_key(None)?,
         };
-        let fd = i32::try_from(fd)
-            .ok()
-            .filter(|fd| *fd >= 0)
-            .ok_or_else(|| Error::new(ErrorKind::ValueError, format!("bad socket fd {fd}")))?;
-        // SAFETY: the caller passes an open socket descriptor it keeps open for this call; it
-        // is only borrowed to duplicate it.
-        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-        let owned: OwnedFd = borrowed.try_clone_to_owned().map_err(|e| {
-            Error::new(
-                ErrorKind::ValueError,
-                format!("socket fd {fd} is not open: {e}"),
-            )
-        })?;
         let options = ServeOptions {
             rpc_key: key,
             auth_key: secret,
             dedicated_process: true,
+            ..ServeOptions::default()
         };
-        serve_connection(TcpStream::from(owned), &options)?;
+        serve_connection(socket, &options)?;
         Ok(Any::none())
     });
+    // (fd, rpc_key, secret or None, timeout_s): the server's side of a client's handshake on
+    // a borrowed socket, up to its last reply, within timeout_s in total. Returns the reason
+    // (a str) for a refused peer (answered; close it), else [client_key, accept_reply]: the
+    // caller sends
+    // accept_reply (or RPC_CODE_BUSY) itself, then hands the socket to a session.
+    register("rpc.ServerHandshake", |args| {
+        let mut socket = socket_arg(args, 0, "rpc.ServerHandshake")?;
+        let key = text_arg(args, 1, "rpc.ServerHandshake")?;
+        let secret = match args.get(2).filter(|a| !a.is_none()) {
+            Some(value) => Some(check_auth_key(&value.cast::<String>()?, "auth_key")?),
+            None => None,
+        };
+        let timeout = match args.get(3).filter(|a| !a.is_none()) {
+            Some(value) => {
+                let seconds = value.cast::<f64>()?;
+                if !(seconds > 0.0 && seconds.is_finite()) {
+                    tvm_ffi::bail!(
+                        ErrorKind::ValueError,
+                        "handshake timeout must be a positive number of seconds, got {seconds}"
+                    );
+                }
+                std::time::Duration::from_secs_f64(seconds)
+            }
+            None => HANDSHAKE_TIMEOUT,
+        };
+        // A refused peer is an everyday event, not an error: its reason comes back as text
+        // (an error's backtrace would be symbolized when Python reads it).
+        Ok(
+            match server_verify(&mut socket, &key, secret.as_deref(), timeout) {
+                Ok(None) => Any::from("not an RPC client, or a wrong key or proof"),
+                Err(error) => Any::from(format!("handshake failed: {}", error.message())),
+                Ok(Some(verified)) => [
+                    Any::from(verified.hello.key),
+                    tvm_ffi::Bytes::from_bytes(&verified.accept_reply).into_any(),
+                ]
+                .into_iter()
+                .collect::<tvm_ffi::Array>()
+                .into(),
+            },
+        )
+    });
+    // (fd, client_key): serves a session on a socket whose handshake rpc.ServerHandshake
+    // completed (in this process or the one that accepted it).
+    register("rpc.ServeAuthenticatedSocket", |args| {
+        let socket = socket_arg(args, 0, "rpc.ServeAuthenticatedSocket")?;
+        let key = text_arg(args, 1, "rpc.ServeAuthenticatedSocket")?;
+        serve_authenticated(socket, &ClientHello::from_key(key), true)?;
+        Ok(Any::none())
+    });
+}
+
+/// A duplicate of the socket descriptor passed as argument `index` (the caller keeps its own).
+fn socket_arg(args: &[AnyView<'_>], index: usize, function: &str) -> Result<TcpStream> {
+    let fd = arg(args, index, function)?.cast::<i64>()?;
+    let fd = i32::try_from(fd)
+        .ok()
+        .filter(|fd| *fd >= 0)
+        .ok_or_else(|| Error::new(ErrorKind::ValueError, format!("bad socket fd {fd}")))?;
+    // SAFETY: the caller passes an open socket descriptor it keeps open for this call; it is
+    // only borrowed to duplicate it.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    let owned: OwnedFd = borrowed.try_clone_to_owned().map_err(|e| {
+        Error::new(
+            ErrorKind::ValueError,
+            format!("socket fd {fd} is not open: {e}"),
+        )
+    })?;
+    Ok(TcpStream::from(owned))
 }
 
 fn connect_from_args(args: &[AnyView<'_>], function: &str, secret: Option<&str>) -> Result<Any> {
@@ -207,7 +263,7 @@ fn connect_from_args(args: &[AnyView<'_>], function: &str, secret: Option<&str>)
         .skip(4)
         .map(|a| plain_to_wire(a, "a session constructor argument"))
         .collect::<Result<Vec<_>>>()?;
-    let secret = auth_key(secret);
+    let secret = auth_key(secret)?;
     let core = connect(&host, port, &key, secret.as_deref(), constructor)?;
     Ok(session_module_any(&core))
 }

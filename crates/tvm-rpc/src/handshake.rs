@@ -1,61 +1,141 @@
-//! The data-plane handshake that opens a connection, before any packet: magic, then keys.
+//! The data-plane handshake that opens a connection, before any packet: magic, keys and, with
+//! a shared secret, a mutual proof of the secret.
+//!
+//! # Wire format
 //!
 //! Client → server: `i32 RPC_MAGIC`, `i32 len`, `client:<key>[ <options>]`. Server → client:
-//! `i32` code (`RPC_MAGIC` accepted, `+1` duplicate, `+2` key mismatch) and, when accepted,
-//! `i32 len`, `server:<key>[ <options>]`. The options a peer does not know are ignored, which is
-//! how this runtime announces its own protocol version to a peer that may be Apache TVM's.
+//! `i32` code (`RPC_MAGIC` accepted, `+1` duplicate, `+2` key mismatch or refused, `+3` busy)
+//! and, when accepted, `i32 len`, `server:<key>[ <options>]`. Options a peer does not know are
+//! ignored, which is how this runtime announces its own protocol version (`-protocol=<v>`) to a
+//! peer that may be Apache TVM's. Every integer is little-endian.
 //!
-//! A server with a shared secret adds `-nonce=<hex>` to its key; the client answers with the
-//! 32-byte HMAC-SHA256 of the nonce under the secret, and the server replies `RPC_MAGIC` (accepted)
-//! or `RPC_CODE_MISMATCH` (refused). Such a server refuses clients that cannot authenticate
-//! (Apache TVM's, or ours without the secret) with `RPC_CODE_MISMATCH` at once.
+//! # Mutual authentication (a shared secret `K` on either side)
+//!
+//! Both sides prove they hold `K` without sending it, each over a nonce the other chose, so
+//! neither a fake server nor a fake client can replay an old proof:
+//!
+//! 1. The client sends a fresh 16-byte nonce `Nc` (hex) in its key: `-cnonce=<Nc>`.
+//! 2. The server answers `RPC_MAGIC` and `server:<key> -protocol=<v> -nonce=<Ns>
+//!    -proof=<Ps>`, where `Ns` is its own fresh nonce and
+//!    `Ps = HMAC-SHA256(K, "tvm-rpc-server-proof" 0x00 Nc 0x00 Ns)` (hex).
+//! 3. The client checks `Ps` (in constant time). A server that sends no proof, or a wrong one,
+//!    is refused: a client holding a key never talks to a server that did not prove the same
+//!    key, and Apache TVM's servers (which cannot) are refused.
+//! 4. The client sends the 32 raw bytes `Pc = HMAC-SHA256(K, "tvm-rpc-client-proof" 0x00 Nc
+//!    0x00 Ns)`; the server checks it and answers `RPC_MAGIC` (accepted), `RPC_CODE_BUSY` (at
+//!    its limits) or `RPC_CODE_MISMATCH` (refused).
+//!
+//! The two proofs carry different labels, so one side's proof is never valid as the other's. A
+//! server with a secret refuses a client that does not announce the own protocol (Apache TVM's)
+//! or sends no `-cnonce` (it answers `server:<key> -protocol=<v> -auth=required`, so the client
+//! can say why). Compatibility with Apache TVM's peers holds only where neither side has a key.
+//!
+//! The handshake authenticates the peers; it does not encrypt or sign the session that
+//! follows: beyond a trusted network, carry the connection over TLS or SSH.
+//!
+//! # Deadlines
+//!
+//! Each side completes the whole handshake within one total deadline ([`HANDSHAKE_TIMEOUT`]
+//! for servers, [`CLIENT_HANDSHAKE_TIMEOUT`] for clients), not a timeout per read: a peer that
+//! sends one byte at a time cannot hold a connection past it. A server calls
+//! [`server_verify`], which checks the client and leaves the final "accepted" reply to the
+//! caller, so that the caller gives the connection a session (a process, a thread) only once
+//! the client proved itself, and can still answer `RPC_CODE_BUSY` at its limits.
 
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use tvm_ffi::{Error, Result};
+use tvm_ffi::{Error, ErrorKind, Result};
 
-use crate::protocol::{OWN_PROTOCOL_VERSION, RPC_CODE_DUPLICATE, RPC_CODE_MISMATCH, RPC_MAGIC};
+use crate::protocol::{
+    OWN_PROTOCOL_VERSION, RPC_CODE_BUSY, RPC_CODE_DUPLICATE, RPC_CODE_MISMATCH, RPC_MAGIC,
+};
 use crate::transport::connection_error;
 
 /// The longest key either side accepts.
 pub const MAX_KEY_LEN: i32 = 4096;
 
-/// How long a server waits for a client's handshake bytes.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The total time a server gives a client to complete its handshake, by default.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long a client waits for a server to answer its handshake (a server that serves one
-/// client at a time, as Apache TVM's does, answers only when it is free).
+/// The total time a client waits for a server to complete the handshake (a server that
+/// serves one client at a time, as Apache TVM's does, answers only when it is free).
 pub const CLIENT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The environment variable that holds the shared secret when none is passed.
 pub const AUTH_KEY_ENV: &str = "TVM_RPC_KEY";
 
-/// The shared secret: `explicit`, else `TVM_RPC_KEY` when set and not empty.
-pub fn auth_key(explicit: Option<&str>) -> Option<Vec<u8>> {
-    explicit
-        .map(str::to_owned)
-        .or_else(|| std::env::var(AUTH_KEY_ENV).ok())
-        .filter(|k| !k.is_empty())
-        .map(String::into_bytes)
+const SERVER_PROOF_LABEL: &[u8] = b"tvm-rpc-server-proof";
+const CLIENT_PROOF_LABEL: &[u8] = b"tvm-rpc-client-proof";
+/// Hex digits of a nonce (16 random bytes).
+const NONCE_HEX_LEN: usize = 32;
+
+/// Checks a shared secret named by `source` (for the message): an empty or whitespace-only
+/// secret is a `ValueError`, never "authentication off".
+pub fn check_auth_key(key: &str, source: &str) -> Result<Vec<u8>> {
+    if key.trim().is_empty() {
+        tvm_ffi::bail!(
+            ErrorKind::ValueError,
+            "{source} {key:?} is empty or whitespace: an authentication key must not be \
+             empty (leave it unset for no authentication)"
+        );
+    }
+    Ok(key.as_bytes().to_vec())
 }
 
-/// The keyed hash of a challenge.
-fn challenge_mac(secret: &[u8], nonce: &str) -> Hmac<Sha256> {
+/// The shared secret: `explicit` if given, else `TVM_RPC_KEY` if it is set, else none. A
+/// given or set key that is empty or whitespace is a `ValueError` naming it.
+pub fn auth_key(explicit: Option<&str>) -> Result<Option<Vec<u8>>> {
+    if let Some(key) = explicit {
+        return check_auth_key(key, "auth_key").map(Some);
+    }
+    match std::env::var_os(AUTH_KEY_ENV) {
+        None => Ok(None),
+        Some(value) => {
+            let text = value.into_string().map_err(|v| {
+                Error::new(
+                    ErrorKind::ValueError,
+                    format!("{AUTH_KEY_ENV} {v:?} is not valid UTF-8"),
+                )
+            })?;
+            check_auth_key(&text, AUTH_KEY_ENV).map(Some)
+        }
+    }
+}
+
+/// `HMAC-SHA256(secret, label 0x00 client_nonce 0x00 server_nonce)`.
+fn proof_mac(secret: &[u8], label: &[u8], client_nonce: &str, server_nonce: &str) -> Hmac<Sha256> {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC accepts keys of any size");
-    mac.update(b"tvm-rpc-auth:");
-    mac.update(nonce.as_bytes());
+    mac.update(label);
+    mac.update(b"\0");
+    mac.update(client_nonce.as_bytes());
+    mac.update(b"\0");
+    mac.update(server_nonce.as_bytes());
     mac
 }
 
-fn fresh_nonce() -> std::io::Result<String> {
-    let mut bytes = [0u8; 16];
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
+}
+
+fn fresh_nonce() -> io::Result<String> {
+    let mut bytes = [0u8; NONCE_HEX_LEN / 2];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(to_hex(&bytes))
 }
 
 /// The option that announces [`OWN_PROTOCOL_VERSION`].
@@ -68,6 +148,11 @@ pub fn key_options(key: &str) -> impl Iterator<Item = &str> {
     key.split_whitespace().skip(1)
 }
 
+/// The value of option `-<name>=` of a key, if present.
+fn option<'a>(key: &'a str, name: &str) -> Option<&'a str> {
+    key_options(key).find_map(|o| o.strip_prefix('-')?.strip_prefix(name)?.strip_prefix('='))
+}
+
 /// Whether a key announces this runtime's own protocol.
 pub fn announces_own_protocol(key: &str) -> bool {
     let option = own_protocol_option();
@@ -76,34 +161,125 @@ pub fn announces_own_protocol(key: &str) -> bool {
 
 /// The session timeout a client key asks for (`-timeout=<seconds>`), if any.
 pub fn timeout_option(key: &str) -> Option<f64> {
-    key_options(key)
-        .find_map(|o| o.strip_prefix("-timeout="))
+    option(key, "timeout")
         .and_then(|t| t.parse::<f64>().ok())
         .filter(|t| *t > 0.0 && t.is_finite())
 }
 
-fn write_key(socket: &mut TcpStream, code: i32, key: &str) -> std::io::Result<()> {
+/// One total deadline for every read and write of a handshake.
+#[derive(Clone, Copy, Debug)]
+struct Deadline {
+    at: Instant,
+    limit: Duration,
+}
+
+impl Deadline {
+    fn after(limit: Duration) -> Deadline {
+        Deadline {
+            at: Instant::now() + limit,
+            limit,
+        }
+    }
+
+    fn expired(&self) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the handshake did not complete within {:.1} s",
+                self.limit.as_secs_f64()
+            ),
+        )
+    }
+
+    fn remaining(&self) -> io::Result<Duration> {
+        let left = self.at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(self.expired())
+        } else {
+            Ok(left)
+        }
+    }
+
+    /// Reads exactly `buf.len()` bytes, each read bounded by the time left.
+    fn read_exact(&self, socket: &mut TcpStream, mut buf: &mut [u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            socket.set_read_timeout(Some(self.remaining()?))?;
+            match socket.read(buf) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the peer closed the connection during the handshake",
+                    ));
+                }
+                Ok(n) => buf = &mut buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(self.expired());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes all of `bytes`, each write bounded by the time left.
+    fn write_all(&self, socket: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            socket.set_write_timeout(Some(self.remaining()?))?;
+            match socket.write(bytes) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => bytes = &bytes[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(self.expired());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn read_i32(&self, socket: &mut TcpStream) -> io::Result<i32> {
+        let mut word = [0u8; 4];
+        self.read_exact(socket, &mut word)?;
+        Ok(i32::from_le_bytes(word))
+    }
+
+    /// A length-prefixed UTF-8 key; `None` if the length or the text is invalid.
+    fn read_key(&self, socket: &mut TcpStream) -> io::Result<Option<String>> {
+        let len = self.read_i32(socket)?;
+        if !(0..=MAX_KEY_LEN).contains(&len) {
+            return Ok(None);
+        }
+        let mut key = vec![0u8; len as usize];
+        self.read_exact(socket, &mut key)?;
+        Ok(String::from_utf8(key).ok())
+    }
+}
+
+/// `code`, then the length-prefixed `key`.
+fn key_message(code: i32, key: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + key.len());
     out.extend_from_slice(&code.to_le_bytes());
     out.extend_from_slice(&(key.len() as i32).to_le_bytes());
     out.extend_from_slice(key.as_bytes());
-    socket.write_all(&out)
+    out
 }
 
-fn read_i32(socket: &mut TcpStream) -> std::io::Result<i32> {
-    let mut word = [0u8; 4];
-    socket.read_exact(&mut word)?;
-    Ok(i32::from_le_bytes(word))
-}
-
-fn read_key(socket: &mut TcpStream) -> std::io::Result<Option<String>> {
-    let len = read_i32(socket)?;
-    if !(0..=MAX_KEY_LEN).contains(&len) {
-        return Ok(None);
-    }
-    let mut key = vec![0u8; len as usize];
-    socket.read_exact(&mut key)?;
-    Ok(String::from_utf8(key).ok())
+/// Clears the timeouts the handshake set, for the session that follows.
+fn clear_timeouts(socket: &TcpStream) -> io::Result<()> {
+    socket.set_read_timeout(None)?;
+    socket.set_write_timeout(None)
 }
 
 /// What the client learned from the handshake.
@@ -114,81 +290,136 @@ pub struct Accepted {
     pub own_protocol: bool,
 }
 
+fn refused_code(address: &str, user_key: &str, code: i32) -> Error {
+    let message = match code {
+        RPC_CODE_MISMATCH => {
+            format!("{address} has no server that matches key={user_key:?} (or refused it)")
+        }
+        RPC_CODE_DUPLICATE => format!("{address} already has a server with key={user_key:?}"),
+        RPC_CODE_BUSY => format!(
+            "{address} refused the connection: it is at its limit of concurrent sessions or \
+             pending handshakes (try again later)"
+        ),
+        other => format!("{address} is not a TVM RPC server (it answered {other:#x})"),
+    };
+    Error::new("RPCError", message)
+}
+
 /// Runs the client side on a connected socket. `key` is the user's key with its options
-/// (`"gpu -timeout=10"`).
+/// (`"gpu -timeout=10"`); `secret` is the shared secret: with one, the server must prove it
+/// holds the same (see the module documentation).
 pub fn client_handshake(
     socket: &mut TcpStream,
     address: &str,
     key: &str,
     secret: Option<&[u8]>,
 ) -> Result<Accepted> {
-    let full_key = format!("client:{key} {}", own_protocol_option());
-    let io = |e: std::io::Error| {
-        if matches!(
-            e.kind(),
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-        ) {
+    client_handshake_within(socket, address, key, secret, CLIENT_HANDSHAKE_TIMEOUT)
+}
+
+/// [`client_handshake`] with a total deadline of `limit`.
+pub fn client_handshake_within(
+    socket: &mut TcpStream,
+    address: &str,
+    key: &str,
+    secret: Option<&[u8]>,
+    limit: Duration,
+) -> Result<Accepted> {
+    let deadline = Deadline::after(limit);
+    let io = |e: io::Error| {
+        if e.kind() == io::ErrorKind::TimedOut {
             return Error::new(
                 "RPCError",
                 format!(
-                    "{address} did not answer the handshake within {} s (a server that serves \
-                     one client at a time may be busy)",
-                    CLIENT_HANDSHAKE_TIMEOUT.as_secs()
+                    "{address} did not complete the handshake within {:.1} s (a server that \
+                     serves one client at a time may be busy)",
+                    limit.as_secs_f64()
                 ),
             );
         }
         connection_error(e, &format!("opening a session with {address}"))
     };
-    socket
-        .set_read_timeout(Some(CLIENT_HANDSHAKE_TIMEOUT))
-        .map_err(io)?;
-    write_key(socket, RPC_MAGIC, full_key.trim()).map_err(io)?;
-    let code = read_i32(socket).map_err(io)?;
-    let user_key = key.split_whitespace().next().unwrap_or("");
-    match code {
-        RPC_MAGIC => {}
-        RPC_CODE_MISMATCH => {
-            return Err(Error::new(
-                "RPCError",
-                format!("{address} has no server that matches key={user_key:?} (or refused it)"),
-            ));
-        }
-        RPC_CODE_DUPLICATE => {
-            return Err(Error::new(
-                "RPCError",
-                format!("{address} already has a server with key={user_key:?}"),
-            ));
-        }
-        other => {
-            return Err(Error::new(
-                "RPCError",
-                format!("{address} is not a TVM RPC server (it answered {other:#x})"),
-            ));
-        }
+    let client_nonce = match secret {
+        Some(_) => Some(fresh_nonce().map_err(io)?),
+        None => None,
+    };
+    let mut full_key = format!("client:{key} {}", own_protocol_option());
+    if let Some(nonce) = &client_nonce {
+        full_key = format!("{full_key} -cnonce={nonce}");
     }
-    let server_key = read_key(socket)
+    deadline
+        .write_all(socket, &key_message(RPC_MAGIC, full_key.trim()))
+        .map_err(io)?;
+    let user_key = key.split_whitespace().next().unwrap_or("");
+    let code = deadline.read_i32(socket).map_err(io)?;
+    if code != RPC_MAGIC {
+        return Err(refused_code(address, user_key, code));
+    }
+    let server_key = deadline
+        .read_key(socket)
         .map_err(io)?
         .ok_or_else(|| Error::new("RPCError", format!("{address} sent a malformed server key")))?;
     let own_protocol = announces_own_protocol(&server_key);
-    if let Some(nonce) = key_options(&server_key).find_map(|o| o.strip_prefix("-nonce=")) {
-        let Some(secret) = secret else {
-            return Err(Error::new(
-                "RPCError",
-                format!(
-                    "{address} requires an authentication key: pass auth_key or set {AUTH_KEY_ENV}"
-                ),
-            ));
-        };
-        let response: [u8; 32] = challenge_mac(secret, nonce).finalize().into_bytes().into();
-        socket.write_all(&response).map_err(io)?;
-        if read_i32(socket).map_err(io)? != RPC_MAGIC {
-            return Err(Error::new(
-                "RPCError",
-                format!("{address} refused the authentication key"),
-            ));
+    let server_nonce = option(&server_key, "nonce");
+    match (secret, client_nonce) {
+        (Some(secret), Some(client_nonce)) => {
+            let (Some(server_nonce), Some(proof)) = (server_nonce, option(&server_key, "proof"))
+            else {
+                return Err(Error::new(
+                    "RPCError",
+                    format!(
+                        "{address} did not prove that it holds the authentication key (it sent \
+                         no proof): refusing it, since this client has a key"
+                    ),
+                ));
+            };
+            let proven = from_hex(proof).is_some_and(|proof| {
+                proof_mac(secret, SERVER_PROOF_LABEL, &client_nonce, server_nonce)
+                    .verify_slice(&proof)
+                    .is_ok()
+            });
+            if !proven {
+                return Err(Error::new(
+                    "RPCError",
+                    format!(
+                        "{address} failed to prove that it holds the authentication key: it \
+                         holds a different key, or it is not the server it claims to be"
+                    ),
+                ));
+            }
+            let answer: [u8; 32] =
+                proof_mac(secret, CLIENT_PROOF_LABEL, &client_nonce, server_nonce)
+                    .finalize()
+                    .into_bytes()
+                    .into();
+            deadline.write_all(socket, &answer).map_err(io)?;
+            match deadline.read_i32(socket).map_err(io)? {
+                RPC_MAGIC => {}
+                RPC_CODE_BUSY => return Err(refused_code(address, user_key, RPC_CODE_BUSY)),
+                _ => {
+                    return Err(Error::new(
+                        "RPCError",
+                        format!(
+                            "{address} refused the authentication key (or, a proxy, found no \
+                             server for key={user_key:?})"
+                        ),
+                    ));
+                }
+            }
+        }
+        _ => {
+            if server_nonce.is_some() || option(&server_key, "auth").is_some() {
+                return Err(Error::new(
+                    "RPCError",
+                    format!(
+                        "{address} requires an authentication key: pass auth_key or set \
+                         {AUTH_KEY_ENV}"
+                    ),
+                ));
+            }
         }
     }
-    socket.set_read_timeout(None).map_err(io)?;
+    clear_timeouts(socket).map_err(io)?;
     Ok(Accepted {
         server_key,
         own_protocol,
@@ -203,59 +434,136 @@ pub struct ClientHello {
     pub own_protocol: bool,
 }
 
-/// Runs the server side on an accepted socket: `Ok(None)` when the peer is not an RPC client
-/// (wrong magic, a key that does not match: it was answered and should be closed).
-pub fn server_handshake(
+impl ClientHello {
+    /// The hello of a client whose handshake another process completed (see
+    /// [`server_verify`]).
+    pub fn from_key(key: String) -> ClientHello {
+        let own_protocol = announces_own_protocol(&key);
+        ClientHello { key, own_protocol }
+    }
+}
+
+/// A client that proved itself, waiting for the server's last reply.
+pub struct Verified {
+    /// What the client said.
+    pub hello: ClientHello,
+    /// The bytes that accept the client ([`Verified::admit`] sends them).
+    pub accept_reply: Vec<u8>,
+}
+
+impl Verified {
+    /// Accepts the client: sends the last reply and clears the handshake's timeouts.
+    pub fn admit(self, socket: &mut TcpStream) -> Result<ClientHello> {
+        let io = |e| connection_error(e, "accepting a client");
+        Deadline::after(HANDSHAKE_TIMEOUT)
+            .write_all(socket, &self.accept_reply)
+            .map_err(io)?;
+        clear_timeouts(socket).map_err(io)?;
+        Ok(self.hello)
+    }
+}
+
+/// Answers `code` to a refused peer (errors ignored: the connection is dropped anyway).
+fn refuse(socket: &mut TcpStream, deadline: &Deadline, code: i32) {
+    let _ = deadline.write_all(socket, &code.to_le_bytes());
+}
+
+/// Answers [`RPC_CODE_BUSY`] to a client the server cannot take now.
+pub fn refuse_busy(socket: &mut TcpStream) {
+    refuse(
+        socket,
+        &Deadline::after(Duration::from_secs(1)),
+        RPC_CODE_BUSY,
+    );
+}
+
+/// Runs the server side up to, not including, the last reply: reads the client's key and,
+/// with a `secret`, runs the mutual proof, all within `limit` in total. `Ok(None)` when the
+/// peer is not an RPC client or was refused (wrong magic, key or proof: it was answered and
+/// should be closed); an error when the connection failed or the deadline passed.
+pub fn server_verify(
     socket: &mut TcpStream,
     rpc_key: &str,
     secret: Option<&[u8]>,
-) -> Result<Option<ClientHello>> {
+    limit: Duration,
+) -> Result<Option<Verified>> {
+    let deadline = Deadline::after(limit);
     let io = |e| connection_error(e, "reading a client's handshake");
-    socket
-        .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
-        .map_err(io)?;
-    if read_i32(socket).map_err(io)? != RPC_MAGIC {
+    if deadline.read_i32(socket).map_err(io)? != RPC_MAGIC {
         return Ok(None);
     }
-    let Some(key) = read_key(socket).map_err(io)? else {
+    let Some(key) = deadline.read_key(socket).map_err(io)? else {
         return Ok(None);
     };
     let expected = format!("client:{rpc_key}");
     if key.split_whitespace().next() != Some(expected.as_str()) {
-        let _ = socket.write_all(&RPC_CODE_MISMATCH.to_le_bytes());
+        refuse(socket, &deadline, RPC_CODE_MISMATCH);
         return Ok(None);
     }
     let own_protocol = announces_own_protocol(&key);
-    if secret.is_some() && !own_protocol {
-        // A peer that cannot authenticate is refused before it sees anything else.
-        let _ = socket.write_all(&RPC_CODE_MISMATCH.to_le_bytes());
-        return Ok(None);
-    }
     let mut reply = format!("server:{rpc_key}");
     if own_protocol {
         reply = format!("{reply} {}", own_protocol_option());
     }
-    let nonce = match secret {
-        Some(_) => Some(fresh_nonce().map_err(io)?),
-        None => None,
+    let Some(secret) = secret else {
+        return Ok(Some(Verified {
+            accept_reply: key_message(RPC_MAGIC, &reply),
+            hello: ClientHello { key, own_protocol },
+        }));
     };
-    if let Some(nonce) = &nonce {
-        reply = format!("{reply} -nonce={nonce}");
+    if !own_protocol {
+        // A peer that cannot authenticate (Apache TVM's) is refused before it sees anything.
+        refuse(socket, &deadline, RPC_CODE_MISMATCH);
+        return Ok(None);
     }
-    write_key(socket, RPC_MAGIC, &reply).map_err(io)?;
-    if let (Some(secret), Some(nonce)) = (secret, nonce) {
-        let mut response = [0u8; 32];
-        socket.read_exact(&mut response).map_err(io)?;
-        // A constant-time comparison.
-        if challenge_mac(secret, &nonce)
-            .verify_slice(&response)
-            .is_err()
-        {
-            let _ = socket.write_all(&RPC_CODE_MISMATCH.to_le_bytes());
-            return Ok(None);
-        }
-        socket.write_all(&RPC_MAGIC.to_le_bytes()).map_err(io)?;
+    let client_nonce = option(&key, "cnonce")
+        .filter(|n| n.len() == NONCE_HEX_LEN && from_hex(n).is_some())
+        .map(str::to_owned);
+    let Some(client_nonce) = client_nonce else {
+        // Ours, without the key: tell it why before closing.
+        let _ = deadline.write_all(
+            socket,
+            &key_message(RPC_MAGIC, &format!("{reply} -auth=required")),
+        );
+        return Ok(None);
+    };
+    let server_nonce = fresh_nonce().map_err(io)?;
+    let proof = proof_mac(secret, SERVER_PROOF_LABEL, &client_nonce, &server_nonce)
+        .finalize()
+        .into_bytes();
+    let challenge = format!(
+        "{reply} -nonce={server_nonce} -proof={}",
+        to_hex(proof.as_slice())
+    );
+    deadline
+        .write_all(socket, &key_message(RPC_MAGIC, &challenge))
+        .map_err(io)?;
+    let mut answer = [0u8; 32];
+    deadline.read_exact(socket, &mut answer).map_err(io)?;
+    // verify_slice compares in constant time.
+    if proof_mac(secret, CLIENT_PROOF_LABEL, &client_nonce, &server_nonce)
+        .verify_slice(&answer)
+        .is_err()
+    {
+        refuse(socket, &deadline, RPC_CODE_MISMATCH);
+        return Ok(None);
     }
-    socket.set_read_timeout(None).map_err(io)?;
-    Ok(Some(ClientHello { key, own_protocol }))
+    Ok(Some(Verified {
+        accept_reply: RPC_MAGIC.to_le_bytes().to_vec(),
+        hello: ClientHello { key, own_protocol },
+    }))
+}
+
+/// Runs the whole server side on an accepted socket within `limit`: [`server_verify`], then
+/// [`Verified::admit`]. `Ok(None)` when the peer was refused (answered; close it).
+pub fn server_handshake(
+    socket: &mut TcpStream,
+    rpc_key: &str,
+    secret: Option<&[u8]>,
+    limit: Duration,
+) -> Result<Option<ClientHello>> {
+    match server_verify(socket, rpc_key, secret, limit)? {
+        Some(verified) => verified.admit(socket).map(Some),
+        None => Ok(None),
+    }
 }

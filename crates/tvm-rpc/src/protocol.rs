@@ -10,6 +10,10 @@ pub const RPC_MAGIC: i32 = 0xFF271;
 pub const RPC_CODE_DUPLICATE: i32 = RPC_MAGIC + 1;
 /// Reply: no server matches the key (or the key was refused).
 pub const RPC_CODE_MISMATCH: i32 = RPC_MAGIC + 2;
+/// Reply of this runtime's servers: the client authenticated but the server is at its limit of
+/// concurrent sessions or pending handshakes; try again later. (Apache TVM's client reports it
+/// as "not a TVM RPC server".)
+pub const RPC_CODE_BUSY: i32 = RPC_MAGIC + 3;
 /// The magic number that opens a connection to a tracker.
 pub const RPC_TRACKER_MAGIC: i32 = 0x2F271;
 

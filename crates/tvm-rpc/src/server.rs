@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread;
 use std::time::Duration;
@@ -11,7 +12,10 @@ use tvm_ffi::{AnyView, Error, ErrorKind, Function, Result};
 
 use crate::codec::{Message, WireValue, decode_message, encode_message};
 use crate::endpoint::{send_reply, serve, version_supported};
-use crate::handshake::{auth_key, client_handshake, server_handshake, timeout_option};
+use crate::handshake::{
+    ClientHello, HANDSHAKE_TIMEOUT, auth_key, client_handshake, refuse_busy, server_handshake,
+    timeout_option,
+};
 use crate::protocol::{OWN_PROTOCOL_VERSION, PROTOCOL_VERSION, SESSION_TIMEOUT_PREFIX};
 use crate::remote::{SessionCore, session_of_module};
 use crate::session::plain::plain_from_wire;
@@ -101,7 +105,7 @@ fn construct_session(args: Vec<WireValue>) -> Result<Arc<dyn RpcSession>> {
                 .ok_or_else(|| Error::new(ErrorKind::ValueError, "rpc.Connect needs a port"))?;
             let key = text(3).unwrap_or_default();
             let nested = args.into_iter().skip(5).collect();
-            let core = connect(&host, port, &key, auth_key(None).as_deref(), nested)?;
+            let core = connect(&host, port, &key, auth_key(None)?.as_deref(), nested)?;
             Ok(Arc::clone(core.session()))
         }
         other => {
@@ -132,12 +136,17 @@ fn construct_session(args: Vec<WireValue>) -> Result<Arc<dyn RpcSession>> {
 pub struct ServeOptions {
     /// The key clients must present (`client:<key>`).
     pub rpc_key: String,
-    /// The shared secret clients must prove they hold (see [`crate::handshake`]); `None`: any
-    /// client with the key is served.
+    /// The shared secret clients must prove they hold, and that the server proves it holds
+    /// (see [`crate::handshake`]); `None`: any client with the key is served.
     pub auth_key: Option<Vec<u8>>,
     /// Whether this process serves only this connection: when a session outlives its timeout
     /// inside a call that does not return, the process exits (the call cannot be interrupted).
     pub dedicated_process: bool,
+    /// The total time a client has to complete its handshake (`None`: [`HANDSHAKE_TIMEOUT`]).
+    pub handshake_timeout: Option<Duration>,
+    /// The most connections [`Server::run`] serves at once, handshakes included (`None` or 0:
+    /// no limit); a client beyond it gets `RPC_CODE_BUSY`.
+    pub max_connections: Option<usize>,
 }
 
 /// Serves one accepted connection to the end: handshake, session construction, requests. A
@@ -145,12 +154,27 @@ pub struct ServeOptions {
 /// client key with `-timeout=<seconds>` ends the session after that long with
 /// `RPCSessionTimeoutError`.
 pub fn serve_connection(mut socket: TcpStream, options: &ServeOptions) -> Result<()> {
-    let Some(hello) = server_handshake(&mut socket, &options.rpc_key, options.auth_key.as_deref())?
+    let Some(hello) = server_handshake(
+        &mut socket,
+        &options.rpc_key,
+        options.auth_key.as_deref(),
+        options.handshake_timeout.unwrap_or(HANDSHAKE_TIMEOUT),
+    )?
     else {
         return Ok(());
     };
+    serve_authenticated(socket, &hello, options.dedicated_process)
+}
+
+/// Serves a connection whose handshake is complete (here or in another process, see
+/// [`crate::handshake::server_verify`]): session construction, then requests.
+pub fn serve_authenticated(
+    socket: TcpStream,
+    hello: &ClientHello,
+    dedicated_process: bool,
+) -> Result<()> {
     let timer = timeout_option(&hello.key)
-        .map(|seconds| SessionTimer::start(&socket, seconds, options.dedicated_process))
+        .map(|seconds| SessionTimer::start(&socket, seconds, dedicated_process))
         .transpose()?;
     let mut transport = Transport::from_socket(socket)?;
     if let Some(timer) = &timer {
@@ -273,16 +297,33 @@ impl Server {
         self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
     }
 
-    /// Accepts and serves connections until the listener fails.
+    /// Accepts and serves connections until the listener fails. Beyond
+    /// [`ServeOptions::max_connections`], a client is answered `RPC_CODE_BUSY` and closed.
     pub fn run(&self) -> Result<()> {
+        let live = Arc::new(AtomicUsize::new(0));
+        let limit = self.options.max_connections.filter(|n| *n > 0);
         for connection in self.listener.incoming() {
-            let socket = connection.map_err(|e| {
-                Error::new(
-                    ErrorKind::RuntimeError,
-                    format!("accepting a connection: {e}"),
-                )
-            })?;
+            let mut socket = match connection {
+                Ok(socket) => socket,
+                // Out of descriptors or memory: wait for connections to end, keep serving.
+                Err(e) if is_resource_exhaustion(&e) => {
+                    thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
+                Err(e) => {
+                    return Err(Error::new(
+                        ErrorKind::RuntimeError,
+                        format!("accepting a connection: {e}"),
+                    ));
+                }
+            };
+            if limit.is_some_and(|limit| live.load(Ordering::SeqCst) >= limit) {
+                refuse_busy(&mut socket);
+                continue;
+            }
+            live.fetch_add(1, Ordering::SeqCst);
             let options = self.options.clone();
+            let live = Arc::clone(&live);
             thread::spawn(move || {
                 if let Err(error) = serve_connection(socket, &options) {
                     eprintln!(
@@ -290,8 +331,17 @@ impl Server {
                         error.message()
                     );
                 }
+                live.fetch_sub(1, Ordering::SeqCst);
             });
         }
         Ok(())
     }
+}
+
+/// Whether an `accept` failed for lack of descriptors or memory (worth retrying later).
+fn is_resource_exhaustion(err: &std::io::Error) -> bool {
+    matches!(
+        err.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
 }

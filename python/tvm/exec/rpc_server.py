@@ -26,9 +26,15 @@ def main(argv: list[str] | None = None) -> int:
 
     import logging
 
+    from ..rpc.base import resolve_auth_key
     from ..rpc.server import TrackerRegistration, bind_socket, serve_forever
 
     logging.basicConfig(level=logging.WARNING if args.silent else logging.INFO)
+    try:
+        # The shared secret comes from TVM_RPC_KEY (never from the command line).
+        auth_key = resolve_auth_key(None)
+    except ValueError as err:
+        parser.error(str(err))
     tracker_addr = None
     if args.tracker is not None:
         host, sep, port_text = args.tracker.rpartition(":")
@@ -39,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     host, port = sock.getsockname()[:2]
     tracker = None
     if tracker_addr is not None:
-        tracker = TrackerRegistration(tracker_addr, args.key, port, args.custom_addr)
+        tracker = TrackerRegistration(
+            tracker_addr, args.key, port, args.custom_addr, auth_key=auth_key
+        )
     print(f"RPC server listening on {host}:{port}", flush=True)
 
     def stop(signum: int, frame: object) -> None:
@@ -48,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        serve_forever(sock, args.key, args.load_library, tracker=tracker)
+        serve_forever(sock, args.key, args.load_library, auth_key=auth_key, tracker=tracker)
     except KeyboardInterrupt:
         pass
     return 0

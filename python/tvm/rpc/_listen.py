@@ -76,6 +76,35 @@ def stderr_logger(name: str, silent: bool) -> logging.Logger:
     return log
 
 
+#: accept() errors that mean "out of descriptors or memory" (asyncio retries them).
+OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+
+
+class LoopErrors:
+    """An event loop exception handler for the services: one log line per error, never a
+    traceback; running out of descriptors on accept, which asyncio retries every second, is
+    logged once until :meth:`accepted` is called for a new connection."""
+
+    def __init__(self, log: logging.Logger) -> None:
+        self.log = log
+        self.out_of_resources = False
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        err = context.get("exception")
+        if isinstance(err, OSError) and err.errno in OUT_OF_RESOURCES:
+            if not self.out_of_resources:
+                self.out_of_resources = True
+                self.log.warning("cannot accept connections (%s); retrying while serving", err)
+            return
+        self.log.warning("%s: %r", context.get("message", "event loop error"), err)
+
+    def accepted(self) -> None:
+        """A connection was accepted: the next shortage is logged again."""
+        if self.out_of_resources:
+            self.out_of_resources = False
+            self.log.info("accepting connections again")
+
+
 def run_in_thread(main: Callable[[], Coroutine[Any, Any, None]], name: str) -> threading.Thread:
     """Runs ``main()`` in a fresh event loop in a daemon thread; returns the started thread."""
 

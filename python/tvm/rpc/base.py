@@ -14,9 +14,13 @@ All integers are little-endian 32-bit.
 from __future__ import annotations
 
 import errno
+import hashlib
+import hmac
 import json
 import logging
+import os
 import random
+import secrets
 import socket
 import struct
 import time
@@ -25,21 +29,27 @@ from enum import IntEnum
 from typing import Any
 
 __all__ = [
+    "AUTH_KEY_ENV",
     "MAX_TRACKER_MSG_BYTES",
+    "RPC_CODE_BUSY",
     "RPC_CODE_DUPLICATE",
     "RPC_CODE_MISMATCH",
     "RPC_CODE_SUCCESS",
     "RPC_MAGIC",
     "RPC_SESS_MASK",
     "RPC_TRACKER_MAGIC",
+    "RPC_TRACKER_MAGIC_AUTH",
     "TrackerCode",
+    "check_auth_key",
     "connect_with_retry",
     "get_addr_family",
     "random_key",
     "recvall",
     "recvjson",
+    "resolve_auth_key",
     "sendjson",
     "split_random_key",
+    "tracker_handshake",
 ]
 
 #: Magic number of the data-plane handshake; also the "accepted" reply.
@@ -52,6 +62,13 @@ RPC_CODE_SUCCESS = RPC_MAGIC + 0
 RPC_CODE_DUPLICATE = RPC_MAGIC + 1
 #: Handshake reply: no server matches the key.
 RPC_CODE_MISMATCH = RPC_MAGIC + 2
+#: Handshake reply (this runtime's servers): the client authenticated, but the server is at its
+#: limit of concurrent sessions or pending handshakes; try again later.
+RPC_CODE_BUSY = RPC_MAGIC + 3
+#: Environment variable holding the shared secret when none is passed.
+AUTH_KEY_ENV = "TVM_RPC_KEY"
+#: The tracker's reply to the magic when it has a shared secret: authenticate first.
+RPC_TRACKER_MAGIC_AUTH = RPC_TRACKER_MAGIC + 1
 #: Device types at or above this value denote a device of a remote session.
 RPC_SESS_MASK = 128
 #: Largest JSON frame the tracker accepts (and the helpers here send or receive).
@@ -74,6 +91,99 @@ class TrackerCode(IntEnum):
     UPDATE_INFO = 5
     SUMMARY = 6
     GET_PENDING_MATCHKEYS = 7
+    #: Proof of the shared secret on a tracker that has one (see :func:`tracker_handshake`).
+    AUTH = 8
+
+
+def check_auth_key(key: object, source: str = "auth_key") -> str:
+    """``key`` if it is a usable shared secret: a ``str`` that is not empty or whitespace.
+
+    An empty or whitespace key is a ``ValueError`` naming the value (never "authentication
+    off": leave the key unset for that); a non-string is a ``TypeError``.
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"{source} must be a str, got {type(key).__name__} {key!r}")
+    if not key.strip():
+        raise ValueError(
+            f"{source} {key!r} is empty or whitespace: an authentication key must not be empty "
+            "(leave it unset for no authentication)"
+        )
+    return key
+
+
+def resolve_auth_key(auth_key: str | None) -> str | None:
+    """The shared secret in force: ``auth_key`` if given, else ``TVM_RPC_KEY`` if it is set,
+    else None; checked by :func:`check_auth_key` (a set but empty variable is an error)."""
+    if auth_key is not None:
+        return check_auth_key(auth_key)
+    from_env = os.environ.get(AUTH_KEY_ENV)
+    if from_env is None:
+        return None
+    return check_auth_key(from_env, AUTH_KEY_ENV)
+
+
+#: Labels of the tracker's proofs (a client's proof is never valid as the tracker's).
+TRACKER_CLIENT_PROOF = "tvm-rpc-tracker-client-proof"
+TRACKER_PROOF = "tvm-rpc-tracker-proof"
+
+
+def fresh_nonce() -> str:
+    """16 random bytes, in hex."""
+    return secrets.token_hex(16)
+
+
+def auth_proof(auth_key: str, label: str, *nonces: str) -> str:
+    """``HMAC-SHA256(auth_key, label 0x00 nonce 0x00 nonce ...)`` in hex: the proof of the
+    shared secret over fresh nonces that the tracker and the proxy exchange."""
+    message = "\0".join([label, *nonces]).encode("utf-8")
+    return hmac.new(auth_key.encode("utf-8"), message, hashlib.sha256).hexdigest()
+
+
+def proof_matches(expected: str, given: object) -> bool:
+    """Whether ``given`` is the proof ``expected`` (compared in constant time)."""
+    return isinstance(given, str) and hmac.compare_digest(expected, given)
+
+
+def tracker_handshake(sock: socket.socket, addr: object, auth_key: str | None) -> None:
+    """Opens the control plane on a socket connected to a tracker: sends the magic and, when
+    the tracker answers that it has a shared secret (:data:`RPC_TRACKER_MAGIC_AUTH`), proves
+    ``auth_key`` and checks that the tracker proves the same:
+
+    tracker → ``[AUTH, Nt]``; client → ``[AUTH, Nc, HMAC(K, TRACKER_CLIENT_PROOF, Nt, Nc)]``;
+    tracker → ``[SUCCESS, HMAC(K, TRACKER_PROOF, Nt, Nc)]`` (or ``FAIL``, and it closes).
+
+    ``RuntimeError`` naming ``addr`` if the peer is not a tracker, or if either side fails to
+    prove the key (a keyed tracker and a client without a key included)."""
+    sock.sendall(_INT32.pack(RPC_TRACKER_MAGIC))
+    try:
+        (magic,) = _INT32.unpack(recvall(sock, 4))
+    except OSError as err:
+        raise RuntimeError(f"{addr!s} is not RPC Tracker: {err}") from err
+    if magic == RPC_TRACKER_MAGIC:
+        return
+    if magic != RPC_TRACKER_MAGIC_AUTH:
+        raise RuntimeError(f"{addr!s} is not RPC Tracker")
+    if auth_key is None:
+        raise RuntimeError(
+            f"the tracker at {addr!s} requires an authentication key: pass auth_key or set "
+            f"{AUTH_KEY_ENV}"
+        )
+    challenge = recvjson(sock)
+    if not (
+        isinstance(challenge, list) and len(challenge) == 2 and challenge[0] == TrackerCode.AUTH
+    ):
+        raise RuntimeError(f"the tracker at {addr!s} sent a malformed challenge")
+    tracker_nonce, client_nonce = str(challenge[1]), fresh_nonce()
+    proof = auth_proof(auth_key, TRACKER_CLIENT_PROOF, tracker_nonce, client_nonce)
+    sendjson(sock, [TrackerCode.AUTH, client_nonce, proof])
+    reply = recvjson(sock)
+    expected = auth_proof(auth_key, TRACKER_PROOF, tracker_nonce, client_nonce)
+    if not (isinstance(reply, list) and len(reply) == 2 and reply[0] == TrackerCode.SUCCESS):
+        raise RuntimeError(f"the tracker at {addr!s} refused the authentication key")
+    if not proof_matches(expected, reply[1]):
+        raise RuntimeError(
+            f"the tracker at {addr!s} failed to prove that it holds the authentication key"
+        )
 
 
 def get_addr_family(addr: tuple[str, int]) -> socket.AddressFamily:

@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import ffi
 from ..ffi import Device, Function, Module, get_global_func
+from . import base
 
 __all__ = ["LocalSession", "PopenSession", "RPCSession", "connect"]
 
@@ -273,8 +274,11 @@ def connect(
     ``session_timeout`` (seconds) asks the server to end the session after that long;
     ``session_constructor_args`` names the serving session, e.g. ``["rpc.Connect", host, port,
     key, False]`` to reach a further server through this one. ``auth_key`` (default: the
-    ``TVM_RPC_KEY`` environment variable) is the secret of a server that requires one; it is
-    proven by a keyed hash of a fresh challenge, never sent."""
+    ``TVM_RPC_KEY`` environment variable) is the shared secret: both sides prove they hold it
+    by keyed hashes over fresh nonces, never sending it, and a client with a key refuses a
+    server that does not prove the same key. An empty or whitespace ``auth_key`` (or a set but
+    empty ``TVM_RPC_KEY``) is a ``ValueError``."""
+    auth_key = base.resolve_auth_key(auth_key)
     if session_constructor_args is None:
         session_constructor_args = []
     if not isinstance(session_constructor_args, (list, tuple)):

@@ -18,6 +18,13 @@ Every two seconds the proxy asks the tracker which of its keys are still on offe
 (``GET_PENDING_MATCHKEYS``); a key handed out to a client that does not connect within five
 seconds is replaced by a new one. A lost tracker connection is reopened, with new keys.
 
+With a shared secret (``auth_key`` or ``TVM_RPC_KEY``), the proxy plays the server's part of
+the mutual handshake of ``crates/tvm-rpc/src/handshake.rs`` with every peer: a server or client
+that cannot prove the key is refused before it is pooled (so nobody registers a key without
+it), and keyed peers check that the proxy holds the key. A handshake must complete within
+``ProxyLimits.handshake_timeout`` seconds in total; connections and waiting peers are capped
+(:class:`ProxyLimits`), and each refused peer is one log line.
+
 The websocket and web-page side of Apache TVM's proxy (``web_port``, index page, resource
 files) is not provided.
 
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import socket
@@ -39,24 +47,57 @@ from typing import Any
 
 from ..support.popen_pool import PopenWorker
 from . import base
-from ._listen import WorkerService, bind_listener, run_in_thread, stderr_logger, stop_worker
+from ._listen import (
+    LoopErrors,
+    WorkerService,
+    bind_listener,
+    run_in_thread,
+    stderr_logger,
+    stop_worker,
+)
 from .base import (
     MAX_TRACKER_MSG_BYTES,
+    RPC_CODE_BUSY,
     RPC_CODE_DUPLICATE,
     RPC_CODE_MISMATCH,
     RPC_CODE_SUCCESS,
     RPC_MAGIC,
-    RPC_TRACKER_MAGIC,
     TrackerCode,
 )
 
-__all__ = ["Proxy"]
+__all__ = ["Proxy", "ProxyLimits"]
 
 logger = logging.getLogger("RPCProxy")
 
 _INT32 = struct.Struct("<i")
-#: Longest handshake key the proxy accepts.
-MAX_KEY_BYTES = 1 << 16
+#: Longest handshake key the proxy accepts (as this runtime's servers).
+MAX_KEY_BYTES = 4096
+#: The option of a handshake key that announces this runtime's own protocol.
+OWN_PROTOCOL_OPTION = "-protocol=0.9.0-tvm-rs"
+#: Labels of the data-plane proofs (crates/tvm-rpc/src/handshake.rs): the proxy plays the
+#: server's part of the handshake with both sides.
+_SERVER_PROOF = "tvm-rpc-server-proof"
+_CLIENT_PROOF = "tvm-rpc-client-proof"
+
+
+@dataclass(frozen=True)
+class ProxyLimits:
+    """What peers can make the proxy hold. ``handshake_timeout``: seconds, in total, for a
+    peer's handshake (and its proof of the key). ``max_connections``: connections at once
+    (the next is closed at accept). ``max_waiting``: peers of one side (servers, or clients)
+    waiting for a partner; the next gets ``RPC_CODE_BUSY``."""
+
+    handshake_timeout: float = 10.0
+    max_connections: int = 512
+    max_waiting: int = 256
+
+    def check(self) -> None:
+        """``ValueError`` naming a limit that is not positive."""
+        for name, value in vars(self).items():
+            if not (isinstance(value, (int, float)) and value > 0):
+                raise ValueError(f"proxy limit {name} must be positive, got {value!r}")
+
+
 #: Bytes read at once when forwarding.
 _CHUNK = 1 << 20
 
@@ -71,6 +112,8 @@ class _Peer:
     match_key: str
     paired: asyncio.Future[_Peer] = field(repr=False)
     alloc_time: float | None = None
+    #: Whether the peer proved the proxy's shared secret (it then gets the keyed pairing).
+    authenticated: bool = False
 
     @property
     def is_server(self) -> bool:
@@ -95,8 +138,14 @@ class _ProxyServer:
         timeout_client: float,
         timeout_server: float,
         tracker_addr: tuple[str, int] | None,
+        auth_key: str | None = None,
+        limits: ProxyLimits | None = None,
     ) -> None:
         self._sock = sock
+        self._auth_key = auth_key
+        self.limits = limits or ProxyLimits()
+        self._connections = 0
+        self._loop_errors = LoopErrors(logger)
         self._listen_port = listen_port
         self._timeout_client = timeout_client
         self._timeout_server = timeout_server
@@ -115,6 +164,7 @@ class _ProxyServer:
         _RUNNING["loop"] = asyncio.get_running_loop()
         _RUNNING["task"] = asyncio.current_task()
         self._wake = asyncio.Event()
+        asyncio.get_running_loop().set_exception_handler(self._loop_errors)
         server = await asyncio.start_server(self._serve, sock=self._sock, limit=_CHUNK)
         async with server:
             if self._tracker_addr is not None:
@@ -126,8 +176,20 @@ class _ProxyServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         name = str(writer.get_extra_info("peername"))
+        self._loop_errors.accepted()
+        if self._connections >= self.limits.max_connections:
+            logger.warning("%s: refused, %d connections are open", name, self._connections)
+            writer.transport.abort()
+            return
+        self._connections += 1
         try:
-            peer = await self._handshake(reader, writer)
+            try:
+                async with asyncio.timeout(self.limits.handshake_timeout):
+                    peer = await self._handshake(reader, writer)
+            except TimeoutError:
+                raise _Handshake(
+                    f"no handshake within {self.limits.handshake_timeout:g} s"
+                ) from None
             logger.info("Handler ready %s", peer.name)
             partner = await self._pair(peer)
             if partner is not None:
@@ -141,6 +203,7 @@ class _ProxyServer:
             # stream callback from reporting the cancellation as an error.
             logger.info("%s: closed, the proxy is stopping", name)
         finally:
+            self._connections -= 1
             writer.close()
 
     async def _handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> _Peer:
@@ -162,12 +225,45 @@ class _ProxyServer:
         except UnicodeDecodeError as err:
             raise _Handshake(f"key is not UTF-8: {err}") from None
         if not rpc_key.startswith(("server:", "client:")):
-            raise _Handshake(f"key {rpc_key!r} starts with neither 'server:' nor 'client:'")
+            raise _Handshake(f"key {rpc_key[:100]!r} starts with neither 'server:' nor 'client:'")
         # "client:<key> -timeout=10" matches "server:<key>"
         words = rpc_key[len("client:") :].split()
         match_key = words[0] if words else ""
         future: asyncio.Future[_Peer] = asyncio.get_running_loop().create_future()
-        return _Peer(reader, writer, rpc_key, match_key, future)
+        peer = _Peer(reader, writer, rpc_key, match_key, future)
+        if self._auth_key is not None:
+            await self._authenticate(peer, words[1:])
+        return peer
+
+    async def _authenticate(self, peer: _Peer, options: list[str]) -> None:
+        """The server's part of the mutual proof of the shared secret (the handshake of
+        ``crates/tvm-rpc/src/handshake.rs``), played by the proxy with each side: the peer's
+        ``-cnonce``, the proxy's nonce and proof, the peer's 32-byte proof. A peer that cannot
+        prove the key is refused before it is pooled."""
+        assert self._auth_key is not None
+        writer = peer.writer
+        if OWN_PROTOCOL_OPTION not in options:
+            writer.write(_INT32.pack(RPC_CODE_MISMATCH))
+            raise _Handshake("refused: the peer cannot prove the authentication key")
+        reply = f"{'client' if peer.is_server else 'server'}:{peer.match_key} {OWN_PROTOCOL_OPTION}"
+        client_nonce = next((o[len("-cnonce=") :] for o in options if o.startswith("-cnonce=")), "")
+        if len(client_nonce) != 32 or any(c not in "0123456789abcdef" for c in client_nonce):
+            _write_key(writer, RPC_MAGIC, f"{reply} -auth=required")
+            raise _Handshake("refused: no authentication key")
+        nonce = base.fresh_nonce()
+        proof = base.auth_proof(self._auth_key, _SERVER_PROOF, client_nonce, nonce)
+        _write_key(writer, RPC_MAGIC, f"{reply} -nonce={nonce} -proof={proof}")
+        try:
+            answer = await peer.reader.readexactly(32)
+        except asyncio.IncompleteReadError:
+            raise _Handshake("closed before proving the authentication key") from None
+        expected = bytes.fromhex(
+            base.auth_proof(self._auth_key, _CLIENT_PROOF, client_nonce, nonce)
+        )
+        if not hmac.compare_digest(answer, expected):
+            writer.write(_INT32.pack(RPC_CODE_MISMATCH))
+            raise _Handshake("refused: wrong proof of the authentication key")
+        peer.authenticated = True
 
     async def _pair(self, peer: _Peer) -> _Peer | None:
         """Finds or awaits the partner of ``peer``; None if there is none (the peer has been
@@ -175,6 +271,9 @@ class _ProxyServer:
         if self._tracker_addr is not None:
             timeout: float | None = None
             if peer.is_server:
+                if len(self._servers) >= self.limits.max_waiting:
+                    peer.writer.write(_INT32.pack(RPC_CODE_BUSY))
+                    raise _Handshake(f"refused: {len(self._servers)} servers are waiting")
                 key = base.random_key(peer.match_key, cmap=self._servers)
                 peer.match_key = key
                 self._servers[key] = peer
@@ -200,6 +299,9 @@ class _ProxyServer:
                 logger.info("Duplicate connection with same key=%s", peer.match_key)
                 peer.writer.write(_INT32.pack(RPC_CODE_DUPLICATE))
                 return None
+            if len(own) >= self.limits.max_waiting:
+                peer.writer.write(_INT32.pack(RPC_CODE_BUSY))
+                raise _Handshake(f"refused: {len(own)} peers of its side are waiting")
             own[peer.match_key] = peer
             pool = own
         return await self._wait_for_partner(peer, pool, timeout)
@@ -238,7 +340,11 @@ class _ProxyServer:
     def _pair_up(self, waiting: _Peer, arriving: _Peer) -> _Peer:
         for side, other in ((waiting, arriving), (arriving, waiting)):
             key = other.rpc_key.encode("utf-8")
-            side.writer.write(_INT32.pack(RPC_CODE_SUCCESS) + _INT32.pack(len(key)) + key)
+            if side.authenticated and not side.is_server:
+                # The keyed handshake's last reply: the client already has the key it checked.
+                side.writer.write(_INT32.pack(RPC_CODE_SUCCESS))
+            else:
+                side.writer.write(_INT32.pack(RPC_CODE_SUCCESS) + _INT32.pack(len(key)) + key)
         logger.info("Pair up %s and %s", waiting.name, arriving.name)
         waiting.paired.set_result(arriving)
         return waiting
@@ -269,7 +375,7 @@ class _ProxyServer:
             periodic = time.monotonic() - last_poll >= self.update_period
             try:
                 if conn is None:
-                    conn = await _open_tracker(addr)
+                    conn = await _open_tracker(addr, self._auth_key)
                     # A new connection: offer every waiting server again.
                     self._pending_puts = list(self._servers)
                 if periodic:
@@ -343,16 +449,30 @@ class _ProxyServer:
         return fresh
 
 
+def _write_key(writer: asyncio.StreamWriter, code: int, key: str) -> None:
+    raw = key.encode("utf-8")
+    writer.write(_INT32.pack(code) + _INT32.pack(len(raw)) + raw)
+
+
 async def _open_tracker(
-    addr: tuple[str, int],
+    addr: tuple[str, int], auth_key: str | None = None
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    reader, writer = await asyncio.open_connection(addr[0], addr[1])
-    writer.write(_INT32.pack(RPC_TRACKER_MAGIC))
-    (magic,) = _INT32.unpack(await reader.readexactly(4))
-    if magic != RPC_TRACKER_MAGIC:
-        writer.close()
-        raise ValueError(f"{addr} is not RPC Tracker")
-    return reader, writer
+    def opened() -> socket.socket:
+        sock = socket.create_connection(addr, timeout=10)
+        try:
+            base.tracker_handshake(sock, addr, auth_key)
+        except RuntimeError as err:
+            sock.close()
+            raise ValueError(str(err)) from None
+        except BaseException:
+            sock.close()
+            raise
+        sock.settimeout(None)
+        return sock
+
+    # The handshake (with its proof of the key) is short and blocking: done on a thread.
+    sock = await asyncio.to_thread(opened)
+    return await asyncio.open_connection(sock=sock)
 
 
 async def _tracker_call(
@@ -376,11 +496,15 @@ def _start_proxy(
     timeout_server: float,
     tracker_addr: tuple[str, int] | None,
     silent: bool,
+    auth_key: str | None = None,
+    limits: ProxyLimits | None = None,
 ) -> int:
     """Runs in the popen worker: binds, starts the proxy thread, returns the port."""
     stderr_logger("RPCProxy", silent)
     sock, bound = bind_listener(host, port, port_end)
-    server = _ProxyServer(sock, bound, timeout_client, timeout_server, tracker_addr)
+    server = _ProxyServer(
+        sock, bound, timeout_client, timeout_server, tracker_addr, auth_key, limits
+    )
     _RUNNING["thread"] = run_in_thread(server.main, "rpc-proxy")
     logger.info("RPCProxy: client port bind to %s:%d", host, bound)
     return bound
@@ -430,6 +554,17 @@ class Proxy(WorkerService):
         Only 0: the websocket side of Apache TVM's proxy is not provided.
     silent
         Log warnings only.
+    auth_key
+        The shared secret (default: ``TVM_RPC_KEY`` if set). With one, the proxy plays the
+        server's part of the mutual handshake (``crates/tvm-rpc/src/handshake.rs``) with every
+        peer, servers registering included: a peer that cannot prove the key (Apache TVM's, or
+        ours without it) is refused before it is pooled, and a keyed client checks that the
+        proxy holds the key. When paired, a keyed client gets ``RPC_MAGIC`` alone and a keyed
+        server ``RPC_MAGIC`` and the client's key. The same key authenticates the proxy to its
+        tracker. Empty or whitespace: ``ValueError``.
+    limits
+        :class:`ProxyLimits`: the handshake deadline, open connections and waiting peers.
+        Each refused peer is one log line.
 
     The constructor returns once the proxy listens; ``port`` is the bound port. Call
     :meth:`terminate` to stop it (or use the proxy as a context manager).
@@ -445,8 +580,13 @@ class Proxy(WorkerService):
         tracker_addr: tuple[str, int] | None = None,
         web_port: int = 0,
         silent: bool = False,
+        auth_key: str | None = None,
+        limits: ProxyLimits | None = None,
     ) -> None:
         self.proc: PopenWorker | None = None
+        auth_key = base.resolve_auth_key(auth_key)
+        if limits is not None:
+            limits.check()
         if web_port:
             raise NotImplementedError(
                 "the websocket/web side of the RPC proxy (web_port) is not provided"
@@ -455,7 +595,8 @@ class Proxy(WorkerService):
         addr = None if tracker_addr is None else (str(tracker_addr[0]), int(tracker_addr[1]))
         proc = PopenWorker()
         proc.send(
-            _start_proxy, [host, port, port_end, timeout_client, timeout_server, addr, silent]
+            _start_proxy,
+            [host, port, port_end, timeout_client, timeout_server, addr, silent, auth_key, limits],
         )
         try:
             self.port: int = proc.recv()

@@ -135,29 +135,157 @@ def register_download_linked_module() -> None:
 
 def _spawn_session(
     conn: socket.socket,
-    key: str,
+    client_key: str,
     load_library: str | None,
     auth_key: str | None,
     init_modules: Sequence[str] = (),
-) -> None:
-    """Serves one accepted connection in a fresh interpreter and reaps it when done. The
-    shared secret travels in the environment (``TVM_RPC_KEY``), never on a command line."""
+) -> subprocess.Popen[bytes]:
+    """Serves one authenticated connection in a fresh interpreter, reaped by a thread when
+    done; the handshake is complete (``client_key`` is what the client said). The shared
+    secret travels in the environment (``TVM_RPC_KEY``, for chained sessions), never on a
+    command line."""
     fd = conn.fileno()
-    command = [sys.executable, "-m", "tvm.exec.rpc_session", str(fd), key]
+    command = [sys.executable, "-m", "tvm.exec.rpc_session", str(fd), client_key]
     if load_library:
         command.append(load_library)
     env = dict(os.environ)
     if auth_key is not None:
-        env["TVM_RPC_KEY"] = auth_key
+        env[base.AUTH_KEY_ENV] = auth_key
     if init_modules:
         env["TVM_RPC_INIT_MODULES"] = ",".join(init_modules)
     try:
         child = subprocess.Popen(command, pass_fds=[fd], stdin=subprocess.DEVNULL, env=env)
     finally:
         conn.close()
-    live = [c for c in _LISTENING.get("sessions", []) if c.poll() is None]
-    _LISTENING["sessions"] = [*live, child]
     threading.Thread(target=child.wait, daemon=True).start()
+    return child
+
+
+class _Gate:
+    """The server's limits: handshakes in progress and live session processes. A connection
+    gets a session process only once its client authenticated, and only while fewer than
+    ``max_sessions`` run; beyond ``max_pending`` handshakes, new connections are refused at
+    once. Each refusal is one log line naming the peer."""
+
+    def __init__(
+        self,
+        key: str,
+        auth_key: str | None,
+        handshake_timeout: float,
+        max_pending: int,
+        max_sessions: int,
+        spawn: Callable[[socket.socket, str], subprocess.Popen[bytes]],
+        tracker: TrackerRegistration | None,
+    ) -> None:
+        from ..ffi import get_global_func
+
+        handshake = get_global_func("rpc.ServerHandshake")
+        assert handshake is not None
+        # The handshake waits on the network: other threads (the accept loop) keep running.
+        handshake.release_gil = True
+        self._handshake = handshake
+        self.key = key
+        self.auth_key = auth_key
+        self.handshake_timeout = handshake_timeout
+        self.max_pending = max_pending
+        self.max_sessions = max_sessions
+        self._spawn = spawn
+        self.tracker = tracker
+        self._lock = threading.Lock()
+        self.pending = 0
+        self.sessions: list[subprocess.Popen[bytes]] = _LISTENING.setdefault("sessions", [])
+
+    def live_sessions(self) -> int:
+        """Session processes still running (the list is pruned)."""
+        self.sessions[:] = [c for c in self.sessions if c.poll() is None]
+        return len(self.sessions)
+
+    def accept(self, conn: socket.socket, peer: object) -> None:
+        """Takes an accepted connection: starts its handshake on a thread of its own, or
+        refuses it when too many handshakes are in progress."""
+        with self._lock:
+            if self.pending >= self.max_pending:
+                full = True
+            else:
+                full = False
+                self.pending += 1
+        if full:
+            _refuse(conn, peer, f"{self.max_pending} handshakes are already in progress")
+            return
+        matchkey = self.key if self.tracker is None else self.tracker.matchkey
+        try:
+            threading.Thread(
+                target=self._authenticate, args=(conn, peer, matchkey), daemon=True
+            ).start()
+        except RuntimeError as err:  # no thread to be had
+            with self._lock:
+                self.pending -= 1
+            _refuse(conn, peer, f"cannot start a handshake thread ({err})")
+
+    def _authenticate(self, conn: socket.socket, peer: object, matchkey: str) -> None:
+        try:
+            try:
+                verified = self._handshake(
+                    conn.fileno(), matchkey, self.auth_key, self.handshake_timeout
+                )
+            except (RuntimeError, OSError, ValueError) as err:  # bad arguments, no descriptor
+                _refuse(conn, peer, f"handshake failed: {err}", answered=True)
+                return
+            if isinstance(verified, str):  # refused (and answered), for this reason
+                _refuse(conn, peer, verified, answered=True)
+                return
+            client_key, accept_reply = str(verified[0]), bytes(verified[1])
+            with self._lock:
+                if self.live_sessions() >= self.max_sessions:
+                    busy = True
+                else:
+                    busy = False
+                    try:
+                        conn.settimeout(self.handshake_timeout)
+                        conn.sendall(accept_reply)
+                        conn.settimeout(None)
+                        self.sessions.append(
+                            self._spawn(conn, client_key)  # closes conn
+                        )
+                    except OSError as err:
+                        _refuse(conn, peer, f"lost before its session started: {err}")
+                        return
+            if busy:
+                _refuse(
+                    conn,
+                    peer,
+                    f"{self.max_sessions} sessions are already running",
+                    code=base.RPC_CODE_BUSY,
+                )
+                return
+            if self.tracker is not None:
+                self.tracker.consume()
+        finally:
+            with self._lock:
+                self.pending -= 1
+
+
+def _refuse(
+    conn: socket.socket,
+    peer: object,
+    why: str,
+    code: int | None = base.RPC_CODE_BUSY,
+    answered: bool = False,
+) -> None:
+    """Closes a connection the server will not serve, with one log line; answers ``code``
+    first unless the handshake already ``answered``."""
+    _logger.warning("refused %s: %s", peer, why)
+    with contextlib.suppress(OSError):
+        if not answered and code is not None:
+            conn.setblocking(False)
+            # Take what the client sent, so that closing does not reset the connection
+            # before the code arrives.
+            with contextlib.suppress(BlockingIOError):
+                conn.recv(65536)
+            conn.settimeout(1.0)
+            conn.sendall(struct.pack("<i", code))
+            conn.shutdown(socket.SHUT_WR)
+    conn.close()
 
 
 class TrackerRegistration:
@@ -174,6 +302,7 @@ class TrackerRegistration:
         port: int,
         custom_addr: str | None,
         matchkey_timeout: float = 5.0,
+        auth_key: str | None = None,
     ) -> None:
         if not matchkey_timeout > 0:
             raise ValueError(f"matchkey_timeout must be positive, got {matchkey_timeout!r}")
@@ -182,19 +311,20 @@ class TrackerRegistration:
         self.port = port
         self.custom_addr = custom_addr
         self.matchkey_timeout = matchkey_timeout
+        #: The shared secret proven to a tracker that asks for one.
+        self.auth_key = auth_key
         #: How often an idle server asks the tracker which of its keys are still pending.
         self.ping_period = min(2.0, matchkey_timeout / 2)
         self.matchkey = ""
         self._taken_since: float | None = None
         self.sock: socket.socket | None = None
+        # Handshake threads consume keys while the accept loop ticks.
+        self._lock = threading.RLock()
         self._register(base.connect_with_retry(tracker_addr))
 
     def _register(self, sock: socket.socket) -> None:
         try:
-            sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
-            (magic,) = struct.unpack("<i", base.recvall(sock, 4))
-            if magic != base.RPC_TRACKER_MAGIC:
-                raise RuntimeError(f"{self.addr} is not an RPC tracker")
+            base.tracker_handshake(sock, self.addr, self.auth_key)
             self.sock = sock
             info = {"key": "server:" + self.key, "addr": [self.custom_addr, self.port]}
             self._expect_success([TrackerCode.UPDATE_INFO, info])
@@ -225,11 +355,12 @@ class TrackerRegistration:
         return self.matchkey
 
     def consume(self) -> None:
-        """The offered key was used by a connection: offers the next one."""
-        try:
-            self.offer()
-        except (OSError, RuntimeError, ValueError) as err:
-            self._lose(err)
+        """The offered key was used by an authenticated connection: offers the next one."""
+        with self._lock:
+            try:
+                self.offer()
+            except (OSError, RuntimeError, ValueError) as err:
+                self._lose(err)
 
     def tick(self) -> None:
         """Called while the server is idle, every ``ping_period``: reconnects to a lost tracker,
@@ -268,11 +399,34 @@ def serve_forever(
     auth_key: str | None = None,
     tracker: TrackerRegistration | None = None,
     init_modules: Sequence[str] = (),
+    handshake_timeout: float = 10.0,
+    max_pending_handshakes: int = 64,
+    max_sessions: int = 16,
 ) -> None:
-    """Accepts connections on ``sock`` and serves each in a session process of its own.
-    ``auth_key`` (default: ``TVM_RPC_KEY``) is the secret clients must prove they hold. With a
-    ``tracker``, clients present the match key it handed them, and the server keeps its
-    registration fresh while idle."""
+    """Accepts connections on ``sock`` and serves each in a session process of its own, once
+    its client completed the handshake (key and, with ``auth_key``, the mutual proof of the
+    secret) within ``handshake_timeout`` seconds in total. At most ``max_pending_handshakes``
+    handshakes run at once and at most ``max_sessions`` sessions; the client beyond either
+    gets ``RPC_CODE_BUSY``. ``auth_key`` is the secret (None: no authentication; see
+    :func:`tvm.rpc.base.resolve_auth_key`). With a ``tracker``, clients present the match key
+    it handed them, and the server keeps its registration fresh while idle. Running out of
+    file descriptors is logged once and waited out."""
+    if auth_key is not None:
+        base.check_auth_key(auth_key)
+
+    def spawn(conn: socket.socket, client_key: str) -> subprocess.Popen[bytes]:
+        return _spawn_session(conn, client_key, load_library, auth_key, init_modules)
+
+    gate = _Gate(
+        key,
+        auth_key,
+        handshake_timeout,
+        max_pending_handshakes,
+        max_sessions,
+        spawn,
+        tracker,
+    )
+    out_of_descriptors = False
     while True:
         try:
             if tracker is not None:
@@ -280,14 +434,23 @@ def serve_forever(
                 if not ready:
                     tracker.tick()
                     continue
-            conn, _ = sock.accept()
-        except (OSError, ValueError):  # the socket was shut down or closed: stop serving
+            conn, peer = sock.accept()
+        except OSError as err:
+            if err.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                if not out_of_descriptors:
+                    _logger.warning(
+                        "cannot accept connections: %s; waiting for connections to end", err
+                    )
+                out_of_descriptors = True
+                time.sleep(0.1)
+                continue
+            return  # the socket was shut down or closed: stop serving
+        except ValueError:
             return
-        if tracker is None:
-            _spawn_session(conn, key, load_library, auth_key, init_modules)
-            continue
-        _spawn_session(conn, tracker.matchkey, load_library, auth_key, init_modules)
-        tracker.consume()
+        if out_of_descriptors:
+            _logger.info("accepting connections again")
+            out_of_descriptors = False
+        gate.accept(conn, peer)
 
 
 def _start_in_worker(
@@ -303,6 +466,7 @@ def _start_in_worker(
     custom_addr: str | None,
     init_modules: Sequence[str],
     matchkey_timeout: float,
+    limits: dict[str, float],
 ) -> int:
     """Runs in the server's worker process: binds, registers with the tracker if any, starts
     accepting, returns the port."""
@@ -314,10 +478,17 @@ def _start_in_worker(
     tracker = None
     if tracker_addr is not None:
         addr = (str(tracker_addr[0]), int(tracker_addr[1]))
-        tracker = TrackerRegistration(addr, key, bound, custom_addr, matchkey_timeout)
+        tracker = TrackerRegistration(
+            addr, key, bound, custom_addr, matchkey_timeout, auth_key=auth_key
+        )
     thread = threading.Thread(
         target=serve_forever,
         args=(sock, key, load_library, auth_key, tracker, init_modules),
+        kwargs={
+            "handshake_timeout": float(limits["handshake_timeout"]),
+            "max_pending_handshakes": int(limits["max_pending_handshakes"]),
+            "max_sessions": int(limits["max_sessions"]),
+        },
         daemon=True,
     )
     thread.start()
@@ -359,7 +530,14 @@ class Server(WorkerService):
     process imports before serving: they register the functions the server offers (with
     :func:`tvm.ffi.register_func` or :func:`tvm.rpc.aio.register_async_func`).
     ``matchkey_timeout`` is how long a key the tracker handed to a client may go unused before
-    the server offers a new one."""
+    the server offers a new one.
+
+    A connection gets a session process only once its client completed the handshake within
+    ``handshake_timeout`` seconds in total (a silent or slow peer is closed then, having cost a
+    thread and nothing more). At most ``max_pending_handshakes`` handshakes run at once and
+    at most ``max_sessions`` sessions; a client beyond either is answered ``RPC_CODE_BUSY``
+    ("try again later"). Each refused peer is one warning line in the server's log.
+    An empty or whitespace ``auth_key`` (or ``TVM_RPC_KEY``) is a ``ValueError``."""
 
     def __init__(
         self,
@@ -375,12 +553,32 @@ class Server(WorkerService):
         custom_addr: str | None = None,
         init_modules: Sequence[str] = (),
         matchkey_timeout: float = 5.0,
+        handshake_timeout: float = 10.0,
+        max_pending_handshakes: int = 64,
+        max_sessions: int = 16,
     ) -> None:
+        self.proc: PopenWorker | None = None
+        auth_key = base.resolve_auth_key(auth_key)
+        if not (isinstance(handshake_timeout, (int, float)) and 0 < handshake_timeout < 1e9):
+            raise ValueError(
+                f"handshake_timeout must be a positive number of seconds, got {handshake_timeout!r}"
+            )
+        for name, value in (
+            ("max_pending_handshakes", max_pending_handshakes),
+            ("max_sessions", max_sessions),
+        ):
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        limits = {
+            "handshake_timeout": float(handshake_timeout),
+            "max_pending_handshakes": max_pending_handshakes,
+            "max_sessions": max_sessions,
+        }
         if isinstance(load_library, (list, tuple)):
             load_library = ":".join(os.fspath(p) for p in load_library)
         self.host = host
         proc = PopenWorker()
-        self.proc: PopenWorker | None = proc
+        self.proc = proc
         proc.send(
             _start_in_worker,
             [
@@ -396,6 +594,7 @@ class Server(WorkerService):
                 custom_addr,
                 list(init_modules),
                 matchkey_timeout,
+                limits,
             ],
         )
         self.port: int = proc.recv()

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from ..support._exit_guard import suppress_at_exit
 from . import base
-from .base import RPC_TRACKER_MAGIC, TrackerCode
+from .base import TrackerCode
 
 __all__ = ["TrackerSession", "connect_tracker"]
 
@@ -26,26 +26,27 @@ class TrackerSession:
     addr
         ``(host, port)`` of the tracker. The connection is retried for a while if it is refused
         (:func:`tvm.rpc.base.connect_with_retry`); ``RuntimeError`` if the peer is not a tracker.
+    auth_key
+        The shared secret of a tracker that has one (default: ``TVM_RPC_KEY`` if set); it is
+        also the key of the sessions :meth:`request` opens. ``RuntimeError`` if the tracker
+        requires a key and this one is missing or wrong, or if the tracker fails to prove it.
 
     Usable as a context manager, which closes the connection on exit.
     """
 
-    def __init__(self, addr: tuple[str, int]) -> None:
+    def __init__(self, addr: tuple[str, int], auth_key: str | None = None) -> None:
         self._addr = addr
         self._sock: Any = None
+        self._auth_key = base.resolve_auth_key(auth_key)
         self._connect()
 
     def _connect(self) -> None:
         sock = base.connect_with_retry(self._addr)
         try:
-            sock.sendall(_INT32.pack(RPC_TRACKER_MAGIC))
-            magic = _INT32.unpack(base.recvall(sock, 4))[0]
-        except OSError as err:
+            base.tracker_handshake(sock, self._addr, self._auth_key)
+        except BaseException:
             sock.close()
-            raise RuntimeError(f"{self._addr!s} is not RPC Tracker: {err}") from err
-        if magic != RPC_TRACKER_MAGIC:
-            sock.close()
-            raise RuntimeError(f"{self._addr!s} is not RPC Tracker")
+            raise
         self._sock = sock
 
     def close(self) -> None:
@@ -159,6 +160,7 @@ class TrackerSession:
                     matchkey,
                     session_timeout=session_timeout,
                     session_constructor_args=session_constructor_args,
+                    auth_key=self._auth_key,
                 )
             except OSError as err:
                 self.close()
@@ -201,6 +203,7 @@ class TrackerSession:
         )
 
 
-def connect_tracker(url: str, port: int) -> TrackerSession:
-    """A :class:`TrackerSession` with the tracker at ``url:port``."""
-    return TrackerSession((url, port))
+def connect_tracker(url: str, port: int, auth_key: str | None = None) -> TrackerSession:
+    """A :class:`TrackerSession` with the tracker at ``url:port`` (``auth_key``: the shared
+    secret of a tracker that has one; default ``TVM_RPC_KEY``)."""
+    return TrackerSession((url, port), auth_key)

@@ -5,6 +5,7 @@ use tvm_ffi_capi as _;
 use tvm_ffi_testing as _;
 
 mod async_calls;
+mod auth;
 mod codec;
 mod example;
 mod faults;

@@ -66,7 +66,7 @@ pub fn start_server(key: &str) -> u16 {
     })
 }
 
-fn start_server_with(options: ServeOptions) -> u16 {
+pub fn start_server_with(options: ServeOptions) -> u16 {
     setup();
     let server = Server::bind("127.0.0.1:0", options).unwrap();
     let port = server.port();
@@ -180,7 +180,9 @@ fn a_shared_secret_is_proven_without_being_sent() {
     assert_eq!(addone.call((1i64,)).unwrap().cast::<i64>().unwrap(), 2);
     let wrong = connect("127.0.0.1", port, "", Some(b"guess"), Vec::new()).unwrap_err();
     assert!(
-        wrong.message().contains("refused the authentication key"),
+        wrong
+            .message()
+            .contains("failed to prove that it holds the authentication key"),
         "{}",
         wrong.message()
     );
