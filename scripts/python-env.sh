@@ -9,6 +9,8 @@ install_python_package() {
     apt_packages=()
     command -v gcc >/dev/null 2>&1 || apt_packages+=(gcc libc6-dev)
     command -v readelf >/dev/null 2>&1 || apt_packages+=(binutils)
+    # pkg-config builds a C host against the package's tvm_ffi.pc (test_runtime_library.py).
+    command -v pkg-config >/dev/null 2>&1 || apt_packages+=(pkgconf)
     command -v python3 >/dev/null 2>&1 || apt_packages+=(python3)
     if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
         apt_packages+=(python3-venv)

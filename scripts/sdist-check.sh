@@ -4,8 +4,9 @@
 # sdist must hold everything a build needs (the workspace, Cargo.lock, the headers).
 #
 # The dev profile keeps the build short (the sdist's own default is the `dist` profile), and the
-# build shares the dev wheel's Cargo target directory (target/maturin), so that the
-# dependencies (wgpu, PyO3, ...) are not built again. Cargo names path crates relative to their
+# build shares the dev wheel's Cargo target directories (target/maturin for the extension,
+# target/libtvm_ffi for the runtime library it builds), so that the dependencies (wgpu, PyO3,
+# ...) are not built again. Cargo names path crates relative to their
 # workspace, so the workspace's own crates are cleaned from it before the build (the unpacked
 # sdist's files carry the archive's times, which can predate the checkout's artifacts) and after
 # it (so that the checkout's next build does not take the sdist's artifacts as its own).
@@ -29,12 +30,15 @@ if ((${#sdists[@]} != 1)); then
 fi
 
 target_dir=$PWD/target/maturin
+library_target_dir=$PWD/target/libtvm_ffi
 mapfile -t members < <(cargo metadata --no-deps --format-version 1 --locked |
     python3 -c 'import json, sys; print("\n".join(p["name"] for p in json.load(sys.stdin)["packages"]))')
 clean_members() {
     for member in "${members[@]}"; do
-        cargo clean --quiet --locked --target-dir "$target_dir" --profile dev -p "$member" \
-            2>/dev/null || true
+        for dir in "$target_dir" "$library_target_dir"; do
+            cargo clean --quiet --locked --target-dir "$dir" --profile dev -p "$member" \
+                2>/dev/null || true
+        done
     done
 }
 clean_members
@@ -42,7 +46,8 @@ trap clean_members EXIT
 
 "$python" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-CARGO_TARGET_DIR=$target_dir MATURIN_PEP517_ARGS="--profile dev" \
+CARGO_TARGET_DIR=$target_dir TVM_FFI_LIBRARY_TARGET_DIR=$library_target_dir \
+    MATURIN_PEP517_ARGS="--profile dev" \
     "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "${sdists[0]}"
 
 # Outside the source tree, so that only the installed package can be imported.
@@ -56,6 +61,9 @@ assert tvm.ffi.get_global_func("ffi.Map") is not None
 assert tvm.ffi.Array([1, 2, 3])[2] == 3
 header = os.path.join(libinfo.find_include_path()[0], "tvm", "ffi", "c_api.h")
 assert os.path.isfile(header), header
-print(f"sdist-check: {os.path.basename(tvm.__file__)} from {os.path.dirname(tvm.__file__)} imports; headers at {header}")
+# The runtime library the sdist's build made, inside the installed package.
+(library,) = libinfo.find_lib_path()
+assert library == os.path.join(os.path.dirname(tvm.__file__), "lib", "libtvm_ffi.so"), library
+print(f"sdist-check: {os.path.basename(tvm.__file__)} from {os.path.dirname(tvm.__file__)} imports; headers at {header}; runtime library {library}")
 PY
 )

@@ -39,8 +39,9 @@ cargo build --locked --quiet -p tvm-ffi-testing --lib
 
 # shellcheck source=scripts/python-env.sh
 source scripts/python-env.sh
+# (cmake: a C host is built with the package's CMake package, test_runtime_library.py)
 install_python_package numpy ml_dtypes pytest pytest-cov "coverage>=7.10" hypothesis ruff abi3audit \
-    setuptools wheel mypy tqdm mkdocs
+    setuptools wheel mypy tqdm mkdocs cmake
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 

@@ -6,7 +6,9 @@
 //!
 //! The C++ half of the ABI is compiled by `tvm-ffi-capi` (its `cxx/` folder) and linked whole.
 //! rustc exports only the `#[no_mangle]` Rust symbols of a cdylib; a version script adds the C++
-//! symbols below (the linker merges it with rustc's own list). Exactly these, by mangled name:
+//! symbols below (the linker merges it with rustc's own list: LLD does, the linker of Rust 1.90
+//! and later on x86_64 Linux, hence the workspace's `rust-version`; GNU ld refuses two version
+//! scripts with anonymous tags). Exactly these, by mangled name:
 //! the inline functions the C++ code also instantiates (`tvm::ffi::Any::~Any()`, ...) stay
 //! local, so they can never take the place of a C++ client's own definitions of the same names.
 

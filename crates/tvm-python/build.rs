@@ -5,9 +5,10 @@
 //! by SONAME and finds at run time through the rpath `$ORIGIN/lib`. The library comes from
 //! `$TVM_FFI_LIBRARY` (a built `libtvm_ffi.so`) when set; otherwise this script builds the
 //! `tvm-ffi-shared` crate with cargo, with the same profile, into a target directory of its own
-//! (`target/libtvm_ffi`), which the workspace's cargo commands and maturin builds all share. A
-//! separate target directory keeps the inner build off the outer one's lock, and the library's
-//! build does not depend on PyO3's settings, so maturin's and cargo's builds reuse it.
+//! (`target/libtvm_ffi`, or `$TVM_FFI_LIBRARY_TARGET_DIR`), which the workspace's cargo commands
+//! and maturin builds all share. A separate target directory keeps the inner build off the outer
+//! one's lock, and the library's build does not depend on PyO3's settings, so maturin's and
+//! cargo's builds reuse it.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,10 @@ use std::process::Command;
 
 /// The environment variable naming a prebuilt runtime library to link and ship.
 const LIBRARY_ENV: &str = "TVM_FFI_LIBRARY";
+
+/// The environment variable naming the target directory of the library's build (a build from an
+/// unpacked sdist shares the checkout's this way).
+const TARGET_DIR_ENV: &str = "TVM_FFI_LIBRARY_TARGET_DIR";
 
 /// Variables cargo sets for build scripts that would change or misdirect the inner build: the
 /// outer build's flags and wrappers (clippy, coverage), and its target directory.
@@ -30,6 +35,7 @@ const OUTER_BUILD_VARIABLES: [&str; 6] = [
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed={LIBRARY_ENV}");
+    println!("cargo:rerun-if-env-changed={TARGET_DIR_ENV}");
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let workspace = manifest_dir.join("../..");
     let library = match env::var_os(LIBRARY_ENV) {
@@ -64,7 +70,9 @@ fn build_library(workspace: &Path) -> PathBuf {
         );
     }
     let profile = outer_profile();
-    let target_dir = workspace.join("target/libtvm_ffi");
+    let target_dir = env::var_os(TARGET_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target/libtvm_ffi"));
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command
