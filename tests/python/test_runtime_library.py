@@ -1,6 +1,6 @@
-"""The runtime library as C hosts use it: ``tvm/lib/libtvm_ffi.so`` linked by a C program built with
-the flags ``tvm.support.libinfo`` prints (or pkg-config, or the CMake package), running with no
-Python in the process.
+"""The runtime library as C and C++ hosts use it: ``tvm/lib/libtvm_ffi.so`` linked by a program
+built with the flags ``tvm.support.libinfo`` prints (or pkg-config, or the CMake package), running
+with no Python in the process.
 """
 
 from __future__ import annotations
@@ -23,14 +23,20 @@ pytestmark = pytest.mark.skipif(
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-HOST_SOURCE = Path(__file__).resolve().parent / "hosts" / "c_host.c"
+HOSTS_DIR = Path(__file__).resolve().parent / "hosts"
+HOST_SOURCE = HOSTS_DIR / "c_host.c"
+#: Host programs by language: source, compiler (environment variable and default), flags.
+HOST_LANGUAGES = {
+    "c": (HOST_SOURCE, ("CC", "gcc"), ["-std=c11"]),
+    "cpp": (HOSTS_DIR / "cpp_host.cc", ("CXX", "g++"), ["-std=c++17"]),
+}
 KERNEL_SOURCE = REPO_ROOT / "cpp-abi" / "examples" / "add_one_c.c"
 
 
-def _compiler() -> str:
-    compiler = os.environ.get("CC") or shutil.which("gcc")
+def _compiler(variable: str = "CC", default: str = "gcc") -> str:
+    compiler = os.environ.get(variable) or shutil.which(default)
     if compiler is None:
-        pytest.fail("gcc is needed to build the host programs (scripts/test-all.sh)")
+        pytest.fail(f"{default} is needed to build the host programs (scripts/test-all.sh)")
     return compiler
 
 
@@ -106,10 +112,13 @@ def _dynamic_dependencies(program: Path) -> str:
     ).stdout
 
 
-def test_c_host_built_with_libinfo_flags_runs_without_python(tmp_path, kernel, server):
-    host = tmp_path / "c_host"
+@pytest.mark.parametrize("language", sorted(HOST_LANGUAGES))
+def test_host_built_with_libinfo_flags_runs_without_python(tmp_path, kernel, server, language):
+    source, (variable, default), standard = HOST_LANGUAGES[language]
+    host = tmp_path / f"{language}_host"
     flags = _libinfo_flags("--cflags", "--libs")
-    _build([_compiler(), "-std=c11", "-Wall", "-Werror", str(HOST_SOURCE), "-o", str(host), *flags])
+    compiler = _compiler(variable, default)
+    _build([compiler, *standard, "-Wall", "-Werror", str(source), "-o", str(host), *flags])
     dependencies = _dynamic_dependencies(host)
     assert "libpython" not in dependencies
     runtime = Path(libinfo.find_lib_path()[0])
