@@ -233,6 +233,40 @@ def test_import_refuses_a_process_with_another_runtime_library(tmp_path):
     assert str(Path(_native()._name)) in message or Path(_native()._name).name in message
 
 
+_IMPORT_AND_CALL_AFTER_ANOTHER_LIBRARY = r"""
+import ctypes, sys
+ctypes.CDLL(sys.argv[1], ctypes.RTLD_GLOBAL)
+try:
+    import tvm
+except ImportError as err:
+    print("ImportError:", err)
+else:
+    print(dict(tvm.get_global_func("ffi.Map")("a", 1)), tvm.support.libinfo.find_lib_path()[0])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SONAME is an ELF feature")
+@pytest.mark.parametrize("defines_the_c_api", [False, True])
+def test_a_foreign_library_claiming_the_soname(compile_c, tmp_path, defines_the_c_api):
+    # A library that is neither ours nor apache-tvm-ffi's, with the SONAME libtvm_ffi.so, loaded
+    # first: without the C API it is ignored (the extension binds to ours); with a symbol of the
+    # C API it is named in a clear ImportError. Never a crash.
+    symbol = "TVMFFIFunctionCall" if defines_the_c_api else "unrelated_symbol"
+    library = compile_c(
+        f"int {symbol}(void) {{ return -1; }}\n",
+        name="libtvm_ffi.so",
+        extra_flags=["-Wl,-soname,libtvm_ffi.so"],
+        out_dir=tmp_path / "foreign",
+    )
+    proc = _run_python(_IMPORT_AND_CALL_AFTER_ANOTHER_LIBRARY, str(library))
+    assert proc.returncode == 0, proc.stderr
+    if defines_the_c_api:
+        assert proc.stdout.startswith("ImportError: another TVM FFI runtime library"), proc.stdout
+        assert str(library) in proc.stdout
+    else:
+        assert proc.stdout.split() == ["{'a':", "1}", str(Path(_native()._name))]
+
+
 _LOAD_WITHOUT_IMPORT = r"""
 import ctypes, json, sys
 
