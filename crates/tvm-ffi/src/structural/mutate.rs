@@ -30,6 +30,7 @@ use super::visit::{
 use crate::abi::{self, TVMFFIAny};
 use crate::any::{Any, AnyView};
 use crate::containers::array::ArrayObj;
+use crate::containers::map::MapObj;
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 use crate::object::{Object, ObjectCore, ObjectRef};
@@ -693,8 +694,29 @@ unsafe extern "C" fn mutate_map_values(m: *mut StructuralMutatorObj, v: TVMFFIAn
     })
 }
 
-/// `__s_maybe_inplace_mutate__` of dicts (uniquely owned): values change in place. (Maps, whose
-/// storage may be shared with foreign code's views, take the copying path.)
+/// `__s_maybe_inplace_mutate__` of maps (uniquely owned): values change in place, keys stay (as
+/// the original runtime does, so a rewrite of a map nothing else holds keeps its storage).
+unsafe extern "C" fn mutate_map_in_place(m: *mut StructuralMutatorObj, v: TVMFFIAny) -> TVMFFIAny {
+    hook(m, v, |m, value| {
+        let map = value.as_object::<MapObj>().ok_or_else(|| {
+            Error::new(
+                ErrorKind::TypeError,
+                "the in-place mutation hook of ffi.Map got another type",
+            )
+        })?;
+        // SAFETY: the engine grants in-place mutation only to a uniquely owned map (the caller's
+        // reference); the mutation of a value sees that value, never the map.
+        unsafe {
+            map.replace_values_unique(|item| {
+                let mutated = m.mutate(item, InplaceMode::Allow)?;
+                Ok(mutated.filter(|v| !same_as(v.as_view(), item)))
+            })?;
+        }
+        Ok(None)
+    })
+}
+
+/// `__s_maybe_inplace_mutate__` of dicts (uniquely owned): values change in place.
 unsafe extern "C" fn mutate_dict_in_place(m: *mut StructuralMutatorObj, v: TVMFFIAny) -> TVMFFIAny {
     hook(m, v, |m, value| {
         let dict: Dict = value.cast()?;
@@ -732,6 +754,8 @@ pub(crate) fn register() -> Result<()> {
     let map = native(mutate_map_values);
     reflection::register_type_attr(abi::kTVMFFIMap, "__s_mutate__", &map)?;
     reflection::register_type_attr(abi::kTVMFFIDict, "__s_mutate__", &map)?;
+    let map_in_place = native(mutate_map_in_place);
+    reflection::register_type_attr(abi::kTVMFFIMap, "__s_maybe_inplace_mutate__", &map_in_place)?;
     let dict_in_place = native(mutate_dict_in_place);
     reflection::register_type_attr(
         abi::kTVMFFIDict,

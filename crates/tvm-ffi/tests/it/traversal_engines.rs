@@ -504,7 +504,7 @@ fn a_dag_node_is_rewritten_once_for_all_its_occurrences() {
 }
 
 #[test]
-fn uniquely_owned_lists_and_dicts_change_in_place_and_maps_are_copied() {
+fn uniquely_owned_containers_change_in_place_and_shared_maps_are_copied() {
     let negate = table(abi::kTVMFFIInt, negate());
     let map_with = |root: Any| structural_map(root, negate.as_view(), AnyView::none(), 1).unwrap();
 
@@ -532,6 +532,29 @@ fn uniquely_owned_lists_and_dicts_change_in_place_and_maps_are_copied() {
     assert_ne!(mapped.as_object_ptr(), map.as_object_ptr());
     assert_eq!(int(&mapped.cast::<Map>().unwrap().get("k").unwrap()), -3);
     assert_eq!(int(&map.cast::<Map>().unwrap().get("k").unwrap()), 3);
+
+    // A map nothing else holds keeps its storage, as on the original runtime (whose Rust
+    // crates check it), and so does a uniquely owned array among its values; its keys stay.
+    let mut map = Map::new();
+    map.insert("k", 4i64);
+    map.insert("items", arr(vec![Any::from(5i64), Any::from(6i64)]));
+    let map = Any::from(map);
+    let address = map.as_object_ptr();
+    let items_address = map
+        .cast::<Map>()
+        .unwrap()
+        .get("items")
+        .unwrap()
+        .as_object_ptr();
+    let mapped = map_with(map);
+    assert_eq!(mapped.as_object_ptr(), address);
+    let mapped = mapped.cast::<Map>().unwrap();
+    assert_eq!(int(&mapped.get("k").unwrap()), -4);
+    let items = mapped.get("items").unwrap();
+    assert_eq!(items.as_object_ptr(), items_address);
+    assert_eq!(int(&get_item(&items, 1)), -6);
+    let keys: Vec<String> = mapped.keys().map(|k| k.cast().unwrap()).collect();
+    assert_eq!(keys, ["k", "items"]);
 }
 
 #[test]

@@ -2,14 +2,14 @@
 //! [`MapObj`].
 
 use std::fmt;
-use std::ptr::{self, NonNull};
+use std::ptr::{self, NonNull, addr_of_mut};
 use std::sync::atomic::{Ordering, fence};
 
 use crate::abi::kTVMFFIMap;
 use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::object::{ObjectCore, ObjectRef};
 
-use super::iter::Iter;
+use super::iter::{Cursor, Iter};
 use super::keys::MapKey;
 use super::layout::MapBaseObj;
 use super::object::{alloc_empty, clone_raw, map_ptr_of};
@@ -49,6 +49,35 @@ impl MapObj {
         // SAFETY: `self` is a live map, never mutated while shared; the value gains its own
         // reference.
         unsafe { find_kv(p, key.as_raw()).map(|kv| Any::from_raw(clone_raw(&(*kv).value))) }
+    }
+
+    /// Rewrites the values in place, in insertion order, for structural mutation of a map that
+    /// nothing else holds: `f` sees each value borrowed from its slot and returns its
+    /// replacement, or `None` to keep it. Keys and the table stay as they are. The first error
+    /// ends the walk; values replaced before it stay replaced.
+    ///
+    /// # Safety
+    /// The caller holds the only reference to the map, and nothing else (`f` included) reads or
+    /// changes it while this runs.
+    pub(crate) unsafe fn replace_values_unique<E>(
+        &self,
+        mut f: impl FnMut(AnyView<'_>) -> Result<Option<Any>, E>,
+    ) -> Result<(), E> {
+        let p = ptr::from_ref(&self.0).cast_mut();
+        // SAFETY: per the caller the map is ours alone; replacing a value changes neither the
+        // keys nor the table, so the cursor stays valid, and each borrowed view is dead before
+        // its slot is overwritten (the replacement is an owned value).
+        unsafe {
+            let mut cursor = Cursor::start(p);
+            while let Some(kv) = cursor.current_kv(p) {
+                if let Some(value) = f(AnyView::from_raw((*kv).value))? {
+                    let old = ptr::replace(addr_of_mut!((*kv).value), value.into_raw());
+                    drop(Any::from_raw(old));
+                }
+                cursor.advance(p);
+            }
+        }
+        Ok(())
     }
 }
 
