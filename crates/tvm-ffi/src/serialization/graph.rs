@@ -12,7 +12,10 @@
 //! (node indices), `ffi.Map`/`ffi.Dict` (flattened key and value indices), and any reflected
 //! object type by its key, with a JSON object of its fields: integer, float and bool fields
 //! inline, others as node indices. Objects are rebuilt through their type's creator (or
-//! `__ffi_new__`) and field setters.
+//! `__ffi_new__`) and field setters. A type with a `__data_to_json__` attribute writes what that
+//! function returns as its node's `data` instead of its fields, and is read back by its
+//! `__data_from_json__` attribute (Apache TVM's operators are written by name this way, so
+//! a graph read back refers to the registered operator, not to a copy of it).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -30,6 +33,8 @@ use crate::type_attr::TypeAttr;
 use crate::{Array, DataType, Device, Dict, List, Map, Shape, types};
 
 static FFI_NEW: TypeAttr = TypeAttr::new("__ffi_new__");
+static DATA_TO_JSON: TypeAttr = TypeAttr::new("__data_to_json__");
+static DATA_FROM_JSON: TypeAttr = TypeAttr::new("__data_from_json__");
 
 /// A value as a node-table key: equal plain values and strings are one key, objects by identity.
 struct NodeKey(Any);
@@ -264,6 +269,11 @@ impl GraphWriter {
                     crate::enums::entry_name(value).unwrap_or_default(),
                 )),
             }),
+            _ if DATA_TO_JSON.get(t).is_some() => {
+                let hook = DATA_TO_JSON.get(t).expect("checked").cast::<Function>()?;
+                let data = hook.call_packed(&[value])?;
+                Json::from_any(data.as_view())
+            }
             _ => {
                 if !creatable(t) {
                     return Err(Error::new(
@@ -524,6 +534,10 @@ impl GraphReader<'_> {
                     "node {i} (`{type_key}`): expected an entry name or int index"
                 ))),
             };
+        }
+        if let Some(hook) = DATA_FROM_JSON.get(type_index) {
+            let data = data.map_or_else(Any::none, Json::to_any);
+            return hook.cast::<Function>()?.call_packed(&[data.as_view()]);
         }
         let Some(data @ Json::Object(_)) = data else {
             return Err(invalid(format!(

@@ -366,6 +366,65 @@ fn types_compare_and_hash_through_their_own_hooks() {
     assert_ne!(hash(&a), hash(&c));
 }
 
+define_object! {
+    /// A node that JSON graphs write through its type's hooks (`__data_to_json__` and
+    /// `__data_from_json__`): as its number alone, read back as the one instance of that number.
+    pub struct InternedNode : "test.structural.InternedNode" extends Object {
+        pub id: i64,
+    }
+}
+
+#[test]
+fn json_graphs_write_and_read_through_a_types_own_hooks() {
+    use tvm_ffi::{Function, ObjectCore};
+    let make = |id| -> Any {
+        ObjectRef::new(InternedNode {
+            base: Object::header(),
+            id,
+        })
+        .into()
+    };
+    let (one, two) = (make(1), make(2));
+    let instances = Array::from_vec(vec![one.clone(), two.clone()]);
+    let to_json =
+        Function::from_packed(|args| Ok(Any::from(args[0].cast::<ObjectRef<InternedNode>>()?.id)));
+    let from_json = Function::from_packed(move |args| {
+        let id = args[0].cast::<i64>()?;
+        match id {
+            1 | 2 => Ok(instances.as_slice()[id as usize - 1].clone()),
+            _ => Err(tvm_ffi::Error::new(
+                "ValueError",
+                format!("no interned node {id}"),
+            )),
+        }
+    });
+    let index = InternedNode::type_index();
+    tvm_ffi::reflection::register_type_attr(index, "__data_to_json__", &Any::from(to_json))
+        .unwrap();
+    tvm_ffi::reflection::register_type_attr(index, "__data_from_json__", &Any::from(from_json))
+        .unwrap();
+
+    let value: Any = Array::from_vec(vec![one.clone(), two.clone(), one.clone()]).into();
+    let text = to_json_graph_string(value.as_view(), Any::none().as_view()).unwrap();
+    assert!(
+        text.contains(r#"{"type":"test.structural.InternedNode","data":2}"#),
+        "{text}"
+    );
+    let back = from_json_graph_string(&text)
+        .unwrap()
+        .cast::<Array>()
+        .unwrap();
+    let same = |a: &Any, b: &Any| a.as_object_ptr() == b.as_object_ptr();
+    let items = back.as_slice();
+    assert_eq!(items.len(), 3);
+    assert!(same(&items[0], &one) && same(&items[1], &two) && same(&items[2], &one));
+    // The hook's error is the reader's.
+    let unknown = text.replace(r#""data":2"#, r#""data":3"#);
+    let err = from_json_graph_string(&unknown).unwrap_err();
+    assert_eq!(err.kind(), "ValueError", "{err}");
+    assert!(err.message().contains("no interned node 3"), "{err}");
+}
+
 #[test]
 fn a_shared_dag_node_hashes_as_a_back_reference() {
     use crate::dataclass::{define, field};
