@@ -282,10 +282,10 @@ impl StructuralMutatorObj {
     /// engine's callbacks for `value` itself. `mode` is the permission already established for
     /// `value`; it is not checked again.
     pub fn default_mutate(&self, value: AnyView<'_>, mode: InplaceMode) -> Mutation {
-        if mode == InplaceMode::Allow {
-            if let Some(hook) = S_MAYBE_INPLACE_MUTATE.get_raw(value.type_index()) {
-                return self.call_hook(hook, value, "__s_maybe_inplace_mutate__");
-            }
+        if mode == InplaceMode::Allow
+            && let Some(hook) = S_MAYBE_INPLACE_MUTATE.get_raw(value.type_index())
+        {
+            return self.call_hook(hook, value, "__s_maybe_inplace_mutate__");
         }
         if let Some(hook) = S_MUTATE.get_raw(value.type_index()) {
             return self.call_hook(hook, value, "__s_mutate__");
@@ -327,10 +327,10 @@ impl StructuralMutatorObj {
         let kind = super::kind_of(type_index).unwrap_or(SEqHashKind::Unsupported);
         let is_var = kind == SEqHashKind::FreeVar;
         let is_dag = kind == SEqHashKind::DagNode;
-        if is_var || is_dag {
-            if let Some((_, mapped)) = self.remap_entry(value) {
-                return Ok(mapped);
-            }
+        if (is_var || is_dag)
+            && let Some((_, mapped)) = self.remap_entry(value)
+        {
+            return Ok(mapped);
         }
         // A variable outside a definition is a use; its definition (if any) was unchanged.
         if is_var && self.def_region_kind() == DefRegionKind::None {

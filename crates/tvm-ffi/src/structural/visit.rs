@@ -514,10 +514,10 @@ impl VisitEngine for WalkEngine {
         if let Some(interrupt) = visitor.default_visit(value)? {
             return Ok(Some(interrupt));
         }
-        if self.order == WalkOrder::Post {
-            if let WalkStep::Stop(interrupt) = self.run_callback(visitor, value)? {
-                return Ok(Some(interrupt));
-            }
+        if self.order == WalkOrder::Post
+            && let WalkStep::Stop(interrupt) = self.run_callback(visitor, value)?
+        {
+            return Ok(Some(interrupt));
         }
         Ok(None)
     }
