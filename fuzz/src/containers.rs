@@ -280,10 +280,10 @@ impl State {
                 let want = model_get(&self.dict_model, &k);
                 check_opt(self.dict_alias.get(&key), want, &list, "dict get");
                 assert_eq!(self.dict.contains_key(&key), want.is_some());
-                if let Val::Str(s) = &k {
-                    if let Ok(text) = std::str::from_utf8(s) {
-                        assert_eq!(self.dict.contains_key(text), want.is_some(), "str key");
-                    }
+                if let Val::Str(s) = &k
+                    && let Ok(text) = std::str::from_utf8(s)
+                {
+                    assert_eq!(self.dict.contains_key(text), want.is_some(), "str key");
                 }
             }
             4 => {

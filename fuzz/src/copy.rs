@@ -432,18 +432,19 @@ pub fn strided_copy(data: &[u8]) {
     }
     // The device side need not fit: the strict backend checks it against its allocation.
 
-    if let Some(shift) = device_shift {
-        if to.buffer_len > 0 && (small || !device_inside(&to, shift, to.buffer_len)) {
-            let mut device_expected = pattern(to.buffer_len, 0x40);
-            let mut shifted = to.clone();
-            shifted.byte_offset = shifted.byte_offset.wrapping_add(shift as u64);
-            if small
-                && shifted.fits(to.buffer_len)
-                && i128::from(shift) + i128::from(to.byte_offset) >= 0
-            {
-                reference_copy(&from, &src, &shifted, &mut device_expected);
-            }
-            copy_to_test_device(&mut from, &mut src, &to, shift, &device_expected);
+    if let Some(shift) = device_shift
+        && to.buffer_len > 0
+        && (small || !device_inside(&to, shift, to.buffer_len))
+    {
+        let mut device_expected = pattern(to.buffer_len, 0x40);
+        let mut shifted = to.clone();
+        shifted.byte_offset = shifted.byte_offset.wrapping_add(shift as u64);
+        if small
+            && shifted.fits(to.buffer_len)
+            && i128::from(shift) + i128::from(to.byte_offset) >= 0
+        {
+            reference_copy(&from, &src, &shifted, &mut device_expected);
         }
+        copy_to_test_device(&mut from, &mut src, &to, shift, &device_expected);
     }
 }

@@ -397,16 +397,17 @@ fn symbolize_limited(
     let mut out = String::new();
     let mut count = 0usize;
     let mut skip_caller = matches!(location, Some((Some(_), _, Some(_))));
-    if let Some((file, line, func)) = location {
-        if limit > 0 && (file.is_some() || func.is_some()) {
-            push_line(
-                &mut out,
-                file.unwrap_or(UNKNOWN),
-                line,
-                func.unwrap_or(UNKNOWN),
-            );
-            count += 1;
-        }
+    if let Some((file, line, func)) = location
+        && limit > 0
+        && (file.is_some() || func.is_some())
+    {
+        push_line(
+            &mut out,
+            file.unwrap_or(UNKNOWN),
+            line,
+            func.unwrap_or(UNKNOWN),
+        );
+        count += 1;
     }
     let mut done = count >= limit;
     for &ip in frames {
@@ -465,12 +466,11 @@ fn symbols_of(ip: usize) -> Arc<[FrameSymbol]> {
         crate::unwind::loader_unloads(),
     );
     let lock = || SYMBOLS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(cache) = lock().as_ref() {
-        if cache.generation == generation {
-            if let Some(symbols) = cache.symbols.get(&ip) {
-                return Arc::clone(symbols);
-            }
-        }
+    if let Some(cache) = lock().as_ref()
+        && cache.generation == generation
+        && let Some(symbols) = cache.symbols.get(&ip)
+    {
+        return Arc::clone(symbols);
     }
     let mut symbols = Vec::new();
     // `resolve` looks up `ip - 1`, inside the call instruction that the return address follows.

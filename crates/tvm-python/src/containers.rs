@@ -154,10 +154,10 @@ fn py_equal(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// then Python equality item by item, so that `in` agrees with `==` for nested containers and
 /// values the runtime compares by identity.
 fn sequence_contains(py: Python<'_>, items: &[Any], value: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if let Ok(converted) = py_to_any(value) {
-        if items.contains(&converted) {
-            return Ok(true);
-        }
+    if let Ok(converted) = py_to_any(value)
+        && items.contains(&converted)
+    {
+        return Ok(true);
     }
     for item in items {
         if py_equal(any_to_py(py, item.clone())?.bind(py), value)? {

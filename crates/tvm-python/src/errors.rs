@@ -111,10 +111,10 @@ fn original_exception<'py>(py: Python<'py>, err: &Error) -> Option<Bound<'py, Py
 
 /// The Python exception for a runtime error.
 pub(crate) fn raise_error(py: Python<'_>, err: Error) -> PyErr {
-    if err.is_kind("EnvErrorAlreadySet") {
-        if let Some(pending) = PyErr::take(py) {
-            return pending;
-        }
+    if err.is_kind("EnvErrorAlreadySet")
+        && let Some(pending) = PyErr::take(py)
+    {
+        return pending;
     }
     let original = original_exception(py, &err);
     let Some((to_python, _)) = HOOKS.get(py) else {
