@@ -16,7 +16,22 @@ use crate::{cstr_arg, out_arg};
 
 thread_local! {
     static STREAMS: RefCell<HashMap<(i32, i32), usize>> = RefCell::new(HashMap::new());
-    static TLS_ALLOCATOR: Cell<DLPackManagedTensorAllocator> = const { Cell::new(None) };
+    /// The thread's tensor allocator: `None` until the thread sets one (the process-wide one
+    /// applies), then what it set, NULL ("no allocator") included.
+    static TLS_ALLOCATOR: Cell<Option<DLPackManagedTensorAllocator>> = const { Cell::new(None) };
+}
+
+fn global_allocator() -> DLPackManagedTensorAllocator {
+    *GLOBAL_ALLOCATOR.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The calling thread's allocator: the one it set, or the process-wide one if it set none.
+fn thread_allocator() -> DLPackManagedTensorAllocator {
+    TLS_ALLOCATOR
+        .try_with(Cell::get)
+        .ok()
+        .flatten()
+        .unwrap_or_else(global_allocator)
 }
 
 static GLOBAL_ALLOCATOR: Mutex<DLPackManagedTensorAllocator> = Mutex::new(None);
@@ -66,8 +81,9 @@ pub extern "C" fn TVMFFIEnvGetStream(device_type: i32, device_id: i32) -> TVMFFI
 }
 
 /// Sets the calling thread's tensor allocator (and the process-wide one if
-/// `write_to_global_context` is non-zero); the previous thread-local one goes to
-/// `opt_out_original`.
+/// `write_to_global_context` is non-zero); the thread's previous one (the process-wide one if it
+/// had set none) goes to `opt_out_original`. A thread starts with the process-wide allocator;
+/// setting NULL leaves it with none, and tensor allocation on it fails, as in Apache TVM FFI.
 ///
 /// # Safety
 /// `opt_out_original` is NULL or valid for writes.
@@ -78,7 +94,8 @@ pub unsafe extern "C" fn TVMFFIEnvSetDLPackManagedTensorAllocator(
     opt_out_original: *mut DLPackManagedTensorAllocator,
 ) -> c_int {
     ffi_status("TVMFFIEnvSetDLPackManagedTensorAllocator", || {
-        let previous = TLS_ALLOCATOR.with(|a| a.replace(allocator));
+        let previous = thread_allocator();
+        TLS_ALLOCATOR.with(|a| a.set(Some(allocator)));
         if write_to_global_context != 0 {
             *GLOBAL_ALLOCATOR.lock().unwrap_or_else(|e| e.into_inner()) = allocator;
         }
@@ -94,11 +111,7 @@ pub unsafe extern "C" fn TVMFFIEnvSetDLPackManagedTensorAllocator(
 #[unsafe(no_mangle)]
 pub extern "C" fn TVMFFIEnvGetDLPackManagedTensorAllocator() -> DLPackManagedTensorAllocator {
     ffi_boundary("TVMFFIEnvGetDLPackManagedTensorAllocator", || {
-        TLS_ALLOCATOR
-            .try_with(Cell::get)
-            .ok()
-            .flatten()
-            .or_else(|| *GLOBAL_ALLOCATOR.lock().unwrap_or_else(|e| e.into_inner()))
+        thread_allocator()
     })
 }
 

@@ -41,21 +41,108 @@ fn dl_error() -> String {
     }
 }
 
+/// Whether `path` is a bare file name, with no directory part.
+fn is_bare_name(path: &Path) -> bool {
+    path.parent()
+        .is_some_and(|parent| parent.as_os_str().is_empty())
+        && !path.as_os_str().is_empty()
+}
+
+/// `dlopen(file, RTLD_NOW | RTLD_LOCAL)` after making the C API visible to the library;
+/// `shown` names the library in errors.
+fn dlopen_now(file: &Path, shown: &Path) -> Result<*mut c_void> {
+    let c_path = CString::new(file.as_os_str().as_encoded_bytes()).map_err(|_| {
+        Error::new(
+            ErrorKind::ValueError,
+            format!("path contains a NUL byte: {}", shown.display()),
+        )
+    })?;
+    crate::export_c_api()?;
+    // SAFETY: a valid NUL-terminated path or name; the handle is checked below.
+    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if handle.is_null() {
+        let reason = dl_error();
+        let hint = if reason.contains("undefined symbol: TVMFFI") {
+            " (the process does not export the TVM FFI C API: load the library through the \
+             `tvm` package, or link `tvm-ffi-capi` into the executable and export its symbols)"
+        } else {
+            ""
+        };
+        return Err(Error::new(
+            "OSError",
+            format!(
+                "cannot load '{}' as a shared library: {reason}{hint}",
+                shown.display()
+            ),
+        ));
+    }
+    Ok(handle)
+}
+
+/// The file the dynamic loader opened for `handle` (glibc's `RTLD_DI_LINKMAP`).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn loaded_path(handle: *mut c_void) -> Option<PathBuf> {
+    /// The public head of glibc's `struct link_map` (`<link.h>`).
+    #[repr(C)]
+    struct LinkMapHead {
+        addr: usize,
+        name: *const std::ffi::c_char,
+    }
+    let mut map: *const LinkMapHead = std::ptr::null();
+    // SAFETY: `handle` is a live dlopen handle and `map` a valid out-parameter for a pointer.
+    let rc = unsafe {
+        libc::dlinfo(
+            handle,
+            libc::RTLD_DI_LINKMAP,
+            (&raw mut map).cast::<c_void>(),
+        )
+    };
+    if rc != 0 || map.is_null() {
+        return None;
+    }
+    // SAFETY: on success the loader's link map of the handle, whose name is NUL-terminated.
+    let name = unsafe { (*map).name };
+    if name.is_null() {
+        return None;
+    }
+    // SAFETY: as above.
+    let text = unsafe { CStr::from_ptr(name) }.to_str().ok()?;
+    (!text.is_empty()).then(|| PathBuf::from(text))
+}
+
+/// The file the dynamic loader opened: not known on this platform.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn loaded_path(_handle: *mut c_void) -> Option<PathBuf> {
+    None
+}
+
 impl Library {
     /// Opens `path` with `RTLD_NOW | RTLD_LOCAL`: every undefined symbol is resolved now, so a
     /// missing one is an error here rather than the process dying on the first call. Only
     /// regular files are opened (a FIFO or device named `*.so` would block or mislead the loader).
+    ///
+    /// A path names a file relative to the current directory. A bare name (no directory part)
+    /// that is not a file there is searched for as the dynamic loader searches (its library
+    /// path, `LD_LIBRARY_PATH`, libraries already loaded), as Apache TVM FFI's loader does.
     pub(crate) fn open(path: &Path) -> Result<Library> {
-        let metadata = std::fs::metadata(path).map_err(|err| match err.kind() {
-            std::io::ErrorKind::NotFound => Error::new(
-                "FileNotFoundError",
-                format!("No such file or directory: '{}'", path.display()),
-            ),
-            _ => Error::new(
-                "OSError",
-                format!("cannot read '{}': {err}", path.display()),
-            ),
-        })?;
+        let metadata = match std::fs::metadata(path) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound && is_bare_name(path) => {
+                return Library::open_by_search(path);
+            }
+            Err(err) => {
+                return Err(match err.kind() {
+                    std::io::ErrorKind::NotFound => Error::new(
+                        "FileNotFoundError",
+                        format!("No such file or directory: '{}'", path.display()),
+                    ),
+                    _ => Error::new(
+                        "OSError",
+                        format!("cannot read '{}': {err}", path.display()),
+                    ),
+                });
+            }
+            Ok(metadata) => metadata,
+        };
         if !metadata.is_file() {
             let what = if metadata.is_dir() {
                 "a directory"
@@ -78,35 +165,32 @@ impl Library {
                 format!("cannot resolve '{}': {err}", path.display()),
             )
         })?;
-        let c_path = CString::new(absolute.as_os_str().as_encoded_bytes()).map_err(|_| {
-            Error::new(
-                ErrorKind::ValueError,
-                format!("path contains a NUL byte: {}", path.display()),
-            )
-        })?;
-        crate::export_c_api()?;
-        // SAFETY: a valid NUL-terminated path to a regular file; the handle is checked below.
-        let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if handle.is_null() {
-            let reason = dl_error();
-            let hint = if reason.contains("undefined symbol: TVMFFI") {
-                " (the process does not export the TVM FFI C API: load the library through the \
-                 `tvm` package, or link `tvm-ffi-capi` into the executable and export its symbols)"
-            } else {
-                ""
-            };
-            return Err(Error::new(
-                "OSError",
-                format!(
-                    "cannot load '{}' as a shared library: {reason}{hint}",
-                    path.display()
-                ),
-            ));
-        }
+        let handle = dlopen_now(&absolute, path)?;
         Ok(Library {
             handle,
             path: path.to_owned(),
         })
+    }
+
+    /// Opens a bare name that is not a file in the current directory through the dynamic
+    /// loader's own search; the library keeps the path the loader found.
+    fn open_by_search(name: &Path) -> Result<Library> {
+        let handle = dlopen_now(name, name).map_err(|err| {
+            if err.message().contains("No such file or directory") {
+                Error::new(
+                    "FileNotFoundError",
+                    format!(
+                        "No such file or directory: '{}' (neither in the current directory nor \
+                         on the dynamic loader's search path)",
+                        name.display()
+                    ),
+                )
+            } else {
+                err
+            }
+        })?;
+        let path = loaded_path(handle).unwrap_or_else(|| name.to_owned());
+        Ok(Library { handle, path })
     }
 
     /// Whether `ptr` lies in this library itself (`dlsym` also searches its dependencies).

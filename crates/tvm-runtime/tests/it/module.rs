@@ -161,6 +161,17 @@ fn bad_paths_and_files_are_named() {
 }
 
 #[test]
+fn a_bare_name_not_in_the_current_directory_is_found_by_the_loader() {
+    // libc is loaded in every process, so the loader finds it by name; it exports no functions.
+    let module = load_module("libc.so.6").unwrap();
+    assert!(module.get_function("add_int", false).unwrap().is_none());
+    let err = load_module("libtvm_nowhere_at_all.so").unwrap_err();
+    assert_eq!(err.kind(), "FileNotFoundError", "{err}");
+    assert!(err.message().contains("libtvm_nowhere_at_all.so"), "{err}");
+    assert!(err.message().contains("search path"), "{err}");
+}
+
+#[test]
 fn versioned_library_names_load_as_shared_libraries() {
     let library = kernel("basic");
     for version in ["6", "1.2.3"] {
