@@ -162,8 +162,10 @@ class Module(Object):
 def load_module(path: str | os.PathLike[str]) -> Module:
     """Load a module from a file (a shared library for ``.so``/``.dylib``/``.dll``).
 
-    A missing file is a ``FileNotFoundError`` and a file that is not a loadable library an
-    ``OSError``, both naming the path.
+    A path is resolved against the current directory; a bare name that is not a file there is
+    searched for as the dynamic loader searches (``LD_LIBRARY_PATH``, the system's library path,
+    libraries already loaded). A missing file is a ``FileNotFoundError`` and a file that is not a
+    loadable library an ``OSError``, both naming the path.
     """
     return _api("ffi.ModuleLoadFromFile")(os.fspath(path))
 
