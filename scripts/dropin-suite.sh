@@ -13,7 +13,8 @@
 #     (lib/libtvm_ffi_testing.so) stays in both: it must load on ours.
 #
 # Each test file runs in a process of its own (scripts/dropin_suite.py), so a crash loses one
-# file's remaining tests, never the run; logs go to target/dropin/logs/<side>/.
+# file's remaining tests, never the run; logs go to target/dropin/logs/<side>/. Exits non-zero
+# when a test fails or a file crashes on either side (both pass the whole suite).
 #
 # Usage: bash scripts/dropin-suite.sh [--lib PATH] [--side ours|original|both] [--timeout S]
 #                                     [--stub-missing] [--fresh] [TEST_FILE...]
@@ -99,6 +100,7 @@ make_site() { # make_site DIR [LIBRARY]
     fi
 }
 
+status=0
 sides=()
 [[ $side != ours ]] && sides+=(original)
 [[ $side != original ]] && sides+=(ours)
@@ -119,5 +121,6 @@ for s in "${sides[@]}"; do
         echo "== original: apache-tvm-ffi $version"
     fi
     "$py" scripts/dropin_suite.py --site "$work/site-$s" --tests "$src/tests/python" \
-        --logs "$work/logs/$s" --timeout "$timeout" "${files[@]}"
+        --logs "$work/logs/$s" --timeout "$timeout" "${files[@]}" || status=1
 done
+exit $status

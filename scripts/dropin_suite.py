@@ -116,7 +116,8 @@ def main() -> int:
     other = args.logs.parent / "original" / "results.json"
     if args.logs.name != "original" and other.is_file():
         compare(json.loads(other.read_text()), results)
-    return 0
+    # A failed test, an error or a lost file fails the run (both sides pass the whole suite).
+    return 1 if totals["failed"] or totals["error"] or crashed else 0
 
 
 def compare(original: dict, ours: dict) -> None:

@@ -54,6 +54,13 @@ echo
 # The sdist builds and installs into a fresh environment, as `pip install tvm-<v>.tar.gz` does.
 bash scripts/sdist-check.sh
 
+# The runtime library in place of apache-tvm-ffi 0.1.15.post2's libtvm_ffi.so: its Python suite
+# (against the original's results, recorded once and cached) and its Rust crates' tests, with no
+# Python in their processes. Their venvs, sources and builds are cached under target/ and
+# .venv-dropin. (Apache TVM's own workloads on our library run in pytest below.)
+bash scripts/dropin-suite.sh --side ours
+bash scripts/apache-rust-tests.sh --side ours
+
 # pytest exits 5 when it collects no tests; with `set -e` that fails the script like any error.
 # Under coverage, subprocesses included ([tool.coverage.*] in pyproject.toml): line and branch
 # coverage of the `tvm` package below fail_under (90%) fails the run after pytest's summary.
