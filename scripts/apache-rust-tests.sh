@@ -8,14 +8,14 @@
 # tests, libtvm_ffi_testing) from the directory that `tvm-ffi-config --libdir` prints. Here that
 # is the package's own tvm-ffi-config, run from a private copy of the installed package and its
 # dist-info (its RECORD is how the package finds lib/libtvm_ffi.so) put first on PYTHONPATH:
-# site-original as installed, site-ours with our library as lib/libtvm_ffi.so. The original's
+# site-original as installed, site-ours with our library as lib/libtvm_ffi.so. Apache-tvm-ffi's
 # lib/libtvm_ffi_testing.so stays in both: it must load on ours. The same directory is the
 # loader path of the test binaries (LD_LIBRARY_PATH), and the script checks that it holds the
 # library asked for and that the binaries do not load libpython.
 #
 # Set-up (cached under target/apache-rust; rerun with --fresh to redo it):
 #   - a virtual environment target/apache-rust/venv with the package's wheel (for tvm-ffi-config
-#     and the original libraries);
+#     and apache-tvm-ffi's libraries);
 #   - the sdist (target/dropin/sdist's when scripts/dropin-suite.sh fetched it, else
 #     `pip download`), whose rust/ folder is unpacked into target/apache-rust/src (cargo writes
 #     its Cargo.lock there; the crates' dependencies come from crates.io the first time);
@@ -66,7 +66,7 @@ if [[ $side != original ]]; then
     lib=$(readlink -f "$lib")
 fi
 
-# The environment with the original package (tvm-ffi-config and the original libraries).
+# The environment with apache-tvm-ffi's package (tvm-ffi-config and apache-tvm-ffi's libraries).
 venv=$work/venv
 if ! "$venv/bin/python" -c "import tvm_ffi.config" >/dev/null 2>&1; then
     python3 -m venv --clear "$venv"

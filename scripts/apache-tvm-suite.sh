@@ -2,7 +2,7 @@
 # Runs Apache TVM's workloads (tests/apache_tvm/workloads.py: kernels built with LLVM, a parallel
 # loop, TVMScript, structural equality and hashing, JSON graphs, Relax on its VM, export and
 # reload, time_evaluator, ...) on apache-tvm 0.27 twice, each case in a process of its own: on
-# the original libtvm_ffi.so of apache-tvm-ffi, and on ours in its place. Prints one line per
+# apache-tvm-ffi's libtvm_ffi.so, and on ours in its place. Prints one line per
 # case and a table of both sides' outcomes (passed, failed, crashed, timeout) with the counts.
 #
 # Set-up (cached, git-ignored): the virtual environment .venv-apache-tvm (made from PyPI on first

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite of apache-tvm-ffi 0.1.15.post2 (its source distribution's tests/python)
 # against our native library put in place of the package's own lib/libtvm_ffi.so, file by file,
-# and against the original library for the baseline.
+# and against apache-tvm-ffi's library for the baseline.
 #
 # Set-up (cached under target/dropin and .venv-dropin; rerun with --fresh to redo it):
 #   - a virtual environment .venv-dropin with the package's wheel, ninja (its C++ build tests),
@@ -9,7 +9,7 @@
 #   - the sdist, fetched with `pip download` and unpacked (the tests);
 #   - two private site directories holding a copy of the installed package and its dist-info
 #     (whose RECORD is how the package finds lib/libtvm_ffi.so): site-original as installed,
-#     site-ours with our library as lib/libtvm_ffi.so. The original's testing library
+#     site-ours with our library as lib/libtvm_ffi.so. apache-tvm-ffi's testing library
 #     (lib/libtvm_ffi_testing.so) stays in both: it must load on ours.
 #
 # Each test file runs in a process of its own (scripts/dropin_suite.py), so a crash loses one
@@ -23,7 +23,7 @@
 #   --side     which library to run the suite on (default: both)
 #   --timeout  seconds per test file (default: 600)
 #   --stub-missing  a measurement aid, not a drop-in run: before the package imports, register
-#              each `ffi.*` global and type key the original has and ours lacks, the globals as
+#              each `ffi.*` global and type key apache-tvm-ffi has and ours lacks, the globals as
 #              functions raising NotImplementedError (scripts/dropin_stub.py), so that the tests
 #              not needing them run while the runtime is incomplete
 #   TEST_FILE  paths relative to tests/python of the sdist (default: every test_*.py)
@@ -69,7 +69,7 @@ if [[ $side != original && ! -f $lib ]]; then
     exit 1
 fi
 
-# The environment with the original package and the tools its tests use.
+# The environment with apache-tvm-ffi's package and the tools its tests use.
 if ! "$venv/bin/python" -c "import tvm_ffi, ninja, pytest" >/dev/null 2>&1; then
     python3 -m venv --clear "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
@@ -114,7 +114,7 @@ for s in "${sides[@]}"; do
                 "$work/site-spec/tvm_ffi/lib/libtvm_ffi.so" "$work/original-spec.json"
             cp scripts/dropin_stub.py "$work/site-ours/sitecustomize.py"
             export STUB_SPEC=$work/original-spec.json STUB_LIB=$work/site-ours/tvm_ffi/lib/libtvm_ffi.so
-            echo "== with the original's missing ffi.* globals and types stubbed (--stub-missing)"
+            echo "== with apache-tvm-ffi's missing ffi.* globals and types stubbed (--stub-missing)"
         fi
     else
         make_site "$work/site-original"

@@ -4,7 +4,7 @@ Each file runs in a process of its own with a time limit, so a crash (a signal) 
 that file only. Prints one line per file (passed, failed, errors, skipped, and how it ended) and
 the totals, and writes every test's outcome to LOGS/results.json. When the other side's
 results.json is there (logs/original beside logs/ours), it also prints how many of the tests
-that pass on the original pass here, and the files where they do not.
+that pass on apache-tvm-ffi pass here, and the files where they do not.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def main() -> int:
 
 
 def compare(original: dict, ours: dict) -> None:
-    """Prints how many tests passing on the original pass on ours, and where the rest are."""
+    """Prints how many tests passing on apache-tvm-ffi pass on ours, and where the rest are."""
     passing = total = 0
     lost = {}
     for name, result in original.items():
@@ -135,7 +135,7 @@ def compare(original: dict, ours: dict) -> None:
             else:
                 lost[name] = lost.get(name, 0) + 1
     share = 100.0 * passing / total if total else 0.0
-    print(f"of {total} tests passing on the original, {passing} pass on ours ({share:.1f}%)")
+    print(f"of {total} tests passing on apache-tvm-ffi, {passing} pass on ours ({share:.1f}%)")
     for name, count in sorted(lost.items(), key=lambda item: -item[1]):
         print(f"  {name}: {count} lost")
 

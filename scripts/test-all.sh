@@ -55,7 +55,7 @@ echo
 bash scripts/sdist-check.sh
 
 # The runtime library in place of apache-tvm-ffi 0.1.15.post2's libtvm_ffi.so: its Python suite
-# (against the original's results, recorded once and cached) and its Rust crates' tests, with no
+# (against apache-tvm-ffi's results, recorded once and cached) and its Rust crates' tests, with no
 # Python in their processes. Their venvs, sources and builds are cached under target/ and
 # .venv-dropin. (Apache TVM's own workloads on our library run in pytest below.)
 bash scripts/dropin-suite.sh --side ours

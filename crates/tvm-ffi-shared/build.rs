@@ -15,7 +15,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-/// The C++ symbols of the original `libtvm_ffi.so` (apache-tvm-ffi 0.1.15), and the two
+/// The C++ symbols of apache-tvm-ffi 0.1.15's `libtvm_ffi.so`, and the two
 /// out-of-line members our `ModuleObj` adds (subclasses built with our headers refer to them).
 const CXX_EXPORTS: &[&str] = &[
     // tvm::ffi::Module::LoadFromFile(String const&), VisitContextSymbols(TypedFunction<...>)

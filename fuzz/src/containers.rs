@@ -346,7 +346,7 @@ impl State {
                 }
             }
             11 => {
-                // Order-insensitive equality: a map rebuilt in reverse equals the original.
+                // Order-insensitive equality: a map rebuilt in reverse equals the one it was built from.
                 let rebuilt: Map = self
                     .map
                     .iter()

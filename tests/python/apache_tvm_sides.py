@@ -1,4 +1,4 @@
-"""Apache TVM on two ``libtvm_ffi.so`` side by side: the original's and ours.
+"""Apache TVM on two ``libtvm_ffi.so`` side by side: apache-tvm-ffi's and ours.
 
 The interpreter of :mod:`apache_tvm_env` (apache-tvm 0.27 with apache-tvm-ffi) runs the workloads of
 ``tests/apache_tvm/workloads.py``, one case per process, on two sides:
@@ -132,7 +132,7 @@ def library_in(site: Path | None, python: Path) -> Path:
 
 
 def run_case(python: Path, case: str, site: Path | None, timeout: int = CASE_TIMEOUT) -> dict:
-    """Runs one case in a process of its own; ``site`` is ours, ``None`` the original.
+    """Runs one case in a process of its own; ``site`` is ours, ``None`` apache-tvm-ffi.
 
     Returns the case's JSON result with ``status`` one of :data:`OUTCOMES`, the process's
     ``returncode`` and the tail of its output (``log``).
@@ -198,7 +198,7 @@ def _innermost_frame(stderr: str) -> str:
 
 
 def run_both(python: Path, case: str, site: Path) -> dict[str, dict]:
-    """Runs a case on the original and on ours at the same time."""
+    """Runs a case on apache-tvm-ffi and on ours at the same time."""
     with ThreadPoolExecutor(max_workers=2) as pool:
         original = pool.submit(run_case, python, case, None)
         ours = pool.submit(run_case, python, case, site)

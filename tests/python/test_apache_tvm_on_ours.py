@@ -1,12 +1,12 @@
-"""Apache TVM (apache-tvm 0.27) running on our ``libtvm_ffi.so``, side by side with the original.
+"""Apache TVM (apache-tvm 0.27) running on our ``libtvm_ffi.so``, side by side with apache-tvm-ffi.
 
 Each case of ``tests/apache_tvm/workloads.py`` (TE and TIR kernels built with LLVM and checked
 against numpy, a parallel loop, TVMScript round trips, structural equality and hashing, JSON
 graphs, a Relax MLP on the Relax VM, ``export_library`` and reload, ``time_evaluator``, tensors,
 the global registry, errors, Python passes) runs in a process of its own on both libraries at
-once (:mod:`apache_tvm_sides`). Ours must pass every case; the original's outcome is recorded
+once (:mod:`apache_tvm_sides`). Ours must pass every case; apache-tvm-ffi's outcome is recorded
 (``record_property("original", ...)``, ``target/apache-tvm/results/``), not required: with
-apache-tvm-ffi 0.1.15.post2 the original dies by SIGSEGV in ``ToJSONGraph`` (the
+apache-tvm-ffi 0.1.15.post2 dies by SIGSEGV in ``ToJSONGraph`` (the
 ``save_load_json`` cases).
 
 The parallel loop passes on ours too: its kernels call ``TVMBackendParallelLaunch`` through a
@@ -92,7 +92,7 @@ def test_case_on_ours_and_original(case: str, apache_python: Path, site: Path, r
             assert result["libtvm_ffi"] == [str(expected[side])], (side, result["libtvm_ffi"])
 
     assert ours["status"] == "passed", (
-        f"{case} {ours['status']} on ours ({ours.get('detail')}); on the original it "
+        f"{case} {ours['status']} on ours ({ours.get('detail')}); on apache-tvm-ffi it "
         f"{original['status']}\n{ours.get('traceback') or ours['log']}"
     )
 

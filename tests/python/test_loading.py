@@ -273,7 +273,7 @@ import ctypes, json, sys
 class ByteArray(ctypes.Structure):
     _fields_ = [("data", ctypes.c_char_p), ("size", ctypes.c_size_t)]
 
-# Loaded as the original's Python package loads libtvm_ffi.so: no Python module init runs.
+# Loaded as apache-tvm-ffi's Python package loads libtvm_ffi.so: no Python module init runs.
 lib = ctypes.CDLL(sys.argv[1], ctypes.RTLD_GLOBAL)
 found = {}
 for name in sys.argv[2:]:

@@ -1,5 +1,5 @@
 // A C++ host compiled against Apache TVM FFI's headers and linked against our libtvm_ffi.so (no
-// Python in the process): loads a compiled module, calls it through the original's C++ API
+// Python in the process): loads a compiled module, calls it through apache-tvm-ffi's C++ API
 // (non-virtual and virtual ModuleObj members on a module our runtime made), catches the
 // tvm::ffi::Error of a failing function, and uses the other exported C++ functions.
 // Usage: apache_host <kernel.so>

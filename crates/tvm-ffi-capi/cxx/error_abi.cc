@@ -1,5 +1,5 @@
 // The vtable and typeinfo of tvm::ffi::Error, defined here so that the library exports them as
-// the original does (every member of Error is inline, so they are emitted where they are used;
+// apache-tvm-ffi does (every member of Error is inline, so they are emitted where they are used;
 // this file uses them).
 #include <tvm/ffi/error.h>
 

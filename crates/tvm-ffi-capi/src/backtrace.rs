@@ -375,7 +375,7 @@ pub(crate) fn symbolizations_on_this_thread() -> u64 {
 ///
 /// When `file` or `func` is given, `  File "<file>", line <line>, in <func>` is the first line;
 /// when both are, that line stands for the caller of the capture, whose frame (the first one
-/// with a visible symbol, inlined calls included) is then left out, as the original runtime
+/// with a visible symbol, inlined calls included) is then left out, as apache-tvm-ffi
 /// leaves it out. The text stops before the first FFI boundary frame (`TVMFFIFunctionCall`, or one a
 /// registered [`FrameFilter`] names) unless `cross_ffi_boundary`.
 pub(crate) fn symbolize(

@@ -2,14 +2,14 @@
 //! processes that link the library (no Python in them). The C++ sources are in
 //! `cpp-abi/tests/cxx_abi/`:
 //!
-//! * `layout.cc`: `ModuleObj` and `Error` have the original's layout (static_asserts; run).
+//! * `layout.cc`: `ModuleObj` and `Error` have apache-tvm-ffi's layout (static_asserts; run).
 //! * `module_host.cc` + `counter_module.cc` + `kernel.c`: a C++ subclass of `ModuleObj` in a
 //!   library of its own, used through the runtime's `ffi.Module*` functions; the runtime's
 //!   modules used through their C++ vtable; imports both ways, twice and in cycles; errors thrown
 //!   by vtable slots.
 //! * `apache_host.cc`: a host compiled against Apache TVM FFI's own headers, linked against our
 //!   library, loading and calling a module and catching a `tvm::ffi::Error`.
-//! * the exported symbols contain every symbol of the original `libtvm_ffi.so` (but template
+//! * the exported symbols contain every symbol of apache-tvm-ffi's `libtvm_ffi.so` (but template
 //!   instances of the standard library).
 //!
 //! The library under test is the one cargo builds with these tests (`cargo test -p
@@ -233,9 +233,9 @@ fn defined_symbols(library: &Path) -> Vec<(char, String)> {
     .collect()
 }
 
-/// Whether a symbol of the original is one ours need not define: instances of the standard
+/// Whether a symbol of apache-tvm-ffi is one ours need not define: instances of the standard
 /// library's templates (`std::...`), and GNU-unique function-local statics of inline functions
-/// in the original's own sources (`u`: the loader merges them, no client links them).
+/// in apache-tvm-ffi's own sources (`u`: the loader merges them, no client links them).
 fn exempt(kind: char, name: &str) -> bool {
     const STD: [&str; 8] = [
         "_ZNSt",
@@ -272,7 +272,7 @@ fn exports_contain_every_symbol_of_the_original() {
     // 50 C functions, 24 C++ functions, vtable, typeinfo and name of two classes.
     assert!(
         required.len() >= 50 + 24 + 6,
-        "the original's list: {required:?}"
+        "apache-tvm-ffi's list: {required:?}"
     );
     let missing: Vec<&&String> = required
         .iter()
@@ -280,7 +280,7 @@ fn exports_contain_every_symbol_of_the_original() {
         .collect();
     assert!(
         missing.is_empty(),
-        "symbols of the original ours lacks: {missing:?}"
+        "symbols of apache-tvm-ffi ours lacks: {missing:?}"
     );
 }
 

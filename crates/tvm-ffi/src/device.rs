@@ -318,7 +318,7 @@ mod tests {
 }
 
 /// What a device can be asked about (a backend's `DeviceApi::attr` in `tvm-runtime`); the numbering is TVM's
-/// `DeviceAttrKind`, so that a C backend and the original agree on it.
+/// `DeviceAttrKind`, so that a C backend and apache-tvm-ffi agree on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(i32)]
 pub enum DeviceAttr {

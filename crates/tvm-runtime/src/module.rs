@@ -180,7 +180,7 @@ unsafe extern "C" fn imports_getter(
 }
 
 /// Registers the type metadata of `ffi.Module`: its size and the read-only field `imports_`
-/// (structural comparison stays unsupported for modules, as in the original).
+/// (structural comparison stays unsupported for modules, as in apache-tvm-ffi).
 pub(crate) fn register_type_metadata() -> Result<()> {
     use tvm_ffi::abi::{self, TVMFFIByteArray, TVMFFIFieldInfo, TVMFFITypeMetadata};
     let check = |rc: i32, what: &str| {

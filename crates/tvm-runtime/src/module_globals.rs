@@ -1,5 +1,5 @@
 //! The `ffi.Module*` globals beyond lookup and loading: function metadata and documentation
-//! (with the original's optional `query_imports`), properties, source, file export and
+//! (with apache-tvm-ffi's optional `query_imports`), properties, source, file export and
 //! serialization (`ffi.ModuleSaveToBytes`), and the
 //! process-wide set of modules kept alive (`ffi.ModuleGlobalsAdd`/`Remove`, which the
 //! original's `load_module(keep_module_alive=True)` calls).

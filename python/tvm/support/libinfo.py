@@ -118,7 +118,7 @@ def find_cmake_dir() -> str:
 
 #: Build options and the device backend of this library that turns each on.
 _BACKEND_OPTIONS = {"USE_CUDA": "cuda", "USE_ROCM": "rocm", "USE_VULKAN": "vulkan"}
-#: Build options of the original that no part of this runtime provides.
+#: Build options of Apache TVM that no part of this runtime provides.
 _ALWAYS_OFF = (
     "USE_LLVM",
     "USE_NCCL",

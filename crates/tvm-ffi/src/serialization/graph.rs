@@ -1,5 +1,5 @@
 //! JSON-graph serialization (`ffi.ToJSONGraph`, `ffi.FromJSONGraph` and their `...String`
-//! forms), in the original runtime's format, so graphs written by either load in the other:
+//! forms), in apache-tvm-ffi's format, so graphs written by either load in the other:
 //!
 //! ```json
 //! {"root_index": 4, "nodes": [{"type": "int", "data": 1}, ...], "metadata": {...}}

@@ -3,7 +3,7 @@
 //!
 //! A [`StructuralMutatorObj`] is the active context of one rewrite: its engine's dispatch, the
 //! current definition region, and the variable remap that keeps every use of a rewritten
-//! variable (or DAG node) pointing at the one replacement. Its layout is the original's
+//! variable (or DAG node) pointing at the one replacement. Its layout is apache-tvm-ffi's
 //! (header, vtable pointer, region kind), so C++ `__s_mutate__` hooks compiled against the
 //! original headers call back into it.
 //!
@@ -55,7 +55,7 @@ pub enum InplaceMode {
 pub type NativeMutateHook =
     unsafe extern "C" fn(mutator: *mut StructuralMutatorObj, value: TVMFFIAny) -> TVMFFIAny;
 
-/// The vtable of a mutator, laid out as the original's `StructuralMutatorVTable`.
+/// The vtable of a mutator, laid out as apache-tvm-ffi's `StructuralMutatorVTable`.
 #[repr(C)]
 pub struct MutatorVTable {
     /// Mutates without touching the source.
@@ -299,7 +299,7 @@ impl StructuralMutatorObj {
     fn call_hook(&self, hook: TVMFFIAny, value: AnyView<'_>, name: &str) -> Mutation {
         if hook.type_index == abi::kTVMFFIOpaquePtr {
             // SAFETY: an opaque-pointer entry of these columns is a native hook with the
-            // signature the original's headers give it.
+            // signature apache-tvm-ffi's headers give it.
             let hook: NativeMutateHook = unsafe { std::mem::transmute(hook.payload.v_ptr) };
             // SAFETY: the hook takes this live mutator and a borrowed value.
             return decode_mutation(unsafe { hook(self.as_mut_ptr(), *value.as_raw()) });
@@ -695,7 +695,7 @@ unsafe extern "C" fn mutate_map_values(m: *mut StructuralMutatorObj, v: TVMFFIAn
 }
 
 /// `__s_maybe_inplace_mutate__` of maps (uniquely owned): values change in place, keys stay (as
-/// the original runtime does, so a rewrite of a map nothing else holds keeps its storage).
+/// apache-tvm-ffi does, so a rewrite of a map nothing else holds keeps its storage).
 unsafe extern "C" fn mutate_map_in_place(m: *mut StructuralMutatorObj, v: TVMFFIAny) -> TVMFFIAny {
     hook(m, v, |m, value| {
         let map = value.as_object::<MapObj>().ok_or_else(|| {

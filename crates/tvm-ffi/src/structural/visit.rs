@@ -5,7 +5,7 @@
 //! of the traversal engine and the current definition region (whether the values reached are
 //! uses of variables, or definitions by pattern or simple definitions). Its layout is the
 //! original runtime's (header, vtable pointer, region kind), so C++ `__s_visit__` hooks compiled
-//! against the original headers call back into it.
+//! against apache-tvm-ffi headers call back into it.
 //!
 //! The default descent of a value ([`StructuralVisitorObj::default_visit`]) uses its type's
 //! `__s_visit__` hook (a native function pointer or an `ffi.Function`); without one, plain
@@ -147,7 +147,7 @@ impl RegionCell {
     }
 }
 
-/// The vtable of a visitor, laid out as the original's `StructuralVisitorVTable`.
+/// The vtable of a visitor, laid out as apache-tvm-ffi's `StructuralVisitorVTable`.
 #[repr(C)]
 pub struct VisitorVTable {
     /// Visits a value: returns None, a `VisitInterrupt` or an `Error`.
@@ -295,7 +295,7 @@ impl StructuralVisitorObj {
         match S_VISIT.get_raw(value.type_index()) {
             Some(hook) if hook.type_index == abi::kTVMFFIOpaquePtr => {
                 // SAFETY: an opaque-pointer `__s_visit__` entry is a native hook with the
-                // signature the original's headers give it.
+                // signature apache-tvm-ffi's headers give it.
                 let hook: NativeVisitHook = unsafe { std::mem::transmute(hook.payload.v_ptr) };
                 // SAFETY: the hook takes this live visitor and a borrowed value.
                 decode_visit(unsafe { hook(self.as_mut_ptr(), *value.as_raw()) })

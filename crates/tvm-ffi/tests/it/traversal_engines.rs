@@ -533,7 +533,7 @@ fn uniquely_owned_containers_change_in_place_and_shared_maps_are_copied() {
     assert_eq!(int(&mapped.cast::<Map>().unwrap().get("k").unwrap()), -3);
     assert_eq!(int(&map.cast::<Map>().unwrap().get("k").unwrap()), 3);
 
-    // A map nothing else holds keeps its storage, as on the original runtime (whose Rust
+    // A map nothing else holds keeps its storage, as on apache-tvm-ffi (whose Rust
     // crates check it), and so does a uniquely owned array among its values; its keys stay.
     let mut map = Map::new();
     map.insert("k", 4i64);
@@ -674,7 +674,7 @@ fn the_remap_entries_of_the_vtable_serve_native_hooks() {
     let native_caller = Function::from_packed(move |args| {
         let mutator = args[1].as_object_ptr().expect("a mutator object");
         // SAFETY: a mutator starts with the header and the vtable pointer (the layout C++
-        // hooks compiled against the original's headers read); the entries take the live
+        // hooks compiled against apache-tvm-ffi's headers read); the entries take the live
         // mutator and borrowed values and return owning ones.
         let vtable = unsafe { &*(*mutator.cast::<MutatorPrefix>()).vtable };
         let unchanged = abi::TVMFFIAny {

@@ -955,7 +955,7 @@ TVM_FFI_DLL int TVMFFITypeKeyToIndex(const TVMFFIByteArray* type_key, int32_t* o
  * \param child_slots_can_overflow Non-zero: subtypes may go beyond the reserved slots.
  * \param parent_type_index The parent's index (kTVMFFIObject for direct subtypes of Object).
  * \return The index; or -1 with an error set (e.g. unknown parent, depth mismatch, static index
- *  already taken, parent out of child slots). Unlike the original runtime, never terminates the
+ *  already taken, parent out of child slots). Unlike apache-tvm-ffi, never terminates the
  *  process.
  */
 TVM_FFI_DLL int32_t TVMFFITypeGetOrAllocIndex(const TVMFFIByteArray* type_key,
@@ -967,7 +967,7 @@ TVM_FFI_DLL int32_t TVMFFITypeGetOrAllocIndex(const TVMFFIByteArray* type_key,
 /*!
  * \brief What the runtime knows about a type index.
  * \return The entry, owned by the runtime and valid for the whole process; or NULL with a
- *  KeyError set if the index is not registered. (Unlike the original runtime, never terminates
+ *  KeyError set if the index is not registered. (Unlike apache-tvm-ffi, never terminates
  *  the process.)
  */
 TVM_FFI_DLL const TVMFFITypeInfo* TVMFFIGetTypeInfo(int32_t type_index);
