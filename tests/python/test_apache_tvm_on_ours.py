@@ -11,8 +11,8 @@ apache-tvm-ffi 0.1.15.post2 dies by SIGSEGV in ``ToJSONGraph`` (the
 
 The parallel loop passes on ours too: its kernels call ``TVMBackendParallelLaunch`` through a
 slot that the loader fills from the context symbols Apache TVM's ``libtvm_runtime.so``
-registers (``TVMFFIEnvModRegisterContextSymbol``), so it does not need the runtime's own backend
-API (issue 29), which programs without Apache TVM's runtime do.
+registers (``TVMFFIEnvModRegisterContextSymbol``); loaded by our package alone, the same kernel
+runs on our runtime's backend API (``test_parallel_kernel_runs_on_our_package``).
 
 ``scripts/apache-tvm-suite.sh`` runs the same cases outside pytest and prints the table.
 """
@@ -98,7 +98,7 @@ def test_case_on_ours_and_original(case: str, apache_python: Path, site: Path, r
 
 
 # A kernel that Apache TVM compiled, loaded by our own package: no libtvm_runtime.so in the
-# process registers the backend API, so the runtime must provide it (issue 29).
+# process registers the backend API, so our runtime provides it.
 _CALL_PARALLEL_KERNEL = """
 import sys
 import numpy as np
@@ -114,11 +114,6 @@ print("ok")
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 29: the runtime does not register TVMBackendParallelLaunch, so a loaded "
-    "kernel's __TVMBackendParallelLaunch slot stays null and the call dies by SIGSEGV",
-)
 def test_parallel_kernel_runs_on_our_package(apache_python: Path, tmp_path: Path):
     kernel = tmp_path / "parallel.so"
     subprocess.run(

@@ -17,87 +17,17 @@
 //! `target/`, or found at `$TVM_FFI_APACHE_PACKAGE`, the `tvm_ffi` package folder); without it
 //! (offline) they say so and pass.
 
+mod hosts;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The repository root.
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use hosts::{build_host, compile, library_file, link_flags, our_include, repo, run, scratch};
 
 fn sources() -> PathBuf {
     repo().join("cpp-abi/tests/cxx_abi")
-}
-
-fn our_include() -> PathBuf {
-    repo().join("python/tvm/include")
-}
-
-/// The library cargo built for these tests: `target/<profile>/deps/libtvm_ffi_shared.so`, next to
-/// this executable (cargo refreshes that copy for `cargo test`; the one in `target/<profile>/`
-/// only for `cargo build`).
-fn library_file() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable");
-    let deps = exe.parent().expect("target/<profile>/deps");
-    let file = deps.join("libtvm_ffi_shared.so");
-    assert!(
-        file.exists(),
-        "cargo builds the library before its tests: {}",
-        file.display()
-    );
-    file
-}
-
-/// A scratch folder holding `libtvm_ffi.so` (a link to the built library) and what the tests
-/// build, one per test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = repo()
-        .join("target/tmp")
-        .join(format!("cxx_abi-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a scratch folder");
-    std::os::unix::fs::symlink(library_file(), dir.join("libtvm_ffi.so")).expect("a link");
-    dir
-}
-
-/// Runs a command that must succeed; its output otherwise. The library path cargo sets for
-/// tests is dropped, so the hosts find `libtvm_ffi.so` through their rpath alone (under
-/// `cargo test --workspace` it also lists the build folder of the Python extension, which holds
-/// a copy of the library).
-fn run(command: &mut Command) -> String {
-    let output = command
-        .env_remove("LD_LIBRARY_PATH")
-        .output()
-        .expect("the command starts");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "{command:?} failed:\n{text}");
-    text
-}
-
-/// Compiles `sources` with `compiler` and `flags` into `out`.
-fn compile(compiler: &str, sources: &[PathBuf], flags: &[&str], out: &Path) {
-    // Sources first: the linker reads the libraries among the flags after the objects.
-    run(Command::new(compiler)
-        .args(sources)
-        .args(flags)
-        .arg("-o")
-        .arg(out));
-}
-
-/// Links an executable against the library in `dir` (`-ltvm_ffi`, found there at run time).
-fn link_flags(dir: &Path) -> Vec<String> {
-    vec![
-        format!("-L{}", dir.display()),
-        "-ltvm_ffi".into(),
-        format!("-Wl,-rpath,{}", dir.display()),
-        "-ldl".into(),
-    ]
 }
 
 /// Builds the module the hosts load.
@@ -115,25 +45,20 @@ fn build_kernel(dir: &Path) -> PathBuf {
 
 #[test]
 fn module_and_error_have_the_original_layout() {
-    let dir = scratch("layout");
-    let exe = dir.join("layout");
-    let include = format!("-I{}", our_include().display());
-    let mut flags = vec![
-        "-std=c++17",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        include.as_str(),
-    ];
-    let link = link_flags(&dir);
-    flags.extend(link.iter().map(String::as_str));
-    compile("g++", &[sources().join("layout.cc")], &flags, &exe);
+    let dir = scratch("cxx_abi", "layout");
+    let exe = build_host(
+        &dir,
+        "g++",
+        &sources().join("layout.cc"),
+        "layout",
+        &["-std=c++17"],
+    );
     assert!(run(&mut Command::new(&exe)).contains("layout ok"));
 }
 
 #[test]
 fn cxx_modules_and_runtime_modules_work_both_ways() {
-    let dir = scratch("modules");
+    let dir = scratch("cxx_abi", "modules");
     let kernel = build_kernel(&dir);
     let include = format!("-I{}", our_include().display());
     let counter = dir.join("libcounter_module.so");
@@ -151,17 +76,8 @@ fn cxx_modules_and_runtime_modules_work_both_ways() {
         ],
         &counter,
     );
-    let host = dir.join("module_host");
-    let mut flags = vec![
-        "-std=c++17",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        include.as_str(),
-    ];
-    let link = link_flags(&dir);
-    flags.extend(link.iter().map(String::as_str));
-    compile("g++", &[sources().join("module_host.cc")], &flags, &host);
+    let source = sources().join("module_host.cc");
+    let host = build_host(&dir, "g++", &source, "module_host", &["-std=c++17"]);
     let ldd = run(Command::new("ldd").arg(&host));
     assert!(!ldd.contains("libpython"), "no Python in the host:\n{ldd}");
     let output = run(Command::new(&host).arg(&kernel).arg(&counter));
@@ -293,7 +209,7 @@ fn host_built_with_the_original_headers_runs_on_ours() {
             return;
         }
     };
-    let dir = scratch("apache_host");
+    let dir = scratch("cxx_abi", "apache_host");
     let kernel = build_kernel(&dir);
     let host = dir.join("apache_host");
     let include = format!("-I{}", package.join("include").display());

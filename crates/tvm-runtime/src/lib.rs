@@ -6,8 +6,10 @@
 //! `ffi.SystemLib`, `ffi.ModuleGetFunction`, ...), through which every language reaches
 //! modules. Call it once at start-up; later calls do nothing.
 
+pub mod backend;
 mod blob;
 pub mod device;
+mod elf_symbols;
 pub mod kernel;
 mod library;
 mod module;
@@ -93,7 +95,7 @@ pub fn export_c_api() -> Result<()> {
     }
 }
 
-fn register(name: &str, f: Function) {
+pub(crate) fn register(name: &str, f: Function) {
     // As a default: a name taken by someone else keeps their function, and a library loaded
     // later that brings its own (Apache TVM's libtvm_runtime.so defines many of these names)
     // replaces ours instead of failing to load.
@@ -101,7 +103,7 @@ fn register(name: &str, f: Function) {
 }
 
 /// Registers a typed closure under `name`, which also names it in argument errors.
-fn register_typed<F: TypedFunction<Args>, Args>(name: &str, f: F) {
+pub(crate) fn register_typed<F: TypedFunction<Args>, Args>(name: &str, f: F) {
     register(name, Function::from_typed(name, f));
 }
 
@@ -171,5 +173,7 @@ pub fn init() {
         );
         device::register_globals();
         device::install_dlpack_allocator();
+        backend::register_context_symbols();
+        backend::register_globals();
     });
 }

@@ -11,8 +11,8 @@ use tvm_ffi::abi::{self, TVMFFISafeCallType};
 use tvm_ffi::function::SafeCall;
 use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, Result};
 
-use crate::blob;
 use crate::module::{Module, ModuleImpl};
+use crate::{blob, elf_symbols};
 
 /// Prefix of exported functions.
 pub const SYMBOL_PREFIX: &str = "__tvm_ffi_";
@@ -304,12 +304,48 @@ fn check_abi_version(library: &Library) -> Result<()> {
     Ok(())
 }
 
-/// Writes every registered context symbol into the library's same-named `void*` global.
-fn fill_context_symbols(library: &Library) -> Result<()> {
+/// The registered context symbols: (name, address).
+pub(crate) fn registered_context_symbols() -> Result<Vec<(std::string::String, *mut c_void)>> {
     let symbols = Function::get_global_required("ffi.GetContextSymbols")?.call(())?;
     let pairs: tvm_ffi::Array = symbols.cast()?;
-    for pair in pairs.as_slice().chunks(2) {
-        let (name, addr): (std::string::String, *mut c_void) = (pair[0].cast()?, pair[1].cast()?);
+    pairs
+        .as_slice()
+        .chunks(2)
+        .map(|pair| Ok((pair[0].cast()?, pair[1].cast()?)))
+        .collect()
+}
+
+/// Writes every registered context symbol into the library's same-named `void*` global, after
+/// checking that every runtime-function slot the library exports (a pointer-sized `__TVM*`
+/// object, such as `__TVMBackendParallelLaunch`) has a registered symbol: an empty slot would
+/// be a call to address 0 when the kernel runs.
+fn fill_context_symbols(library: &Library) -> Result<()> {
+    let symbols = registered_context_symbols()?;
+    let slot_size = std::mem::size_of::<*mut c_void>() as u64;
+    // A file that cannot be read again after loading is left unchecked.
+    let slots =
+        elf_symbols::exported_objects(&library.path, "__TVM", slot_size).unwrap_or_default();
+    if let Some(missing) = slots
+        .iter()
+        .find(|slot| !symbols.iter().any(|(name, _)| name == *slot))
+    {
+        let mut provided: Vec<&str> = symbols
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .filter(|name| name.starts_with("__TVM"))
+            .collect();
+        provided.sort_unstable();
+        return Err(Error::new(
+            "OSError",
+            format!(
+                "cannot load '{}': its slot `{missing}` needs a runtime function this runtime \
+                 does not provide (it provides {})",
+                library.path.display(),
+                provided.join(", ")
+            ),
+        ));
+    }
+    for (name, addr) in symbols {
         if let Some(slot) = library.symbol(&name) {
             // SAFETY: a context symbol is a `void*` global of the library.
             unsafe { *slot.cast::<*mut c_void>() = addr };

@@ -8,6 +8,7 @@ from .. import _native
 from ..ffi import Device, Module, Tensor, device, from_dlpack, load_module, system_lib
 from ..ffi import dtype as _make_dtype
 from .benchmark import BenchmarkResult
+from .threading import config_threadpool, context_symbols, num_threads
 from .webgpu_async import tensor_to_numpy_async, webgpu_sync_async
 
 __all__ = [
@@ -15,6 +16,8 @@ __all__ = [
     "Device",
     "Module",
     "Tensor",
+    "config_threadpool",
+    "context_symbols",
     "cpu",
     "cuda",
     "device",
@@ -23,6 +26,7 @@ __all__ = [
     "from_dlpack",
     "load_module",
     "metal",
+    "num_threads",
     "opencl",
     "rocm",
     "system_lib",

@@ -32,9 +32,10 @@ pub use host_copy::{
     byte_extent, check_copy_shapes, copy_host_strided, host_view, is_row_major, tensor_nbytes,
 };
 pub use registry::{
-    RPC_SESSION_DEVICE_TYPES, alloc_data, copy_tensor, create_stream, current_stream, device_api,
-    device_attr, device_exists, free_data, free_stream, register_device_api,
-    registered_device_types, set_current_stream, sync_stream, sync_stream_from_to,
+    RPC_SESSION_DEVICE_TYPES, alloc_data, alloc_workspace, copy_tensor, create_stream,
+    current_stream, device_api, device_attr, device_exists, free_data, free_stream, free_workspace,
+    register_device_api, registered_device_types, set_current_stream, sync_stream,
+    sync_stream_from_to,
 };
 pub use tensor::{TensorDeviceExt, empty_on};
 pub use test_backend::{

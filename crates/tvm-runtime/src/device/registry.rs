@@ -149,6 +149,20 @@ pub unsafe fn free_data(device: Device, ptr: *mut c_void) -> Result<()> {
     unsafe { device_api(device)?.free(device, ptr) }
 }
 
+/// Scratch memory for a kernel on `device` (the backend's [`DeviceApi::alloc_workspace`]).
+pub fn alloc_workspace(device: Device, nbytes: usize, dtype_hint: DataType) -> Result<*mut c_void> {
+    existing(device)?.alloc_workspace(device, nbytes, dtype_hint)
+}
+
+/// Frees memory from [`alloc_workspace`].
+///
+/// # Safety
+/// `ptr` came from [`alloc_workspace`] on `device` and is freed once.
+pub unsafe fn free_workspace(device: Device, ptr: *mut c_void) -> Result<()> {
+    // SAFETY: forwarded from the caller.
+    unsafe { device_api(device)?.free_workspace(device, ptr) }
+}
+
 /// Refuses a stream that the registry created for another device.
 fn check_stream(device: Device, stream: StreamHandle) -> Result<()> {
     if stream.is_null() {

@@ -5,6 +5,7 @@
 use tvm_ffi_capi as _;
 use tvm_ffi_testing as _;
 
+mod backend;
 mod device;
 mod globals;
 mod kernel;

@@ -1,0 +1,254 @@
+//! A fork-join pool of worker threads for parallel launches.
+//!
+//! The pool runs task 0 of a launch on the calling thread and task `i` on worker `i - 1`: a fixed
+//! mapping (static partitioning), so every task of a launch runs at the same time, which a
+//! barrier among the tasks needs. A work-stealing pool (rayon) gives no such guarantee, and its
+//! fork-join costs several microseconds more than a posted word and a spinning reader.
+//!
+//! A launch posts the job by bumping each needed worker's epoch. A worker spins on its epoch for
+//! [`SPIN`] after its last task, so back-to-back launches (the loops of a model) cost a cache
+//! line transfer, then parks; a parked worker is woken with one `unpark`. The launcher waits for
+//! the workers the same way: spin, then park until the last worker wakes it.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use tvm_ffi::{Error, ErrorKind, Result};
+
+/// How long an idle worker (or a waiting launcher) spins before it parks.
+const SPIN: Duration = Duration::from_micros(500);
+
+/// Spin iterations between two reads of the clock.
+const SPINS_PER_CLOCK_READ: u32 = 128;
+
+/// One task of a launch, called with its task index.
+pub(crate) type Job<'a> = &'a (dyn Fn(usize) + Sync);
+
+/// The pool: `threads - 1` workers plus the launching thread.
+pub(crate) struct ThreadPool {
+    shared: Arc<Shared>,
+    workers: Vec<Worker>,
+    epoch: u64,
+}
+
+/// State the launcher and every worker see.
+struct Shared {
+    /// The current job: a pointer to a [`Job`] on the launcher's stack, valid until every
+    /// worker of the launch has decremented `remaining`.
+    job: AtomicPtr<()>,
+    /// Workers of the current launch that have not finished their task.
+    remaining: AtomicUsize,
+    /// Whether a task of the current launch panicked (the job is expected never to).
+    panicked: AtomicBool,
+    /// Whether the launcher is parked waiting for `remaining` to reach zero.
+    launcher_sleeping: AtomicBool,
+    /// The launcher to wake, set before it parks.
+    launcher: Mutex<Option<Thread>>,
+    shutdown: AtomicBool,
+}
+
+/// The launcher's side of one worker.
+struct Worker {
+    slot: Arc<WorkerSlot>,
+    thread: Thread,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// What a worker watches: a new epoch means a new task for it.
+struct WorkerSlot {
+    epoch: AtomicU64,
+    sleeping: AtomicBool,
+}
+
+impl ThreadPool {
+    /// A pool of `threads` threads (the caller of [`ThreadPool::run`] included). `pin(i)` runs
+    /// first on worker `i` (task `i + 1`), to set its CPU affinity.
+    pub(crate) fn new(
+        threads: usize,
+        pin: impl Fn(usize) + Send + Sync + Clone + 'static,
+    ) -> Result<ThreadPool> {
+        let shared = Arc::new(Shared {
+            job: AtomicPtr::new(std::ptr::null_mut()),
+            remaining: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
+            launcher_sleeping: AtomicBool::new(false),
+            launcher: Mutex::new(None),
+            shutdown: AtomicBool::new(false),
+        });
+        let mut pool = ThreadPool {
+            shared,
+            workers: Vec::with_capacity(threads.saturating_sub(1)),
+            epoch: 0,
+        };
+        for index in 0..threads.saturating_sub(1) {
+            let slot = Arc::new(WorkerSlot {
+                epoch: AtomicU64::new(0),
+                sleeping: AtomicBool::new(false),
+            });
+            let (worker_slot, shared, pin) = (slot.clone(), pool.shared.clone(), pin.clone());
+            let handle = thread::Builder::new()
+                .name(format!("tvm-worker-{index}"))
+                .spawn(move || {
+                    pin(index);
+                    worker_loop(index, &worker_slot, &shared);
+                })
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::RuntimeError,
+                        format!(
+                            "cannot start worker thread {} of a pool of {threads}: {e}",
+                            index + 1
+                        ),
+                    )
+                })?;
+            pool.workers.push(Worker {
+                slot,
+                thread: handle.thread().clone(),
+                handle: Some(handle),
+            });
+        }
+        Ok(pool)
+    }
+
+    /// The number of threads a launch can use, the caller included.
+    pub(crate) fn threads(&self) -> usize {
+        self.workers.len() + 1
+    }
+
+    /// Runs `job(0)` here and `job(1..num_task)` on the workers; returns when all have returned.
+    /// `num_task` is at least 1 and at most [`ThreadPool::threads`]. Returns an error if a task
+    /// panicked (the rest still ran).
+    pub(crate) fn run(&mut self, num_task: usize, job: Job<'_>) -> Result<()> {
+        debug_assert!((1..=self.threads()).contains(&num_task));
+        let mut panicked = false;
+        if num_task > 1 {
+            let shared = &*self.shared;
+            shared.panicked.store(false, Ordering::Relaxed);
+            shared.remaining.store(num_task - 1, Ordering::Relaxed);
+            // Workers read the job through this pointer only between seeing the new epoch and
+            // decrementing `remaining`, which this function waits for before `job` goes away.
+            shared
+                .job
+                .store((&raw const job).cast_mut().cast(), Ordering::Relaxed);
+            self.epoch += 1;
+            for worker in &self.workers[..num_task - 1] {
+                worker.slot.epoch.store(self.epoch, Ordering::SeqCst);
+                if worker.slot.sleeping.load(Ordering::SeqCst) {
+                    worker.thread.unpark();
+                }
+            }
+            panicked |= catch_unwind(AssertUnwindSafe(|| job(0))).is_err();
+            wait_for_workers(shared);
+            panicked |= shared.panicked.load(Ordering::Relaxed);
+        } else {
+            panicked |= catch_unwind(AssertUnwindSafe(|| job(0))).is_err();
+        }
+        if panicked {
+            return Err(Error::new(
+                ErrorKind::InternalError,
+                "a task of a parallel launch panicked",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ThreadPool {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        for worker in &mut self.workers {
+            worker.thread.unpark();
+            if let Some(handle) = worker.handle.take() {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+/// Spins, then parks, until every worker of the launch has finished.
+fn wait_for_workers(shared: &Shared) {
+    let done = || shared.remaining.load(Ordering::Acquire) == 0;
+    if spin_until(done) {
+        return;
+    }
+    *shared
+        .launcher
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(thread::current());
+    loop {
+        shared.launcher_sleeping.store(true, Ordering::SeqCst);
+        if shared.remaining.load(Ordering::SeqCst) == 0 {
+            break;
+        }
+        thread::park();
+    }
+    shared.launcher_sleeping.store(false, Ordering::Relaxed);
+}
+
+/// Spins for up to [`SPIN`] until `ready()`; whether it became ready.
+fn spin_until(ready: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        for _ in 0..SPINS_PER_CLOCK_READ {
+            if ready() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        if start.elapsed() > SPIN {
+            return ready();
+        }
+    }
+}
+
+fn worker_loop(index: usize, slot: &WorkerSlot, shared: &Shared) {
+    super::parallel::mark_worker_thread();
+    let mut seen = 0;
+    while let Some(epoch) = wait_for_epoch(slot, shared, seen) {
+        seen = epoch;
+        let job = shared
+            .job
+            .load(Ordering::Relaxed)
+            .cast_const()
+            .cast::<Job<'_>>();
+        // SAFETY: the launcher stored a pointer to its `Job` before publishing this epoch (the
+        // acquire load of the epoch orders it) and keeps it alive until `remaining` reaches 0.
+        let job = unsafe { *job };
+        if catch_unwind(AssertUnwindSafe(|| job(index + 1))).is_err() {
+            shared.panicked.store(true, Ordering::Relaxed);
+        }
+        if shared.remaining.fetch_sub(1, Ordering::SeqCst) == 1
+            && shared.launcher_sleeping.load(Ordering::SeqCst)
+            && let Some(launcher) = shared
+                .launcher
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+        {
+            launcher.unpark();
+        }
+    }
+}
+
+/// Waits for an epoch other than `seen`; `None` when the pool shuts down.
+fn wait_for_epoch(slot: &WorkerSlot, shared: &Shared, seen: u64) -> Option<u64> {
+    let posted =
+        || slot.epoch.load(Ordering::Acquire) != seen || shared.shutdown.load(Ordering::Relaxed);
+    if !spin_until(posted) {
+        loop {
+            slot.sleeping.store(true, Ordering::SeqCst);
+            if slot.epoch.load(Ordering::SeqCst) != seen || shared.shutdown.load(Ordering::SeqCst) {
+                break;
+            }
+            thread::park();
+        }
+        slot.sleeping.store(false, Ordering::Relaxed);
+    }
+    if shared.shutdown.load(Ordering::Acquire) {
+        return None;
+    }
+    Some(slot.epoch.load(Ordering::Acquire))
+}
