@@ -446,19 +446,11 @@ def test_the_backend_functions_called_directly(kernel_dir: Path):
 
 
 # apache-tvm 0.27 compiles T.call_packed to calls through the slots __TVMFFIEnvModLookupFromImports
-# and __TVMFFIHandleInitOnce (Apache TVM's runtime fills both); our loader refuses them today.
-CALL_PACKED_SLOTS = pytest.mark.xfail(
-    strict=True,
-    reason="the loader refuses __TVMFFIEnvModLookupFromImports and __TVMFFIHandleInitOnce slots",
-)
-
-
-@CALL_PACKED_SLOTS
+# and __TVMFFIHandleInitOnce, which our runtime fills too.
 def test_a_kernel_calling_a_global_function(kernel_dir: Path):
     run_scenario("packed_call", kernel_dir)
 
 
-@CALL_PACKED_SLOTS
 def test_every_slot_of_the_kernels_is_provided(description: dict):
     provided = _context_symbols()
     for name, spec in description.items():

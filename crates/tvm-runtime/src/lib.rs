@@ -136,7 +136,7 @@ pub fn init() {
                         args.len()
                     ),
                 };
-                Ok(system_lib(&prefix).into())
+                Ok(system_lib(&prefix)?.into())
             }),
         );
         register_typed(

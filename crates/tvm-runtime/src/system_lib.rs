@@ -58,15 +58,35 @@ impl ModuleImpl for SystemLibModule {
     }
 }
 
-/// The system-library module for `prefix` (one per prefix, cached).
-pub fn system_lib(prefix: &str) -> Module {
+/// Writes every context symbol into the system library's slot of the same name (a `void*`
+/// that statically linked kernels registered, such as `__TVMBackendParallelLaunch`, looked up
+/// with the library's prefix first), as the shared-library loader does for a loaded file.
+fn fill_context_slots(prefix: &str) -> Result<()> {
+    for (name, address) in crate::library::registered_context_symbols()? {
+        for candidate in [format!("{prefix}{name}"), name.clone()] {
+            if let Some(slot) = registered_symbol(&candidate)? {
+                // SAFETY: a system-library symbol named like a context symbol is its `void*`
+                // slot, registered by the code that reads it.
+                unsafe { *slot.cast::<*mut c_void>() = address };
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The system-library module for `prefix` (one per prefix, cached), with the runtime's
+/// functions written into the slots its kernels registered (on every call: kernels in a library
+/// loaded later register theirs then).
+pub fn system_lib(prefix: &str) -> Result<Module> {
+    fill_context_slots(prefix)?;
     static CACHE: OnceLock<Mutex<HashMap<String, Module>>> = OnceLock::new();
     let mut cache = CACHE
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    cache
+    Ok(cache
         .entry(prefix.to_owned())
         .or_insert_with(|| Module::new(SystemLibModule::new(prefix)))
-        .clone()
+        .clone())
 }

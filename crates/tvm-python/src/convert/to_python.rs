@@ -58,6 +58,9 @@ fn any_to_py_other(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
             }
             abi::kTVMFFIDataType => crate::dtype::make_dtype(py, raw.payload.v_dtype),
             abi::kTVMFFIDevice => Ok(Py::new(py, PyDevice(raw.payload.v_device))?.into_any()),
+            abi::kTVMFFIDLTensorPtr if !raw.payload.v_ptr.is_null() => {
+                borrowed_dltensor(py, raw.payload.v_ptr.cast())
+            }
             abi::kTVMFFIOpaquePtr | abi::kTVMFFIDLTensorPtr => {
                 let ctypes = py.import("ctypes")?;
                 Ok(ctypes
@@ -88,4 +91,41 @@ fn any_to_py_other(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
             ))),
         }
     }
+}
+
+/// A `DLTensor*` argument (what compiled code passes to a packed call) as a tensor viewing the
+/// caller's memory, as Apache TVM FFI presents it: the view owns nothing, so it is valid only
+/// while the call that received it runs.
+///
+/// # Safety
+/// `tensor` points at a valid descriptor for the duration of the call.
+unsafe fn borrowed_dltensor(py: Python<'_>, tensor: *const abi::DLTensor) -> PyResult<Py<PyAny>> {
+    // SAFETY: per the contract.
+    let descriptor = unsafe { &*tensor };
+    let ndim = usize::try_from(descriptor.ndim).unwrap_or(0);
+    let shape: &[i64] = if ndim == 0 || descriptor.shape.is_null() {
+        &[]
+    } else {
+        // SAFETY: a valid descriptor has `ndim` dimensions.
+        unsafe { std::slice::from_raw_parts(descriptor.shape, ndim) }
+    };
+    let strides: Vec<i64> = if descriptor.strides.is_null() {
+        let mut compact = vec![1i64; shape.len()];
+        for axis in (0..shape.len().saturating_sub(1)).rev() {
+            compact[axis] = compact[axis + 1] * shape[axis + 1].max(1);
+        }
+        compact
+    } else {
+        // SAFETY: as for the shape.
+        unsafe { std::slice::from_raw_parts(descriptor.strides, ndim) }.to_vec()
+    };
+    let prototype = abi::DLTensor {
+        strides: strides.as_ptr().cast_mut(),
+        ..*descriptor
+    };
+    // SAFETY: the prototype is the caller's descriptor with explicit strides; the memory it
+    // describes stays valid during the call (the view keeps nothing alive).
+    let view = unsafe { tvm_ffi::Tensor::view_of(Any::none(), &prototype) }
+        .map_err(|e| raise_error(py, e))?;
+    any_to_py(py, Any::from(view))
 }

@@ -103,8 +103,9 @@ pub unsafe extern "C" fn backend_get_func_from_env(
     unsafe { abi::TVMFFIEnvModLookupFromImports(mod_node, func_name, out) }
 }
 
-/// The functions compiled kernels find through their `__<name>` slots, by name.
-pub fn context_functions() -> [(&'static str, *mut c_void); 7] {
+/// The functions compiled kernels find through their `__<name>` slots, by name: the backend
+/// API, and the FFI functions Apache TVM's code generator also calls through slots.
+pub fn context_functions() -> [(&'static str, *mut c_void); 10] {
     [
         (
             "TVMBackendAllocWorkspace",
@@ -128,8 +129,20 @@ pub fn context_functions() -> [(&'static str, *mut c_void); 7] {
         ),
         ("TVMFFIFunctionCall", abi::TVMFFIFunctionCall as *mut c_void),
         (
+            "TVMFFIEnvModLookupFromImports",
+            abi::TVMFFIEnvModLookupFromImports as *mut c_void,
+        ),
+        (
+            "TVMFFIHandleInitOnce",
+            abi::TVMFFIHandleInitOnce as *mut c_void,
+        ),
+        (
             "TVMFFIErrorSetRaisedFromCStr",
             abi::TVMFFIErrorSetRaisedFromCStr as *mut c_void,
+        ),
+        (
+            "TVMFFIErrorSetRaisedFromCStrParts",
+            abi::TVMFFIErrorSetRaisedFromCStrParts as *mut c_void,
         ),
     ]
 }

@@ -83,3 +83,23 @@ fn thread_settings_are_checked() {
     let err = backend::config_threadpool(Affinity::Unpinned, backend::MAX_THREADS + 1).unwrap_err();
     assert!(err.message().contains("at most 1024"), "{err}");
 }
+
+#[test]
+fn system_library_slots_are_filled() {
+    use std::ffi::c_void;
+    use std::sync::atomic::{AtomicPtr, Ordering};
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    tvm_runtime::init();
+    // SAFETY: a NUL-terminated name and the address of a pointer-sized slot that lives forever.
+    let rc = unsafe {
+        tvm_ffi::abi::TVMFFIEnvModRegisterSystemLibSymbol(
+            c"backend_test.__TVMBackendAllocWorkspace".as_ptr(),
+            SLOT.as_ptr().cast(),
+        )
+    };
+    assert_eq!(rc, 0);
+    tvm_runtime::system_lib("backend_test.").unwrap();
+    let expected = backend::context_functions()[0];
+    assert_eq!(expected.0, "TVMBackendAllocWorkspace");
+    assert_eq!(SLOT.load(Ordering::SeqCst), expected.1);
+}

@@ -52,12 +52,16 @@ fn load_module_names_what_it_cannot_load() {
 fn system_lib_global_takes_at_most_a_prefix() {
     let system = global("ffi.SystemLib");
     let default: Module = system.call(()).unwrap().cast().unwrap();
-    assert!(default.as_object().ptr_eq(system_lib("").as_object()));
+    assert!(
+        default
+            .as_object()
+            .ptr_eq(system_lib("").unwrap().as_object())
+    );
     let prefixed: Module = system.call(("globals_test.",)).unwrap().cast().unwrap();
     assert!(
         prefixed
             .as_object()
-            .ptr_eq(system_lib("globals_test.").as_object())
+            .ptr_eq(system_lib("globals_test.").unwrap().as_object())
     );
     assert!(!prefixed.as_object().ptr_eq(default.as_object()));
 
@@ -70,8 +74,8 @@ fn system_lib_global_takes_at_most_a_prefix() {
 
 #[test]
 fn module_globals_see_kinds_functions_and_imports() {
-    let lib = system_lib("globals_imports.");
-    let other = system_lib("globals_other.");
+    let lib = system_lib("globals_imports.").unwrap();
+    let other = system_lib("globals_other.").unwrap();
     let kind: String = global("ffi.ModuleGetKind")
         .call((lib.clone(),))
         .unwrap()

@@ -242,17 +242,21 @@ fn system_library_functions_are_found_by_prefix() {
         )
     };
     assert_eq!(rc, 0);
-    let lib = system_lib("mylib.");
+    let lib = system_lib("mylib.").unwrap();
     let double = lib.get_function_required("double").unwrap();
     assert_eq!(double.call((21i64,)).unwrap().cast::<i64>().unwrap(), 42);
     assert!(
         system_lib("")
+            .unwrap()
             .get_function("double", false)
             .unwrap()
             .is_none()
     );
     assert!(
-        system_lib("mylib.").as_object().ptr_eq(lib.as_object()),
+        system_lib("mylib.")
+            .unwrap()
+            .as_object()
+            .ptr_eq(lib.as_object()),
         "one module per prefix"
     );
 }
