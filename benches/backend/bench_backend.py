@@ -99,6 +99,8 @@ def _without_pythonpath() -> dict[str, str]:
 def run_worker(python: str, rows: list[str], threads: int, args: argparse.Namespace) -> dict:
     environ = _without_pythonpath()
     environ["TVM_NUM_THREADS"] = str(threads)
+    # numpy's OpenBLAS threads spin after start-up and would take cores from the pool.
+    environ["OPENBLAS_NUM_THREADS"] = "1"
     command = [python, str(Path(__file__).resolve()), "--worker", str(args.kernels)]
     command += ["--rows", ",".join(rows), "--repeats", str(args.repeats)]
     command += ["--scale", str(args.scale)]

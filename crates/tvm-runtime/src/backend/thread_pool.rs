@@ -22,7 +22,7 @@ use tvm_ffi::{Error, ErrorKind, Result};
 const SPIN: Duration = Duration::from_micros(500);
 
 /// Spin iterations between two reads of the clock.
-const SPINS_PER_CLOCK_READ: u32 = 128;
+const SPINS_PER_CLOCK_READ: u32 = 1024;
 
 /// One task of a launch, called with its task index.
 pub(crate) type Job<'a> = &'a (dyn Fn(usize) + Sync);
@@ -34,20 +34,23 @@ pub(crate) struct ThreadPool {
     epoch: u64,
 }
 
-/// State the launcher and every worker see.
+/// State the launcher and every worker see. What the hot path touches sits on cache lines of
+/// its own: each worker spins on its own slot, the launcher on [`Completion`].
 struct Shared {
-    /// The current job: a pointer to a [`Job`] on the launcher's stack, valid until every
-    /// worker of the launch has decremented `remaining`.
-    job: AtomicPtr<()>,
-    /// Workers of the current launch that have not finished their task.
-    remaining: AtomicUsize,
+    completion: Completion,
     /// Whether a task of the current launch panicked (the job is expected never to).
     panicked: AtomicBool,
-    /// Whether the launcher is parked waiting for `remaining` to reach zero.
-    launcher_sleeping: AtomicBool,
     /// The launcher to wake, set before it parks.
     launcher: Mutex<Option<Thread>>,
-    shutdown: AtomicBool,
+}
+
+/// How the launcher learns that the workers are done.
+#[repr(align(128))]
+struct Completion {
+    /// Workers of the current launch that have not finished their task.
+    remaining: AtomicUsize,
+    /// Whether the launcher is parked waiting for `remaining` to reach zero.
+    launcher_sleeping: AtomicBool,
 }
 
 /// The launcher's side of one worker.
@@ -57,11 +60,18 @@ struct Worker {
     handle: Option<JoinHandle<()>>,
 }
 
-/// What a worker watches: a new epoch means a new task for it.
+/// What a worker watches, on a cache line of its own: a new epoch means a new task for it.
+#[repr(align(128))]
 struct WorkerSlot {
     epoch: AtomicU64,
+    /// The current job: a pointer to a [`Job`] on the launcher's stack, valid until this worker
+    /// has decremented `remaining`.
+    job: AtomicPtr<()>,
     sleeping: AtomicBool,
 }
+
+/// The epoch that tells a worker to exit.
+const SHUTDOWN: u64 = u64::MAX;
 
 impl ThreadPool {
     /// A pool of `threads` threads (the caller of [`ThreadPool::run`] included). `pin(i)` runs
@@ -71,12 +81,12 @@ impl ThreadPool {
         pin: impl Fn(usize) + Send + Sync + Clone + 'static,
     ) -> Result<ThreadPool> {
         let shared = Arc::new(Shared {
-            job: AtomicPtr::new(std::ptr::null_mut()),
-            remaining: AtomicUsize::new(0),
+            completion: Completion {
+                remaining: AtomicUsize::new(0),
+                launcher_sleeping: AtomicBool::new(false),
+            },
             panicked: AtomicBool::new(false),
-            launcher_sleeping: AtomicBool::new(false),
             launcher: Mutex::new(None),
-            shutdown: AtomicBool::new(false),
         });
         let mut pool = ThreadPool {
             shared,
@@ -86,6 +96,7 @@ impl ThreadPool {
         for index in 0..threads.saturating_sub(1) {
             let slot = Arc::new(WorkerSlot {
                 epoch: AtomicU64::new(0),
+                job: AtomicPtr::new(std::ptr::null_mut()),
                 sleeping: AtomicBool::new(false),
             });
             let (worker_slot, shared, pin) = (slot.clone(), pool.shared.clone(), pin.clone());
@@ -127,14 +138,16 @@ impl ThreadPool {
         if num_task > 1 {
             let shared = &*self.shared;
             shared.panicked.store(false, Ordering::Relaxed);
-            shared.remaining.store(num_task - 1, Ordering::Relaxed);
-            // Workers read the job through this pointer only between seeing the new epoch and
-            // decrementing `remaining`, which this function waits for before `job` goes away.
             shared
-                .job
-                .store((&raw const job).cast_mut().cast(), Ordering::Relaxed);
+                .completion
+                .remaining
+                .store(num_task - 1, Ordering::Relaxed);
+            // A worker reads the job through this pointer only between seeing the new epoch and
+            // decrementing `remaining`, which this function waits for before `job` goes away.
+            let job_ptr = (&raw const job).cast_mut().cast::<()>();
             self.epoch += 1;
             for worker in &self.workers[..num_task - 1] {
+                worker.slot.job.store(job_ptr, Ordering::Relaxed);
                 worker.slot.epoch.store(self.epoch, Ordering::SeqCst);
                 if worker.slot.sleeping.load(Ordering::SeqCst) {
                     worker.thread.unpark();
@@ -158,8 +171,8 @@ impl ThreadPool {
 
 impl Drop for ThreadPool {
     fn drop(&mut self) {
-        self.shared.shutdown.store(true, Ordering::SeqCst);
         for worker in &mut self.workers {
+            worker.slot.epoch.store(SHUTDOWN, Ordering::SeqCst);
             worker.thread.unpark();
             if let Some(handle) = worker.handle.take() {
                 let _ = handle.join();
@@ -170,7 +183,8 @@ impl Drop for ThreadPool {
 
 /// Spins, then parks, until every worker of the launch has finished.
 fn wait_for_workers(shared: &Shared) {
-    let done = || shared.remaining.load(Ordering::Acquire) == 0;
+    let completion = &shared.completion;
+    let done = || completion.remaining.load(Ordering::Acquire) == 0;
     if spin_until(done) {
         return;
     }
@@ -179,18 +193,20 @@ fn wait_for_workers(shared: &Shared) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner) = Some(thread::current());
     loop {
-        shared.launcher_sleeping.store(true, Ordering::SeqCst);
-        if shared.remaining.load(Ordering::SeqCst) == 0 {
+        completion.launcher_sleeping.store(true, Ordering::SeqCst);
+        if completion.remaining.load(Ordering::SeqCst) == 0 {
             break;
         }
         thread::park();
     }
-    shared.launcher_sleeping.store(false, Ordering::Relaxed);
+    completion.launcher_sleeping.store(false, Ordering::Relaxed);
 }
 
 /// Spins for up to [`SPIN`] until `ready()`; whether it became ready.
+/// The clock is first read after one round of spins: a wait that ends sooner (the common case
+/// of a loop of launches) never reads it.
 fn spin_until(ready: impl Fn() -> bool) -> bool {
-    let start = Instant::now();
+    let mut start = None;
     loop {
         for _ in 0..SPINS_PER_CLOCK_READ {
             if ready() {
@@ -198,6 +214,7 @@ fn spin_until(ready: impl Fn() -> bool) -> bool {
             }
             std::hint::spin_loop();
         }
+        let start = *start.get_or_insert_with(Instant::now);
         if start.elapsed() > SPIN {
             return ready();
         }
@@ -206,10 +223,14 @@ fn spin_until(ready: impl Fn() -> bool) -> bool {
 
 fn worker_loop(index: usize, slot: &WorkerSlot, shared: &Shared) {
     super::parallel::mark_worker_thread();
+    let completion = &shared.completion;
     let mut seen = 0;
-    while let Some(epoch) = wait_for_epoch(slot, shared, seen) {
-        seen = epoch;
-        let job = shared
+    loop {
+        seen = wait_for_epoch(slot, seen);
+        if seen == SHUTDOWN {
+            return;
+        }
+        let job = slot
             .job
             .load(Ordering::Relaxed)
             .cast_const()
@@ -220,8 +241,8 @@ fn worker_loop(index: usize, slot: &WorkerSlot, shared: &Shared) {
         if catch_unwind(AssertUnwindSafe(|| job(index + 1))).is_err() {
             shared.panicked.store(true, Ordering::Relaxed);
         }
-        if shared.remaining.fetch_sub(1, Ordering::SeqCst) == 1
-            && shared.launcher_sleeping.load(Ordering::SeqCst)
+        if completion.remaining.fetch_sub(1, Ordering::SeqCst) == 1
+            && completion.launcher_sleeping.load(Ordering::SeqCst)
             && let Some(launcher) = shared
                 .launcher
                 .lock()
@@ -233,22 +254,17 @@ fn worker_loop(index: usize, slot: &WorkerSlot, shared: &Shared) {
     }
 }
 
-/// Waits for an epoch other than `seen`; `None` when the pool shuts down.
-fn wait_for_epoch(slot: &WorkerSlot, shared: &Shared, seen: u64) -> Option<u64> {
-    let posted =
-        || slot.epoch.load(Ordering::Acquire) != seen || shared.shutdown.load(Ordering::Relaxed);
-    if !spin_until(posted) {
+/// Waits for an epoch other than `seen` (spinning, then parked) and returns it.
+fn wait_for_epoch(slot: &WorkerSlot, seen: u64) -> u64 {
+    if !spin_until(|| slot.epoch.load(Ordering::Acquire) != seen) {
         loop {
             slot.sleeping.store(true, Ordering::SeqCst);
-            if slot.epoch.load(Ordering::SeqCst) != seen || shared.shutdown.load(Ordering::SeqCst) {
+            if slot.epoch.load(Ordering::SeqCst) != seen {
                 break;
             }
             thread::park();
         }
         slot.sleeping.store(false, Ordering::Relaxed);
     }
-    if shared.shutdown.load(Ordering::Acquire) {
-        return None;
-    }
-    Some(slot.epoch.load(Ordering::Acquire))
+    slot.epoch.load(Ordering::Acquire)
 }
