@@ -3,8 +3,8 @@
 # criterion benchmarks of the core, then the Python side-by-side tables of `tvm` (this repository,
 # `dist` profile build) against the reference `apache-tvm-ffi==0.1.15.post2` and against static
 # nanobind bindings (an extension bench_ffi.py builds with g++ from the `nanobind` package), with
-# the memory per held object, then RPC on loopback: `tvm` against `apache-tvm==0.27.0.post1` and
-# a raw socket.
+# the memory per held object, then the backend API of compiled kernels and RPC on loopback: `tvm`
+# against `apache-tvm==0.27.0.post1` (and a raw socket for RPC).
 #
 # Usage: bash scripts/bench.sh [--quick] [--c-only | --python-only] [-- BENCH_FFI_ARGS...]
 #   --quick        short runs: criterion's --quick, one round of tiny iteration counts in Python,
@@ -132,6 +132,11 @@ if ((python_only)); then
     echo "JSON results: target/bench/bench_ffi.json"
     exit 0
 fi
+phase "Backend API: tvm vs apache-tvm on kernels Apache TVM compiled (benches/backend/bench_backend.py)"
+backend_args=(--ours "$py" --apache "$apache_py" --json target/bench/bench_backend.json)
+((quick)) && backend_args+=(--quick)
+"$py" benches/backend/bench_backend.py "${backend_args[@]}"
+
 phase "Python RPC: tvm vs apache-tvm vs raw socket (benches/python/bench_rpc.py)"
 rpc_args=(--ours "$py" --apache "$apache_py" --json target/bench/bench_rpc.json)
 ((quick)) && rpc_args+=(--quick)

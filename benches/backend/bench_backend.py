@@ -174,7 +174,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies the calls per repeat")
-    parser.add_argument("--quick", action="store_true", help="2 rounds, a tenth of the calls")
+    parser.add_argument("--quick", action="store_true", help="1 round, a tenth of the calls")
     parser.add_argument("--json", type=Path, help="also write the medians here")
     parser.add_argument("--kernels", type=Path, default=KERNEL_DIR, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -185,7 +185,7 @@ def main(argv: list[str]) -> int:
         parser.print_usage(sys.stderr)
         return 2
     if args.quick:
-        args.rounds, args.scale = 2, args.scale / 10
+        args.rounds, args.scale = 1, args.scale / 10
     try:
         args.kernels = build_kernels(args.apache)
         medians = measure(args)

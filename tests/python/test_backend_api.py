@@ -500,3 +500,19 @@ def test_kernels_through_our_rpc_server(remote, kernel_dir: Path, description: d
 
 if __name__ == "__main__":
     _scenario_main(*sys.argv[1:])
+
+
+def test_the_backend_benchmark_measures_every_row(apache_python: Path, tmp_path: Path):
+    """``benches/backend/bench_backend.py`` runs end to end on both runtimes (one quick round;
+    the numbers are not checked, only that each row was measured on each side)."""
+    bench = Path(__file__).resolve().parents[2] / "benches" / "backend" / "bench_backend.py"
+    report = tmp_path / "backend.json"
+    command = [sys.executable, str(bench), "--ours", sys.executable, "--apache", str(apache_python)]
+    command += ["--quick", "--threads", "2", "--json", str(report)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    medians = json.loads(report.read_text())["medians_s"]
+    for side in ("ours", "apache"):
+        assert set(medians[side]) == {"launch", "call_1thread", "matmul_256", "two_stage"}
+        assert all(seconds > 0 for seconds in medians[side].values()), medians
+    assert "launch adds" in run.stdout
