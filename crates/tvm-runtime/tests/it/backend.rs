@@ -109,15 +109,15 @@ fn workspaces_of_other_devices_come_from_their_backend() {
     use tvm_ffi::abi::{kDLExtDev, kDLFloat};
     crate::device::setup();
     let alloc = |id: i32, nbytes: u64| {
-        backend::backend_alloc_workspace(kDLExtDev as i32, id, nbytes, kDLFloat as i32, 32)
+        backend::backend_alloc_workspace(kDLExtDev, id, nbytes, kDLFloat as i32, 32)
     };
     let block = alloc(1, 4096);
     assert!(!block.is_null());
     // Cached by this thread after the free, and handed out again for the same size.
-    assert_eq!(backend::backend_free_workspace(kDLExtDev as i32, 1, block), 0);
+    assert_eq!(backend::backend_free_workspace(kDLExtDev, 1, block), 0);
     let again = alloc(1, 4096);
     assert_eq!(again, block);
-    assert_eq!(backend::backend_free_workspace(kDLExtDev as i32, 1, again), 0);
+    assert_eq!(backend::backend_free_workspace(kDLExtDev, 1, again), 0);
     // A device the backend does not have, and more than the test device's memory.
     assert!(alloc(7, 64).is_null());
     let err = tvm_ffi::Error::take_raised().unwrap();
