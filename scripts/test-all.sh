@@ -34,14 +34,19 @@ bash scripts/coverage.sh
 bash scripts/memcheck.sh
 # libtvm_ffi_testing.so: the testing.* functions the Python suite loads (tests/python/conftest.py).
 cargo build --locked --quiet -p tvm-ffi-testing --lib
+# The runtime library the wheel ships, built here with the dependencies `cargo test` already built
+# and handed to the wheel build (tvm-python's build script would otherwise build it all again in a
+# target directory of its own). The sdist check below still builds it the way `pip install` does.
+cargo build --locked --quiet -p tvm-ffi-shared
+runtime_library="$PWD/target/debug/libtvm_ffi_shared.so"
 
 # ---- Python: build the wheel, install it into .venv, lint, run the pytest suites ----------------
 
 # shellcheck source=scripts/python-env.sh
 source scripts/python-env.sh
 # (cmake: a C host is built with the package's CMake package, test_runtime_library.py)
-install_python_package numpy ml_dtypes pytest pytest-cov "coverage>=7.10" hypothesis ruff abi3audit \
-    setuptools wheel mypy tqdm mkdocs cmake
+TVM_FFI_LIBRARY="$runtime_library" install_python_package numpy ml_dtypes pytest pytest-cov \
+    "coverage>=7.10" hypothesis ruff abi3audit setuptools wheel mypy tqdm mkdocs cmake
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 
