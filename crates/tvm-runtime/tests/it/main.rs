@@ -10,4 +10,5 @@ mod device;
 mod globals;
 mod kernel;
 mod module;
+mod parallel;
 mod profiling;
