@@ -1,29 +1,24 @@
-"""Serves one authenticated RPC connection (started by the server for each client once its
-handshake is complete; internal).
+"""The session zygote of an RPC server (started by the server; internal): a process that runs
+the server's set-up once, then forks one child per authenticated connection the server hands
+it over the channel, each serving that one session (see :mod:`tvm.rpc._zygote`).
 
-Usage: ``python -m tvm.exec.rpc_session FD CLIENT_KEY [LIBRARIES]``, with the socket inherited
-as FD and CLIENT_KEY the key the client sent in its handshake (its options, such as
-``-timeout=``, apply to the session).
+Usage: ``python -m tvm.exec.rpc_session CHANNEL_FD``, with CHANNEL_FD the inherited end of the
+server's ``AF_UNIX`` ``SOCK_SEQPACKET`` socket pair.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 
 def main(argv: list[str]) -> int:
-    """Serves the connection on FD, then closes it."""
-    from ..rpc.server import serve_session_process
+    """Runs the zygote on the channel descriptor ``argv[0]`` until the server closes it."""
+    from ..rpc._zygote import zygote_main
 
-    fd, client_key = int(argv[0]), argv[1]
-    try:
-        libraries = argv[2] if len(argv) > 2 else ""
-        return serve_session_process(
-            "rpc.ServeAuthenticatedSocket", fd, client_key, libraries=libraries
-        )
-    finally:
-        os.close(fd)
+    if len(argv) != 1 or not argv[0].isdigit():
+        print("usage: python -m tvm.exec.rpc_session CHANNEL_FD", file=sys.stderr)
+        return 2
+    return zygote_main(int(argv[0]))
 
 
 if __name__ == "__main__":

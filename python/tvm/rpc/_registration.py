@@ -14,13 +14,18 @@ from .base import TrackerCode
 
 _logger = logging.getLogger("RPCServer")
 
+#: Seconds the tracker has to answer a request of the server.
+_REPLY_TIMEOUT = 30.0
+
 
 class TrackerRegistration:
-    """The server's registration with a tracker: it offers one match key at a time
-    (``<key>:<random>``), which a client gets from the tracker and presents to this server; each
-    accepted connection consumes it and a fresh one is offered. A key handed to a client that
-    does not connect within ``matchkey_timeout`` seconds is replaced, so the server stays in the
-    pool; a lost tracker connection is re-established while the server goes on serving."""
+    """The server's registration with a tracker: while it is free, it offers one match key
+    (``<key>:<random>``), which a client gets from the tracker and presents to this server. A
+    session started with it makes the server busy: it offers nothing (the tracker counts it as
+    not free, and queues the next client) until the session ends, when a fresh key is offered.
+    A key handed to a client that does not connect within ``matchkey_timeout`` seconds is
+    replaced, so the server stays in the pool; a lost tracker connection is re-established
+    while the server goes on serving."""
 
     def __init__(
         self,
@@ -43,19 +48,24 @@ class TrackerRegistration:
         #: How often an idle server asks the tracker which of its keys are still pending.
         self.ping_period = min(2.0, matchkey_timeout / 2)
         self.matchkey = ""
+        #: Whether a session runs (no key is on offer then).
+        self.busy = False
         self._taken_since: float | None = None
         self.sock: socket.socket | None = None
-        # Handshake threads consume keys while the accept loop ticks.
+        # Sessions begin and end on other threads than the accept loop's ticks.
         self._lock = threading.RLock()
         self._register(base.connect_with_retry(tracker_addr))
 
     def _register(self, sock: socket.socket) -> None:
         try:
+            # A tracker that stops answering is a lost tracker, not a hung server.
+            sock.settimeout(_REPLY_TIMEOUT)
             base.tracker_handshake(sock, self.addr, self.auth_key)
             self.sock = sock
             info = {"key": "server:" + self.key, "addr": [self.custom_addr, self.port]}
             self._expect_success([TrackerCode.UPDATE_INFO, info])
-            self.offer()
+            if not self.busy:
+                self.offer()
         except BaseException:
             self.sock = None
             sock.close()
@@ -81,35 +91,47 @@ class TrackerRegistration:
         )
         return self.matchkey
 
-    def consume(self) -> None:
-        """The offered key was used by an authenticated connection: offers the next one."""
+    def begin_session(self) -> None:
+        """A client's session started with the offered key: the server is busy, offering
+        nothing until :meth:`end_session`."""
         with self._lock:
+            self.busy = True
+            self._taken_since = None
+
+    def end_session(self) -> None:
+        """The session ended: the used key is retired and a fresh one offered."""
+        with self._lock:
+            self.busy = False
             try:
                 self.offer()
             except (OSError, RuntimeError, ValueError) as err:
                 self._lose(err)
 
     def tick(self) -> None:
-        """Called while the server is idle, every ``ping_period``: reconnects to a lost tracker,
-        and replaces a key that a client took from the tracker but has not used in time."""
-        try:
-            if self.sock is None:
-                self._register(socket.create_connection(self.addr, timeout=self.ping_period))
-                _logger.info("registered again with the tracker at %s", self.addr)
-                return
-            pending = self._request([TrackerCode.GET_PENDING_MATCHKEYS])
-            if not isinstance(pending, list):
-                raise RuntimeError(f"the tracker answered {pending!r} to GET_PENDING_MATCHKEYS")
-            now = time.monotonic()
-            if self.matchkey in pending:
-                self._taken_since = None
-            elif self._taken_since is None:
-                self._taken_since = now
-            elif now - self._taken_since >= self.matchkey_timeout:
-                _logger.info("match key %s went unused; offering a new one", self.matchkey)
-                self.offer()
-        except (OSError, RuntimeError, ValueError) as err:
-            self._lose(err)
+        """Called every ``ping_period`` while no connection arrives: reconnects to a lost
+        tracker and, while the server is free, replaces a key that a client took from the
+        tracker but has not used in time."""
+        with self._lock:
+            try:
+                if self.sock is None:
+                    self._register(socket.create_connection(self.addr, timeout=self.ping_period))
+                    _logger.info("registered again with the tracker at %s", self.addr)
+                    return
+                pending = self._request([TrackerCode.GET_PENDING_MATCHKEYS])
+                if not isinstance(pending, list):
+                    raise RuntimeError(f"the tracker answered {pending!r} to GET_PENDING_MATCHKEYS")
+                if self.busy:  # the used key is not on offer, and no other is
+                    return
+                now = time.monotonic()
+                if self.matchkey in pending:
+                    self._taken_since = None
+                elif self._taken_since is None:
+                    self._taken_since = now
+                elif now - self._taken_since >= self.matchkey_timeout:
+                    _logger.info("match key %s went unused; offering a new one", self.matchkey)
+                    self.offer()
+            except (OSError, RuntimeError, ValueError) as err:
+                self._lose(err)
 
     def _lose(self, err: Exception) -> None:
         if self.sock is not None:

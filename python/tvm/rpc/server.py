@@ -1,5 +1,6 @@
 """RPC servers: a listening socket in a worker process, each client session in a process of
-its own (a crashing kernel ends only its session).
+its own, forked from a pre-started session zygote (:mod:`tvm.rpc._zygote`), so that a session
+starts in milliseconds and a crashing kernel ends only its session.
 
 The server runs code its clients send: bind it to the loopback address (the default) or a
 trusted network only.
@@ -14,8 +15,6 @@ import os
 import select
 import socket
 import struct
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +24,8 @@ from ..support.popen_pool import PopenWorker
 from . import base
 from ._listen import WorkerService, stop_worker
 from ._registration import TrackerRegistration
+from ._through_proxy import ProxyServing, open_registration
+from ._zygote import SessionZygote, ZygoteError, ZygoteSetup, describe
 
 __all__ = [
     "Server",
@@ -32,6 +33,7 @@ __all__ = [
     "bind_socket",
     "register_download_linked_module",
     "serve_forever",
+    "start_zygote",
 ]
 
 _logger = logging.getLogger("RPCServer")
@@ -58,25 +60,30 @@ def bind_socket(host: str, port: int, port_end: int, reuse_addr: bool = True) ->
     raise ValueError(f"cannot bind to any port in [{port}, {port_end})")
 
 
-def serve_session_process(serve_name: str, *serve_args: object, libraries: str = "") -> int:
-    """The body of a process that serves one session (``tvm.exec.rpc_session``,
-    ``tvm.exec.rpc_pipe_server``): registers ``rpc.test.*``, imports the modules the server asks
-    for (``TVM_RPC_INIT_MODULES``, comma-separated), loads ``libraries`` (``:``-separated) into the
-    global symbol space, then runs native ``serve_name(*serve_args)`` in a fresh work directory,
-    removed afterwards. Returns the exit status: 1 when the session ended with an RPC error."""
+def prepare_session_process(libraries: str = "", init_modules: Sequence[str] = ()) -> list[Any]:
+    """Makes this process ready to serve sessions: registers ``rpc.test.*`` and
+    ``tvm.rpc.server.download_linked_module``, imports ``init_modules`` and loads ``libraries``
+    (``:``-separated) into the global symbol space. Returns the loaded libraries (keep them)."""
     import ctypes
     import importlib
+
+    from . import testing  # noqa: F401  (registers rpc.test.* for clients)
+
+    register_download_linked_module()
+    for name in init_modules:
+        importlib.import_module(name)
+    return [ctypes.CDLL(p, ctypes.RTLD_GLOBAL) for p in filter(None, libraries.split(":"))]
+
+
+def serve_prepared_session(serve_name: str, *serve_args: object) -> int:
+    """Runs native ``serve_name(*serve_args)`` (one session) in a fresh work directory, removed
+    afterwards. Returns the exit status: 1 when the session ended with an RPC error."""
     import shutil
     import tempfile
 
     from ..error import RPCError
     from ..ffi import get_global_func
-    from . import testing  # noqa: F401  (registers rpc.test.* for clients)
 
-    register_download_linked_module()
-    for name in filter(None, os.environ.get("TVM_RPC_INIT_MODULES", "").split(",")):
-        importlib.import_module(name)
-    loaded = [ctypes.CDLL(p, ctypes.RTLD_GLOBAL) for p in filter(None, libraries.split(":"))]
     set_work_dir = get_global_func("rpc.SetWorkDirectory")
     serve = get_global_func(serve_name)
     assert set_work_dir is not None and serve is not None
@@ -90,8 +97,19 @@ def serve_session_process(serve_name: str, *serve_args: object, libraries: str =
         return 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        del loaded
     return 0
+
+
+def serve_session_process(serve_name: str, *serve_args: object, libraries: str = "") -> int:
+    """The body of a process that serves one session (``tvm.exec.rpc_pipe_server``):
+    :func:`prepare_session_process` with the modules of ``TVM_RPC_INIT_MODULES``
+    (comma-separated) and ``libraries``, then :func:`serve_prepared_session`."""
+    init_modules = [n for n in os.environ.get("TVM_RPC_INIT_MODULES", "").split(",") if n]
+    loaded = prepare_session_process(libraries, init_modules)
+    try:
+        return serve_prepared_session(serve_name, *serve_args)
+    finally:
+        del loaded
 
 
 def register_download_linked_module() -> None:
@@ -133,39 +151,12 @@ def register_download_linked_module() -> None:
     register_func("tvm.rpc.server.download_linked_module", download_linked_module, override=True)
 
 
-def _spawn_session(
-    conn: socket.socket,
-    client_key: str,
-    load_library: str | None,
-    auth_key: str | None,
-    init_modules: Sequence[str] = (),
-) -> subprocess.Popen[bytes]:
-    """Serves one authenticated connection in a fresh interpreter, reaped by a thread when
-    done; the handshake is complete (``client_key`` is what the client said). The shared
-    secret travels in the environment (``TVM_RPC_KEY``, for chained sessions), never on a
-    command line."""
-    fd = conn.fileno()
-    command = [sys.executable, "-m", "tvm.exec.rpc_session", str(fd), client_key]
-    if load_library:
-        command.append(load_library)
-    env = dict(os.environ)
-    if auth_key is not None:
-        env[base.AUTH_KEY_ENV] = auth_key
-    if init_modules:
-        env["TVM_RPC_INIT_MODULES"] = ",".join(init_modules)
-    try:
-        child = subprocess.Popen(command, pass_fds=[fd], stdin=subprocess.DEVNULL, env=env)
-    finally:
-        conn.close()
-    threading.Thread(target=child.wait, daemon=True).start()
-    return child
-
-
 class _Gate:
-    """The server's limits: handshakes in progress and live session processes. A connection
-    gets a session process only once its client authenticated, and only while fewer than
-    ``max_sessions`` run; beyond ``max_pending`` handshakes, new connections are refused at
-    once. Each refusal is one log line naming the peer."""
+    """The server's limits and its sessions. A connection gets a session only once its client
+    authenticated, and only while fewer than ``max_sessions`` run (one with a tracker: the
+    tracker hands the server out only while it is free); beyond ``max_pending`` handshakes,
+    new connections are refused at once. Each refusal is one log line naming the peer.
+    Sessions are forked by ``zygote``, which reports their ends to :meth:`session_ended`."""
 
     def __init__(
         self,
@@ -174,7 +165,7 @@ class _Gate:
         handshake_timeout: float,
         max_pending: int,
         max_sessions: int,
-        spawn: Callable[[socket.socket, str], subprocess.Popen[bytes]],
+        zygote: SessionZygote,
         tracker: TrackerRegistration | None,
     ) -> None:
         from ..ffi import get_global_func
@@ -188,17 +179,31 @@ class _Gate:
         self.auth_key = auth_key
         self.handshake_timeout = handshake_timeout
         self.max_pending = max_pending
-        self.max_sessions = max_sessions
-        self._spawn = spawn
+        self.max_sessions = 1 if tracker is not None else max_sessions
+        self.zygote = zygote
         self.tracker = tracker
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
         self.pending = 0
-        self.sessions: list[subprocess.Popen[bytes]] = _LISTENING.setdefault("sessions", [])
+        self.live: set[int] = set()
 
-    def live_sessions(self) -> int:
-        """Session processes still running (the list is pruned)."""
-        self.sessions[:] = [c for c in self.sessions if c.poll() is None]
-        return len(self.sessions)
+    def session_ended(self, ident: int, status: int | None) -> None:
+        """The zygote's report of a session's end (``status``: see :class:`SessionZygote`);
+        with a tracker, the server offers itself again."""
+        with self._lock:
+            if ident not in self.live:
+                return
+            self.live.discard(ident)
+            if self.tracker is not None and not self.live:
+                self.tracker.end_session()
+            self._idle.notify_all()
+        if status is not None and status < 0:
+            _logger.warning("session %d was %s", ident, describe(status))
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Whether every session ended, waiting up to ``timeout`` s."""
+        with self._lock:
+            return self._idle.wait_for(lambda: not self.live, timeout)
 
     def accept(self, conn: socket.socket, peer: object) -> None:
         """Takes an accepted connection: starts its handshake on a thread of its own, or
@@ -222,6 +227,22 @@ class _Gate:
                 self.pending -= 1
             _refuse(conn, peer, f"cannot start a handshake thread ({err})")
 
+    def _refusal(self, matchkey: str) -> tuple[str, int] | None:
+        """Why an authenticated client gets no session now, and the code it is answered (None:
+        it gets one). Called with the lock held."""
+        if self.tracker is not None:
+            if matchkey != self.tracker.matchkey:
+                return "its match key is no longer offered", base.RPC_CODE_MISMATCH
+            if self.live:
+                return "a session is already running (one at a time with a tracker)", (
+                    base.RPC_CODE_BUSY
+                )
+        elif len(self.live) >= self.max_sessions:
+            return f"{self.max_sessions} sessions are already running", base.RPC_CODE_BUSY
+        if not self.zygote.running:
+            return "the session zygote is being restarted", base.RPC_CODE_BUSY
+        return None
+
     def _authenticate(self, conn: socket.socket, peer: object, matchkey: str) -> None:
         try:
             try:
@@ -235,34 +256,35 @@ class _Gate:
                 _refuse(conn, peer, verified, answered=True)
                 return
             client_key, accept_reply = str(verified[0]), bytes(verified[1])
+            # A zygote being restarted is back in a moment: the client waits rather than fails.
+            self.zygote.wait_running(self.handshake_timeout)
             with self._lock:
-                if self.live_sessions() >= self.max_sessions:
-                    busy = True
-                else:
-                    busy = False
+                refusal = self._refusal(matchkey)
+                if refusal is None:
                     try:
                         conn.settimeout(self.handshake_timeout)
                         conn.sendall(accept_reply)
                         conn.settimeout(None)
-                        self.sessions.append(
-                            self._spawn(conn, client_key)  # closes conn
-                        )
-                    except OSError as err:
-                        _refuse(conn, peer, f"lost before its session started: {err}")
+                        _clear_kernel_timeouts(conn)
+                        self.live.add(self.zygote.submit(conn, client_key))  # closes conn
+                    except (OSError, ZygoteError) as err:
+                        _refuse(conn, peer, f"lost before its session started: {err}", None)
                         return
-            if busy:
-                _refuse(
-                    conn,
-                    peer,
-                    f"{self.max_sessions} sessions are already running",
-                    code=base.RPC_CODE_BUSY,
-                )
-                return
-            if self.tracker is not None:
-                self.tracker.consume()
+                    if self.tracker is not None:
+                        self.tracker.begin_session()
+            if refusal is not None:
+                _refuse(conn, peer, refusal[0], code=refusal[1])
         finally:
             with self._lock:
                 self.pending -= 1
+
+
+def _clear_kernel_timeouts(conn: socket.socket) -> None:
+    """Clears the receive and send timeouts the native handshake left on the socket
+    (``SO_RCVTIMEO``, ``SO_SNDTIMEO``): the session would otherwise end once idle that long."""
+    never = struct.pack("@ll", 0, 0)  # struct timeval {0, 0}
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, never)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, never)
 
 
 def _refuse(
@@ -288,6 +310,21 @@ def _refuse(
     conn.close()
 
 
+def start_zygote(
+    server_init_callback: Callable[[], object] | None = None,
+    init_modules: Sequence[str] = (),
+    load_library: str | None = None,
+    auth_key: str | None = None,
+) -> SessionZygote:
+    """Starts the session zygote of a server (see :mod:`tvm.rpc._zygote`) and waits until its
+    set-up (``server_init_callback``, ``init_modules``, ``load_library``) is done; raises what
+    the set-up raised. Its session ends go nowhere until a server takes it."""
+    setup = ZygoteSetup(server_init_callback, list(init_modules), load_library or "", auth_key)
+    zygote = SessionZygote(setup, on_end=lambda ident, status: None)
+    zygote.start()
+    return zygote
+
+
 def serve_forever(
     sock: socket.socket,
     key: str = "",
@@ -298,6 +335,8 @@ def serve_forever(
     handshake_timeout: float = 10.0,
     max_pending_handshakes: int = 64,
     max_sessions: int = 16,
+    zygote: SessionZygote | None = None,
+    server_init_callback: Callable[[], object] | None = None,
 ) -> None:
     """Accepts connections on ``sock`` and serves each in a session process of its own, once
     its client completed the handshake (key and, with ``auth_key``, the mutual proof of the
@@ -305,48 +344,58 @@ def serve_forever(
     handshakes run at once and at most ``max_sessions`` sessions; the client beyond either
     gets ``RPC_CODE_BUSY``. ``auth_key`` is the secret (None: no authentication; see
     :func:`tvm.rpc.base.resolve_auth_key`). With a ``tracker``, clients present the match key
-    it handed them, and the server keeps its registration fresh while idle. Running out of
-    file descriptors is logged once and waited out."""
+    it handed them, the server serves one session at a time, offering itself to the tracker
+    again when it ends, and keeps its registration fresh while idle. Running out of file
+    descriptors is logged once and waited out.
+
+    Session processes are forked by ``zygote`` (:func:`start_zygote`); without one, a zygote
+    is started here with ``server_init_callback``, ``init_modules`` and ``load_library``, and
+    stopped on return."""
     if auth_key is not None:
         base.check_auth_key(auth_key)
-
-    def spawn(conn: socket.socket, client_key: str) -> subprocess.Popen[bytes]:
-        return _spawn_session(conn, client_key, load_library, auth_key, init_modules)
-
+    own_zygote = zygote is None
+    if zygote is None:
+        zygote = start_zygote(server_init_callback, init_modules, load_library, auth_key)
     gate = _Gate(
         key,
         auth_key,
         handshake_timeout,
         max_pending_handshakes,
         max_sessions,
-        spawn,
+        zygote,
         tracker,
     )
+    zygote.on_end = gate.session_ended
+    _LISTENING["gate"] = gate
     out_of_descriptors = False
-    while True:
-        try:
-            if tracker is not None:
-                ready, _, _ = select.select([sock], [], [], tracker.ping_period)
-                if not ready:
-                    tracker.tick()
+    try:
+        while True:
+            try:
+                if tracker is not None:
+                    ready, _, _ = select.select([sock], [], [], tracker.ping_period)
+                    if not ready:
+                        tracker.tick()
+                        continue
+                conn, peer = sock.accept()
+            except OSError as err:
+                if err.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    if not out_of_descriptors:
+                        _logger.warning(
+                            "cannot accept connections: %s; waiting for connections to end", err
+                        )
+                    out_of_descriptors = True
+                    time.sleep(0.1)
                     continue
-            conn, peer = sock.accept()
-        except OSError as err:
-            if err.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                if not out_of_descriptors:
-                    _logger.warning(
-                        "cannot accept connections: %s; waiting for connections to end", err
-                    )
-                out_of_descriptors = True
-                time.sleep(0.1)
-                continue
-            return  # the socket was shut down or closed: stop serving
-        except ValueError:
-            return
-        if out_of_descriptors:
-            _logger.info("accepting connections again")
-            out_of_descriptors = False
-        gate.accept(conn, peer)
+                return  # the socket was shut down or closed: stop serving
+            except ValueError:
+                return
+            if out_of_descriptors:
+                _logger.info("accepting connections again")
+                out_of_descriptors = False
+            gate.accept(conn, peer)
+    finally:
+        if own_zygote:
+            zygote.stop()
 
 
 def _start_in_worker(
@@ -363,20 +412,28 @@ def _start_in_worker(
     init_modules: Sequence[str],
     matchkey_timeout: float,
     limits: dict[str, float],
+    is_proxy: bool = False,
 ) -> int:
-    """Runs in the server's worker process: binds, registers with the tracker if any, starts
-    accepting, returns the port."""
-    if server_init_callback is not None:
-        server_init_callback()
-    sock = bind_socket(host, port, port_end, reuse_addr)
-    bound = int(sock.getsockname()[1])
-    _LISTENING["socket"] = sock
-    tracker = None
-    if tracker_addr is not None:
-        addr = (str(tracker_addr[0]), int(tracker_addr[1]))
-        tracker = TrackerRegistration(
-            addr, key, bound, custom_addr, matchkey_timeout, auth_key=auth_key
-        )
+    """Runs in the server's worker process: starts the session zygote, then binds and
+    registers with the tracker if any (or registers with the proxy), starts serving, returns
+    the port."""
+    zygote = start_zygote(server_init_callback, init_modules, load_library, auth_key)
+    _LISTENING["zygote"] = zygote
+    try:
+        if is_proxy:
+            return _start_through_proxy(host, port, key, auth_key, zygote, tracker_addr)
+        sock = bind_socket(host, port, port_end, reuse_addr)
+        bound = int(sock.getsockname()[1])
+        _LISTENING["socket"] = sock
+        tracker = None
+        if tracker_addr is not None:
+            addr = (str(tracker_addr[0]), int(tracker_addr[1]))
+            tracker = TrackerRegistration(
+                addr, key, bound, custom_addr, matchkey_timeout, auth_key=auth_key
+            )
+    except BaseException:
+        zygote.stop()
+        raise
     thread = threading.Thread(
         target=serve_forever,
         args=(sock, key, load_library, auth_key, tracker, init_modules),
@@ -384,6 +441,7 @@ def _start_in_worker(
             "handshake_timeout": float(limits["handshake_timeout"]),
             "max_pending_handshakes": int(limits["max_pending_handshakes"]),
             "max_sessions": int(limits["max_sessions"]),
+            "zygote": zygote,
         },
         daemon=True,
     )
@@ -392,41 +450,89 @@ def _start_in_worker(
     return bound
 
 
-#: The listening socket and accepting thread of this worker process.
+def _start_through_proxy(
+    host: str,
+    port: int,
+    key: str,
+    auth_key: str | None,
+    zygote: SessionZygote,
+    tracker_addr: tuple[str, int] | None,
+) -> int:
+    """Registers with the proxy at ``host:port`` (errors raised here) and serves what it hands
+    this server on a thread; returns the proxy's port."""
+    if tracker_addr is not None:
+        _logger.info("a server behind a proxy ignores tracker_addr: the proxy registers it")
+    addr = (host, port)
+    try:
+        first = open_registration(addr, key, auth_key)
+    except OSError as err:
+        raise ConnectionError(f"cannot reach the RPC proxy at {host}:{port}: {err}") from err
+    serving = ProxyServing(addr, key, auth_key, zygote)
+    zygote.on_end = serving.session_ended
+    thread = threading.Thread(target=serving.run, args=(first,), daemon=True)
+    thread.start()
+    _LISTENING.update(proxy=serving, thread=thread)
+    return port
+
+
+#: The listening socket (or the proxy loop), accepting thread, session gate and zygote of this
+#: worker process.
 _LISTENING: dict[str, Any] = {}
 
 
 def _stop_in_worker(timeout: float) -> bool:
-    """Runs in the server's worker process: stops accepting (sessions being served go on until
-    the worker ends) and waits for the accepting thread; whether it ended in ``timeout`` s."""
+    """Runs in the server's worker process: stops accepting (or registering with the proxy),
+    waits for the accepting thread, lets running sessions end on their own for a moment, then
+    stops the zygote (and the sessions left); whether the thread ended in ``timeout`` s."""
     sock, thread = _LISTENING.get("socket"), _LISTENING.get("thread")
+    gate, proxy = _LISTENING.get("gate"), _LISTENING.get("proxy")
+    if proxy is not None:
+        proxy.stop()
     if sock is not None:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
         sock.close()
-    if thread is not None:
+    deadline = time.monotonic() + timeout
+    if thread is not None and proxy is None:
         thread.join(timeout)
     # Sessions whose clients have left are finishing: let them end on their own (a killed
-    # session process skips its cleanup) for a moment before the worker's group is ended.
-    deadline = time.monotonic() + min(timeout, 0.5)
-    for child in _LISTENING.get("sessions", []):
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.wait(max(0.0, deadline - time.monotonic()))
+    # session process skips its cleanup) for a moment.
+    idle = gate if gate is not None else proxy
+    if idle is not None:
+        idle.wait_idle(min(max(0.0, deadline - time.monotonic()), 0.5))
+    zygote = _LISTENING.get("zygote")
+    if zygote is not None:
+        zygote.stop(max(0.1, deadline - time.monotonic()))
+    if thread is not None and proxy is not None:
+        thread.join(max(0.0, deadline - time.monotonic()))
     return thread is None or not thread.is_alive()
 
 
 class Server(WorkerService):
-    """An RPC server in a worker process. Returns once the socket is bound; ``port`` is the
-    real port (pass ``port=0`` for any free one). With ``auth_key`` (default: the
-    ``TVM_RPC_KEY`` environment variable) only clients that prove they hold the same secret are
-    served; Apache TVM's clients cannot, and are refused. With ``tracker_addr`` the server
-    registers with that tracker under ``key``, and clients reach it through
-    ``connect_tracker(...).request(key)``; ``custom_addr`` is the address the tracker hands out
-    (default: the one the tracker sees). ``init_modules`` names Python modules that every session
-    process imports before serving: they register the functions the server offers (with
-    :func:`tvm.ffi.register_func` or :func:`tvm.rpc.aio.register_async_func`).
-    ``matchkey_timeout`` is how long a key the tracker handed to a client may go unused before
-    the server offers a new one.
+    """An RPC server in a worker process. Returns once the socket is bound and the sessions'
+    set-up is done; ``port`` is the real port (pass ``port=0`` for any free one).
+
+    Sessions: a pre-started process (the session zygote) imports ``tvm``, runs
+    ``server_init_callback`` (a module-level function), imports ``init_modules`` (Python
+    modules that register the functions the server offers, with
+    :func:`tvm.ffi.register_func` or :func:`tvm.rpc.aio.register_async_func`) and loads
+    ``load_library``; it forks one process per client session, which inherits all of that, so
+    a session starts in milliseconds and a crashing kernel ends only its own session. A set-up
+    that raises makes the constructor raise the same; a zygote that dies is restarted.
+
+    With ``auth_key`` (default: the ``TVM_RPC_KEY`` environment variable) only clients that
+    prove they hold the same secret are served; Apache TVM's clients cannot, and are refused.
+    With ``tracker_addr`` the server registers with that tracker under ``key``, and clients
+    reach it through ``connect_tracker(...).request(key)``; it serves one session at a time
+    then, and the tracker counts it as free only while no session runs. ``custom_addr`` is the
+    address the tracker hands out (default: the one the tracker sees). ``matchkey_timeout`` is
+    how long a key the tracker handed to a client may go unused before the server offers a new
+    one.
+
+    With ``is_proxy``, ``host:port`` is the address of an RPC proxy
+    (:class:`tvm.rpc.Proxy`): the server connects out to it, registers under ``key`` (proving
+    ``auth_key`` to it, if set) and serves the sessions it pairs with this server, one at a
+    time; ``tracker_addr`` is ignored then (the proxy registers its servers with its tracker).
 
     A connection gets a session process only once its client completed the handshake within
     ``handshake_timeout`` seconds in total (a silent or slow peer is closed then, having cost a
@@ -452,6 +558,7 @@ class Server(WorkerService):
         handshake_timeout: float = 10.0,
         max_pending_handshakes: int = 64,
         max_sessions: int = 16,
+        is_proxy: bool = False,
     ) -> None:
         self.proc: PopenWorker | None = None
         auth_key = base.resolve_auth_key(auth_key)
@@ -465,6 +572,12 @@ class Server(WorkerService):
         ):
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if is_proxy and not (type(port) is int and 0 < port < 65536):
+            raise ValueError(f"with is_proxy, port is the proxy's port (1..65535), got {port!r}")
+        if isinstance(init_modules, str):
+            raise TypeError(
+                f"init_modules must be a sequence of module names, got {init_modules!r}"
+            )
         limits = {
             "handshake_timeout": float(handshake_timeout),
             "max_pending_handshakes": max_pending_handshakes,
@@ -491,6 +604,7 @@ class Server(WorkerService):
                 list(init_modules),
                 matchkey_timeout,
                 limits,
+                bool(is_proxy),
             ],
         )
         self.port: int = proc.recv()
