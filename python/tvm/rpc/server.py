@@ -607,7 +607,12 @@ class Server(WorkerService):
                 bool(is_proxy),
             ],
         )
-        self.port: int = proc.recv()
+        try:
+            self.port: int = proc.recv()
+        except BaseException:  # a set-up that failed, a port range in use: nothing to keep
+            self.proc = None
+            proc.kill()
+            raise
 
     def terminate(self) -> None:
         """Stops the server and every session it is serving. Idempotent."""
