@@ -255,7 +255,10 @@ def test_tracker_hands_out_servers_by_key_and_queues():
                 time.sleep(0.02)
             first = client.request("gpu")
             assert first.get_function("rpc.test.addone")(1) == 2
-            # The server offers a fresh key once a session starts: a second client is served.
+            # Busy while the session is open: the tracker offers the server to nobody else.
+            assert client.summary()["queue_info"]["gpu"] == {"free": 0, "pending": 0}
+            first.close()
+            # The session over, the server offers itself again and the next client is served.
             second = client.request("gpu")
             assert second.get_function("rpc.test.addone")(2) == 3
             assert "gpu" in client.text_summary()

@@ -77,8 +77,9 @@ impl HandleTable {
         self.add_region(start, len, device, 0);
     }
 
-    /// Forgets a peer allocation; an error unless `start` is one on `device`.
-    pub(super) fn remove_allocation(&mut self, start: u64, device: DLDevice) -> Result<()> {
+    /// Forgets a peer allocation and returns its length; an error unless `start` is one on
+    /// `device`.
+    pub(super) fn remove_allocation(&mut self, start: u64, device: DLDevice) -> Result<u64> {
         if self.allocations.get(&start) != Some(&device) {
             tvm_ffi::bail!(
                 ErrorKind::ValueError,
@@ -88,9 +89,15 @@ impl HandleTable {
             );
         }
         self.allocations.remove(&start);
-        self.regions
-            .retain(|(at, _), region| !(*at == start && region.owner == 0));
-        Ok(())
+        let mut len = 0;
+        self.regions.retain(|(at, _), region| {
+            let own = *at == start && region.owner == 0;
+            if own {
+                len = region.len;
+            }
+            !own
+        });
+        Ok(len)
     }
 
     /// Every live peer allocation, for release when the session ends.

@@ -15,6 +15,7 @@ use tvm_ffi::{Any, AnyView, DataType, Device, ErrorKind, Function, Result, Tenso
 use tvm_runtime::device::{self as registry, DeviceAttr, StreamHandle, TENSOR_ALIGNMENT};
 
 use super::handles::HandleTable;
+use super::host_cache::{self, Block, HostBlockCache};
 use super::plain::{plain_from_return, plain_to_wire};
 use super::{CopySink, CopySource, RpcSession};
 use crate::codec::{RPC_CALLBACK_INDEX, TensorMeta, WireValue};
@@ -35,6 +36,8 @@ pub struct LocalSession {
     peer: Mutex<Weak<Endpoint>>,
     /// Handles exported for the length of one call (in-process callbacks).
     transient: Mutex<HashSet<u64>>,
+    /// Large host blocks the peer freed, for its next allocations of the same size.
+    host_cache: Mutex<HostBlockCache>,
 }
 
 impl LocalSession {
@@ -50,6 +53,7 @@ impl LocalSession {
             callbacks_only: true,
             peer: Mutex::default(),
             transient: Mutex::default(),
+            host_cache: Mutex::default(),
         }
     }
 
@@ -245,12 +249,55 @@ impl LocalSession {
 
     fn alloc(&self, device: DLDevice, nbytes: u64, alignment: u64, dtype: DataType) -> Result<u64> {
         let device = checked_device(device)?;
+        if device.device_type == kDLCPU
+            && nbytes >= host_cache::MIN_BYTES
+            && alignment.is_power_of_two()
+            && let Some(address) = self.host_cache().take(nbytes, alignment)
+        {
+            self.table().add_allocation(address, nbytes, device);
+            return Ok(address);
+        }
         let size = usize::try_from(nbytes).map_err(|_| too_large(nbytes))?;
         let alignment = usize::try_from(alignment).map_err(|_| too_large(alignment))?;
-        let ptr = registry::alloc_data(Device(device), size, alignment, dtype)?;
+        let ptr = match registry::alloc_data(Device(device), size, alignment, dtype) {
+            Err(error) if device.device_type == kDLCPU && error.is_kind("MemoryError") => {
+                // The cached blocks go back first, then the allocation is tried once more.
+                let cached = self.host_cache().drain();
+                for block in cached {
+                    // SAFETY: cached blocks are allocations of this session nothing refers to.
+                    unsafe {
+                        registry::free_data(Device(device), block.address as usize as *mut c_void)
+                    }?;
+                }
+                registry::alloc_data(Device(device), size, alignment, dtype)?
+            }
+            other => other?,
+        };
         let address = ptr as usize as u64;
         self.table().add_allocation(address, nbytes, device);
         Ok(address)
+    }
+
+    fn host_cache(&self) -> MutexGuard<'_, HostBlockCache> {
+        self.host_cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Frees memory the peer allocated: large host blocks go to the cache, the rest (and what
+    /// the cache lets go) back to the device.
+    fn free_allocation(&self, address: u64, len: u64, device: DLDevice) -> Result<()> {
+        let blocks = if device.device_type == kDLCPU {
+            self.host_cache().keep(Block { address, len })
+        } else {
+            vec![Block { address, len }]
+        };
+        for block in blocks {
+            // SAFETY: each block is an allocation of this session that nothing refers to any
+            // more (forgotten by the table, or evicted from the cache), freed once.
+            unsafe { registry::free_data(Device(device), block.address as usize as *mut c_void) }?;
+        }
+        Ok(())
     }
 }
 
@@ -575,10 +622,8 @@ impl RpcSession for LocalSession {
             RpcCode::DevFreeData => {
                 let device = device_arg(args, 0, code)?;
                 let address = handle_arg(args, 1, code)?;
-                self.table().remove_allocation(address, device)?;
-                // SAFETY: the address was allocated on this device by this session and has just
-                // been forgotten, so it is freed once.
-                unsafe { registry::free_data(Device(device), address as usize as *mut c_void) }?;
+                let len = self.table().remove_allocation(address, device)?;
+                self.free_allocation(address, len, device)?;
                 Ok(WireValue::None)
             }
             RpcCode::DevStreamSync => {
@@ -682,9 +727,20 @@ impl Drop for LocalSession {
         let objects = table.take_objects();
         let allocations = table.take_allocations();
         drop(objects);
-        for (address, device) in allocations {
+        let cached = self
+            .host_cache
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain();
+        let host = DLDevice {
+            device_type: kDLCPU,
+            device_id: 0,
+        };
+        let cached = cached.into_iter().map(|block| (block.address, host));
+        for (address, device) in allocations.into_iter().chain(cached) {
             // SAFETY: each allocation of this session is freed once, here, when no request can
-            // use it any more.
+            // use it any more (the cached ones were forgotten by the table when the peer freed
+            // them).
             let _ = unsafe { registry::free_data(Device(device), address as usize as *mut c_void) };
         }
     }

@@ -7,6 +7,7 @@
 
 mod client;
 mod handles;
+mod host_cache;
 mod local;
 pub mod plain;
 
