@@ -16,6 +16,10 @@ import pytest
 
 import tvm
 from rpc_helpers import HOST, descendants, rss_mib, wait_until
+from tvm import rpc
+from tvm.rpc.base import RPC_CODE_BUSY, RPC_CODE_MISMATCH, RPC_MAGIC
+
+KEY = "s3cret"
 
 
 def session_processes(worker: int) -> list[int]:
@@ -31,10 +35,6 @@ def session_processes(worker: int) -> list[int]:
             continue
         found.append(pid)
     return found
-from tvm import rpc
-from tvm.rpc.base import RPC_CODE_BUSY, RPC_CODE_MISMATCH, RPC_MAGIC
-
-KEY = "s3cret"
 
 
 def hello(key: str) -> bytes:
