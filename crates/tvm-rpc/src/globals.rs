@@ -199,21 +199,24 @@ fn register_session_functions() {
             }
             None => HANDSHAKE_TIMEOUT,
         };
+        let outcome = server_verify(&mut socket, &key, secret.as_deref(), timeout);
+        // The deadline was the handshake's: the session served on this socket (the same
+        // socket as the caller's descriptor) waits on its client as long as it needs.
+        let _ = socket.set_read_timeout(None);
+        let _ = socket.set_write_timeout(None);
         // A refused peer is an everyday event, not an error: its reason comes back as text
         // (an error's backtrace would be symbolized when Python reads it).
-        Ok(
-            match server_verify(&mut socket, &key, secret.as_deref(), timeout) {
-                Ok(None) => Any::from("not an RPC client, or a wrong key or proof"),
-                Err(error) => Any::from(format!("handshake failed: {}", error.message())),
-                Ok(Some(verified)) => [
-                    Any::from(verified.hello.key),
-                    tvm_ffi::Bytes::from_bytes(&verified.accept_reply).into_any(),
-                ]
-                .into_iter()
-                .collect::<tvm_ffi::Array>()
-                .into(),
-            },
-        )
+        Ok(match outcome {
+            Ok(None) => Any::from("not an RPC client, or a wrong key or proof"),
+            Err(error) => Any::from(format!("handshake failed: {}", error.message())),
+            Ok(Some(verified)) => [
+                Any::from(verified.hello.key),
+                tvm_ffi::Bytes::from_bytes(&verified.accept_reply).into_any(),
+            ]
+            .into_iter()
+            .collect::<tvm_ffi::Array>()
+            .into(),
+        })
     });
     // (fd, client_key): serves a session on a socket whose handshake rpc.ServerHandshake
     // completed (in this process or the one that accepted it).

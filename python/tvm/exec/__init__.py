@@ -5,5 +5,6 @@
 ``rpc_proxy``          an RPC proxy
 ``query_rpc_tracker``  print the state of a tracker
 
-``rpc_session`` and ``rpc_pipe_server`` serve one session each; servers start them.
+``rpc_session`` is a server's session zygote (it forks a process per session) and
+``rpc_pipe_server`` serves one session over pipes; servers start them.
 """
