@@ -10,7 +10,6 @@ import ctypes
 import os
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import threading
@@ -96,7 +95,7 @@ def queue_of(tracker: rpc.TrackerSession, key: str) -> dict[str, int]:
 # -- the zygote ---------------------------------------------------------------------------------
 
 
-def test_sessions_are_forked_from_a_prestarted_zygote_in_milliseconds():
+def test_sessions_are_forked_from_a_prestarted_zygote():
     with rpc.Server(port=0, server_init_callback=record_setup) as srv:
         assert srv.proc is not None and srv.proc.pid is not None
         first, second = rpc.connect(HOST, srv.port), rpc.connect(HOST, srv.port)
@@ -109,15 +108,13 @@ def test_sessions_are_forked_from_a_prestarted_zygote_in_milliseconds():
         assert Path(f"/proc/{one[0]}/comm").read_text().strip() == "tvm-rpc-session"
         first.close()
         second.close()
-        times = []
-        for _ in range(10):
-            start = time.perf_counter()
+        # Sessions one after another are each a child of the same zygote (connect time is a
+        # benchmark row of benches/python/bench_rpc.py, not a test).
+        for _ in range(5):
             sess = rpc.connect(HOST, srv.port)
             assert sess.get_function("rpc.test.addone")(1) == 2
-            times.append(time.perf_counter() - start)
+            assert pids(sess)[2] == one[2]
             sess.close()
-        # A fresh interpreter per session took 0.2-1.8 s; a fork takes a few milliseconds.
-        assert statistics.median(times) < 0.1, times
 
 
 def test_the_init_callback_and_libraries_reach_every_session(compile_c):
