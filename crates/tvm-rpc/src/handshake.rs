@@ -305,16 +305,62 @@ fn refused_code(address: &str, user_key: &str, code: i32) -> Error {
     Error::new("RPCError", message)
 }
 
+/// The client-side option that bounds the handshake (`-handshake_timeout=<seconds>`): read by
+/// [`client_handshake`] and never sent to the server.
+pub const HANDSHAKE_TIMEOUT_OPTION: &str = "handshake_timeout";
+
+/// Splits a client key into the key to send and the handshake deadline its
+/// [`HANDSHAKE_TIMEOUT_OPTION`] asks for (a value that is not a positive number of seconds is
+/// a `ValueError`).
+fn local_options(key: &str) -> Result<(String, Option<Duration>)> {
+    // The user's key is the first word (possibly empty); options follow.
+    let (user, options) = key.split_at(key.find(char::is_whitespace).unwrap_or(key.len()));
+    let prefix = format!("-{HANDSHAKE_TIMEOUT_OPTION}=");
+    let mut limit = None;
+    let mut sent = user.to_string();
+    for word in options.split_whitespace() {
+        let Some(value) = word.strip_prefix(prefix.as_str()) else {
+            sent.push(' ');
+            sent.push_str(word);
+            continue;
+        };
+        let seconds = value
+            .parse::<f64>()
+            .ok()
+            .filter(|s| *s > 0.0 && *s < 1e9)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::ValueError,
+                    format!(
+                        "{HANDSHAKE_TIMEOUT_OPTION} must be a positive number of seconds, got \
+                         {value:?}"
+                    ),
+                )
+            })?;
+        limit = Some(Duration::from_secs_f64(seconds));
+    }
+    Ok((sent, limit))
+}
+
 /// Runs the client side on a connected socket. `key` is the user's key with its options
 /// (`"gpu -timeout=10"`); `secret` is the shared secret: with one, the server must prove it
-/// holds the same (see the module documentation).
+/// holds the same (see the module documentation). The handshake completes within
+/// [`CLIENT_HANDSHAKE_TIMEOUT`], or the time the key's `-handshake_timeout=<seconds>` option
+/// gives (an option of this side only, not sent); past it, a `TimeoutError` naming `address`.
 pub fn client_handshake(
     socket: &mut TcpStream,
     address: &str,
     key: &str,
     secret: Option<&[u8]>,
 ) -> Result<Accepted> {
-    client_handshake_within(socket, address, key, secret, CLIENT_HANDSHAKE_TIMEOUT)
+    let (key, limit) = local_options(key)?;
+    client_handshake_within(
+        socket,
+        address,
+        &key,
+        secret,
+        limit.unwrap_or(CLIENT_HANDSHAKE_TIMEOUT),
+    )
 }
 
 /// [`client_handshake`] with a total deadline of `limit`.
@@ -329,7 +375,7 @@ pub fn client_handshake_within(
     let io = |e: io::Error| {
         if e.kind() == io::ErrorKind::TimedOut {
             return Error::new(
-                "RPCError",
+                "TimeoutError",
                 format!(
                     "{address} did not complete the handshake within {:.1} s (a server that \
                      serves one client at a time may be busy)",

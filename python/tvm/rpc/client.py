@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import ffi
 from ..ffi import Device, Function, Module, get_global_func
 from . import base
+
+if TYPE_CHECKING:
+    from .aio import AsyncCalls
 
 __all__ = ["LocalSession", "PopenSession", "RPCSession", "connect"]
 
@@ -20,10 +23,13 @@ RPC_SESS_MASK = 128
 _CHUNK = 4 << 20
 
 
-def _api(name: str) -> Function:
+def _api(name: str, release_gil: bool = False) -> Function:
     func = get_global_func(name)
     if func is None:  # pragma: no cover - the extension always registers these
         raise RuntimeError(f"the native runtime has no {name}")
+    if release_gil:
+        # It waits on the network or a child process: other Python threads keep running.
+        func.release_gil = True
     return func
 
 
@@ -34,6 +40,7 @@ class RPCSession:
     def __init__(self, sess: Module) -> None:
         self._sess = sess
         self._tbl_index: int = _api("rpc.SessTableIndex")(sess)
+        self._async_calls: AsyncCalls | None = None
 
     def get_function(self, name: str) -> Function:
         """The remote global function ``name`` (``AttributeError`` when it has none). It
@@ -44,10 +51,15 @@ class RPCSession:
 
     async def async_call(self, name: str, *args: Any) -> Any:
         """Awaits remote function ``name`` called with ``args`` without blocking the event
-        loop (see :func:`tvm.rpc.aio.call`)."""
-        from .aio import call
+        loop. A coroutine function of the server (:func:`tvm.rpc.aio.register_async_func`) runs
+        without holding the session, so such calls on one session overlap on the server's event
+        loop; any other function is called on a worker thread (see :mod:`tvm.rpc.aio`)."""
+        calls = self._async_calls
+        if calls is None:
+            from .aio import AsyncCalls
 
-        return await call(self.get_function(name), *args)
+            calls = self._async_calls = AsyncCalls(self.get_function)
+        return await calls.call(name, *args)
 
     def system_lib(self) -> Module:
         """The remote's system library."""
@@ -172,11 +184,13 @@ class RPCSession:
 
     def load_module(self, path: str) -> Module:
         """Loads an uploaded library on the remote; its functions run there."""
-        return _api("rpc.LoadRemoteModule")(self._sess, path)
+        return _api("rpc.LoadRemoteModule", release_gil=True)(self._sess, path)
 
     def close(self) -> None:
         """Ends the session; its remote functions and tensors stop working."""
-        self._sess.get_function("CloseRPCConnection")()
+        close = self._sess.get_function("CloseRPCConnection")
+        close.release_gil = True
+        close()
 
     def __enter__(self) -> RPCSession:
         return self
@@ -243,7 +257,7 @@ class PopenSession(RPCSession):
     def __init__(self, binary: str | os.PathLike[str] | bytes | None = None) -> None:
         if binary is None:
             command = [sys.executable, "-m", "tvm.exec.rpc_pipe_server"]
-            super().__init__(_api("rpc.CreatePipeClientOwnProtocol")(*command))
+            super().__init__(_api("rpc.CreatePipeClientOwnProtocol", release_gil=True)(*command))
             return
         if isinstance(binary, (bytes, bytearray)):
             from ..support import utils
@@ -257,7 +271,7 @@ class PopenSession(RPCSession):
             path = os.fspath(binary)
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
                 raise RuntimeError(f"{path} does not exist or is not executable")
-        super().__init__(_api("rpc.CreatePipeClient")(path))
+        super().__init__(_api("rpc.CreatePipeClient", release_gil=True)(path))
 
 
 def connect(
@@ -268,6 +282,7 @@ def connect(
     session_constructor_args: Sequence[Any] | None = None,
     enable_logging: bool = False,
     auth_key: str | None = None,
+    handshake_timeout: float | None = None,
 ) -> RPCSession:
     """Opens a session with the RPC server at ``url:port`` (``"127.0.0.1"`` for this machine).
 
@@ -277,8 +292,22 @@ def connect(
     ``TVM_RPC_KEY`` environment variable) is the shared secret: both sides prove they hold it
     by keyed hashes over fresh nonces, never sending it, and a client with a key refuses a
     server that does not prove the same key. An empty or whitespace ``auth_key`` (or a set but
-    empty ``TVM_RPC_KEY``) is a ``ValueError``."""
+    empty ``TVM_RPC_KEY``) is a ``ValueError``.
+
+    The server must complete the handshake within ``handshake_timeout`` seconds (default 60),
+    or the call raises ``TimeoutError`` naming the address. Connecting releases the interpreter
+    lock, as remote calls do: other Python threads run while it waits."""
     auth_key = base.resolve_auth_key(auth_key)
+    if handshake_timeout is not None:
+        number = isinstance(handshake_timeout, (int, float)) and not isinstance(
+            handshake_timeout, bool
+        )
+        if not (number and 0 < float(handshake_timeout) < 1e9):
+            raise ValueError(
+                f"handshake_timeout must be a positive number of seconds, got {handshake_timeout!r}"
+            )
+        # A client-side option: the native handshake reads it and does not send it.
+        key = f"{key} -handshake_timeout={float(handshake_timeout)!r}"
     if session_constructor_args is None:
         session_constructor_args = []
     if not isinstance(session_constructor_args, (list, tuple)):
@@ -289,8 +318,9 @@ def connect(
     if session_timeout:
         key = f"{key} -timeout={session_timeout}"
     if auth_key is not None:
-        connect_native = _api("rpc.ConnectAuthenticated")
+        connect_native = _api("rpc.ConnectAuthenticated", release_gil=True)
         sess = connect_native(url, int(port), key, auth_key, *session_constructor_args)
     else:
-        sess = _api("rpc.Connect")(url, int(port), key, enable_logging, *session_constructor_args)
+        connect_native = _api("rpc.Connect", release_gil=True)
+        sess = connect_native(url, int(port), key, enable_logging, *session_constructor_args)
     return RPCSession(sess)

@@ -160,14 +160,27 @@ impl Endpoint {
         }
     }
 
-    /// Answers the peer's requests until it shuts the connection down (the server side).
+    /// Answers the peer's requests until it shuts the connection down (the server side). A
+    /// session that ends otherwise (a broken connection, a malformed packet) ends with an
+    /// `RPCError` (or `RPCSessionTimeoutError`) that names the peer: the server logs one line
+    /// for it, never a traceback of its own.
     pub fn serve_forever(&self) -> Result<()> {
         let _exchange = self.exchange.lock();
-        match self.run(false)? {
-            Waited::Closed => Ok(()),
-            Waited::Reply(_) => Err(Error::new(
+        match self.run(false) {
+            Ok(Waited::Closed) => Ok(()),
+            Ok(Waited::Reply(_)) => Err(Error::new(
                 "RPCError",
                 format!("{} sent a reply to a request never made", self.name),
+            )),
+            Err(error) if is_session_error(&error) => Err(error),
+            Err(error) => Err(Error::new(
+                "RPCError",
+                format!(
+                    "the session with {} ended: {}: {}",
+                    self.name,
+                    error.kind(),
+                    error.message()
+                ),
             )),
         }
     }
@@ -274,6 +287,11 @@ impl Drop for Endpoint {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// Whether `error` is already of a kind that ends a session (the connection's own errors).
+fn is_session_error(error: &Error) -> bool {
+    matches!(&*error.kind(), "RPCError" | "RPCSessionTimeoutError")
 }
 
 fn unexpected(name: &str, message: &Message<'_>) -> Error {
