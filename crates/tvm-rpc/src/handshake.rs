@@ -312,7 +312,7 @@ pub const HANDSHAKE_TIMEOUT_OPTION: &str = "handshake_timeout";
 /// Splits a client key into the key to send and the handshake deadline its
 /// [`HANDSHAKE_TIMEOUT_OPTION`] asks for (a value that is not a positive number of seconds is
 /// a `ValueError`).
-fn local_options(key: &str) -> Result<(String, Option<Duration>)> {
+pub(crate) fn local_options(key: &str) -> Result<(String, Option<Duration>)> {
     // The user's key is the first word (possibly empty); options follow.
     let (user, options) = key.split_at(key.find(char::is_whitespace).unwrap_or(key.len()));
     let prefix = format!("-{HANDSHAKE_TIMEOUT_OPTION}=");

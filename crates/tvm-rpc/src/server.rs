@@ -13,8 +13,8 @@ use tvm_ffi::{AnyView, Error, ErrorKind, Function, Result};
 use crate::codec::{Message, WireValue, decode_message, encode_message};
 use crate::endpoint::{send_reply, serve, version_supported};
 use crate::handshake::{
-    ClientHello, HANDSHAKE_TIMEOUT, auth_key, client_handshake, refuse_busy, server_handshake,
-    timeout_option,
+    CLIENT_HANDSHAKE_TIMEOUT, ClientHello, HANDSHAKE_TIMEOUT, auth_key, client_handshake,
+    local_options, refuse_busy, server_handshake, timeout_option,
 };
 use crate::protocol::{OWN_PROTOCOL_VERSION, PROTOCOL_VERSION, SESSION_TIMEOUT_PREFIX};
 use crate::remote::{SessionCore, session_of_module};
@@ -40,10 +40,14 @@ pub fn connect(
             format!("cannot resolve RPC server address {address}: {e}"),
         )
     })?;
+    // The handshake's time limit bounds the TCP connection too (an unroutable address would
+    // otherwise wait for the kernel's own timeout, minutes).
+    let (_, limit) = local_options(key)?;
+    let limit = limit.unwrap_or(CLIENT_HANDSHAKE_TIMEOUT);
     let mut last = None;
     let mut socket = None;
     for candidate in addresses {
-        match TcpStream::connect(candidate) {
+        match TcpStream::connect_timeout(&candidate, limit) {
             Ok(s) => {
                 socket = Some(s);
                 break;
@@ -51,12 +55,21 @@ pub fn connect(
             Err(e) => last = Some(e),
         }
     }
-    let mut socket = socket.ok_or_else(|| {
-        let why = last.map_or_else(|| "no address".to_string(), |e| e.to_string());
-        Error::new(
-            "RPCError",
-            format!("cannot connect to RPC server at {address}: {why}"),
-        )
+    let mut socket = socket.ok_or_else(|| match last {
+        Some(e) if e.kind() == std::io::ErrorKind::TimedOut => Error::new(
+            "TimeoutError",
+            format!(
+                "cannot connect to RPC server at {address} within {:.1} s",
+                limit.as_secs_f64()
+            ),
+        ),
+        last => {
+            let why = last.map_or_else(|| "no address".to_string(), |e| e.to_string());
+            Error::new(
+                "RPCError",
+                format!("cannot connect to RPC server at {address}: {why}"),
+            )
+        }
     })?;
     let accepted = client_handshake(&mut socket, &address, key, secret)?;
     let transport = Transport::from_socket(socket)?;
@@ -194,10 +207,12 @@ pub(crate) fn serve_session(mut transport: Transport, announced_own: bool) -> Re
         return Ok(());
     };
     let body = transport.read_body(len)?;
-    let Message::InitServer { version, args } = decode_message(&body)? else {
+    // A client that sends something else first ends its session (an RPCError, which the
+    // serving process logs as a session that ended, not as a failure of its own).
+    let Ok(Message::InitServer { version, args }) = decode_message(&body) else {
         tvm_ffi::bail!(
-            ErrorKind::ValueError,
-            "the first RPC packet must be kInitServer"
+            "RPCError",
+            "the session with the client ended: its first RPC packet was not kInitServer"
         );
     };
     if !version_supported(&version) {
