@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -193,3 +196,32 @@ def test_blocking_calls_of_coroutine_functions_still_work(sess: rpc.RPCSession) 
     assert sess.get_function("test.aio.sleep")(0.05) == 0.05
     with pytest.raises(KeyError, match="nope"):
         sess.get_function("test.aio.fail")("nope")
+
+
+def test_a_forked_child_runs_coroutines_on_a_loop_of_its_own() -> None:
+    """A session forked from a server's zygote after the zygote used its event loop (an init
+    module awaiting at import) gets a loop of its own rather than the parent's dead thread."""
+    program = textwrap.dedent(
+        """
+        import asyncio, os
+        from tvm.rpc import aio
+
+        async def five():
+            return 5
+
+        parent_loop = aio._event_loop()
+        assert asyncio.run_coroutine_threadsafe(five(), parent_loop).result(10) == 5
+        pid = os.fork()
+        if pid == 0:
+            loop = aio._event_loop()
+            ok = loop is not parent_loop
+            ok = ok and asyncio.run_coroutine_threadsafe(five(), loop).result(10) == 5
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "child 0", run.stdout + run.stderr

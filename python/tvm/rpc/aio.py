@@ -30,6 +30,7 @@ import asyncio
 import concurrent.futures
 import functools
 import inspect
+import os
 import secrets
 import threading
 import time
@@ -66,6 +67,16 @@ def _event_loop() -> asyncio.AbstractEventLoop:
             threading.Thread(target=loop.run_forever, name="tvm-rpc-async", daemon=True).start()
             _loop = loop
         return _loop
+
+
+def _forget_in_child() -> None:
+    """In a forked child (a session forked from its server's zygote) the loop's thread does not
+    exist: the child starts its own loop on first use, with fresh locks and no parent's calls."""
+    global _loop, _loop_lock, _pending_lock
+    _loop = None
+    _loop_lock = threading.Lock()
+    _pending_lock = threading.Lock()
+    _pending.clear()
 
 
 def register_async_func(
@@ -106,6 +117,9 @@ async def call(func: Callable[..., Any], *args: Any) -> Any:
 
 _pending: dict[str, tuple[concurrent.futures.Future[Any], float]] = {}
 _pending_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _drop_stale() -> None:
