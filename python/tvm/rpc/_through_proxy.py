@@ -181,11 +181,13 @@ class ProxyServing:
                 delay = min(max(2 * delay, 0.5), MAX_RETRY_PERIOD)
                 why = str(err) or type(err).__name__
                 _logger.warning("proxy %s:%d: %s; trying again in %g s", *self.addr, why, delay)
-                sock = self._drop(sock)
+                self._drop(sock)
+                sock = None
                 self._stopping.wait(delay)
                 continue
             if client_key is None:  # nobody came in time: register afresh
-                sock = self._drop(sock)
+                self._drop(sock)
+                sock = None
                 continue
             delay = 0.0
             with self._lock:

@@ -349,14 +349,14 @@ def _fork_sessions(channel: socket.socket) -> int:
     die_with_parent = _parent_death_signal(prctl)
     children: dict[int, int] = {}
     while True:
-        readable, _, _ = select.select([channel, wake_read], [], [])
+        readable, _, _ = select.select([channel.fileno(), wake_read], [], [])
         if wake_read in readable:
             with contextlib.suppress(BlockingIOError):
                 while os.read(wake_read, 512):
                     pass
             if not _reap(children, channel):
                 return 0
-        if channel not in readable:
+        if channel.fileno() not in readable:
             continue
         try:
             data, fds, _, _ = socket.recv_fds(channel, _MAX_MESSAGE, 1)

@@ -312,9 +312,9 @@ class AsyncCalls:
                 pending.clear()
                 continue
             for token in filter(None, done.split(",")):
-                item = pending.pop(token, None)
-                if item is None:
+                if token not in pending:
                     continue
+                item = pending.pop(token)
                 try:
                     value = remote["result"](token)
                 except Exception as err:  # the coroutine's own exception
