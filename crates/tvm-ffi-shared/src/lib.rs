@@ -16,7 +16,6 @@
 // The process state's symbols: this library is the one that defines them.
 use tvm_ffi_capi as _;
 
-mod backend_exports;
 pub mod register;
 
 pub use register::{compiled_device_backends, register_all};

@@ -4,8 +4,8 @@
 //! A library compiled by TVM does not link these functions: it holds `void*` slots named
 //! `__TVMBackendParallelLaunch` and so on, which the loader fills from the context symbols
 //! (`TVMFFIEnvModRegisterContextSymbol`). [`register_context_symbols`] registers every function
-//! of [`CONTEXT_FUNCTIONS`] there; the standalone `libtvm_ffi.so` also exports them by name, for
-//! C code that calls them directly.
+//! of [`context_functions`] there; with the `c-exports` feature (the standalone `libtvm_ffi.so`)
+//! they are also exported by their C names, for C code that calls them directly.
 
 mod affinity;
 mod parallel;
@@ -28,6 +28,10 @@ pub use workspace::{ALIGNMENT as WORKSPACE_ALIGNMENT, thread_workspace_blocks};
 /// Allocates a kernel's workspace of `nbytes` on a device, aligned to 64 bytes: NULL with the
 /// error raised on failure. Blocks are pooled per thread; free them on the allocating thread.
 ///
+#[cfg_attr(
+    feature = "c-exports",
+    unsafe(export_name = "TVMBackendAllocWorkspace")
+)]
 pub extern "C" fn backend_alloc_workspace(
     device_type: c_int,
     device_id: c_int,
@@ -43,6 +47,7 @@ pub extern "C" fn backend_alloc_workspace(
 
 /// Frees a workspace from [`backend_alloc_workspace`]: 0, or -1 with the error raised when the
 /// calling thread did not allocate `ptr` on that device (such a pointer is refused, not freed).
+#[cfg_attr(feature = "c-exports", unsafe(export_name = "TVMBackendFreeWorkspace"))]
 pub extern "C" fn backend_free_workspace(
     device_type: c_int,
     device_id: c_int,
@@ -58,6 +63,10 @@ pub extern "C" fn backend_free_workspace(
 ///
 /// # Safety
 /// `flambda` is a task function and `cdata` what it expects.
+#[cfg_attr(
+    feature = "c-exports",
+    unsafe(export_name = "TVMBackendParallelLaunch")
+)]
 pub unsafe extern "C" fn backend_parallel_launch(
     flambda: Option<FTVMParallelLambda>,
     cdata: *mut c_void,
@@ -78,6 +87,10 @@ pub unsafe extern "C" fn backend_parallel_launch(
 ///
 /// # Safety
 /// `penv` is the environment the launch passed to the calling task.
+#[cfg_attr(
+    feature = "c-exports",
+    unsafe(export_name = "TVMBackendParallelBarrier")
+)]
 pub unsafe extern "C" fn backend_parallel_barrier(
     task_id: c_int,
     penv: *mut TVMParallelGroupEnv,
@@ -94,6 +107,10 @@ pub unsafe extern "C" fn backend_parallel_barrier(
 ///
 /// # Safety
 /// As for `TVMFFIEnvModLookupFromImports`.
+#[cfg_attr(
+    feature = "c-exports",
+    unsafe(export_name = "TVMBackendGetFuncFromEnv")
+)]
 pub unsafe extern "C" fn backend_get_func_from_env(
     mod_node: *mut c_void,
     func_name: *const c_char,

@@ -194,15 +194,7 @@ pub fn parallel_launch(
     let shared = SharedWithTasks { cdata, sync_handle };
     let task = |task_id: usize| {
         let (cdata, sync_handle) = shared.get();
-        let mut env = TVMParallelGroupEnv {
-            sync_handle,
-            num_task: num_task as i32,
-        };
-        let was_in_task = IN_TASK.with(|flag| flag.replace(true));
-        // SAFETY: the kernel's task function, called as its signature says; `env` lives for
-        // the call and the barrier for the launch.
-        let rc = unsafe { flambda(task_id as c_int, &mut env, cdata) };
-        IN_TASK.with(|flag| flag.set(was_in_task));
+        let rc = call_task(flambda, task_id, num_task, sync_handle, cdata);
         if rc != 0 {
             let error = task_error(task_id, num_task, rc);
             failure
@@ -243,18 +235,32 @@ unsafe impl Sync for SharedWithTasks {}
 
 /// One task that does all the work: `penv->num_task` is 1 and the barrier returns at once.
 fn run_serially(flambda: FTVMParallelLambda, cdata: *mut c_void) -> Result<()> {
-    let mut env = TVMParallelGroupEnv {
-        sync_handle: std::ptr::null_mut(),
-        num_task: 1,
-    };
-    let was_in_task = IN_TASK.with(|flag| flag.replace(true));
-    // SAFETY: as in `parallel_launch`.
-    let rc = unsafe { flambda(0, &mut env, cdata) };
-    IN_TASK.with(|flag| flag.set(was_in_task));
+    let rc = call_task(flambda, 0, 1, std::ptr::null_mut(), cdata);
     if rc != 0 {
         return Err(task_error(0, 1, rc));
     }
     Ok(())
+}
+
+/// Runs task `task_id` of `num_task` on the calling thread, marked as inside a task (so that a
+/// launch it makes runs serially); its return code.
+fn call_task(
+    flambda: FTVMParallelLambda,
+    task_id: usize,
+    num_task: usize,
+    sync_handle: *mut c_void,
+    cdata: *mut c_void,
+) -> c_int {
+    let mut env = TVMParallelGroupEnv {
+        sync_handle,
+        num_task: num_task as i32,
+    };
+    let was_in_task = IN_TASK.with(|flag| flag.replace(true));
+    // SAFETY: the kernel's task function, called as its signature says, with the closure data
+    // it was launched with; `env` lives for the call and the barrier (if any) for the launch.
+    let rc = unsafe { flambda(task_id as c_int, &mut env, cdata) };
+    IN_TASK.with(|flag| flag.set(was_in_task));
+    rc
 }
 
 /// The error a failed task raised in its thread, or one naming its return code.
