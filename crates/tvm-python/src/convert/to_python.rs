@@ -110,11 +110,7 @@ unsafe fn borrowed_dltensor(py: Python<'_>, tensor: *const abi::DLTensor) -> PyR
         unsafe { std::slice::from_raw_parts(descriptor.shape, ndim) }
     };
     let strides: Vec<i64> = if descriptor.strides.is_null() {
-        let mut compact = vec![1i64; shape.len()];
-        for axis in (0..shape.len().saturating_sub(1)).rev() {
-            compact[axis] = compact[axis + 1] * shape[axis + 1].max(1);
-        }
-        compact
+        tvm_ffi::tensor::compact_strides(shape)
     } else {
         // SAFETY: as for the shape.
         unsafe { std::slice::from_raw_parts(descriptor.strides, ndim) }.to_vec()
