@@ -135,6 +135,23 @@ def test_a_blocking_remote_call_lets_other_threads_run(counter: Counter) -> None
         sess.close()
 
 
+def test_close_from_another_thread_ends_a_call_in_flight() -> None:
+    with rpc.Server(port=0) as server:
+        sess = rpc.connect(HOST, server.port)
+        sleep = sess.get_function("rpc.test.sleep")
+        thread, outcome = in_thread(lambda: sleep(120.0))
+        time.sleep(0.3)  # the call is out; a close before it fails it just the same
+        closer, closed = in_thread(sess.close)
+        closer.join(10)
+        thread.join(10)
+        assert not closer.is_alive(), "close() waited for the call in flight"
+        assert "error" not in closed, closed
+        assert not thread.is_alive(), "the call in flight outlived close()"
+        assert type(outcome.get("error")).__name__ == "RPCError", outcome
+        with pytest.raises(Exception, match="closed"):
+            sess.get_function("rpc.test.addone")(1)
+
+
 #: Opens sessions, leaves daemon threads inside remote calls (blocking ones, a tight loop, a
 #: connect to a silent server), starts a further server, then exits.
 EXIT_SCRIPT = textwrap.dedent(

@@ -1,7 +1,7 @@
 //! Packets over a byte stream: the little-endian length, then the body, with size limits.
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tvm_ffi::{Error, ErrorKind, Result};
@@ -22,7 +22,12 @@ pub struct Transport {
     broken: bool,
     /// Held while writing; `true` inside once the session expired (see [`Transport::gate`]).
     gate: Option<Arc<Mutex<bool>>>,
+    /// Shuts the connection down under a blocked read or write (sockets only).
+    interrupt: Option<Interrupt>,
 }
+
+/// Cuts a connection from another thread: reads and writes blocked on it fail at once.
+pub type Interrupt = Arc<dyn Fn() + Send + Sync>;
 
 /// A closed or broken connection, as the error users see.
 pub fn connection_error(err: io::Error, doing: &str) -> Error {
@@ -43,6 +48,7 @@ impl Transport {
             max_packet: DEFAULT_MAX_PACKET,
             broken: false,
             gate: None,
+            interrupt: None,
         }
     }
 
@@ -51,10 +57,22 @@ impl Transport {
         socket
             .set_nodelay(true)
             .map_err(|e| connection_error(e, "configuring the socket"))?;
-        let reader = socket
-            .try_clone()
-            .map_err(|e| connection_error(e, "configuring the socket"))?;
-        Ok(Transport::new(Box::new(reader), Box::new(socket)))
+        let clone = || {
+            socket
+                .try_clone()
+                .map_err(|e| connection_error(e, "configuring the socket"))
+        };
+        let (reader, cut) = (clone()?, clone()?);
+        let mut transport = Transport::new(Box::new(reader), Box::new(socket));
+        transport.interrupt = Some(Arc::new(move || {
+            let _ = cut.shutdown(Shutdown::Both);
+        }));
+        Ok(transport)
+    }
+
+    /// What cuts this connection from another thread, if it can be cut.
+    pub fn interrupt(&self) -> Option<Interrupt> {
+        self.interrupt.clone()
     }
 
     /// Serializes this transport's writes with another writer of the same socket (a session

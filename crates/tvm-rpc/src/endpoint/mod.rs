@@ -14,7 +14,7 @@ mod errors;
 mod serving;
 
 use std::io::Read;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 
 use tvm_ffi::{Error, ReentrantLock, Result};
 
@@ -26,7 +26,7 @@ use crate::codec::{
 };
 use crate::protocol::RpcCode;
 use crate::session::{CopySink, CopySource, RpcSession};
-use crate::transport::{Transport, connection_error};
+use crate::transport::{Interrupt, Transport, connection_error};
 
 /// Bytes moved per step when a stream is forwarded.
 const COPY_CHUNK: usize = 1 << 20;
@@ -38,6 +38,8 @@ pub struct Endpoint {
     exchange: ReentrantLock,
     /// Taken only for single reads and writes, never while a request runs.
     transport: Mutex<Option<Transport>>,
+    /// Cuts the connection under a read or write of another thread ([`Endpoint::shutdown`]).
+    interrupt: Option<Interrupt>,
     /// Whether the peer speaks the own protocol version (error kinds and callbacks travel).
     own_protocol: bool,
     /// Answers the peer's requests.
@@ -78,6 +80,7 @@ impl Endpoint {
         let endpoint = Arc::new(Endpoint {
             name: name.into(),
             exchange: ReentrantLock::new(),
+            interrupt: transport.interrupt(),
             transport: Mutex::new(Some(transport)),
             own_protocol,
             serving,
@@ -266,9 +269,20 @@ impl Endpoint {
         }
     }
 
-    /// Tells the peer the session is over and closes the connection (idempotent).
+    /// Tells the peer the session is over and closes the connection (idempotent). While a call
+    /// of another thread is using the connection, the connection is cut under it instead: that
+    /// call fails with an `RPCError` rather than holding this one up until its reply.
     pub fn shutdown(&self) {
-        let mut guard = self.transport();
+        let mut guard = match self.transport.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                if let Some(interrupt) = &self.interrupt {
+                    interrupt();
+                }
+                self.transport()
+            }
+        };
         if let Some(mut transport) = guard.take() {
             let body = encode_message(&Message::Shutdown);
             let _ = transport
