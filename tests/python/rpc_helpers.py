@@ -86,3 +86,19 @@ def closed_by_peer(sock: socket.socket, timeout: float) -> bool:
     except OSError:
         pass
     return True
+
+
+class RawConnection:
+    """A loopback connection that drives a tracker or proxy by hand: ``greeting`` is sent
+    first."""
+
+    def __init__(self, port: int, greeting: bytes) -> None:
+        self.sock = socket.create_connection((HOST, port), timeout=DEADLINE)
+        self.sock.sendall(greeting)
+
+    def closed_by_peer(self) -> bool:
+        """Whether the other side closes this connection (within :data:`DEADLINE`)."""
+        return closed_by_peer(self.sock, DEADLINE)
+
+    def close(self) -> None:
+        self.sock.close()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rpc_helpers import DEADLINE, HOST, INT32, fresh_key, wait_until
+from rpc_helpers import DEADLINE, HOST, INT32, RawConnection, fresh_key, wait_until
 from tvm import rpc
 from tvm.rpc import base
 from tvm.rpc.base import TrackerCode
@@ -24,13 +24,12 @@ from tvm.rpc.base import TrackerCode
 pytestmark = pytest.mark.rpc
 
 
-class Side:
+class Side(RawConnection):
     """A fake RPC server or client connected to the proxy, past its handshake request."""
 
     def __init__(self, port: int, key: str, magic: int = base.RPC_MAGIC) -> None:
-        self.sock = socket.create_connection((HOST, port), timeout=DEADLINE)
         raw = key.encode("utf-8")
-        self.sock.sendall(INT32.pack(magic) + INT32.pack(len(raw)) + raw)
+        super().__init__(port, INT32.pack(magic) + INT32.pack(len(raw)) + raw)
 
     def answer(self) -> tuple[int, str | None]:
         """The proxy's reply: its code and, on success, the peer's key."""
@@ -39,15 +38,6 @@ class Side:
             return code, None
         (length,) = INT32.unpack(base.recvall(self.sock, 4))
         return code, base.recvall(self.sock, length).decode("utf-8")
-
-    def closed_by_peer(self) -> bool:
-        try:
-            return self.sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture(scope="module")
@@ -215,12 +205,11 @@ def test_terminate_stops_listening() -> None:
 # -- with a tracker -----------------------------------------------------------------------------
 
 
-class TrackerConn:
+class TrackerConn(RawConnection):
     """A raw tracker connection."""
 
     def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection((HOST, port), timeout=DEADLINE)
-        self.sock.sendall(INT32.pack(base.RPC_TRACKER_MAGIC))
+        super().__init__(port, INT32.pack(base.RPC_TRACKER_MAGIC))
         assert INT32.unpack(base.recvall(self.sock, 4))[0] == base.RPC_TRACKER_MAGIC
 
     def call(self, *request: Any) -> Any:

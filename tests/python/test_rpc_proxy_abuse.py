@@ -17,7 +17,8 @@ import tvm
 from rpc_helpers import HOST, INT32, closed_by_peer, fresh_key
 from tvm import rpc
 from tvm.rpc import base
-from tvm.rpc.proxy import OWN_PROTOCOL_OPTION, ProxyLimits
+from tvm.rpc.base import OWN_PROTOCOL_OPTION
+from tvm.rpc.proxy import ProxyLimits
 
 KEY = "pr0xy-secret"
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import apache_tvm_env
-from rpc_helpers import DEADLINE, HOST, INT32, fresh_key, wait_until
+from rpc_helpers import DEADLINE, HOST, INT32, RawConnection, fresh_key, wait_until
 from tvm import rpc
 from tvm.rpc import base
 from tvm.rpc.base import TrackerCode
@@ -55,12 +55,11 @@ def refuses(port: int) -> bool:
         return True
 
 
-class Conn:
+class Conn(RawConnection):
     """A raw connection to a tracker, past the magic exchange."""
 
     def __init__(self, port: int, magic: int = base.RPC_TRACKER_MAGIC) -> None:
-        self.sock = socket.create_connection((HOST, port), timeout=DEADLINE)
-        self.sock.sendall(INT32.pack(magic))
+        super().__init__(port, INT32.pack(magic))
         if magic == base.RPC_TRACKER_MAGIC:
             assert INT32.unpack(base.recvall(self.sock, 4))[0] == base.RPC_TRACKER_MAGIC
 
@@ -73,16 +72,6 @@ class Conn:
     def call(self, *request: Any) -> Any:
         self.send(*request)
         return self.recv()
-
-    def closed_by_peer(self) -> bool:
-        """Whether the tracker closed this connection (reads until end of stream)."""
-        try:
-            return self.sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ import threading
 
 from . import base
 from ._zygote import SessionZygote, ZygoteError
-from .proxy import _CLIENT_PROOF, _SERVER_PROOF, MAX_KEY_BYTES, OWN_PROTOCOL_OPTION
 
 _logger = logging.getLogger("RPCServer")
 
@@ -45,7 +44,7 @@ def _key_message(code: int, key: str) -> bytes:
 
 def _read_key(sock: socket.socket, addr: tuple[str, int]) -> str:
     (length,) = _INT32.unpack(base.recvall(sock, 4))
-    if not 0 <= length <= MAX_KEY_BYTES:
+    if not 0 <= length <= base.MAX_KEY_BYTES:
         raise ProxyRefused(f"{addr[0]}:{addr[1]} sent a key of invalid length {length}")
     return base.recvall(sock, length).decode("utf-8", errors="replace")
 
@@ -73,7 +72,7 @@ def open_registration(
         # A proxy that vanishes while the server waits to be paired is noticed eventually.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         nonce = base.fresh_nonce() if auth_key is not None else None
-        hello = f"server:{key} {OWN_PROTOCOL_OPTION}"
+        hello = f"server:{key} {base.OWN_PROTOCOL_OPTION}"
         if nonce is not None:
             hello += f" -cnonce={nonce}"
         sock.sendall(_key_message(base.RPC_MAGIC, hello))
@@ -91,12 +90,12 @@ def open_registration(
                 raise ProxyRefused(f"{where} is not an RPC proxy (it answered {code:#x})")
             options = _options(_read_key(sock, addr))
             proxy_nonce, proof = options.get("nonce"), options.get("proof")
-            expected = base.auth_proof(auth_key, _SERVER_PROOF, nonce, proxy_nonce or "")
+            expected = base.auth_proof(auth_key, base.SERVER_PROOF, nonce, proxy_nonce or "")
             if proxy_nonce is None or not base.proof_matches(expected, proof):
                 raise ProxyRefused(
                     f"the proxy at {where} failed to prove that it holds the authentication key"
                 )
-            answer = base.auth_proof(auth_key, _CLIENT_PROOF, nonce, proxy_nonce)
+            answer = base.auth_proof(auth_key, base.CLIENT_PROOF, nonce, proxy_nonce)
             sock.sendall(bytes.fromhex(answer))
         sock.settimeout(None)
         return sock

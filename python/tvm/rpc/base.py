@@ -122,6 +122,15 @@ def resolve_auth_key(auth_key: str | None) -> str | None:
     return check_auth_key(from_env, AUTH_KEY_ENV)
 
 
+#: Longest handshake key a server or proxy accepts.
+MAX_KEY_BYTES = 4096
+#: The option of a handshake key that announces this runtime's own protocol.
+OWN_PROTOCOL_OPTION = "-protocol=0.9.0-tvm-rs"
+#: Labels of the data-plane proofs (crates/tvm-rpc/src/handshake.rs); a proxy plays the
+#: server's part of the handshake with both sides.
+SERVER_PROOF = "tvm-rpc-server-proof"
+CLIENT_PROOF = "tvm-rpc-client-proof"
+
 #: Labels of the tracker's proofs (a client's proof is never valid as the tracker's).
 TRACKER_CLIENT_PROOF = "tvm-rpc-tracker-client-proof"
 TRACKER_PROOF = "tvm-rpc-tracker-proof"

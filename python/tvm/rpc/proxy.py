@@ -70,14 +70,6 @@ __all__ = ["Proxy", "ProxyLimits"]
 logger = logging.getLogger("RPCProxy")
 
 _INT32 = struct.Struct("<i")
-#: Longest handshake key the proxy accepts (as this runtime's servers).
-MAX_KEY_BYTES = 4096
-#: The option of a handshake key that announces this runtime's own protocol.
-OWN_PROTOCOL_OPTION = "-protocol=0.9.0-tvm-rs"
-#: Labels of the data-plane proofs (crates/tvm-rpc/src/handshake.rs): the proxy plays the
-#: server's part of the handshake with both sides.
-_SERVER_PROOF = "tvm-rpc-server-proof"
-_CLIENT_PROOF = "tvm-rpc-client-proof"
 
 
 @dataclass(frozen=True)
@@ -212,7 +204,7 @@ class _ProxyServer:
             if magic != RPC_MAGIC:
                 raise _Handshake(f"invalid RPC magic {magic:#x}")
             (length,) = _INT32.unpack(await reader.readexactly(4))
-            if length < 0 or length > MAX_KEY_BYTES:
+            if length < 0 or length > base.MAX_KEY_BYTES:
                 raise _Handshake(f"invalid key length {length}")
             raw = await reader.readexactly(length)
         except asyncio.IncompleteReadError as err:
@@ -242,23 +234,24 @@ class _ProxyServer:
         prove the key is refused before it is pooled."""
         assert self._auth_key is not None
         writer = peer.writer
-        if OWN_PROTOCOL_OPTION not in options:
+        if base.OWN_PROTOCOL_OPTION not in options:
             writer.write(_INT32.pack(RPC_CODE_MISMATCH))
             raise _Handshake("refused: the peer cannot prove the authentication key")
-        reply = f"{'client' if peer.is_server else 'server'}:{peer.match_key} {OWN_PROTOCOL_OPTION}"
+        role = "client" if peer.is_server else "server"
+        reply = f"{role}:{peer.match_key} {base.OWN_PROTOCOL_OPTION}"
         client_nonce = next((o[len("-cnonce=") :] for o in options if o.startswith("-cnonce=")), "")
         if len(client_nonce) != 32 or any(c not in "0123456789abcdef" for c in client_nonce):
             _write_key(writer, RPC_MAGIC, f"{reply} -auth=required")
             raise _Handshake("refused: no authentication key")
         nonce = base.fresh_nonce()
-        proof = base.auth_proof(self._auth_key, _SERVER_PROOF, client_nonce, nonce)
+        proof = base.auth_proof(self._auth_key, base.SERVER_PROOF, client_nonce, nonce)
         _write_key(writer, RPC_MAGIC, f"{reply} -nonce={nonce} -proof={proof}")
         try:
             answer = await peer.reader.readexactly(32)
         except asyncio.IncompleteReadError:
             raise _Handshake("closed before proving the authentication key") from None
         expected = bytes.fromhex(
-            base.auth_proof(self._auth_key, _CLIENT_PROOF, client_nonce, nonce)
+            base.auth_proof(self._auth_key, base.CLIENT_PROOF, client_nonce, nonce)
         )
         if not hmac.compare_digest(answer, expected):
             writer.write(_INT32.pack(RPC_CODE_MISMATCH))
