@@ -24,12 +24,12 @@ KEY = "s3cret"
 
 def session_processes(worker: int) -> list[int]:
     """The processes below a server's worker but its session zygote (which is pre-started
-    and forks the sessions): the session processes."""
+    and forks the sessions) and the spare it forks ahead: the session processes."""
     found = []
     for pid in descendants(worker):
         try:
             with open(f"/proc/{pid}/comm") as comm:
-                if comm.read().strip() == "tvm-rpc-zygote":
+                if comm.read().strip() in ("tvm-rpc-zygote", "tvm-rpc-spare"):
                     continue
         except OSError:
             continue

@@ -16,6 +16,7 @@ use crate::remote::{SessionCore, session_core_of_module};
 use crate::server::{ServeOptions, connect, serve_authenticated, serve_connection};
 use crate::session::LocalSession;
 use crate::session::plain::plain_to_wire;
+use crate::session::warm_memory;
 
 /// The directory the server-side file helpers work in.
 static WORK_DIR: LazyLock<Mutex<Option<PathBuf>>> = LazyLock::new(Default::default);
@@ -101,6 +102,7 @@ pub fn init() {
         register_rpc_device_api();
         register_session_functions();
         register_server_helpers();
+        register_warm_memory_functions();
     });
 }
 
@@ -394,4 +396,41 @@ fn register_server_helpers() {
             .unwrap_or(true);
         Ok(Any::from(module.get_function(&name, query_imports)?))
     });
+}
+
+/// The session zygote's side of [`warm_memory`] (`tvm.rpc._zygote`).
+fn register_warm_memory_functions() {
+    register("rpc.WarmMemoryReserve", |args| {
+        let count = size_arg(args, 0, "rpc.WarmMemoryReserve")?;
+        let bytes = size_arg(args, 1, "rpc.WarmMemoryReserve")?;
+        warm_memory::reserve(count, bytes)?;
+        Ok(Any::none())
+    });
+    register("rpc.WarmMemoryAdopt", |args| {
+        let index = arg(args, 0, "rpc.WarmMemoryAdopt")?.cast::<i64>()?;
+        warm_memory::adopt(usize::try_from(index).ok())?;
+        Ok(Any::none())
+    });
+    register("rpc.WarmMemoryPrefault", |args| {
+        let max_bytes = size_arg(args, 0, "rpc.WarmMemoryPrefault")?;
+        Ok(Any::from(warm_memory::prefault(max_bytes)))
+    });
+    register("rpc.WarmMemoryScrub", |_| {
+        Ok(Any::from(warm_memory::scrub() as i64))
+    });
+    register("rpc.WarmMemoryRelease", |args| {
+        let index = size_arg(args, 0, "rpc.WarmMemoryRelease")?;
+        Ok(Any::from(warm_memory::release(index)?))
+    });
+}
+
+/// Argument `index` as a count or size: a non-negative integer.
+fn size_arg(args: &[AnyView<'_>], index: usize, function: &str) -> Result<usize> {
+    let value = arg(args, index, function)?.cast::<i64>()?;
+    usize::try_from(value).map_err(|_| {
+        Error::new(
+            ErrorKind::ValueError,
+            format!("{function}: argument {index} must be a non-negative integer, got {value}"),
+        )
+    })
 }

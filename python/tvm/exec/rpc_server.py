@@ -14,6 +14,8 @@ from collections.abc import Callable
 def main(argv: list[str] | None = None) -> int:
     """Starts the sessions' zygote, binds (or registers with the proxy), prints the address,
     and serves until interrupted (SIGINT or SIGTERM)."""
+    from ..rpc.server import DEFAULT_WARM_MEMORY
+
     parser = argparse.ArgumentParser(prog="python -m tvm.exec.rpc_server", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
     parser.add_argument("--port", type=int, default=9090, help="first port to try (0: any)")
@@ -31,6 +33,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="--host:--port is an RPC proxy: serve the sessions it pairs with --key "
         "(--tracker is ignored: the proxy registers with its tracker)",
+    )
+    parser.add_argument(
+        "--warm-memory",
+        type=int,
+        default=DEFAULT_WARM_MEMORY >> 20,
+        metavar="MIB",
+        help="host memory kept resident for the sessions' large allocations, MiB "
+        "(default %(default)s; 0: none)",
     )
     parser.add_argument("--silent", action="store_true", help="log only warnings and errors")
     args = parser.parse_args(argv)
@@ -55,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         tracker_addr = (host, int(port_text))
     if args.through_proxy and not 0 < args.port < 65536:
         parser.error(f"--through-proxy needs the proxy's --port, got {args.port}")
-    zygote = start_zygote(load_library=args.load_library, auth_key=auth_key)
+    if not 0 <= args.warm_memory < 1 << 28:
+        parser.error(f"--warm-memory takes MiB (0 or more), got {args.warm_memory}")
+    zygote = start_zygote(
+        load_library=args.load_library, auth_key=auth_key, warm_memory=args.warm_memory << 20
+    )
     # What SIGTERM ends before exiting: the listening socket, or the proxy loop.
     on_stop: list[Callable[[], object]] = []
 

@@ -1,11 +1,13 @@
 """The session zygote of an RPC server: one pre-started, single-threaded process that has
 imported ``tvm`` and run the server's set-up (``server_init_callback``, ``init_modules``,
-``load_library``), and that forks a child for each authenticated connection the server hands
-it. The child serves that one session and exits when it ends, so a session starts in a few
-milliseconds and a crashing kernel still ends only its own session.
+``load_library``), and that serves each authenticated connection the server hands it in a child
+process of its own (forked ahead of time: :mod:`tvm.rpc._zygote_process`). The child serves
+that one session and exits when it ends, so a session starts in a few milliseconds and a
+crashing kernel still ends only its own session.
 
-The server side is :class:`SessionZygote`; the zygote runs :func:`zygote_main`. They talk over
-an ``AF_UNIX`` ``SOCK_SEQPACKET`` socket pair, one pickle per message:
+The server side is :class:`SessionZygote`; the zygote runs
+:func:`tvm.rpc._zygote_process.zygote_main`. They talk over an ``AF_UNIX`` ``SOCK_SEQPACKET``
+socket pair, one pickle per message:
 
 * server → zygote: the set-up (:class:`ZygoteSetup`) first, then ``("serve", id, client_key)``
   with the connection's descriptor attached (``SCM_RIGHTS``);
@@ -21,20 +23,16 @@ line and starts a new one.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import gc
 import itertools
 import logging
 import os
 import pickle
-import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,12 +65,15 @@ class ZygoteSetup:
     """What the zygote runs once before serving: ``server_init_callback`` (a module-level
     callable, pickled by reference), the ``init_modules`` to import and the ``libraries``
     (``:``-separated) to load into the global symbol space. ``auth_key`` is put in the
-    sessions' environment (``TVM_RPC_KEY``) for the sessions they open in turn."""
+    sessions' environment (``TVM_RPC_KEY``) for the sessions they open in turn.
+    ``warm_memory``: the bytes of host memory kept resident for the sessions' large
+    allocations from one session to the next (0: none)."""
 
     server_init_callback: Callable[[], object] | None = None
     init_modules: Sequence[str] = ()
     libraries: str = ""
     auth_key: str | None = None
+    warm_memory: int = 0
     sys_path: list[str] = field(default_factory=lambda: list(sys.path))
 
     def message(self) -> bytes:
@@ -87,6 +88,7 @@ class ZygoteSetup:
                 "callback": callback,
                 "init_modules": list(self.init_modules),
                 "libraries": self.libraries,
+                "warm_memory": self.warm_memory,
             }
         )
 
@@ -294,174 +296,3 @@ def _reraised(pickled: bytes | None, text: str) -> BaseException:
             if isinstance(err, BaseException):
                 return err
     return ZygoteError(f"the session zygote's set-up failed:\n{text}")
-
-
-# -- the zygote process ------------------------------------------------------------------------
-
-
-def zygote_main(fd: int) -> int:
-    """The zygote: reads its set-up from the channel ``fd``, runs it, answers ``ready`` (or
-    ``failed``), then forks a session child for each connection it is handed, until the server
-    closes the channel."""
-    # Ctrl-C in a terminal reaches the whole process group: the server decides when to stop.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    channel = socket.socket(fileno=fd)
-    message = _receive(channel)
-    if message is None:
-        return 0
-    try:
-        sys.path[:] = message["sys_path"]
-        if message["callback"] is not None:
-            pickle.loads(message["callback"])()
-        from .server import prepare_session_process
-
-        loaded = prepare_session_process(message["libraries"], message["init_modules"])
-    except BaseException as err:
-        text = traceback.format_exc()[-(_MAX_MESSAGE // 2) :]
-        try:
-            pickled: bytes | None = pickle.dumps(err)
-        except Exception:
-            pickled = None
-        if pickled is not None and len(pickled) > _MAX_MESSAGE // 4:
-            pickled = None
-        with contextlib.suppress(OSError):
-            channel.sendall(pickle.dumps(("failed", pickled, text)))
-        return 1
-    channel.sendall(pickle.dumps(("ready", os.getpid())))
-    # What the set-up made is shared with every child: keep the collector from touching it
-    # (and so copying its pages) in each of them.
-    gc.freeze()
-    try:
-        return _fork_sessions(channel)
-    finally:
-        del loaded
-
-
-def _fork_sessions(channel: socket.socket) -> int:
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_read, False)
-    os.set_blocking(wake_write, False)
-    # A child's end wakes the loop below through the wakeup descriptor.
-    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
-    prctl = _prctl()
-    _name_process(prctl, ZYGOTE_NAME)
-    die_with_parent = _parent_death_signal(prctl)
-    children: dict[int, int] = {}
-    while True:
-        readable, _, _ = select.select([channel.fileno(), wake_read], [], [])
-        if wake_read in readable:
-            with contextlib.suppress(BlockingIOError):
-                while os.read(wake_read, 512):
-                    pass
-            if not _reap(children, channel):
-                return 0
-        if channel.fileno() not in readable:
-            continue
-        try:
-            data, fds, _, _ = socket.recv_fds(channel, _MAX_MESSAGE, 1)
-        except OSError:
-            return 0
-        if not data:
-            for fd in fds:
-                os.close(fd)
-            return 0
-        kind, ident, client_key = pickle.loads(data)
-        if kind != "serve" or len(fds) != 1:
-            for fd in fds:
-                os.close(fd)
-            continue
-        conn = fds[0]
-        try:
-            pid = os.fork()
-        except OSError as err:
-            os.close(conn)
-            print(f"RPC session zygote: cannot fork a session: {err}", file=sys.stderr)
-            with contextlib.suppress(OSError):
-                channel.sendall(pickle.dumps(("ended", ident, 1)))
-            continue
-        if pid == 0:
-            _session_child(
-                conn, client_key, [channel.fileno(), wake_read, wake_write], die_with_parent
-            )
-        os.close(conn)
-        children[pid] = ident
-
-
-def _reap(children: dict[int, int], channel: socket.socket) -> bool:
-    """Reaps the children that ended and reports them; False once the server is gone."""
-    while children:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return True
-        if pid == 0:
-            return True
-        ident = children.pop(pid, None)
-        if ident is None:
-            continue
-        try:
-            channel.sendall(pickle.dumps(("ended", ident, os.waitstatus_to_exitcode(status))))
-        except OSError:
-            return False
-    return True
-
-
-#: The process names (``/proc/<pid>/comm``, what ``top`` and ``ps -o comm`` show) of the zygote
-#: and of its session children, on Linux.
-ZYGOTE_NAME = "tvm-rpc-zygote"
-SESSION_NAME = "tvm-rpc-session"
-
-
-def _prctl() -> Callable[..., int] | None:
-    """``prctl`` of the C library (Linux), or None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    return ctypes.CDLL(None, use_errno=True).prctl
-
-
-def _name_process(prctl: Callable[..., int] | None, name: str) -> None:
-    if prctl is not None:
-        pr_set_name = 15
-        prctl(pr_set_name, name.encode(), 0, 0, 0)
-
-
-def _parent_death_signal(prctl: Callable[..., int] | None) -> Callable[[], None]:
-    """A function a child calls first: it is named :data:`SESSION_NAME` and killed when the
-    zygote dies (Linux; elsewhere it does nothing). Resolved in the zygote, so that children
-    start without a look-up."""
-    if prctl is None:
-        return lambda: None
-    parent = os.getpid()
-    pr_set_pdeathsig = 1
-
-    def die_with_parent() -> None:
-        prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the zygote died before the call
-            os._exit(1)
-        _name_process(prctl, SESSION_NAME)
-
-    return die_with_parent
-
-
-def _session_child(
-    conn: int, client_key: str, inherited: list[int], die_with_parent: Callable[[], None]
-) -> None:
-    """The forked child: serves the session on ``conn``, then exits (never returns)."""
-    code = 1
-    try:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for fd in inherited:
-            os.close(fd)
-        die_with_parent()
-        from .server import serve_prepared_session
-
-        code = serve_prepared_session("rpc.ServeAuthenticatedSocket", conn, client_key)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(code)

@@ -310,16 +310,25 @@ def _refuse(
     conn.close()
 
 
+#: The host memory a server keeps resident for its sessions' large allocations by default
+#: (``Server(warm_memory=)``): enough for a 256 MiB tensor and its neighbours.
+DEFAULT_WARM_MEMORY = 512 << 20
+
+
 def start_zygote(
     server_init_callback: Callable[[], object] | None = None,
     init_modules: Sequence[str] = (),
     load_library: str | None = None,
     auth_key: str | None = None,
+    warm_memory: int = DEFAULT_WARM_MEMORY,
 ) -> SessionZygote:
     """Starts the session zygote of a server (see :mod:`tvm.rpc._zygote`) and waits until its
     set-up (``server_init_callback``, ``init_modules``, ``load_library``) is done; raises what
-    the set-up raised. Its session ends go nowhere until a server takes it."""
-    setup = ZygoteSetup(server_init_callback, list(init_modules), load_library or "", auth_key)
+    the set-up raised. Its session ends go nowhere until a server takes it. ``warm_memory``:
+    see :class:`Server`."""
+    setup = ZygoteSetup(
+        server_init_callback, list(init_modules), load_library or "", auth_key, warm_memory
+    )
     zygote = SessionZygote(setup, on_end=lambda ident, status: None)
     zygote.start()
     return zygote
@@ -417,7 +426,9 @@ def _start_in_worker(
     """Runs in the server's worker process: starts the session zygote, then binds and
     registers with the tracker if any (or registers with the proxy), starts serving, returns
     the port."""
-    zygote = start_zygote(server_init_callback, init_modules, load_library, auth_key)
+    zygote = start_zygote(
+        server_init_callback, init_modules, load_library, auth_key, int(limits["warm_memory"])
+    )
     _LISTENING["zygote"] = zygote
     try:
         if is_proxy:
@@ -539,7 +550,13 @@ class Server(WorkerService):
     thread and nothing more). At most ``max_pending_handshakes`` handshakes run at once and
     at most ``max_sessions`` sessions; a client beyond either is answered ``RPC_CODE_BUSY``
     ("try again later"). Each refused peer is one warning line in the server's log.
-    An empty or whitespace ``auth_key`` (or ``TVM_RPC_KEY``) is a ``ValueError``."""
+    An empty or whitespace ``auth_key`` (or ``TVM_RPC_KEY``) is a ``ValueError``.
+
+    ``warm_memory`` bytes of host memory stay resident from one session to the next, for the
+    sessions' host allocations of 2 MiB and more: a session's first large upload then runs as
+    fast as its later ones, instead of faulting fresh pages in as the bytes arrive. It is
+    zeroed when a session ends (replaced when the session died), so no session sees another's
+    data. One session at a time uses it; 0 turns it off."""
 
     def __init__(
         self,
@@ -559,6 +576,7 @@ class Server(WorkerService):
         max_pending_handshakes: int = 64,
         max_sessions: int = 16,
         is_proxy: bool = False,
+        warm_memory: int = DEFAULT_WARM_MEMORY,
     ) -> None:
         self.proc: PopenWorker | None = None
         auth_key = base.resolve_auth_key(auth_key)
@@ -572,6 +590,8 @@ class Server(WorkerService):
         ):
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if type(warm_memory) is not int or not 0 <= warm_memory < 1 << 48:
+            raise ValueError(f"warm_memory must be a byte count (an int >= 0), got {warm_memory!r}")
         if is_proxy and not (type(port) is int and 0 < port < 65536):
             raise ValueError(f"with is_proxy, port is the proxy's port (1..65535), got {port!r}")
         if isinstance(init_modules, str):
@@ -582,6 +602,7 @@ class Server(WorkerService):
             "handshake_timeout": float(handshake_timeout),
             "max_pending_handshakes": max_pending_handshakes,
             "max_sessions": max_sessions,
+            "warm_memory": warm_memory,
         }
         if isinstance(load_library, (list, tuple)):
             load_library = ":".join(os.fspath(p) for p in load_library)

@@ -17,6 +17,7 @@ use tvm_runtime::device::{self as registry, DeviceAttr, StreamHandle, TENSOR_ALI
 use super::handles::HandleTable;
 use super::host_cache::{self, Block, HostBlockCache};
 use super::plain::{plain_from_return, plain_to_wire};
+use super::warm_memory;
 use super::{CopySink, CopySource, RpcSession};
 use crate::codec::{RPC_CALLBACK_INDEX, TensorMeta, WireValue};
 use crate::endpoint::Endpoint;
@@ -252,7 +253,8 @@ impl LocalSession {
         if device.device_type == kDLCPU
             && nbytes >= host_cache::MIN_BYTES
             && alignment.is_power_of_two()
-            && let Some(address) = self.host_cache().take(nbytes, alignment)
+            && let Some(address) = warm_memory::take(nbytes, alignment)
+                .or_else(|| self.host_cache().take(nbytes, alignment))
         {
             self.table().add_allocation(address, nbytes, device);
             return Ok(address);
@@ -284,9 +286,12 @@ impl LocalSession {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Frees memory the peer allocated: large host blocks go to the cache, the rest (and what
-    /// the cache lets go) back to the device.
+    /// Frees memory the peer allocated: blocks of the warm arena go back to it, other large host
+    /// blocks to the cache, the rest (and what the cache lets go) back to the device.
     fn free_allocation(&self, address: u64, len: u64, device: DLDevice) -> Result<()> {
+        if device.device_type == kDLCPU && warm_memory::give_back(address) {
+            return Ok(());
+        }
         let blocks = if device.device_type == kDLCPU {
             self.host_cache().keep(Block { address, len })
         } else {
@@ -738,6 +743,9 @@ impl Drop for LocalSession {
         };
         let cached = cached.into_iter().map(|block| (block.address, host));
         for (address, device) in allocations.into_iter().chain(cached) {
+            if device.device_type == kDLCPU && warm_memory::give_back(address) {
+                continue;
+            }
             // SAFETY: each allocation of this session is freed once, here, when no request can
             // use it any more (the cached ones were forgotten by the table when the peer freed
             // them).

@@ -10,6 +10,7 @@ mod handles;
 mod host_cache;
 mod local;
 pub mod plain;
+pub mod warm_memory;
 
 use std::io::{Read, Write};
 use std::sync::Weak;

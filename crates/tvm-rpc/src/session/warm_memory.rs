@@ -1,0 +1,413 @@
+//! Warm memory: host memory an RPC server keeps resident from one session to the next.
+//!
+//! Memory a process has never touched is slow to write the first time: each page is faulted in
+//! and zeroed (on a VM with free page reporting, faulted in from the hypervisor as well), so the
+//! first large upload of a fresh session process ran at a fraction of the speed of the next one.
+//! So the server's session zygote reserves slabs of *shared* anonymous memory ([`reserve`]),
+//! which stay resident while it lives. A session process adopts one and unmaps the rest
+//! ([`adopt`]), maps the part earlier sessions used into its page tables while it waits for its
+//! connection ([`prefault`]), and serves its large host allocations from it ([`take`],
+//! [`give_back`]). When the session ends it zeroes what it touched ([`scrub`]), so the next
+//! session sees none of its data; the zygote hands the slab on, or replaces it when the session
+//! died before it could scrub ([`release`]).
+//!
+//! A slab is a header page, then the arena from the next 2 MiB boundary, carved into blocks of
+//! whole 2 MiB units.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use tvm_ffi::{Error, ErrorKind, Result};
+
+/// The arena's unit of allocation and alignment (a huge page).
+pub(crate) const UNIT: usize = 2 << 20;
+/// The most slabs one process reserves.
+const MAX_SLABS: usize = 64;
+
+/// The state a session leaves in a slab's header for the zygote and the next session.
+#[repr(C)]
+struct Header {
+    /// [`CLEAN`] (a fresh mapping is zero, so clean) or [`IN_USE`].
+    state: AtomicU32,
+    /// The most arena bytes any session has touched: what the next one prefaults.
+    touched: AtomicU64,
+}
+
+const CLEAN: u32 = 0;
+const IN_USE: u32 = 1;
+
+/// One shared mapping: `len` bytes at `base` (addresses, so that the lists are `Send`), whose
+/// arena holds `arena_len` bytes.
+#[derive(Debug, Clone, Copy)]
+struct Slab {
+    base: usize,
+    len: usize,
+    arena_len: usize,
+}
+
+impl Slab {
+    /// Maps a slab whose arena holds `arena_bytes` (whole units).
+    fn map(arena_bytes: usize) -> Result<Slab> {
+        let len = arena_bytes
+            .checked_add(2 * UNIT)
+            .ok_or_else(|| too_large(arena_bytes))?;
+        // SAFETY: a fresh anonymous mapping; no existing memory is affected.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            let err = std::io::Error::last_os_error();
+            return Err(Error::new(
+                ErrorKind::MemoryError,
+                format!("cannot reserve {arena_bytes} bytes of warm memory: {err}"),
+            ));
+        }
+        Ok(Slab {
+            base: base as usize,
+            len,
+            arena_len: arena_bytes,
+        })
+    }
+
+    fn unmap(self) {
+        // SAFETY: the slab's whole mapping, made by `Slab::map`; nothing of this process uses it
+        // any more (the zygote never touches the arena, and a session unmaps only the slabs it
+        // did not adopt).
+        unsafe { libc::munmap(self.base as *mut c_void, self.len) };
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the first page of a live mapping, zero or written only through these atomics;
+        // `Header` is two naturally aligned atomics, valid for any bit pattern.
+        unsafe { &*(self.base as *const Header) }
+    }
+
+    /// The arena's first address: the first 2 MiB boundary after the header, at most `UNIT`
+    /// past `base`, so that the arena ends within the mapping.
+    fn arena_start(&self) -> usize {
+        (self.base + 1).next_multiple_of(UNIT)
+    }
+
+    /// The arena's length in bytes (whole units).
+    fn arena_len(&self) -> usize {
+        self.arena_len
+    }
+}
+
+/// The slab a session process adopted, carved into blocks.
+#[derive(Debug)]
+struct Arena {
+    slab: Slab,
+    /// Free runs: offset → length, both in bytes, merged with their neighbours.
+    free: BTreeMap<usize, usize>,
+    /// Blocks handed out: offset → length.
+    used: BTreeMap<usize, usize>,
+    /// The end of the furthest block handed out (what [`scrub`] zeroes).
+    touched: usize,
+    /// How far [`prefault`] has got.
+    prefaulted: usize,
+}
+
+impl Arena {
+    fn new(slab: Slab) -> Arena {
+        let mut free = BTreeMap::new();
+        if slab.arena_len() > 0 {
+            free.insert(0, slab.arena_len());
+        }
+        Arena {
+            slab,
+            free,
+            used: BTreeMap::new(),
+            touched: 0,
+            prefaulted: 0,
+        }
+    }
+
+    /// The first free run of `len` bytes (whole units), taken.
+    fn take(&mut self, len: usize) -> Option<usize> {
+        let (&offset, &run) = self.free.iter().find(|&(_, &run)| run >= len)?;
+        self.free.remove(&offset);
+        if run > len {
+            self.free.insert(offset + len, run - len);
+        }
+        self.used.insert(offset, len);
+        self.touched = self.touched.max(offset + len);
+        Some(offset)
+    }
+
+    /// Returns the block at `offset` to the free runs; false if no block starts there.
+    fn give_back(&mut self, offset: usize) -> bool {
+        let Some(len) = self.used.remove(&offset) else {
+            return false;
+        };
+        let (mut start, mut end) = (offset, offset + len);
+        if let Some((&before, &before_len)) = self.free.range(..offset).next_back()
+            && before + before_len == offset
+        {
+            self.free.remove(&before);
+            start = before;
+        }
+        if let Some(after_len) = self.free.remove(&end) {
+            end += after_len;
+        }
+        self.free.insert(start, end - start);
+        true
+    }
+}
+
+/// The zygote's slabs (empty in a session process once it adopted).
+static SLABS: Mutex<Vec<Slab>> = Mutex::new(Vec::new());
+/// This session process's arena.
+static ARENA: Mutex<Option<Arena>> = Mutex::new(None);
+
+fn slabs() -> MutexGuard<'static, Vec<Slab>> {
+    SLABS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn arena() -> MutexGuard<'static, Option<Arena>> {
+    ARENA.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn too_large(bytes: usize) -> Error {
+    Error::new(
+        ErrorKind::ValueError,
+        format!("warm memory of {bytes} bytes is too large"),
+    )
+}
+
+/// Reserves `count` slabs whose arenas hold `bytes` each (rounded up to whole 2 MiB units);
+/// nothing is resident until sessions touch it. For the zygote, once, before it forks.
+pub fn reserve(count: usize, bytes: usize) -> Result<()> {
+    if count > MAX_SLABS {
+        tvm_ffi::bail!(
+            ErrorKind::ValueError,
+            "warm memory: {count} slabs asked for, at most {MAX_SLABS}"
+        );
+    }
+    let arena_bytes = bytes
+        .checked_next_multiple_of(UNIT)
+        .ok_or_else(|| too_large(bytes))?;
+    let mut slabs = slabs();
+    if !slabs.is_empty() || arena().is_some() {
+        tvm_ffi::bail!(
+            ErrorKind::RuntimeError,
+            "warm memory is already reserved in this process"
+        );
+    }
+    if arena_bytes == 0 {
+        return Ok(());
+    }
+    for _ in 0..count {
+        match Slab::map(arena_bytes) {
+            Ok(slab) => slabs.push(slab),
+            Err(err) => {
+                slabs.drain(..).for_each(Slab::unmap);
+                return Err(err);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How many slabs this process holds (the zygote's; 0 in a session).
+pub fn slab_count() -> usize {
+    slabs().len()
+}
+
+/// Makes slab `index` this process's arena and unmaps every other slab (`None`: all of them),
+/// so that a session sees no other session's memory. For a session process, once.
+pub fn adopt(index: Option<usize>) -> Result<()> {
+    let mut slabs = slabs();
+    if let Some(index) = index
+        && index >= slabs.len()
+    {
+        tvm_ffi::bail!(
+            ErrorKind::IndexError,
+            "warm memory: no slab {index} (this process holds {})",
+            slabs.len()
+        );
+    }
+    let mut arena = arena();
+    for (i, slab) in slabs.drain(..).enumerate() {
+        if Some(i) == index {
+            slab.header().state.store(IN_USE, Ordering::Release);
+            *arena = Some(Arena::new(slab));
+        } else {
+            slab.unmap();
+        }
+    }
+    Ok(())
+}
+
+/// Maps up to `max_bytes` more of the part of the arena that earlier sessions touched into this
+/// process's page tables, so that the session's first writes there take no page faults. Returns
+/// whether that part is all mapped (true without an arena).
+pub fn prefault(max_bytes: usize) -> bool {
+    let mut guard = arena();
+    let Some(arena) = guard.as_mut() else {
+        return true;
+    };
+    let goal = usize::try_from(arena.slab.header().touched.load(Ordering::Acquire))
+        .unwrap_or(usize::MAX)
+        .min(arena.slab.arena_len());
+    let end = goal.min(arena.prefaulted.saturating_add(max_bytes.max(UNIT)));
+    if end > arena.prefaulted {
+        let start = arena.slab.arena_start() + arena.prefaulted;
+        populate(start, end - arena.prefaulted);
+        arena.prefaulted = end;
+    }
+    arena.prefaulted >= goal
+}
+
+/// Faults `len` bytes at `start` in for writing.
+fn populate(start: usize, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: the range lies in this process's arena mapping; populating changes no byte.
+        let status = unsafe { libc::madvise(start as *mut c_void, len, libc::MADV_POPULATE_WRITE) };
+        if status == 0 {
+            return;
+        }
+    }
+    // Kernels without MADV_POPULATE_WRITE: write each page's first byte back unchanged (no
+    // session uses the arena yet, so nothing races with it).
+    for page in (start..start + len).step_by(4096) {
+        let byte = page as *mut u8;
+        // SAFETY: `page` lies in this process's arena mapping, readable and writable.
+        unsafe { byte.write_volatile(byte.read_volatile()) };
+    }
+}
+
+/// A block of at least `nbytes` from the arena, aligned to `alignment` (at most 2 MiB); None
+/// without an arena, for a larger alignment, or when no free run is large enough.
+pub fn take(nbytes: u64, alignment: u64) -> Option<u64> {
+    if alignment > UNIT as u64 || nbytes == 0 {
+        return None;
+    }
+    let len = usize::try_from(nbytes)
+        .ok()?
+        .checked_next_multiple_of(UNIT)?;
+    let mut guard = arena();
+    let arena = guard.as_mut()?;
+    let offset = arena.take(len)?;
+    Some((arena.slab.arena_start() + offset) as u64)
+}
+
+/// Returns a block [`take`] gave; false (and nothing done) for an address that is not one.
+pub fn give_back(address: u64) -> bool {
+    let mut guard = arena();
+    let Some(arena) = guard.as_mut() else {
+        return false;
+    };
+    let Some(offset) = usize::try_from(address)
+        .ok()
+        .and_then(|a| a.checked_sub(arena.slab.arena_start()))
+    else {
+        return false;
+    };
+    arena.give_back(offset)
+}
+
+/// Zeroes every arena byte this session touched, records how much that was for the next
+/// session's [`prefault`], and marks the slab clean; the arena serves nothing afterwards. For a
+/// session process, at its end. Returns the bytes zeroed.
+pub fn scrub() -> usize {
+    let Some(arena) = arena().take() else {
+        return 0;
+    };
+    let start = arena.slab.arena_start() as *mut u8;
+    // SAFETY: the touched part of this process's arena mapping; the session is over, so no
+    // request reads or writes it any more.
+    unsafe { std::ptr::write_bytes(start, 0, arena.touched) };
+    let header = arena.slab.header();
+    header
+        .touched
+        .fetch_max(arena.touched as u64, Ordering::AcqRel);
+    header.state.store(CLEAN, Ordering::Release);
+    arena.touched
+}
+
+/// After the session that adopted slab `index` ended: true if it left the slab clean, so the
+/// slab can go to the next session; otherwise the slab is replaced by a fresh one (its data
+/// could be anyone's) and false is returned. For the zygote.
+pub fn release(index: usize) -> Result<bool> {
+    let mut slabs = slabs();
+    let Some(slab) = slabs.get_mut(index) else {
+        tvm_ffi::bail!(
+            ErrorKind::IndexError,
+            "warm memory: no slab {index} (this process holds {})",
+            slabs.len()
+        );
+    };
+    if slab.header().state.load(Ordering::Acquire) == CLEAN {
+        return Ok(true);
+    }
+    let fresh = Slab::map(slab.arena_len())?;
+    std::mem::replace(slab, fresh).unmap();
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+
+    /// An arena over a slab that is never mapped (the carving does not touch memory).
+    fn arena(units: usize) -> Arena {
+        Arena::new(Slab {
+            base: 0x7000_0000_0000,
+            len: (units + 2) * UNIT,
+            arena_len: units * UNIT,
+        })
+    }
+
+    #[test]
+    fn blocks_are_whole_units_first_fit() {
+        let mut arena = arena(8);
+        assert_eq!(arena.take(2 * UNIT), Some(0));
+        assert_eq!(arena.take(3 * UNIT), Some(2 * UNIT));
+        assert_eq!(arena.take(4 * UNIT), None, "3 units are left");
+        assert_eq!(arena.take(3 * UNIT), Some(5 * UNIT));
+        assert_eq!(arena.touched, 8 * UNIT);
+        assert_eq!(arena.take(UNIT), None, "full");
+    }
+
+    #[test]
+    fn freed_runs_merge_with_both_neighbours() {
+        let mut arena = arena(6);
+        let [a, b, c] = [2, 2, 2].map(|units| arena.take(units * UNIT).unwrap());
+        assert!(arena.give_back(a));
+        assert!(arena.give_back(c));
+        assert!(!arena.give_back(c), "twice");
+        assert!(!arena.give_back(a + UNIT), "not a block's start");
+        assert_eq!(arena.take(4 * UNIT), None, "two runs of 2 units, apart");
+        assert!(arena.give_back(b));
+        assert_eq!(arena.free.len(), 1, "{:?}", arena.free);
+        assert_eq!(arena.take(6 * UNIT), Some(0));
+        assert_eq!(arena.touched, 6 * UNIT);
+    }
+
+    #[test]
+    fn the_arena_starts_on_a_unit_boundary_after_the_header() {
+        for base in [0x1000_0000, 0x1000_1000, 0x101f_f000] {
+            let slab = Slab {
+                base,
+                len: 64 * MIB + 2 * UNIT,
+                arena_len: 64 * MIB,
+            };
+            let start = slab.arena_start();
+            assert!(start > base && start <= base + UNIT && start.is_multiple_of(UNIT));
+            assert!(start + slab.arena_len() <= base + slab.len);
+        }
+    }
+}
