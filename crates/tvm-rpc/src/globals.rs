@@ -406,10 +406,8 @@ fn register_warm_memory_functions() {
         warm_memory::reserve(count, bytes)?;
         Ok(Any::none())
     });
-    register("rpc.WarmMemoryAdopt", |args| {
-        let index = arg(args, 0, "rpc.WarmMemoryAdopt")?.cast::<i64>()?;
-        warm_memory::adopt(usize::try_from(index).ok())?;
-        Ok(Any::none())
+    register("rpc.WarmMemoryClaim", |_| {
+        Ok(Any::from(warm_memory::claim()))
     });
     register("rpc.WarmMemoryPrefault", |args| {
         let max_bytes = size_arg(args, 0, "rpc.WarmMemoryPrefault")?;
@@ -418,9 +416,15 @@ fn register_warm_memory_functions() {
     register("rpc.WarmMemoryScrub", |_| {
         Ok(Any::from(warm_memory::scrub() as i64))
     });
-    register("rpc.WarmMemoryRelease", |args| {
-        let index = size_arg(args, 0, "rpc.WarmMemoryRelease")?;
-        Ok(Any::from(warm_memory::release(index)?))
+    register("rpc.WarmMemoryReleaseDead", |args| {
+        let pid = size_arg(args, 0, "rpc.WarmMemoryReleaseDead")?;
+        let pid = u32::try_from(pid).map_err(|_| {
+            Error::new(
+                ErrorKind::ValueError,
+                format!("rpc.WarmMemoryReleaseDead: {pid} is not a process id"),
+            )
+        })?;
+        Ok(Any::from(warm_memory::release_dead(pid) as i64))
     });
 }
 

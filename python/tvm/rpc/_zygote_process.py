@@ -4,10 +4,12 @@ The zygote keeps one *spare* session process forked ahead of time, so that an au
 connection is served without a fork on its path: the zygote passes the connection to the spare
 and forks the next spare afterwards. The zygote also holds the server's warm memory
 (:mod:`tvm_rpc`'s ``session::warm_memory``): slabs of shared memory that stay resident between
-sessions. A spare adopts a free slab and, while it waits, maps into its page tables the part of
-the slab that earlier sessions used, so that the first large upload of its session writes into
-memory that takes no page faults. A session zeroes what it used of its slab when it ends; a slab
-whose session died before that is replaced by a fresh one.
+sessions and that every session process inherits. The spare claims a free slab and, while it
+waits, maps into its page tables the part of it that earlier sessions used, so that the first
+large upload of its session writes into memory that takes no page faults; a session without one
+claims a slab at its first large allocation, if one is free by then. A session zeroes what it
+used when it ends, which frees the slab; the zygote drops the pages of a slab whose session died
+before that.
 """
 
 from __future__ import annotations
@@ -60,13 +62,13 @@ def zygote_main(fd: int) -> int:
     except BaseException as err:
         _report_failed_setup(channel, err)
         return 1
-    slabs = _Slabs.reserve(natives, int(message.get("warm_memory", 0)))
+    natives.reserve_warm_memory(int(message.get("warm_memory", 0)))
     channel.sendall(pickle.dumps(("ready", os.getpid())))
     # What the set-up made is shared with every child: keep the collector from touching it
     # (and so copying its pages) in each of them.
     gc.freeze()
     try:
-        return _Zygote(channel, natives, slabs).run()
+        return _Zygote(channel, natives).run()
     finally:
         del loaded
 
@@ -95,44 +97,19 @@ class _Natives:
             return found
 
         self.reserve = function("rpc.WarmMemoryReserve")
-        self.adopt = function("rpc.WarmMemoryAdopt")
+        self.claim = function("rpc.WarmMemoryClaim")
         self.prefault = function("rpc.WarmMemoryPrefault")
         self.scrub = function("rpc.WarmMemoryScrub")
-        self.release = function("rpc.WarmMemoryRelease")
+        self.release_dead = function("rpc.WarmMemoryReleaseDead")
 
-
-class _Slabs:
-    """The zygote's warm-memory slabs: which are free to hand to the next session."""
-
-    def __init__(self, natives: _Natives, count: int) -> None:
-        self.natives = natives
-        self.free = list(range(count))
-
-    @classmethod
-    def reserve(cls, natives: _Natives, nbytes: int) -> _Slabs:
-        """One slab of ``nbytes`` (none for 0, or when the memory cannot be reserved)."""
+    def reserve_warm_memory(self, nbytes: int) -> None:
+        """One slab of ``nbytes`` (none for 0; a server that cannot reserve it runs without)."""
         if nbytes <= 0:
-            return cls(natives, 0)
+            return
         try:
-            natives.reserve(1, nbytes)
+            self.reserve(1, nbytes)
         except (MemoryError, ValueError) as err:
             print(f"RPC session zygote: no warm memory: {err}", file=sys.stderr)
-            return cls(natives, 0)
-        return cls(natives, 1)
-
-    def take(self) -> int | None:
-        return self.free.pop() if self.free else None
-
-    def give_back(self, slab: int | None) -> None:
-        """A slab whose process is gone: kept if it was left clean, else replaced; free again."""
-        if slab is None:
-            return
-        try:
-            self.natives.release(slab)
-        except MemoryError as err:  # no fresh mapping: the slab stays out of use
-            print(f"RPC session zygote: warm memory slab lost: {err}", file=sys.stderr)
-            return
-        self.free.append(slab)
 
 
 @dataclass
@@ -141,25 +118,23 @@ class _Spare:
 
     pid: int
     control: socket.socket
-    slab: int | None
 
 
 class _Zygote:
     """The zygote's loop: hands connections to the spare (or forks), reaps the children,
     reports ends to the server, and keeps a spare waiting."""
 
-    def __init__(self, channel: socket.socket, natives: _Natives, slabs: _Slabs) -> None:
+    def __init__(self, channel: socket.socket, natives: _Natives) -> None:
         self.channel = channel
         self.natives = natives
-        self.slabs = slabs
         self.wake_read, self.wake_write = os.pipe()
         os.set_blocking(self.wake_read, False)
         os.set_blocking(self.wake_write, False)
         self.prctl = _prctl()
         _name_process(self.prctl, ZYGOTE_NAME)
         self.die_with_parent = _parent_death_signal(self.prctl)
-        #: Session processes: pid -> (session id, slab).
-        self.children: dict[int, tuple[int, int | None]] = {}
+        #: Session processes: pid -> session id.
+        self.children: dict[int, int] = {}
         self.spare: _Spare | None = None
         #: Spares this zygote killed, not reaped yet.
         self.discarded: set[int] = set()
@@ -196,62 +171,47 @@ class _Zygote:
 
     def _serve(self, ident: int, client_key: str, conn: int) -> None:
         """Serves connection ``conn`` (closed here) in the spare, or in a child forked now."""
-        served: tuple[int, int | None] | None = None
+        pid = None
         spare, self.spare = self.spare, None
         if spare is not None:
             try:
                 socket.send_fds(spare.control, [pickle.dumps(client_key)], [conn])
-                served = (spare.pid, spare.slab)
+                pid = spare.pid
             except OSError:  # it died meanwhile
-                self._discard(spare)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(spare.pid, signal.SIGKILL)
+                self.discarded.add(spare.pid)
             spare.control.close()
-        if served is None:
-            slab = self.slabs.take()
-            pid = self._fork(lambda: _session_main(conn, client_key, self.natives), slab)
-            if pid is None:
-                self.slabs.give_back(slab)
-            else:
-                served = (pid, slab)
+        if pid is None:
+            pid = self._fork(lambda: _session_main(conn, client_key, self.natives))
         os.close(conn)
-        if served is None:
+        if pid is None:
             with contextlib.suppress(OSError):
                 self.channel.sendall(pickle.dumps(("ended", ident, 1)))
         else:
-            self.children[served[0]] = (ident, served[1])
+            self.children[pid] = ident
         self._keep_a_spare()
 
     def _keep_a_spare(self) -> None:
-        """Forks a spare if none waits, or if the waiting one has no slab and one is free."""
+        """Forks a spare if none waits."""
         if self.spare is not None:
-            if self.spare.slab is not None or not self.slabs.free:
-                return
-            self._discard(self.spare)
-            self.spare = None
-        slab = self.slabs.take()
+            return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         control = theirs.fileno()
 
         def spare() -> NoReturn:
             _spare_main(control, self.natives, lambda name: _name_process(self.prctl, name))
 
-        pid = self._fork(spare, slab, ours.fileno())
+        pid = self._fork(spare, ours.fileno())
         theirs.close()
         if pid is None:
             ours.close()
-            self.slabs.give_back(slab)
             return
-        self.spare = _Spare(pid, ours, slab)
+        self.spare = _Spare(pid, ours)
 
-    def _discard(self, spare: _Spare) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(spare.pid, signal.SIGKILL)
-        self.discarded.add(spare.pid)
-        spare.control.close()
-        self.slabs.give_back(spare.slab)
-
-    def _fork(self, body: Callable[[], NoReturn], slab: int | None, *private: int) -> int | None:
-        """Forks a child that adopts ``slab`` and runs ``body``; its pid, or None (logged)
-        when the fork fails. ``private``: descriptors of the zygote's the child closes."""
+    def _fork(self, body: Callable[[], NoReturn], *private: int) -> int | None:
+        """Forks a child that runs ``body``; its pid, or None (logged) when the fork fails.
+        ``private``: descriptors of the zygote's the child closes."""
         try:
             pid = os.fork()
         except OSError as err:
@@ -264,7 +224,6 @@ class _Zygote:
                 for fd in (self.channel.fileno(), self.wake_read, self.wake_write, *private):
                     os.close(fd)
                 self.die_with_parent()
-                self.natives.adopt(-1 if slab is None else slab)
                 body()
             except BaseException:
                 traceback.print_exc()
@@ -274,7 +233,7 @@ class _Zygote:
 
     def _reap(self) -> bool:
         """Reaps the children that ended and reports the sessions among them; False once the
-        server is gone."""
+        server is gone. A slab that a session freed goes to a spare without one."""
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -282,43 +241,57 @@ class _Zygote:
                 break
             if pid == 0:
                 break
+            self.natives.release_dead(pid)
             if pid in self.discarded:
                 self.discarded.discard(pid)
                 continue
             if self.spare is not None and pid == self.spare.pid:  # died waiting
-                spare, self.spare = self.spare, None
-                spare.control.close()
-                self.slabs.give_back(spare.slab)
+                self.spare.control.close()
+                self.spare = None
                 continue
-            entry = self.children.pop(pid, None)
-            if entry is None:
+            ident = self.children.pop(pid, None)
+            if ident is None:
                 continue
-            ident, slab = entry
-            self.slabs.give_back(slab)
             try:
                 code = os.waitstatus_to_exitcode(status)
                 self.channel.sendall(pickle.dumps(("ended", ident, code)))
             except OSError:
                 return False
-        self._keep_a_spare()
+        if self.spare is not None:
+            with contextlib.suppress(OSError):
+                self.spare.control.send(_CLAIM)
+        else:
+            self._keep_a_spare()
         return True
 
 
+#: What the zygote sends a waiting spare when a slab may have been freed.
+_CLAIM = b"claim"
+
+
 def _spare_main(control_fd: int, natives: _Natives, name: Callable[[str], None]) -> NoReturn:
-    """A spare: maps its slab in while it waits for its connection, then serves it. ``name``
-    names this process."""
+    """A spare: claims a slab and maps it in while it waits for its connection (again each time
+    the zygote says one may be free), then serves the connection. ``name`` names this
+    process."""
     name(SPARE_NAME)
     control = socket.socket(fileno=control_fd)
-    while not natives.prefault(PREFAULT_STEP):
-        if select.select([control], [], [], 0)[0]:
-            break
-    try:
-        data, fds, _, _ = socket.recv_fds(control, _MAX_MESSAGE, 1)
-    except OSError:
-        data, fds = b"", []
-    control.close()
-    if not data or len(fds) != 1:  # the zygote is gone or closed it
-        os._exit(0)
+    while True:
+        if natives.claim():
+            while not natives.prefault(PREFAULT_STEP):
+                if select.select([control], [], [], 0)[0]:
+                    break
+        try:
+            data, fds, _, _ = socket.recv_fds(control, _MAX_MESSAGE, 1)
+        except OSError:
+            data, fds = b"", []
+        if data == _CLAIM and not fds:
+            continue
+        control.close()
+        if not data or len(fds) != 1:  # the zygote is gone or closed it
+            for fd in fds:
+                os.close(fd)
+            os._exit(0)
+        break
     name(SESSION_NAME)
     _session_main(fds[0], pickle.loads(data), natives)
 

@@ -4,19 +4,21 @@
 //! and zeroed (on a VM with free page reporting, faulted in from the hypervisor as well), so the
 //! first large upload of a fresh session process ran at a fraction of the speed of the next one.
 //! So the server's session zygote reserves slabs of *shared* anonymous memory ([`reserve`]),
-//! which stay resident while it lives. A session process adopts one and unmaps the rest
-//! ([`adopt`]), maps the part earlier sessions used into its page tables while it waits for its
-//! connection ([`prefault`]), and serves its large host allocations from it ([`take`],
-//! [`give_back`]). When the session ends it zeroes what it touched ([`scrub`]), so the next
-//! session sees none of its data; the zygote hands the slab on, or replaces it when the session
-//! died before it could scrub ([`release`]).
+//! which stay resident while it lives and which every session process inherits. A session
+//! process claims a free one ([`claim`]: an atomic flag in the slab's shared header, so that no
+//! two processes ever hold one) and unmaps the rest; a spare session process does so before its
+//! connection arrives and maps the part earlier sessions used into its page tables
+//! ([`prefault`]). The session serves its large host allocations from the slab ([`take`],
+//! [`give_back`]) and zeroes what it touched when it ends ([`scrub`]), which frees the slab for
+//! the next one. When a session dies holding a slab, the zygote drops the slab's pages
+//! ([`release_dead`]): zero and free again, though cold.
 //!
 //! A slab is a header page, then the arena from the next 2 MiB boundary, carved into blocks of
 //! whole 2 MiB units.
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tvm_ffi::{Error, ErrorKind, Result};
@@ -26,11 +28,14 @@ pub(crate) const UNIT: usize = 2 << 20;
 /// The most slabs one process reserves.
 const MAX_SLABS: usize = 64;
 
-/// The state a session leaves in a slab's header for the zygote and the next session.
+/// A slab's state, shared by every process that maps it.
 #[repr(C)]
 struct Header {
-    /// [`CLEAN`] (a fresh mapping is zero, so clean) or [`IN_USE`].
+    /// [`CLEAN`] (free, and zero past the header) or [`IN_USE`]; a fresh or dropped slab's
+    /// pages read as zero, so clean.
     state: AtomicU32,
+    /// The process that claimed it (while in use).
+    owner: AtomicI32,
     /// The most arena bytes any session has touched: what the next one prefaults.
     touched: AtomicU64,
 }
@@ -80,8 +85,7 @@ impl Slab {
 
     fn unmap(self) {
         // SAFETY: the slab's whole mapping, made by `Slab::map`; nothing of this process uses it
-        // any more (the zygote never touches the arena, and a session unmaps only the slabs it
-        // did not adopt).
+        // any more (a session unmaps the slabs it did not claim, and its own after the scrub).
         unsafe { libc::munmap(self.base as *mut c_void, self.len) };
     }
 
@@ -103,7 +107,7 @@ impl Slab {
     }
 }
 
-/// The slab a session process adopted, carved into blocks.
+/// The slab a session process claimed, carved into blocks.
 #[derive(Debug)]
 struct Arena {
     slab: Slab,
@@ -164,7 +168,8 @@ impl Arena {
     }
 }
 
-/// The zygote's slabs (empty in a session process once it adopted).
+/// The zygote's slabs, inherited by its children (empty in a session process once it claimed
+/// one).
 static SLABS: Mutex<Vec<Slab>> = Mutex::new(Vec::new());
 /// This session process's arena.
 static ARENA: Mutex<Option<Arena>> = Mutex::new(None);
@@ -223,29 +228,33 @@ pub fn slab_count() -> usize {
     slabs().len()
 }
 
-/// Makes slab `index` this process's arena and unmaps every other slab (`None`: all of them),
-/// so that a session sees no other session's memory. For a session process, once.
-pub fn adopt(index: Option<usize>) -> Result<()> {
-    let mut slabs = slabs();
-    if let Some(index) = index
-        && index >= slabs.len()
-    {
-        tvm_ffi::bail!(
-            ErrorKind::IndexError,
-            "warm memory: no slab {index} (this process holds {})",
-            slabs.len()
-        );
-    }
+/// Makes a free slab this process's arena, if it has none yet, and unmaps the others, so that
+/// the session sees no other session's memory; whether it has one now. For a session process.
+pub fn claim() -> bool {
     let mut arena = arena();
-    for (i, slab) in slabs.drain(..).enumerate() {
-        if Some(i) == index {
-            slab.header().state.store(IN_USE, Ordering::Release);
-            *arena = Some(Arena::new(slab));
-        } else {
-            slab.unmap();
-        }
+    if arena.is_some() {
+        return true;
     }
-    Ok(())
+    let mut slabs = slabs();
+    let Some(index) = slabs.iter().position(|slab| {
+        let header = slab.header();
+        let claimed = header
+            .state
+            .compare_exchange(CLEAN, IN_USE, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok();
+        if claimed {
+            header
+                .owner
+                .store(std::process::id() as i32, Ordering::Release);
+        }
+        claimed
+    }) else {
+        return false;
+    };
+    let slab = slabs.swap_remove(index);
+    slabs.drain(..).for_each(Slab::unmap);
+    *arena = Some(Arena::new(slab));
+    true
 }
 
 /// Maps up to `max_bytes` more of the part of the arena that earlier sessions touched into this
@@ -287,8 +296,9 @@ fn populate(start: usize, len: usize) {
     }
 }
 
-/// A block of at least `nbytes` from the arena, aligned to `alignment` (at most 2 MiB); None
-/// without an arena, for a larger alignment, or when no free run is large enough.
+/// A block of at least `nbytes` from the arena (claimed now if need be), aligned to
+/// `alignment` (at most 2 MiB); None without a slab, for a larger alignment, or when no free
+/// run is large enough.
 pub fn take(nbytes: u64, alignment: u64) -> Option<u64> {
     if alignment > UNIT as u64 || nbytes == 0 {
         return None;
@@ -296,6 +306,9 @@ pub fn take(nbytes: u64, alignment: u64) -> Option<u64> {
     let len = usize::try_from(nbytes)
         .ok()?
         .checked_next_multiple_of(UNIT)?;
+    if !claim() {
+        return None;
+    }
     let mut guard = arena();
     let arena = guard.as_mut()?;
     let offset = arena.take(len)?;
@@ -318,8 +331,8 @@ pub fn give_back(address: u64) -> bool {
 }
 
 /// Zeroes every arena byte this session touched, records how much that was for the next
-/// session's [`prefault`], and marks the slab clean; the arena serves nothing afterwards. For a
-/// session process, at its end. Returns the bytes zeroed.
+/// session's [`prefault`], marks the slab free and unmaps it. For a session process, at its
+/// end, when nothing uses the arena's blocks any more. Returns the bytes zeroed.
 pub fn scrub() -> usize {
     let Some(arena) = arena().take() else {
         return 0;
@@ -332,28 +345,31 @@ pub fn scrub() -> usize {
     header
         .touched
         .fetch_max(arena.touched as u64, Ordering::AcqRel);
+    header.owner.store(0, Ordering::Relaxed);
     header.state.store(CLEAN, Ordering::Release);
+    arena.slab.unmap();
     arena.touched
 }
 
-/// After the session that adopted slab `index` ended: true if it left the slab clean, so the
-/// slab can go to the next session; otherwise the slab is replaced by a fresh one (its data
-/// could be anyone's) and false is returned. For the zygote.
-pub fn release(index: usize) -> Result<bool> {
-    let mut slabs = slabs();
-    let Some(slab) = slabs.get_mut(index) else {
-        tvm_ffi::bail!(
-            ErrorKind::IndexError,
-            "warm memory: no slab {index} (this process holds {})",
-            slabs.len()
-        );
-    };
-    if slab.header().state.load(Ordering::Acquire) == CLEAN {
-        return Ok(true);
+/// After process `pid` ended: drops the pages of every slab it held in use (it died before
+/// [`scrub`]), which leaves them zero and free for the next claim (cold: their memory went back
+/// to the system). Returns how many there were. For the zygote.
+pub fn release_dead(pid: u32) -> usize {
+    let slabs = slabs();
+    let mut dropped = 0;
+    for slab in slabs.iter() {
+        let header = slab.header();
+        if header.state.load(Ordering::Acquire) == IN_USE
+            && header.owner.load(Ordering::Acquire) == pid as i32
+        {
+            // SAFETY: the whole of a shared anonymous mapping this process made; dropping its
+            // backing pages zeroes it for every process that maps it, and the only process that
+            // used it is gone.
+            unsafe { libc::madvise(slab.base as *mut c_void, slab.len, libc::MADV_REMOVE) };
+            dropped += 1;
+        }
     }
-    let fresh = Slab::map(slab.arena_len())?;
-    std::mem::replace(slab, fresh).unmap();
-    Ok(false)
+    dropped
 }
 
 #[cfg(test)]
