@@ -156,3 +156,24 @@ def test_json_graph_devices_out_of_range_and_deep_graphs_are_refused_by_name() -
     with pytest.raises(ValueError, match="nested too deeply") as err:
         ffi.from_json_graph_str(json.dumps({"root_index": 0, "nodes": nodes}))
     assert "refers back" not in str(err.value)
+
+
+def test_shared_objects_and_cycles_in_containers_print_as_python_would() -> None:
+    make_int_pair = tvm.get_global_func("testing.make_int_pair")
+    pair = make_int_pair(3, 7, "p")
+    assert repr(ffi.List([pair, pair])) == f"[{pair!r}, {pair!r}]"
+    named = make_int_pair(3, 7, "x" * 100)
+    text = repr(ffi.Map({"a": ffi.Array([named]), "b": named}))
+    assert text == f"{{'a': [{named!r}], 'b': <same as <root>['a'][0]>}}"
+    # A list holding itself prints as `[...]` inside itself, wherever it is met.
+    looped = ffi.List([1])
+    looped.append(looped)
+    assert repr(ffi.Array([looped, looped])) == "[[1, [...]], [1, [...]]]"
+    assert repr(looped) == "[1, [...]]"
+    looped.clear()
+    # An equal pair found once is equal wherever it is met again; an unequal one is not.
+    shared = ffi.Array([ffi.Array([1]), ffi.Array([2])])
+    other = ffi.Array([ffi.Array([1]), ffi.Array([2])])
+    assert ffi.Array([shared, shared, shared]) == ffi.Array([other, other, other])
+    assert ffi.Array([shared, shared]) != ffi.Array([other, ffi.Array([ffi.Array([1])])])
+    assert ffi.Map({"a": shared, "b": shared}) == ffi.Map({"a": other, "b": other})

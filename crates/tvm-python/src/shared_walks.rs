@@ -139,21 +139,20 @@ fn item_repr(py: Python<'_>, item: &Any, step: impl FnOnce() -> String) -> PyRes
         }
         .map(|text| text.to_string())
     });
-    let path = with_walk(|walk| {
-        let path = format!("<root>{}", walk.steps.concat());
+    with_walk(|walk| {
+        if let Ok(text) = &text
+            && shared
+        {
+            let again = if text.len() <= tvm_ffi::repr::REPEAT_LIMIT {
+                text.clone()
+            } else {
+                format!("<same as <root>{}>", walk.steps.concat())
+            };
+            walk.printed.insert(address, (item.clone(), again));
+        }
         walk.steps.pop();
-        path
     });
-    let text = text?;
-    if shared {
-        let again = if text.len() <= tvm_ffi::repr::REPEAT_LIMIT {
-            text.clone()
-        } else {
-            format!("<same as {path}>")
-        };
-        with_walk(|walk| walk.printed.insert(address, (item.clone(), again)));
-    }
-    Ok(text)
+    text
 }
 
 /// Runs `f` on this thread's repr walk (always running inside `in_walk`).

@@ -149,3 +149,41 @@ fn a_variable_defined_after_it_was_hashed_by_address_is_hashed_anew() {
     assert!(equal(&lhs, &rhs, false));
     assert_eq!(hash(&lhs, false), hash(&rhs, false));
 }
+
+#[test]
+fn a_long_shared_value_prints_again_as_the_path_where_it_was_printed() {
+    let big = arr((0..40).map(Any::from).collect());
+    let mut map = tvm_ffi::Map::new();
+    map.insert("a", arr(vec![big.clone()]));
+    map.insert("b", big.clone());
+    let text = repr(Any::from(map).as_view()).unwrap();
+    assert!(
+        text.ends_with(r#", "b": <same as <root>["a"][0]>}"#),
+        "{text}"
+    );
+    assert_eq!(text.matches("39").count(), 1, "{text}");
+    let value = arr(vec![crate::structural::node(1, big.clone()), big]);
+    let text = repr(value.as_view()).unwrap();
+    assert!(text.ends_with(", <same as <root>[0].child>)"), "{text}");
+}
+
+#[test]
+fn shared_cyclic_lists_compare_and_hash_as_distinct_ones_of_the_same_shape() {
+    let cyclic = || {
+        let list = tvm_ffi::List::new();
+        list.push(1);
+        list.push(list.clone());
+        list
+    };
+    let (l, m, n) = (cyclic(), cyclic(), cyclic());
+    let shared = arr(vec![l.clone().into(), l.clone().into()]);
+    let distinct = arr(vec![m.clone().into(), n.clone().into()]);
+    assert!(recursive_eq(shared.as_view(), distinct.as_view()).unwrap());
+    assert_eq!(
+        recursive_hash(shared.as_view()).unwrap(),
+        recursive_hash(distinct.as_view()).unwrap()
+    );
+    for list in [l, m, n] {
+        list.clear(); // reference counting frees no cycle: break it
+    }
+}

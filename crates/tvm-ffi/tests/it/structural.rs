@@ -17,7 +17,7 @@ define_object! {
     }
 }
 
-fn node(value: i64, child: impl Into<Any>) -> Any {
+pub(crate) fn node(value: i64, child: impl Into<Any>) -> Any {
     ObjectRef::new(SNode {
         base: Object::header(),
         value,
