@@ -6,6 +6,7 @@ returns its argument, so each test exercises the argument conversion and the ret
 
 import gc
 import math
+import os
 import struct
 import sys
 
@@ -150,6 +151,17 @@ def test_str_subclass_comes_back_as_str():
 def test_lone_surrogate_is_a_unicode_error():
     with pytest.raises(UnicodeEncodeError):
         echo("bad \ud800 text")
+
+
+def test_a_path_that_is_not_utf8_is_named_where_text_is_expected():
+    """A file name of bytes that are not UTF-8 travels as a string (surrogate escapes), which a
+    function taking text refuses by naming it, not as "expected ffi.String, got ffi.String"."""
+    path = os.fsdecode(b"/tmp/no-such-lib-\xff.so")
+    with pytest.raises(ValueError, match=r"not valid UTF-8") as err:
+        tvm.runtime.load_module(path)
+    message = str(err.value)
+    assert 'b"/tmp/no-such-lib-\\xff.so"' in message, message
+    assert "byte 0xff at offset 17" in message and "ffi.ModuleLoadFromFile" in message
 
 
 @pytest.mark.parametrize("text", ["\udcc3\udca9", "x\udcc3\udca9\udc80"])

@@ -105,6 +105,11 @@ def test_objects_pickle_copy_and_print() -> None:
 def test_bad_input_raises_clear_errors() -> None:
     with pytest.raises(ValueError, match="Expecting value"):
         ffi.from_json_graph_str("not json")
+    parse = tvm.get_global_func("ffi.json.Parse")
+    with pytest.raises(ValueError, match=r"Number 1e99999 is out of range .* line 1 column 1"):
+        parse("1e99999")
+    with pytest.raises(ValueError, match=r"Number -2E400 is out of range .* \(char 4\)"):
+        parse("[1, -2E400]")
     with pytest.raises(ValueError, match="root_index"):
         ffi.from_json_graph_str('{"nodes": []}')
     with pytest.raises(ValueError, match="out of range"):

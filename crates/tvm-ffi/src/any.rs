@@ -303,6 +303,9 @@ impl<'a> AnyView<'a> {
     /// The error of a failed cast of this value to `target`.
     #[cold]
     fn cast_error(&self, target: &str) -> Error {
+        if let Some(error) = self.text_error(target, "Cannot convert") {
+            return error;
+        }
         Error::new(
             ErrorKind::TypeError,
             format!(
@@ -310,6 +313,32 @@ impl<'a> AnyView<'a> {
                 self.type_name()
             ),
         )
+    }
+
+    /// The `ValueError` of a string that `target`, text, cannot take because it is not valid
+    /// UTF-8 (`None` for any other value or target): "`{context}`: an `ffi.String` that is
+    /// not valid UTF-8: b"..." (byte 0xff at offset 3)", naming the bytes.
+    #[cold]
+    pub(crate) fn text_error(&self, target: &str, context: &str) -> Option<Error> {
+        if target != String::TYPE_NAME
+            || !matches!(
+                self.raw.type_index,
+                abi::kTVMFFIStr | abi::kTVMFFISmallStr | abi::kTVMFFIRawStr
+            )
+        {
+            return None;
+        }
+        let bytes = crate::string::bytes_of_view(self)?;
+        let bad = std::str::from_utf8(bytes).err()?.valid_up_to();
+        Some(Error::new(
+            ErrorKind::ValueError,
+            format!(
+                "{context}: expected `{target}` as valid UTF-8, but got the string {} \
+                 (byte 0x{:02x} at offset {bad} is not valid UTF-8)",
+                crate::repr::bytes_literal(bytes, 200),
+                bytes[bad]
+            ),
+        ))
     }
 
     /// The object pointer, if the value holds an object (borrowed).

@@ -523,6 +523,10 @@ fn count_error(signature: &str, expected: usize, got: usize) -> Error {
 #[cold]
 #[inline(never)]
 fn argument_error(signature: &str, index: usize, expected: &str, got: &AnyView<'_>) -> Error {
+    let context = format!("Argument #{index} when calling `{signature}`");
+    if let Some(error) = got.text_error(expected, &context) {
+        return error;
+    }
     Error::new(
         ErrorKind::TypeError,
         format!(

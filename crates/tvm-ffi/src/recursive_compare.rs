@@ -10,7 +10,7 @@
 //! for equality is taken as equal, and while being ordered is a `ValueError`.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::abi;
@@ -20,7 +20,7 @@ use crate::containers::map::MapRead;
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 use crate::reflection;
-use crate::structural::canonical_index;
+use crate::structural::{canonical_index, may_be_shared};
 use crate::type_attr::TypeAttr;
 use crate::{Dict, List, Map, Shape};
 
@@ -56,6 +56,13 @@ struct State {
     /// Object pairs (or single objects, for hashing) being compared now.
     active: HashSet<(usize, usize)>,
     depth: usize,
+    /// Pairs of shared objects found equal so far, by address, held alive for the walk so
+    /// that their addresses name them alone: shared sub-graphs are compared once per pair.
+    equal_pairs: HashMap<(usize, usize), (Any, Any)>,
+    /// Hashes of shared objects, by address, likewise.
+    hashes: HashMap<usize, (Any, u64)>,
+    /// Whether the hash being computed met a cycle (and so depends on where it was entered).
+    cut: bool,
 }
 
 fn strings<'a>(v: &'a AnyView<'_>) -> Option<&'a [u8]> {
@@ -195,12 +202,23 @@ impl Compare {
             return Ok(true);
         }
         let pair = (pa as usize, pb as usize);
-        self.nested(
+        let shared = may_be_shared(a) || may_be_shared(b);
+        if shared && self.with(|s| s.equal_pairs.contains_key(&pair)) {
+            return Ok(true);
+        }
+        // A pair met again while compared counts as equal; an unequal pair anywhere makes the
+        // whole answer false, so a pair found equal is equal wherever it is met again.
+        let equal = self.nested(
             pair,
             may_cycle(a.type_index()),
             || Ok(true),
             || self.eq_objects(a, b),
-        )
+        )?;
+        if equal && shared {
+            let keep = (a.to_owned(), b.to_owned());
+            self.with(|s| s.equal_pairs.insert(pair, keep));
+        }
+        Ok(equal)
     }
 
     fn eq_objects(&self, a: AnyView<'_>, b: AnyView<'_>) -> Result<bool> {
@@ -389,12 +407,32 @@ impl Compare {
                 v.as_raw().payload.v_uint64
             }));
         };
-        self.nested(
+        let shared = may_be_shared(v);
+        if shared && let Some(h) = self.with(|s| s.hashes.get(&(ptr as usize)).map(|e| e.1)) {
+            return Ok(h);
+        }
+        let outer_cut = self.with(|s| std::mem::replace(&mut s.cut, false));
+        let result = self.nested(
             (ptr as usize, 0),
             may_cycle(v.type_index()),
-            || Ok(t as u64),
+            || {
+                self.with(|s| s.cut = true);
+                Ok(t as u64)
+            },
             || self.hash_object(v),
-        )
+        );
+        let keep = shared.then(|| v.to_owned());
+        self.with(|s| {
+            let cut = s.cut;
+            s.cut = cut || outer_cut;
+            // A hash that met a cycle depends on where the cycle was entered: not kept.
+            if let (Ok(h), Some(keep)) = (&result, keep)
+                && !cut
+            {
+                s.hashes.insert(ptr as usize, (keep, *h));
+            }
+        });
+        result
     }
 
     fn hash_object(&self, v: AnyView<'_>) -> Result<u64> {

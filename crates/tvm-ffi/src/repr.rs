@@ -5,11 +5,15 @@
 //! double-quoted literals that `ast.literal_eval` reads back, floats as C's `%g`, and reflected
 //! objects as `type.key(field=value, ...)` without the fields flagged `ReprOff` (just the key if
 //! none is left). A type's `__ffi_repr__` attribute, a function `(self, fn_repr) -> str`,
-//! replaces the default. An object met again inside itself prints as `...`. With the
-//! environment variable `TVM_FFI_REPR_WITH_ADDR` set, objects show their address
+//! replaces the default. An object met again inside itself prints as `...`. An object met
+//! again elsewhere (a shared node of a DAG) prints its text again when that is at most
+//! [`REPEAT_LIMIT`] bytes long, and otherwise as `<same as PATH>`, naming where it was printed
+//! first as an access path (`<same as <root>[0].body>`), so the text of a graph stays linear
+//! in its distinct nodes, however often they are shared. With the environment variable `TVM_FFI_REPR_WITH_ADDR` set, objects show their address
 //! (`key@0x...(...)`, containers and tensors with an `@0x...` suffix).
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::abi::{self, TVMFFIObject};
@@ -28,11 +32,20 @@ thread_local! {
     static ACTIVE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
+/// The longest text of a shared object that is printed again where the object is met again;
+/// a longer one prints as a reference to where it was printed first.
+pub const REPEAT_LIMIT: usize = 80;
+
 /// The repr of `value`.
 pub fn repr(value: AnyView<'_>) -> Result<String> {
     let with_addr = std::env::var_os("TVM_FFI_REPR_WITH_ADDR").is_some_and(|v| !v.is_empty());
     let mut out = String::new();
-    Printer { with_addr }.print(value, &mut out)?;
+    Printer {
+        with_addr,
+        printed: HashMap::new(),
+        steps: Vec::new(),
+    }
+    .print(value, &mut out)?;
     Ok(out)
 }
 
@@ -107,8 +120,39 @@ fn quote(bytes: &[u8], is_bytes: bool, out: &mut String) {
     out.push('"');
 }
 
+/// `bytes` as a Python bytes literal (`b"a\xff"`), cut after `limit` bytes with `...`.
+pub(crate) fn bytes_literal(bytes: &[u8], limit: usize) -> String {
+    let mut out = String::new();
+    quote(&bytes[..bytes.len().min(limit)], true, &mut out);
+    if bytes.len() > limit {
+        out.push_str("...");
+    }
+    out
+}
+
 struct Printer {
     with_addr: bool,
+    /// What a shared object printed so far prints as when met again, by address, with the
+    /// object held alive so that its address names it alone.
+    printed: HashMap<usize, (Any, Again)>,
+    /// The path from the root to the value being printed.
+    steps: Vec<Step>,
+}
+
+/// How a shared object prints where it is met again.
+enum Again {
+    /// Its text, repeated.
+    Text(String),
+    /// A reference to the path where it was printed first.
+    Reference(String),
+}
+
+/// One step of the path to the value being printed.
+enum Step {
+    Index(usize),
+    /// A map key, by the range of its text in the output.
+    Key(std::ops::Range<usize>),
+    Field(&'static str),
 }
 
 /// Removes an object from the active stack when printing it ends (also on error).
@@ -127,7 +171,7 @@ impl Printer {
         }
     }
 
-    fn print(&self, value: AnyView<'_>, out: &mut String) -> Result<()> {
+    fn print(&mut self, value: AnyView<'_>, out: &mut String) -> Result<()> {
         match value.type_index() {
             abi::kTVMFFINone => out.push_str("None"),
             abi::kTVMFFIBool => out.push_str(if value.cast::<bool>()? {
@@ -159,13 +203,58 @@ impl Printer {
             abi::kTVMFFIBigInt => {
                 out.push_str(&crate::bigint_text::to_decimal(value).unwrap_or_default())
             }
-            t if t >= abi::kTVMFFIStaticObjectBegin => self.print_object(value, out)?,
+            t if t >= abi::kTVMFFIStaticObjectBegin => self.print_shared(value, out)?,
             _ => out.push_str(&value.type_key()),
         }
         Ok(())
     }
 
-    fn print_object(&self, value: AnyView<'_>, out: &mut String) -> Result<()> {
+    /// Prints an object, or what it prints as again where it is shared and was printed before.
+    fn print_shared(&mut self, value: AnyView<'_>, out: &mut String) -> Result<()> {
+        if !crate::structural::may_be_shared(value) {
+            return self.print_object(value, out);
+        }
+        let addr = value.as_object_ptr().expect("object value") as usize;
+        match self.printed.get(&addr) {
+            Some((_, Again::Text(text))) => out.push_str(text),
+            Some((_, Again::Reference(path))) => {
+                let _ = write!(out, "<same as {path}>");
+            }
+            None => {
+                let start = out.len();
+                self.print_object(value, out)?;
+                let text = &out[start..];
+                let again = if text.len() <= REPEAT_LIMIT {
+                    Again::Text(text.to_owned())
+                } else {
+                    Again::Reference(self.path(out))
+                };
+                self.printed.insert(addr, (value.to_owned(), again));
+            }
+        }
+        Ok(())
+    }
+
+    /// The access path of the value being printed (`<root>[1]["k"].field`).
+    fn path(&self, out: &str) -> String {
+        let mut path = String::from("<root>");
+        for step in &self.steps {
+            match step {
+                Step::Index(i) => {
+                    let _ = write!(path, "[{i}]");
+                }
+                Step::Key(range) => {
+                    let _ = write!(path, "[{}]", &out[range.clone()]);
+                }
+                Step::Field(name) => {
+                    let _ = write!(path, ".{name}");
+                }
+            }
+        }
+        path
+    }
+
+    fn print_object(&mut self, value: AnyView<'_>, out: &mut String) -> Result<()> {
         let ptr = value.as_object_ptr().expect("object value");
         let addr = ptr as usize;
         // Cycles, and nesting deeper than the stack allows, print as `...`.
@@ -234,7 +323,7 @@ impl Printer {
     }
 
     fn print_seq<'a>(
-        &self,
+        &mut self,
         items: impl Iterator<Item = &'a Any>,
         open: &str,
         close: &str,
@@ -246,7 +335,10 @@ impl Printer {
             if i > 0 {
                 out.push_str(", ");
             }
-            self.print(item.as_view(), out)?;
+            self.steps.push(Step::Index(i));
+            let printed = self.print(item.as_view(), out);
+            self.steps.pop();
+            printed?;
         }
         if trailing_comma {
             out.push(',');
@@ -255,22 +347,30 @@ impl Printer {
         Ok(())
     }
 
-    fn print_map(&self, entries: impl Iterator<Item = (Any, Any)>, out: &mut String) -> Result<()> {
+    fn print_map(
+        &mut self,
+        entries: impl Iterator<Item = (Any, Any)>,
+        out: &mut String,
+    ) -> Result<()> {
         out.push('{');
         for (i, (k, v)) in entries.enumerate() {
             if i > 0 {
                 out.push_str(", ");
             }
+            let key_start = out.len();
             self.print(k.as_view(), out)?;
+            self.steps.push(Step::Key(key_start..out.len()));
             out.push_str(": ");
-            self.print(v.as_view(), out)?;
+            let printed = self.print(v.as_view(), out);
+            self.steps.pop();
+            printed?;
         }
         out.push('}');
         Ok(())
     }
 
     fn print_fields(
-        &self,
+        &mut self,
         value: AnyView<'_>,
         ptr: *mut TVMFFIObject,
         out: &mut String,
@@ -294,7 +394,12 @@ impl Printer {
             out.push_str(if first { "(" } else { ", " });
             first = false;
             let _ = write!(out, "{}=", field.name());
-            self.print(field.get(value)?.as_view(), out)?;
+            self.steps.push(Step::Field(field.name()));
+            let printed = field
+                .get(value)
+                .and_then(|field| self.print(field.as_view(), out));
+            self.steps.pop();
+            printed?;
         }
         if !first {
             out.push(')');

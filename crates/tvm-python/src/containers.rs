@@ -13,6 +13,7 @@ use tvm_ffi::{Any, Array, List, Shape};
 use crate::convert::{any_to_py, py_to_any};
 use crate::errors::raise_error;
 use crate::objects::{Borrowed, PyObjectRef, initializer, new_wrapped};
+use crate::shared_walks::{mapping_repr, remembered_eq, sequence_repr};
 
 /// Wraps a built-in container or tensor in its Python class; other objects are given back.
 pub(crate) fn wrap_builtin(py: Python<'_>, value: Any) -> Result<PyResult<Py<PyAny>>, Any> {
@@ -82,24 +83,30 @@ fn sequence_getitem(py: Python<'_>, items: &[Any], key: &Bound<'_, PyAny>) -> Py
     any_to_py(py, items[resolve_index(index, items.len())?].clone())
 }
 
-/// Compares a sequence with any Python sequence element by element.
-fn sequence_eq(py: Python<'_>, items: &[Any], other: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if !(other.is_instance_of::<PyList>()
-        || other.is_instance_of::<PyTuple>()
-        || other.cast::<PyArray>().is_ok()
-        || other.cast::<PyListObj>().is_ok())
-    {
+/// Compares a sequence (`container`, holding `items`) with any Python sequence element by
+/// element.
+fn sequence_eq(
+    py: Python<'_>,
+    container: Any,
+    items: &[Any],
+    other: &Bound<'_, PyAny>,
+) -> PyResult<bool> {
+    let runtime = other.cast::<PyArray>().is_ok() || other.cast::<PyListObj>().is_ok();
+    if !(runtime || other.is_instance_of::<PyList>() || other.is_instance_of::<PyTuple>()) {
         return Ok(false);
     }
     if other.len()? != items.len() {
         return Ok(false);
     }
-    for (mine, theirs) in items.iter().zip(other.try_iter()?) {
-        if !any_to_py(py, mine.clone())?.bind(py).eq(theirs?)? {
-            return Ok(false);
+    let theirs = if runtime { py_to_any(other).ok() } else { None };
+    remembered_eq(&container, theirs, || {
+        for (mine, theirs) in items.iter().zip(other.try_iter()?) {
+            if !any_to_py(py, mine.clone())?.bind(py).eq(theirs?)? {
+                return Ok(false);
+            }
         }
-    }
-    Ok(true)
+        Ok(true)
+    })
 }
 
 thread_local! {
@@ -135,14 +142,6 @@ fn repr_once(
     }
     let _leave = Leave(key);
     body()
-}
-
-fn sequence_repr(py: Python<'_>, items: &[Any]) -> PyResult<String> {
-    let parts: PyResult<Vec<String>> = items
-        .iter()
-        .map(|v| Ok(any_to_py(py, v.clone())?.bind(py).repr()?.to_string()))
-        .collect();
-    Ok(format!("[{}]", parts?.join(", ")))
 }
 
 /// Whether `a == b` in Python (identity first, as `in` and `list.index` do).
@@ -253,7 +252,7 @@ macro_rules! sequence_methods {
             }
 
             fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-                sequence_eq(py, &self.0.items(), other)
+                sequence_eq(py, Any::from((*self.0).clone()), &self.0.items(), other)
             }
 
             /// The first position of an item equal to `value` (within `start..stop`).
@@ -405,8 +404,10 @@ fn map_key_error(py: Python<'_>, key: &Bound<'_, PyAny>) -> PyErr {
     PyKeyError::new_err(key.clone().unbind())
 }
 
+/// Compares a mapping (`container`, holding `entries`) with any Python mapping entry by entry.
 fn mapping_eq(
     py: Python<'_>,
+    container: Any,
     entries: Vec<(Any, Any)>,
     other: &Bound<'_, PyAny>,
 ) -> PyResult<bool> {
@@ -416,16 +417,20 @@ fn mapping_eq(
     if !other.hasattr("keys")? || len != entries.len() {
         return Ok(false);
     }
-    for (k, v) in entries {
-        let key = any_to_py(py, k)?;
-        let Ok(theirs) = other.get_item(key.bind(py)) else {
-            return Ok(false);
-        };
-        if !any_to_py(py, v)?.bind(py).eq(theirs)? {
-            return Ok(false);
+    let runtime = other.cast::<PyMap>().is_ok() || other.cast::<PyDictObj>().is_ok();
+    let theirs = if runtime { py_to_any(other).ok() } else { None };
+    remembered_eq(&container, theirs, || {
+        for (k, v) in entries {
+            let key = any_to_py(py, k)?;
+            let Ok(theirs) = other.get_item(key.bind(py)) else {
+                return Ok(false);
+            };
+            if !any_to_py(py, v)?.bind(py).eq(theirs)? {
+                return Ok(false);
+            }
         }
-    }
-    Ok(true)
+        Ok(true)
+    })
 }
 
 fn entries_to_py(py: Python<'_>, entries: Vec<(Any, Any)>, part: u8) -> PyResult<Py<PyAny>> {
@@ -440,16 +445,6 @@ fn entries_to_py(py: Python<'_>, entries: Vec<(Any, Any)>, part: u8) -> PyResult
         });
     }
     Ok(PyList::new(py, out)?.into_any().unbind())
-}
-
-fn mapping_repr(py: Python<'_>, entries: Vec<(Any, Any)>) -> PyResult<String> {
-    let mut parts = Vec::new();
-    for (k, v) in entries {
-        let k = any_to_py(py, k)?.bind(py).repr()?.to_string();
-        let v = any_to_py(py, v)?.bind(py).repr()?.to_string();
-        parts.push(format!("{k}: {v}"));
-    }
-    Ok(format!("{{{}}}", parts.join(", ")))
 }
 
 macro_rules! mapping_methods {
@@ -504,7 +499,7 @@ macro_rules! mapping_methods {
             }
 
             fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-                mapping_eq(py, self.0.iter().collect(), other)
+                mapping_eq(py, Any::from((*self.0).clone()), self.0.iter().collect(), other)
             }
 
             fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

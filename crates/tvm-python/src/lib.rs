@@ -24,6 +24,7 @@ mod objects;
 mod pyclass;
 mod refcount;
 mod runtime_calls;
+mod shared_walks;
 mod stack;
 mod tensor;
 

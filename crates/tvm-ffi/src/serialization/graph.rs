@@ -406,10 +406,11 @@ impl GraphReader<'_> {
         if let Some(v) = &self.done[i] {
             return Ok(v.clone());
         }
-        if self.active[i] || self.depth > crate::stack::MAX_NESTING {
+        if self.active[i] {
             return Err(invalid(format!("node {i} refers back to itself")));
         }
-        crate::stack::ensure_room("the JSON graph")?;
+        // An acyclic graph can still nest deeper than a walk may go.
+        crate::stack::enter_level(self.depth + 1, "the JSON graph")?;
         self.active[i] = true;
         self.depth += 1;
         let result = self.decode(i);
@@ -470,7 +471,17 @@ impl GraphReader<'_> {
             ),
             "Device" => match data {
                 Some(Json::Array(pair)) => match pair.as_slice() {
-                    [Json::Int(t), Json::Int(id)] => Any::from(Device::new(*t as i32, *id as i32)),
+                    [Json::Int(t), Json::Int(id)] => {
+                        let part = |what: &str, v: i64| {
+                            i32::try_from(v).map_err(|_| {
+                                invalid(format!(
+                                    "node {i} (`Device`): device {what} {v} is out of range \
+                                     for a 32-bit integer"
+                                ))
+                            })
+                        };
+                        Any::from(Device::new(part("type", *t)?, part("id", *id)?))
+                    }
                     _ => return Err(need("[type, id]")),
                 },
                 _ => return Err(need("[type, id]")),
@@ -597,5 +608,45 @@ mod tests {
             assert_eq!(base64_decode(&text).unwrap(), bytes);
         }
         assert_eq!(base64_encode(b"ab"), "YWI=");
+    }
+
+    fn read(nodes: &str, root: usize) -> Result<Any> {
+        from_json_graph_string(&format!(r#"{{"root_index": {root}, "nodes": [{nodes}]}}"#))
+    }
+
+    #[test]
+    fn a_device_out_of_the_32_bit_range_is_refused() {
+        let device = |pair: &str| read(&format!(r#"{{"type": "Device", "data": {pair}}}"#), 0);
+        let dev = device("[2, 3]").unwrap().cast::<Device>().unwrap();
+        assert_eq!((dev.0.device_type, dev.0.device_id), (2, 3));
+        for (pair, what) in [
+            ("[4294967297, 0]", "device type 4294967297"),
+            ("[1, -2147483649]", "device id -2147483649"),
+        ] {
+            let err = device(pair).unwrap_err();
+            assert_eq!(err.kind(), "ValueError");
+            assert!(err.message().contains(what), "{err}");
+            assert!(err.message().contains("out of range"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_deep_acyclic_graph_is_nested_too_deeply_not_cyclic() {
+        // Node i is an array holding node i + 1; the last holds an int.
+        let depth = crate::stack::MAX_NESTING + 1;
+        let mut nodes: Vec<std::string::String> = (0..depth)
+            .map(|i| format!(r#"{{"type": "ffi.Array", "data": [{}]}}"#, i + 1))
+            .collect();
+        nodes.push(r#"{"type": "int", "data": 1}"#.into());
+        let text = nodes.join(",");
+        let err = std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(move || read(&text, 0).unwrap_err())
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(err.kind(), "ValueError");
+        assert!(err.message().contains("nested too deeply"), "{err}");
+        assert!(!err.message().contains("refers back"), "{err}");
     }
 }

@@ -150,6 +150,14 @@ pub fn parse_tree(text: &str) -> Result<Json<'_>> {
     Ok(value)
 }
 
+/// `text` for a message: at most 40 characters, with `...` where cut (numbers are ASCII).
+fn clip(text: &str) -> Cow<'_, str> {
+    match text.get(..40) {
+        Some(head) if text.len() > 40 => Cow::Owned(format!("{head}...")),
+        _ => Cow::Borrowed(text),
+    }
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     pos: usize,
@@ -257,7 +265,10 @@ impl<'a> Parser<'a> {
             Ok(v) if v.is_finite() => Ok(Json::Float(v)),
             _ => {
                 self.pos = start;
-                Err(self.error("Expecting value"))
+                Err(self.error(&format!(
+                    "Number {} is out of range of a 64-bit float",
+                    clip(text)
+                )))
             }
         }
     }
@@ -529,6 +540,18 @@ mod tests {
             "{err}"
         );
         assert!(parse("").is_err());
+        let err = parse("[0, -1e99999]").unwrap_err();
+        assert_eq!(
+            err.message(),
+            "Number -1e99999 is out of range of a 64-bit float: line 1 column 5 (char 4)"
+        );
+        let long = format!("{}e999", "9".repeat(60));
+        let err = parse(&long).unwrap_err();
+        assert!(
+            err.message()
+                .starts_with(&format!("Number {}...", &long[..40])),
+            "{err}"
+        );
         assert!(parse("1 2").unwrap_err().message().contains("Extra data"));
         assert_eq!(float_text(1.0), "1.0");
         assert_eq!(float_text(1e300), "1.0000000000000001e+300");

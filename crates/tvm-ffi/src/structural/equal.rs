@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::{FactCache, SEqHashKind, canonical_index, content, enter_level, tensor_bytes};
+use super::{
+    FactCache, SEqHashKind, canonical_index, content, enter_level, may_be_shared, tensor_bytes,
+};
 use crate::abi;
 use crate::access_path::{AccessKind, AccessPath, AccessStep};
 use crate::any::{Any, AnyView};
@@ -53,6 +55,9 @@ struct Equal {
     /// Pairings of variables and DAG nodes, by object address, both ways.
     lhs_to_rhs: HashMap<usize, usize>,
     rhs_to_lhs: HashMap<usize, usize>,
+    /// Pairs of shared objects found equal so far, by address and definition region, holding
+    /// both objects alive for the walk so that their addresses name them alone.
+    equal_pairs: HashMap<(usize, usize, bool), (Any, Any)>,
     facts: FactCache,
     /// Whether the values compared now are in a definition region.
     in_def: bool,
@@ -70,6 +75,7 @@ impl Equal {
             skip_tensor_content,
             lhs_to_rhs: HashMap::new(),
             rhs_to_lhs: HashMap::new(),
+            equal_pairs: HashMap::new(),
             facts: FactCache::default(),
             in_def: false,
             depth: 0,
@@ -157,23 +163,56 @@ impl Equal {
 
     /// Compares two objects, one level deeper.
     fn eq_nested(&mut self, lhs: AnyView<'_>, rhs: AnyView<'_>) -> Result<bool> {
-        self.depth += 1;
-        enter_level(self.depth)?;
-        let result = self.eq_object(lhs, rhs);
-        self.depth -= 1;
-        result
+        self.remembered(lhs, rhs, |walk| {
+            walk.depth += 1;
+            enter_level(walk.depth)?;
+            let result = walk.eq_object(lhs, rhs);
+            walk.depth -= 1;
+            result
+        })
     }
 
-    /// Compares two arrays one level deeper.
-    fn eq_nested_arrays(&mut self, a: &ArrayObj, b: &ArrayObj) -> Result<bool> {
+    /// Compares two arrays (`a` and `b`, the objects of `lhs` and `rhs`) one level deeper.
+    fn eq_nested_arrays(
+        &mut self,
+        (lhs, a): (AnyView<'_>, &ArrayObj),
+        (rhs, b): (AnyView<'_>, &ArrayObj),
+    ) -> Result<bool> {
         if std::ptr::eq(a, b) && self.lhs_to_rhs.is_empty() {
             return Ok(true);
         }
-        self.depth += 1;
-        enter_level(self.depth)?;
-        let result = self.eq_seq(a.as_slice(), b.as_slice());
-        self.depth -= 1;
-        result
+        self.remembered(lhs, rhs, |walk| {
+            walk.depth += 1;
+            enter_level(walk.depth)?;
+            let result = walk.eq_seq(a.as_slice(), b.as_slice());
+            walk.depth -= 1;
+            result
+        })
+    }
+
+    /// Whether the objects `lhs` and `rhs` are equal, as `f` finds, remembering equal pairs of
+    /// shared objects so that graphs whose nodes are met many times are compared about once per
+    /// pair of nodes. An unequal pair ends the walk, so only equal ones are met again.
+    fn remembered(
+        &mut self,
+        lhs: AnyView<'_>,
+        rhs: AnyView<'_>,
+        f: impl FnOnce(&mut Self) -> Result<bool>,
+    ) -> Result<bool> {
+        if !(may_be_shared(lhs) || may_be_shared(rhs)) {
+            return f(self);
+        }
+        let address = |v: AnyView<'_>| v.as_object_ptr().expect("an object") as usize;
+        let key = (address(lhs), address(rhs), self.in_def);
+        if self.equal_pairs.contains_key(&key) {
+            return Ok(true);
+        }
+        let equal = f(self)?;
+        if equal {
+            self.equal_pairs
+                .insert(key, (lhs.to_owned(), rhs.to_owned()));
+        }
+        Ok(equal)
     }
 
     /// Compares two objects of the same type.
@@ -268,7 +307,7 @@ impl Equal {
                         (x.as_object::<ArrayObj>(), y.as_object::<ArrayObj>())
                 {
                     // Nested arrays, the inner nodes of most graphs, without the dispatch.
-                    if self.eq_nested_arrays(a, b)? {
+                    if self.eq_nested_arrays((x.as_view(), a), (y.as_view(), b))? {
                         continue;
                     }
                     return Ok(false);

@@ -1,11 +1,11 @@
 //! Structural hashing (`ffi.StructuralHash`), consistent with [`structural_equal`]
 //! (super::structural_equal).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::{
     FactCache, SEqHashKind, TypeFacts, canonical_index, content, enter_level, equal::HookSlot,
-    fast_hash_bytes, tensor_bytes,
+    fast_hash_bytes, may_be_shared, tensor_bytes,
 };
 use crate::abi;
 use crate::any::{Any, AnyView};
@@ -27,6 +27,9 @@ pub fn structural_hash(
         skip_tensor_content,
         vars: HashMap::new(),
         dag_nodes: HashMap::new(),
+        memo: HashMap::new(),
+        stateful: false,
+        vars_by_address: HashSet::new(),
         facts: FactCache::default(),
         in_def: false,
         depth: 0,
@@ -46,6 +49,19 @@ fn mix(mut h: u64) -> u64 {
     h ^ (h >> 33)
 }
 
+/// What a walk remembers of a shared object it has hashed.
+struct Memo {
+    /// Keeps the object alive for the walk, so that its address names it alone.
+    _keep: Any,
+    hash: u64,
+    /// Whether its hash depends on the walk's state.
+    stateful: bool,
+    /// Whether a later visit would hash it alike, so the hash stands for it. An object without
+    /// variables or DAG nodes hashes alike every time; one with them hashes alike from its
+    /// second visit on, once its DAG nodes are back-references and its variables numbered.
+    settled: bool,
+}
+
 struct Hasher {
     map_free_vars: bool,
     skip_tensor_content: bool,
@@ -54,6 +70,13 @@ struct Hasher {
     /// Hashes of the DAG nodes met so far, by address: a node met again hashes as a
     /// back-reference to it, so that sharing is part of the hash as it is of equality.
     dag_nodes: HashMap<usize, u64>,
+    /// The hashes of shared objects met so far, by address and definition region.
+    memo: HashMap<(usize, bool), Memo>,
+    /// Whether the hash of the value being hashed now depends on what the walk met before
+    /// (variables and DAG nodes in it).
+    stateful: bool,
+    /// Variables hashed by address so far (not mapped yet).
+    vars_by_address: HashSet<usize>,
     facts: FactCache,
     in_def: bool,
     depth: usize,
@@ -101,7 +124,44 @@ impl Hasher {
 
     /// The hash of an object, one level deeper.
     fn hash_nested(&mut self, value: AnyView<'_>) -> Result<u64> {
-        self.deeper(|walk| walk.hash_object(value))
+        self.remembered(value, |walk| walk.deeper(|walk| walk.hash_object(value)))
+    }
+
+    /// The hash `f` computes for the object `value`, remembered by address when the object is
+    /// shared, so that a graph whose nodes are met many times is walked about once per node.
+    fn remembered(
+        &mut self,
+        value: AnyView<'_>,
+        f: impl FnOnce(&mut Self) -> Result<u64>,
+    ) -> Result<u64> {
+        if !may_be_shared(value) {
+            return f(self);
+        }
+        let key = (
+            value.as_object_ptr().expect("an object") as usize,
+            self.in_def,
+        );
+        let seen = match self.memo.get(&key) {
+            Some(memo) if memo.settled => {
+                self.stateful |= memo.stateful;
+                return Ok(memo.hash);
+            }
+            Some(_) => true,
+            None => false,
+        };
+        let outer = std::mem::replace(&mut self.stateful, false);
+        let result = f(self);
+        let stateful = self.stateful;
+        self.stateful |= outer;
+        let hash = result?;
+        let memo = Memo {
+            _keep: value.to_owned(),
+            hash,
+            stateful,
+            settled: !stateful || seen,
+        };
+        self.memo.insert(key, memo);
+        Ok(hash)
     }
 
     /// Runs `f` one level deeper, or fails when the structure nests too deeply.
@@ -120,9 +180,9 @@ impl Hasher {
             let item = item.as_view();
             // Nested arrays, the most common objects of a graph, skip the dispatch on type.
             let item_hash = match item.as_object::<ArrayObj>() {
-                Some(array) => {
-                    self.deeper(|walk| walk.hash_seq(abi::kTVMFFIArray as u64, array.as_slice()))?
-                }
+                Some(array) => self.remembered(item, |walk| {
+                    walk.deeper(|walk| walk.hash_seq(abi::kTVMFFIArray as u64, array.as_slice()))
+                })?,
                 None => match leaf_hash(item) {
                     Some(leaf) => leaf,
                     None => self.hash_nested(item)?,
@@ -212,17 +272,24 @@ impl Hasher {
             SEqHashKind::Unsupported => unreachable!("kind_of rejects it"),
             SEqHashKind::UniqueInstance => return Ok(hash_combine(seed, ptr as u64)),
             SEqHashKind::FreeVar => {
+                self.stateful = true;
                 if let Some(&h) = self.vars.get(&ptr) {
                     return Ok(h);
                 }
                 if self.in_def || self.map_free_vars {
                     let h = hash_combine(seed, self.vars.len() as u64 + 1);
                     self.vars.insert(ptr, h);
+                    if self.vars_by_address.remove(&ptr) {
+                        // Objects hashed with this variable by address would hash otherwise now.
+                        self.memo.retain(|_, memo| !memo.stateful);
+                    }
                     return Ok(h);
                 }
+                self.vars_by_address.insert(ptr);
                 return Ok(hash_combine(seed, ptr as u64));
             }
             SEqHashKind::DagNode => {
+                self.stateful = true;
                 if let Some(&h) = self.dag_nodes.get(&ptr) {
                     return Ok(hash_combine(DAG_BACK_REFERENCE, h));
                 }

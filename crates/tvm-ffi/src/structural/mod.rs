@@ -80,6 +80,17 @@ pub(crate) fn enter_level(depth: usize) -> Result<()> {
     Ok(())
 }
 
+/// Whether the object `value` holds may be met more than once in one walk: it has more than one
+/// strong reference. An object with a single one is reached only through its one parent slot,
+/// so a walk that remembers every object with more (the parents included) meets each object
+/// once per distinct parent, and shared sub-graphs cost time linear in their distinct nodes.
+#[inline]
+pub fn may_be_shared(value: AnyView<'_>) -> bool {
+    value
+        .as_object::<crate::object::Object>()
+        .is_some_and(|object| object.strong_count() > 1)
+}
+
 /// The structural kind of the objects of `type_index`, or the `TypeError` the original raises.
 pub(crate) fn kind_of(type_index: i32) -> Result<SEqHashKind> {
     let info = types::type_info(type_index);

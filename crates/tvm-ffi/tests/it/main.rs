@@ -21,6 +21,7 @@ mod object_markers;
 mod opaque;
 mod runtime_types;
 mod sequences;
+mod shared_graphs;
 mod string;
 mod string_values;
 mod structural;

@@ -91,3 +91,37 @@ fn small_strings_of_every_length_keep_their_bytes_and_a_zero_tail() {
         assert_eq!(s.as_bytes(), &text[..len]);
     }
 }
+
+#[test]
+fn a_string_that_is_not_utf8_is_named_where_text_is_expected() {
+    let bad: tvm_ffi::Any = tvm_ffi::String::from_bytes(b"/tmp/lib\xff.so").into();
+    let f =
+        tvm_ffi::Function::from_typed("test.TakesText", |s: std::string::String| s.len() as i64);
+    let err = f.call_packed(&[bad.as_view()]).unwrap_err();
+    assert_eq!(err.kind(), "ValueError", "{err}");
+    let message = err.message();
+    assert!(
+        message.contains("Argument #0 when calling `test.TakesText(0: ffi.String) -> int`"),
+        "{message}"
+    );
+    assert!(message.contains(r#"b"/tmp/lib\xff.so""#), "{message}");
+    assert!(
+        message.contains("byte 0xff at offset 8 is not valid UTF-8"),
+        "{message}"
+    );
+    let err = bad.cast::<std::string::String>().unwrap_err();
+    assert_eq!(err.kind(), "ValueError", "{err}");
+    assert!(
+        err.message()
+            .starts_with("Cannot convert: expected `ffi.String` as valid UTF-8"),
+        "{err}"
+    );
+    // Other values, and other targets, keep the type error.
+    assert_eq!(bad.cast::<i64>().unwrap_err().kind(), "TypeError");
+    assert_eq!(
+        f.call_packed(&[tvm_ffi::Any::from(1).as_view()])
+            .unwrap_err()
+            .kind(),
+        "TypeError"
+    );
+}

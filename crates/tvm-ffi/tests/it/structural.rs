@@ -17,7 +17,7 @@ define_object! {
     }
 }
 
-fn node(value: i64, child: impl Into<Any>) -> Any {
+pub(crate) fn node(value: i64, child: impl Into<Any>) -> Any {
     ObjectRef::new(SNode {
         base: Object::header(),
         value,
@@ -425,17 +425,23 @@ fn json_graphs_write_and_read_through_a_types_own_hooks() {
     assert!(err.message().contains("no interned node 3"), "{err}");
 }
 
+/// `test.structural.DagBinding`: a DAG node holding `value`.
+pub(crate) fn dag_binding_type() -> i32 {
+    use crate::dataclass::{define, field};
+    use crate::traversal::set_kind;
+    static INDEX: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *INDEX.get_or_init(|| {
+        let fields = [field("value", tvm_ffi::abi::kTVMFFIAny, 16, 24)];
+        let index = define("test.structural.DagBinding", &fields, 40);
+        set_kind(index, 40, tvm_ffi::abi::kTVMFFISEqHashKindDAGNode);
+        index
+    })
+}
+
 #[test]
 fn a_shared_dag_node_hashes_as_a_back_reference() {
-    use crate::dataclass::{define, field};
-    use crate::traversal::{make, set_kind};
-    let index = define(
-        "test.structural.DagBinding",
-        &[field("value", tvm_ffi::abi::kTVMFFIAny, 16, 24)],
-        40,
-    );
-    set_kind(index, 40, tvm_ffi::abi::kTVMFFISEqHashKindDAGNode);
-    let node = |v: i64| make(index, vec![Any::from(v)]);
+    use crate::traversal::make;
+    let node = |v: i64| make(dag_binding_type(), vec![Any::from(v)]);
     let shared = node(1);
     let dag = arr(vec![shared.clone(), shared]);
     let tree = arr(vec![node(1), node(1)]);
