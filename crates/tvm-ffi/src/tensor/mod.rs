@@ -353,7 +353,10 @@ fn check_import(
     if t.dtype.bits == 0 || t.dtype.lanes == 0 {
         return Err(import_error(ImportError::EmptyDtype, t, shape, strides, 0));
     }
-    if require_alignment > 0 {
+    if require_alignment != 0 {
+        if require_alignment < 0 || !(require_alignment as u32).is_power_of_two() {
+            return Err(bad_alignment_error(require_alignment));
+        }
         let align = require_alignment as u64;
         if !data_address(t).is_multiple_of(align) {
             return Err(import_error(
@@ -426,6 +429,18 @@ fn import_error(
         }
     };
     Error::new(ErrorKind::ValueError, message)
+}
+
+/// The error of a `require_alignment` that is neither 0 (no requirement) nor a power of two.
+#[cold]
+#[inline(never)]
+fn bad_alignment_error(require_alignment: i32) -> Error {
+    Error::new(
+        ErrorKind::ValueError,
+        format!(
+            "require_alignment must be 0 (none) or a positive power of two, got {require_alignment}"
+        ),
+    )
 }
 
 /// The error of a negative dimension at import (out of line: the check loop stays small).
