@@ -431,6 +431,21 @@ fn import_error(
     Error::new(ErrorKind::ValueError, message)
 }
 
+/// The error of a write into a read-only tensor (out of line: the check stays small).
+#[cold]
+#[inline(never)]
+fn read_only_error(tensor: &Tensor) -> Error {
+    Error::new(
+        ErrorKind::ValueError,
+        format!(
+            "assignment destination is read-only: {tensor:?} at {:p} shares the memory of a \
+             read-only producer (a read-only numpy array or memmap, a DLPack export flagged \
+             read-only); copy it to a new tensor to write",
+            tensor.data_ptr()
+        ),
+    )
+}
+
 /// The error of a `require_alignment` that is neither 0 (no requirement) nor a power of two.
 #[cold]
 #[inline(never)]
@@ -829,6 +844,17 @@ impl Tensor {
     #[inline]
     pub fn is_read_only(&self) -> bool {
         is_read_only(self.obj.as_raw())
+    }
+
+    /// Refuses to let the tensor be written (a copy into it, a kernel's output) when its
+    /// producer marked it read-only: the `ValueError` numpy gives for the same write
+    /// (`assignment destination is read-only`), naming the tensor.
+    #[inline]
+    pub fn check_writable(&self) -> Result<()> {
+        if self.is_read_only() {
+            return Err(read_only_error(self));
+        }
+        Ok(())
     }
 
     /// The elements of a contiguous CPU tensor of element type `T`, or a `TypeError`/`ValueError`.
