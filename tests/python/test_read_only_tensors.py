@@ -94,3 +94,27 @@ def test_a_copy_into_a_read_only_memmap_is_an_error_not_a_crash(tmp_path):
         """
     )
     assert output.splitlines() == ["assignment destination is read-only", "[0.0, 1.0, 2.0]"]
+
+
+def test_an_array_read_through_the_buffer_protocol_keeps_its_mark():
+    # An unknown numpy version is read through the buffer protocol, whose readonly flag counts.
+    output = run_isolated(
+        """
+        import numpy as np
+        np.__version__ = "3.0.0"
+        from tvm import _native
+        from tvm.ffi import from_dlpack
+        array = np.arange(4.0)
+        array.setflags(write=False)
+        t = from_dlpack(array)
+        try:
+            t.copyfrom(np.ones(4))
+        except ValueError as err:
+            print(str(err).split(":")[0])
+        print(_native._numpy_arrays_read_directly(), array.tolist())
+        """
+    )
+    assert output.splitlines() == [
+        "assignment destination is read-only",
+        "False [0.0, 1.0, 2.0, 3.0]",
+    ]
