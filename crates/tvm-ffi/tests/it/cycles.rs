@@ -54,9 +54,23 @@ fn cycles_through_other_containers_are_broken_at_their_lists_and_dicts() {
 fn values_on_no_cycle_are_left_alone() {
     let shared = List::new();
     shared.push(1i64);
-    let dag = Array::from_iter([Any::from(shared.clone()), Any::from(shared.clone())]);
+    let leaves = tvm_ffi::Map::from_iter([(
+        Any::from("a key too long to be stored inline as a small string"),
+        marker(&Arc::new(())),
+    )]);
+    let dag = Array::from_iter([
+        Any::from(shared.clone()),
+        Any::from(shared.clone()),
+        Any::from(leaves),
+    ]);
     assert_eq!(break_cycles(Any::from(dag).as_view()).unwrap(), 0);
     assert_eq!(shared.len(), 1);
+    // A cycle through an immutable map is broken at the list.
+    let list = List::new();
+    let map = tvm_ffi::Map::from_iter([(Any::from("list"), Any::from(list.clone()))]);
+    list.push(map.clone());
+    assert_eq!(break_cycles(Any::from(map).as_view()).unwrap(), 1);
+    assert_eq!(list.len(), 0);
     assert_eq!(break_cycles(Any::from(5i64).as_view()).unwrap(), 0);
     assert_eq!(break_cycles(Any::from("text").as_view()).unwrap(), 0);
     // The global of the same function.
