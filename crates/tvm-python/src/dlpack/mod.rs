@@ -246,7 +246,7 @@ pub(crate) fn add_from_dlpack(m: &Bound<'_, PyModule>) -> PyResult<()> {
             PyCFunctionFastWithKeywords: from_dlpack_vectorcall,
         },
         ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
-        ml_doc: c"from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)\n--\n\nA tensor sharing memory with DLPack producer `x` (a numpy array, a torch tensor, a tvm Tensor, any object with `__dlpack__`, or an unconsumed DLPack capsule). `require_alignment` (bytes) and `require_contiguous` are checked before the producer's capsule is consumed; a tensor that falls short raises ValueError.".as_ptr(),
+        ml_doc: c"from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)\n--\n\nA tensor sharing memory with DLPack producer `x` (a numpy array, a torch tensor, a tvm Tensor, any object with `__dlpack__`, or an unconsumed DLPack capsule). `require_alignment` (bytes: 0 for none, or a power of two) and `require_contiguous` are checked before the producer's capsule is consumed; a tensor that falls short raises ValueError.".as_ptr(),
     }));
     let name = m.name()?;
     // SAFETY: a method definition that lives for the process, the module as `self` and its
