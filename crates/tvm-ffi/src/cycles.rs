@@ -4,7 +4,7 @@
 //! value (strongly connected components, by Tarjan's algorithm without recursion) and breaks
 //! each one, so that its values are freed once the last outside reference goes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::abi;
 use crate::any::{Any, AnyView};
@@ -21,9 +21,9 @@ use crate::{Array, Dict, List, Map};
 /// The walk reads each container and object once (time linear in what is reachable); a value
 /// another thread changes during the walk may keep a cycle that this call did not see.
 pub fn break_cycles(root: AnyView<'_>) -> Result<usize> {
-    let Some(_) = root.as_object_ptr() else {
+    if root.as_object_ptr().is_none() {
         return Ok(0);
-    };
+    }
     let mut graph = Graph::default();
     graph.walk(root.to_owned())?;
     let mut changed = 0;
@@ -178,7 +178,7 @@ impl Graph {
         if changed > 0 {
             return Ok(changed);
         }
-        let members: Vec<usize> = component
+        let members: HashSet<usize> = component
             .iter()
             .map(|&n| Self::address(&self.values[n]))
             .collect();
