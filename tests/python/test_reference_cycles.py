@@ -7,6 +7,9 @@ from __future__ import annotations
 import gc
 import weakref
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from isolated import run_isolated
 from tvm import ffi
 from tvm.ffi.dataclasses import py_class
@@ -95,3 +98,33 @@ def test_a_cycle_through_a_python_object_is_not_seen_and_clear_breaks_it():
     del holder, items
     gc.collect()
     assert seen() is None
+
+
+def _reach(edges: dict[int, list[int]], start: int) -> set[int]:
+    """The nodes reachable from ``start`` through one edge or more."""
+    seen: set[int] = set()
+    todo = list(edges[start])
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo.extend(edges[node])
+    return seen
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 7), max_size=3), min_size=1, max_size=8))
+def test_break_cycles_empties_exactly_the_lists_on_cycles_reachable_from_the_root(out_edges):
+    n = len(out_edges)
+    edges = {i: [j % n for j in targets] for i, targets in enumerate(out_edges)}
+    lists = [ffi.List() for _ in range(n)]
+    for i, targets in edges.items():
+        for j in targets:
+            lists[i].append(lists[j])
+    reachable = {0} | _reach(edges, 0)
+    on_cycle = {i for i in reachable if i in _reach(edges, i)}
+    assert ffi.break_cycles(lists[0]) == len(on_cycle)
+    for i in range(n):
+        assert len(lists[i]) == (0 if i in on_cycle else len(edges[i])), (edges, i)
+    for i in range(n):  # cycles the root does not reach: broken too, so that none leaks
+        ffi.break_cycles(lists[i])
