@@ -53,6 +53,16 @@ def check_dlpack_export(device: tvm.ffi.Device) -> None:
     np.testing.assert_array_equal(back.numpy(), np.arange(5))
 
 
+def check_one_queue_streams(device: tvm.ffi.Device, backend: str) -> None:
+    """A backend with one queue refuses any other raw stream in ``set_raw_stream`` as its
+    ``sync`` does, and the default stream stays current."""
+    refused = f"{backend} devices have one queue.*got stream 0x5150"
+    for call in (device.set_raw_stream, device.sync):
+        with pytest.raises(ValueError, match=refused):
+            call(0x5150)
+    assert device.set_raw_stream(0) == 0
+
+
 def check_bad_launches(add_one: tvm.ffi.Function, device: tvm.ffi.Device, backend: str) -> None:
     """The launches every kernel backend refuses, each naming the kernel and the value; the
     kernel runs normally afterwards. ``backend`` is the backend's name in messages."""

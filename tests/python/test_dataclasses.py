@@ -199,6 +199,23 @@ def test_final_fields_are_frozen_and_annotated_fields_store_the_annotated_type()
     assert (loaded.ident, loaded.label, list(loaded.limits), loaded.both) == (1, "b", [1.0, 2.0], 0)
 
 
+def test_the_private_setter_refuses_values_of_another_type_naming_field_type_and_value():
+    point = Point(1, name="kept")
+    cases = [
+        ("name", 5, r"field `name` of `.*Point\d+` expects `ffi.String`, got `int` \(5\)"),
+        ("name", None, r"field `name` .* expects `ffi.String`, got `None`"),
+        ("name", b"raw", r"field `name` .* expects `ffi.String`, got `ffi.SmallBytes`"),
+        ("x", "seven", r"field `x` .*: a field stored as Int cannot hold .*ffi.SmallStr"),
+        ("tags", "ab", r"field `tags` .* expects `ffi.Array`, got `ffi.SmallStr` \(\"ab\"\)"),
+    ]
+    for name, value, message in cases:
+        with pytest.raises(TypeError, match=message):
+            tvm._native._object_set_field(point, name, value)
+    assert (point.x, point.name, list(point.tags)) == (1, "kept", [])
+    tvm._native._object_set_field(point, "name", "a name longer than an inline string")
+    assert point.name == "a name longer than an inline string"
+
+
 def test_native_field_writes_respect_frozen_and_read_only_fields():
     leaf = Leaf("a")
     with pytest.raises(AttributeError, match="read-only"):

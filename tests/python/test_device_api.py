@@ -80,6 +80,14 @@ def test_cpu_tensors_are_numpy_arrays():
     assert (e.shape, e.dtype, e.device) == ((2, 2), "float16", cpu())
 
 
+def test_tensor_keeps_the_shape_of_a_scalar_and_copies_strided_data():
+    scalar = tensor(np.array(3.5))
+    assert (scalar.shape, scalar.numpy().tolist()) == ((), 3.5)
+    assert tensor(7).shape == ()
+    columns = np.arange(12.0).reshape(3, 4)[:, ::2]  # not C-contiguous: copied compactly
+    assert tensor(columns).numpy().tolist() == columns.tolist()
+
+
 def test_np_asarray_of_a_device_tensor_copies_and_refuses_copy_false(no_leaks):
     x = tensor([1.5, 2.5], device=ext_dev(0))
     assert np.asarray(x).tolist() == [1.5, 2.5]

@@ -226,6 +226,8 @@ def test_a_capsule_that_fails_a_requirement_stays_unconsumed():
     [
         ({"require_alignment": -8}, ValueError, r"require_alignment must be .* got -8"),
         ({"require_alignment": 2**40}, ValueError, r"got 1099511627776"),
+        ({"require_alignment": 3}, ValueError, r"require_alignment must be .*power of two.* got 3"),
+        ({"require_alignment": 2**31 - 1}, ValueError, r"power of two.* got 2147483647"),
         ({"require_alignment": "64"}, TypeError, r"require_alignment must be an int, got '64'"),
         ({"require_alignment": 1.5}, TypeError, r"got 1.5"),
         ({"require_alignment": np.int64(-1)}, ValueError, r"got np.int64\(-1\)"),

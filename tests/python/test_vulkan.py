@@ -23,6 +23,7 @@ from gpu_kernel_checks import (
     ADD_ONE,
     check_bad_launches,
     check_dlpack_export,
+    check_one_queue_streams,
     run_add_one,
     skip_without_devices,
     write_add_one_metadata,
@@ -166,6 +167,10 @@ def test_copies_between_vulkan_and_cpu():
     np.testing.assert_array_equal(host.numpy(), data.T)
     with pytest.raises(ValueError, match=r"\[3, 4\].*\[4, 3\]"):
         into.copyfrom(x)
+
+
+def test_raw_streams_other_than_the_default_are_refused():
+    check_one_queue_streams(vulkan(0), "Vulkan")
 
 
 def test_dlpack_export_carries_the_vulkan_device():

@@ -21,6 +21,7 @@ from gpu_kernel_checks import (
     ADD_ONE,
     check_bad_launches,
     check_dlpack_export,
+    check_one_queue_streams,
     run_add_one,
     skip_without_devices,
     write_add_one_metadata,
@@ -142,6 +143,10 @@ def test_copies_between_webgpu_and_vulkan():
     back = v.copyto(webgpu(0))
     assert back.device == webgpu(0)
     np.testing.assert_array_equal(back.numpy(), data)
+
+
+def test_raw_streams_other_than_the_default_are_refused():
+    check_one_queue_streams(webgpu(0), "WebGPU")
 
 
 def test_dlpack_export_carries_the_webgpu_device():

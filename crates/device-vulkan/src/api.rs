@@ -233,6 +233,10 @@ impl DeviceApi for VulkanDeviceApi {
         require_default_stream("Vulkan", stream)
     }
 
+    fn check_raw_stream(&self, _device: Device, stream: StreamHandle) -> Result<()> {
+        require_default_stream("Vulkan", stream)
+    }
+
     fn sync_stream(&self, device: Device, stream: StreamHandle) -> Result<()> {
         require_default_stream("Vulkan", stream)?;
         Ok(self.device(device)?.finish()?)

@@ -247,6 +247,10 @@ impl DeviceApi for WebGpuDeviceApi {
         require_default_stream("WebGPU", stream)
     }
 
+    fn check_raw_stream(&self, _device: Device, stream: StreamHandle) -> Result<()> {
+        require_default_stream("WebGPU", stream)
+    }
+
     fn sync_stream(&self, device: Device, stream: StreamHandle) -> Result<()> {
         require_default_stream("WebGPU", stream)?;
         Ok(self.device(device)?.finish()?)

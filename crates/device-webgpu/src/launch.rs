@@ -206,6 +206,19 @@ impl Kernel {
                 value.type_name()
             )));
         };
+        // The shader says which bindings it writes (`var<storage, read_write>`): a read-only
+        // tensor there is refused, as a copy into it is.
+        let writes = matches!(
+            self.entry.bindings.get(&(index as u32)),
+            Some(BindingKind::Storage { read_only: false })
+        );
+        if writes && t.read_only {
+            return Err(WebGpuError::invalid(format!(
+                "kernel `{}`: argument {index} is read-only, but binding {index} is \
+                 `var<storage, read_write>` (assignment destination is read-only)",
+                self.name()
+            )));
+        }
         let buffer = self
             .api
             .buffer(t.data, t.device.device_id)

@@ -110,3 +110,62 @@ fn bad_shaders_and_metadata_are_refused_naming_the_kernel() {
     assert_eq!(b.to_vec::<f32>().unwrap(), vec![2.0, 3.0]);
     assert_quiet(&api);
 }
+
+#[test]
+fn set_raw_stream_refuses_what_sync_refuses() {
+    use tvm_runtime::device::{StreamHandle, current_stream, set_current_stream, sync_stream};
+    let Some(api) = api() else { return };
+    let foreign = StreamHandle(0x5150 as *mut std::ffi::c_void);
+    let refused = set_current_stream(webgpu0(), foreign).unwrap_err();
+    let by_sync = sync_stream(webgpu0(), Some(foreign)).unwrap_err();
+    assert_eq!(refused.kind(), "ValueError");
+    assert_eq!(refused.message(), by_sync.message());
+    assert!(
+        refused.message().contains("WebGPU devices have one queue"),
+        "{refused}"
+    );
+    assert_eq!(current_stream(webgpu0()), StreamHandle::NULL);
+    assert_quiet(&api);
+}
+
+/// A read-only view of `tensor`: its export flagged read-only, imported again.
+fn read_only_view(tensor: &tvm_ffi::Tensor) -> tvm_ffi::Tensor {
+    let managed = tensor.to_dlpack_versioned();
+    // SAFETY: a fresh export, ours until the import takes it.
+    unsafe {
+        (*managed).flags |= tvm_ffi::abi::DLPACK_FLAG_BITMASK_READ_ONLY;
+        tvm_ffi::Tensor::from_dlpack_versioned(managed, 0, false).unwrap()
+    }
+}
+
+#[test]
+fn a_read_only_tensor_is_refused_as_a_written_binding_and_as_a_copy_target() {
+    let Some(api) = api() else { return };
+    let module = load(&[(add_one_info(), shader("add_one"))]).unwrap();
+    let add_one = module.get_function_required("add_one").unwrap();
+    let a = device_tensor(&[1f32, 2.0, 3.0], DataType::float(32));
+    let b = device_tensor(&[0f32; 3], DataType::float(32));
+    let (a_read_only, b_read_only) = (read_only_view(&a), read_only_view(&b));
+    assert!(b_read_only.is_read_only());
+    let err = add_one
+        .call((a.clone(), b_read_only.clone(), 3i64, 1i64, 64i64))
+        .unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(
+        err.message().contains("argument 1 is read-only") && err.message().contains("read_write"),
+        "{err}"
+    );
+    let err = b_read_only.copy_from_slice(&[9f32; 3]).unwrap_err();
+    assert!(
+        err.message()
+            .starts_with("assignment destination is read-only"),
+        "{err}"
+    );
+    assert_eq!(b.to_vec::<f32>().unwrap(), [0.0; 3]);
+    // Reading a read-only tensor is fine: as the kernel's input, and copied out.
+    add_one
+        .call((a_read_only.clone(), b, 3i64, 1i64, 64i64))
+        .unwrap();
+    assert_eq!(a_read_only.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+    assert_quiet(&api);
+}

@@ -22,6 +22,7 @@ pub mod bigint_text;
 pub mod boundary;
 pub mod containers;
 pub mod convert;
+pub mod cycles;
 pub mod dataclass;
 pub mod deep_copy;
 pub mod device;

@@ -87,6 +87,12 @@ fn copy_and_compare_functions() -> Vec<(&'static str, Function)> {
             }),
         ),
         (
+            "ffi.BreakCycles",
+            Function::from_typed("ffi.BreakCycles", |v: Any| -> Result<i64> {
+                crate::cycles::break_cycles(v.as_view()).map(|n| n as i64)
+            }),
+        ),
+        (
             "ffi.RecursiveEq",
             Function::from_typed("ffi.RecursiveEq", |a: Any, b: Any| {
                 recursive_eq(a.as_view(), b.as_view())

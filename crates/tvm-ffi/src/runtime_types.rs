@@ -174,23 +174,55 @@ fn check_spec(spec: &TypeSpec) -> Result<usize> {
     Ok(parent_size)
 }
 
-/// The setter function of a field: checks that an object value is of the declared type, then
-/// stores it.
+/// Whether a boxed (`Any`) slot declared with `expected` may hold a value of `type_index`:
+/// any value for `Any` and `None` declarations; otherwise the declared type or a subtype, with
+/// a string or bytes declaration also taking its inline (small) form. `None` is only for
+/// declarations that say so (`Optional[...]` fields are declared `Any`).
+fn boxed_value_fits(expected: i32, type_index: i32) -> bool {
+    match expected {
+        abi::kTVMFFIAny | abi::kTVMFFINone => true,
+        abi::kTVMFFIStr => matches!(type_index, abi::kTVMFFIStr | abi::kTVMFFISmallStr),
+        abi::kTVMFFIBytes => matches!(type_index, abi::kTVMFFIBytes | abi::kTVMFFISmallBytes),
+        _ => types::is_instance_of(type_index, expected),
+    }
+}
+
+/// The `TypeError` of a value a typed field refuses, naming the field, the type and the value.
+#[cold]
+fn field_type_error(what: &str, expected: i32, value: AnyView<'_>) -> Error {
+    let mut shown = format!("{value:?}");
+    if shown.chars().count() > 60 {
+        shown = shown.chars().take(57).chain("...".chars()).collect();
+    }
+    Error::new(
+        ErrorKind::TypeError,
+        format!(
+            "{what} expects `{}`, got `{}` ({shown})",
+            types::type_key_of(expected),
+            value.type_key()
+        ),
+    )
+}
+
+/// The setter function of a field: checks that the value is of the declared type (object
+/// slots also take None, as NULL), then stores it. Every write goes through it, private ones
+/// (`_object_set_field`, the reflection setter) included.
 fn make_setter(spec: &FieldSpec, type_key: &str) -> Function {
     let (storage, expected) = (spec.storage, spec.static_type_index);
     let what = format!("field `{}` of `{type_key}`", spec.name);
     dataclass::setter_function(what.clone(), move |field, value| {
-        // Object slots check the declared type (boxed slots hold any value, e.g. inline
-        // strings for a string field).
-        let typed_object = storage == FieldStorage::Object && expected != abi::kTVMFFIObject;
-        if typed_object && !value.is_none() && !types::is_instance_of(value.type_index(), expected)
-        {
-            crate::bail!(
-                ErrorKind::TypeError,
-                "{what} expects `{}`, got `{}`",
-                types::type_key_of(expected),
-                value.type_key()
-            );
+        let refused = match storage {
+            FieldStorage::Object => {
+                expected != abi::kTVMFFIObject
+                    && !value.is_none()
+                    && !types::is_instance_of(value.type_index(), expected)
+            }
+            FieldStorage::Any => !boxed_value_fits(expected, value.type_index()),
+            // Plain slots convert (or refuse) in `write_field`.
+            _ => false,
+        };
+        if refused {
+            return Err(field_type_error(&what, expected, value));
         }
         // SAFETY: the type table passes the address of this field, stored as `storage`, in a
         // live object of the type.

@@ -135,7 +135,8 @@ impl PyTensor {
     }
 
     /// Copies the elements of `source` (a tensor or any DLPack producer or buffer, such as a
-    /// numpy array, of the same shape and dtype) into this tensor; returns this tensor.
+    /// numpy array, of the same shape and dtype) into this tensor; returns this tensor. A
+    /// read-only tensor (from read-only memory) refuses with a `ValueError`.
     fn copyfrom(slf: &Bound<'_, Self>, source: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let source = from_dlpack_object(source)?;

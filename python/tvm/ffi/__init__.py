@@ -13,7 +13,7 @@ from .. import _native
 from .._native import Device, Function, Object, Tensor, from_dlpack
 from . import dataclasses
 from .access_path import AccessKind, AccessPath, AccessStep
-from .container import Array, Dict, List, Map, Shape
+from .container import Array, Dict, List, Map, Shape, break_cycles
 from .dtype import dtype
 from .module import Module, load_module, system_lib
 from .registry import (
@@ -67,6 +67,7 @@ __all__ = [
     "VisitInterrupt",
     "WalkOrder",
     "WalkResult",
+    "break_cycles",
     "convert",
     "dataclasses",
     "device",

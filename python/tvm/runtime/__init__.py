@@ -105,7 +105,8 @@ def tensor(data: Any, device: Device | str | None = None) -> Tensor:
         return source.copyto(device if device is not None else source.device)
     import numpy as np
 
-    array = np.ascontiguousarray(np.asarray(data))
+    # np.ascontiguousarray would turn a 0-d array into shape (1,); a scalar keeps shape ().
+    array = np.asarray(data, order="C")
     result = empty(array.shape, array.dtype, device)
     result.copyfrom(array)
     return result

@@ -353,7 +353,10 @@ fn check_import(
     if t.dtype.bits == 0 || t.dtype.lanes == 0 {
         return Err(import_error(ImportError::EmptyDtype, t, shape, strides, 0));
     }
-    if require_alignment > 0 {
+    if require_alignment != 0 {
+        if require_alignment < 0 || !(require_alignment as u32).is_power_of_two() {
+            return Err(bad_alignment_error(require_alignment));
+        }
         let align = require_alignment as u64;
         if !data_address(t).is_multiple_of(align) {
             return Err(import_error(
@@ -426,6 +429,33 @@ fn import_error(
         }
     };
     Error::new(ErrorKind::ValueError, message)
+}
+
+/// The error of a write into a read-only tensor (out of line: the check stays small).
+#[cold]
+#[inline(never)]
+fn read_only_error(tensor: &Tensor) -> Error {
+    Error::new(
+        ErrorKind::ValueError,
+        format!(
+            "assignment destination is read-only: {tensor:?} at {:p} shares the memory of a \
+             read-only producer (a read-only numpy array or memmap, a DLPack export flagged \
+             read-only); copy it to a new tensor to write",
+            tensor.data_ptr()
+        ),
+    )
+}
+
+/// The error of a `require_alignment` that is neither 0 (no requirement) nor a power of two.
+#[cold]
+#[inline(never)]
+fn bad_alignment_error(require_alignment: i32) -> Error {
+    Error::new(
+        ErrorKind::ValueError,
+        format!(
+            "require_alignment must be 0 (none) or a positive power of two, got {require_alignment}"
+        ),
+    )
 }
 
 /// The error of a negative dimension at import (out of line: the check loop stays small).
@@ -814,6 +844,17 @@ impl Tensor {
     #[inline]
     pub fn is_read_only(&self) -> bool {
         is_read_only(self.obj.as_raw())
+    }
+
+    /// Refuses to let the tensor be written (a copy into it, a kernel's output) when its
+    /// producer marked it read-only: the `ValueError` numpy gives for the same write
+    /// (`assignment destination is read-only`), naming the tensor.
+    #[inline]
+    pub fn check_writable(&self) -> Result<()> {
+        if self.is_read_only() {
+            return Err(read_only_error(self));
+        }
+        Ok(())
     }
 
     /// The elements of a contiguous CPU tensor of element type `T`, or a `TypeError`/`ValueError`.

@@ -8,6 +8,7 @@ use tvm_ffi_testing as _;
 mod any;
 mod containers;
 mod convert;
+mod cycles;
 mod dataclass;
 mod devices;
 mod dtype;

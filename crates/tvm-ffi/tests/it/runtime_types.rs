@@ -160,6 +160,43 @@ fn setters_check_values_and_name_the_field() {
     assert!(get(&obj, "items").is_none());
 }
 
+#[test]
+fn a_boxed_typed_field_refuses_values_of_another_type() {
+    let (index, _) = sample_type();
+    let obj = init(index, &[Any::from(false), Any::from(1i64)]).unwrap();
+    for (value, shown) in [
+        (Any::from(5i64), "got `int` (5)"),
+        (Any::none(), "got `None` (None)"),
+        (
+            Any::from(tvm_ffi::Bytes::from(&b"raw"[..])),
+            "got `ffi.SmallBytes`",
+        ),
+    ] {
+        let err = set(&obj, "label", value).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TypeError.as_str());
+        let wanted = format!(
+            "field `label` of `{}` expects `ffi.String`, {shown}",
+            types::type_key_of(index)
+        );
+        assert!(err.message().starts_with(&wanted), "{}", err.message());
+    }
+    assert_eq!(get(&obj, "label").cast::<String>().unwrap(), "none");
+    // Both forms of a string are strings.
+    set(&obj, "label", Any::from("s")).unwrap();
+    set(
+        &obj,
+        "label",
+        Any::from("a string too long to be stored inline"),
+    )
+    .unwrap();
+    assert!(
+        get(&obj, "label")
+            .cast::<String>()
+            .unwrap()
+            .starts_with("a string")
+    );
+}
+
 /// The setter function of field `position` of `type_index`'s own fields.
 fn setter_of(type_index: i32, position: usize) -> Function {
     let info = types::type_info(type_index).unwrap();

@@ -212,6 +212,60 @@ fn misaligned_or_strided_imports_are_rejected_when_required() {
 }
 
 #[test]
+fn the_c_imports_refuse_alignments_that_are_not_powers_of_two() {
+    let t = Tensor::from_slice(&[0u8; 16], &[16]).unwrap();
+    // The outcome of one import: Ok, or the raised error's kind and message.
+    let outcome = |rc: i32, handle: *mut c_void| {
+        if rc == 0 {
+            // SAFETY: one owned reference to the new tensor.
+            unsafe { abi::TVMFFIObjectDecRef(handle) };
+            return Ok(());
+        }
+        assert_eq!(rc, -1);
+        let err = tvm_ffi::Error::take_raised().unwrap();
+        Err(format!("{}: {}", err.kind(), err.message()))
+    };
+    for (align, accepted) in [
+        (3, false),
+        (-64, false),
+        (6, false),
+        (0, true),
+        (1, true),
+        (64, true),
+    ] {
+        let mut handle = std::ptr::null_mut();
+        let legacy: *mut DLManagedTensor = t.to_dlpack();
+        // SAFETY: a valid export; the C API takes it only on success.
+        let legacy_rc = unsafe { abi::TVMFFITensorFromDLPack(legacy, align, 0, &mut handle) };
+        let legacy_result = outcome(legacy_rc, handle);
+        let versioned: *mut DLManagedTensorVersioned = t.to_dlpack_versioned();
+        // SAFETY: as above.
+        let rc = unsafe { abi::TVMFFITensorFromDLPackVersioned(versioned, align, 0, &mut handle) };
+        let versioned_result = outcome(rc, handle);
+        for result in [legacy_result, versioned_result] {
+            match result {
+                Ok(()) => assert!(accepted, "alignment {align} was accepted"),
+                Err(err) => {
+                    assert!(!accepted, "alignment {align}: {err}");
+                    let wanted = format!(
+                        "ValueError: require_alignment must be 0 (none) or a positive power of two, got {align}"
+                    );
+                    assert_eq!(err, wanted);
+                }
+            }
+        }
+        if !accepted {
+            // SAFETY: refused, so both exports are still ours.
+            unsafe {
+                ((*legacy).deleter.unwrap())(legacy);
+                ((*versioned).deleter.unwrap())(versioned);
+            }
+        }
+    }
+    assert_eq!(t.as_object().use_count(), 1);
+}
+
+#[test]
 fn tensors_travel_in_any() {
     let t = Tensor::empty(&[4, 4], DataType::float(16), Device::cpu(0)).unwrap();
     let any = Any::from(t.clone());

@@ -175,8 +175,8 @@ unsafe fn requirements_of(
     })
 }
 
-/// The `require_alignment` keyword as a byte count: any integer (`operator.index`) from 0 to
-/// `2**31 - 1`; a `TypeError` for a non-integer, a `ValueError` out of range, other errors of
+/// The `require_alignment` keyword as a byte count: 0 (none) or a power of two up to `2**30`,
+/// any integer (`operator.index`); a `TypeError` for a non-integer, a `ValueError` out of range, other errors of
 /// the value's `__index__` as they are.
 fn byte_alignment(value: &Bound<'_, PyAny>) -> PyResult<i32> {
     let py = value.py();
@@ -196,10 +196,10 @@ fn byte_alignment(value: &Bound<'_, PyAny>) -> PyResult<i32> {
     index
         .extract::<i32>()
         .ok()
-        .filter(|&bytes| bytes >= 0)
+        .filter(|&bytes| bytes == 0 || (bytes > 0 && (bytes as u32).is_power_of_two()))
         .ok_or_else(|| {
             PyValueError::new_err(format!(
-                "from_dlpack: require_alignment must be a byte count from 0 to 2**31 - 1, got {}",
+                "from_dlpack: require_alignment must be 0 (none) or a power of two up to 2**30, got {}",
                 repr()
             ))
         })
@@ -246,7 +246,7 @@ pub(crate) fn add_from_dlpack(m: &Bound<'_, PyModule>) -> PyResult<()> {
             PyCFunctionFastWithKeywords: from_dlpack_vectorcall,
         },
         ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
-        ml_doc: c"from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)\n--\n\nA tensor sharing memory with DLPack producer `x` (a numpy array, a torch tensor, a tvm Tensor, any object with `__dlpack__`, or an unconsumed DLPack capsule). `require_alignment` (bytes) and `require_contiguous` are checked before the producer's capsule is consumed; a tensor that falls short raises ValueError.".as_ptr(),
+        ml_doc: c"from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)\n--\n\nA tensor sharing memory with DLPack producer `x` (a numpy array, a torch tensor, a tvm Tensor, any object with `__dlpack__`, or an unconsumed DLPack capsule). `require_alignment` (bytes: 0 for none, or a power of two) and `require_contiguous` are checked before the producer's capsule is consumed; a tensor that falls short raises ValueError.".as_ptr(),
     }));
     let name = m.name()?;
     // SAFETY: a method definition that lives for the process, the module as `self` and its

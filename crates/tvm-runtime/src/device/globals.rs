@@ -6,7 +6,7 @@ use tvm_ffi::{Any, DataType, Device, Error, ErrorKind, Result, Shape, Tensor};
 
 use super::c_table::register_c_table;
 use super::{
-    DeviceAttr, StreamHandle, copy_tensor, create_stream, device_attr, empty_on, free_stream,
+    DeviceAttr, StreamHandle, TensorDeviceExt, create_stream, device_attr, empty_on, free_stream,
     set_current_stream, sync_stream, sync_stream_from_to,
 };
 
@@ -31,8 +31,7 @@ pub(crate) fn register_globals() {
         |shape: Shape, dtype: DataType, device: Device| empty_on(&shape, dtype, device),
     );
     register_typed("runtime.TensorCopyFromTo", |from: Tensor, to: Tensor| {
-        // SAFETY: both tensors are alive for the synchronous copy.
-        unsafe { copy_tensor(from.dltensor(), to.dltensor(), None, true) }
+        to.copy_from(&from)
     });
     register_typed(
         "runtime.DeviceGetAttr",

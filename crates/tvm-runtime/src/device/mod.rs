@@ -172,6 +172,13 @@ pub trait DeviceApi: Send + Sync + 'static {
     /// Waits until the work queued on `stream` (NULL: the default stream) is done.
     fn sync_stream(&self, device: Device, stream: StreamHandle) -> Result<()>;
 
+    /// Refuses a raw stream this backend cannot use, before it becomes a thread's current
+    /// stream (`set_raw_stream`). The default accepts any: a stream made by another library
+    /// (a framework's CUDA stream) is the caller's to vouch for.
+    fn check_raw_stream(&self, _device: Device, _stream: StreamHandle) -> Result<()> {
+        Ok(())
+    }
+
     /// Makes the work queued on `to` from now on wait for the work queued on `from` so far (the
     /// DLPack stream hand-off). Backends with events record one on `from` and make `to` wait on
     /// it without blocking the host; the default waits for `from` on the host.

@@ -222,6 +222,13 @@ pub fn current_stream(device: Device) -> StreamHandle {
 /// Makes `stream` the calling thread's current stream for `device`; returns the previous one.
 pub fn set_current_stream(device: Device, stream: StreamHandle) -> Result<StreamHandle> {
     check_stream(device, stream)?;
+    if !stream.is_null() {
+        // A device type without a backend keeps accepting streams: the stream table also
+        // serves libraries (a framework's kernels) that bring their own device code.
+        if let Ok(api) = device_api(device) {
+            api.check_raw_stream(device, stream)?;
+        }
+    }
     let mut previous = std::ptr::null_mut();
     // SAFETY: `previous` is valid for writes.
     let rc = unsafe {

@@ -164,10 +164,12 @@ pub(crate) fn install_dlpack_allocator() {
 /// Copies that work on every device, through the registry: tensor to tensor, slice to tensor and
 /// back, and tensor to another device. Each waits for its copy to finish.
 pub trait TensorDeviceExt {
-    /// Copies the elements of `source` (same shape and dtype, any device) into this tensor.
+    /// Copies the elements of `source` (same shape and dtype, any device) into this tensor; a
+    /// `ValueError` when this tensor is read-only ([`Tensor::check_writable`]).
     fn copy_from(&self, source: &Tensor) -> Result<()>;
 
-    /// Copies `data` (as many elements as the tensor holds, of its dtype) into this tensor.
+    /// Copies `data` (as many elements as the tensor holds, of its dtype) into this tensor; a
+    /// `ValueError` when it is read-only.
     fn copy_from_slice<T: Element>(&self, data: &[T]) -> Result<()>;
 
     /// The tensor's elements, in row-major order, read from whichever device holds them.
@@ -215,11 +217,13 @@ fn check_len<T>(tensor: &Tensor, data: &[T]) -> Result<()> {
 
 impl TensorDeviceExt for Tensor {
     fn copy_from(&self, source: &Tensor) -> Result<()> {
+        self.check_writable()?;
         // SAFETY: both tensors are alive for the synchronous copy.
         unsafe { copy_tensor(source.dltensor(), self.dltensor(), None, true) }
     }
 
     fn copy_from_slice<T: Element>(&self, data: &[T]) -> Result<()> {
+        self.check_writable()?;
         check_element::<T>(self)?;
         check_len(self, data)?;
         let from = host_view(self, data.as_ptr().cast_mut().cast());

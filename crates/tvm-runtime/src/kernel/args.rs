@@ -12,6 +12,9 @@ pub struct TensorArg {
     pub data: *mut std::ffi::c_void,
     /// The offset of its first element from `data`, in bytes.
     pub byte_offset: u64,
+    /// Whether a `Tensor` argument is marked read-only ([`Tensor::is_read_only`]); a
+    /// `DLTensor*` carries no such mark and reads as writable.
+    pub read_only: bool,
 }
 
 /// Argument `index` of kernel `kernel` as a tensor (a `Tensor` or a `DLTensor*`) on a device of
@@ -25,7 +28,7 @@ pub fn tensor_arg(
     backend: &str,
 ) -> Result<Option<TensorArg>> {
     let raw = value.as_raw();
-    let of = |t: &DLTensor| {
+    let of = |t: &DLTensor, read_only: bool| {
         if t.device.device_type != device_type {
             tvm_ffi::bail!(
                 ErrorKind::ValueError,
@@ -37,6 +40,7 @@ pub fn tensor_arg(
             device: t.device,
             data: t.data,
             byte_offset: t.byte_offset,
+            read_only,
         }))
     };
     match raw.type_index {
@@ -47,11 +51,11 @@ pub fn tensor_arg(
                     format!("kernel `{kernel}`: argument {index} is not a tensor"),
                 )
             })?;
-            of(tensor.dltensor())
+            of(tensor.dltensor(), tensor.is_read_only())
         }
         abi::kTVMFFIDLTensorPtr => {
             // SAFETY: a DLTensor pointer argument points at a descriptor valid for the call.
-            of(unsafe { &*raw.payload.v_ptr.cast::<DLTensor>() })
+            of(unsafe { &*raw.payload.v_ptr.cast::<DLTensor>() }, false)
         }
         _ => Ok(None),
     }

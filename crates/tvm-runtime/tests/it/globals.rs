@@ -265,6 +265,46 @@ fn tensor_globals_allocate_and_copy_on_the_cpu() {
 }
 
 #[test]
+fn copies_into_a_read_only_tensor_are_refused_and_reads_still_work() {
+    use tvm_runtime::device::TensorDeviceExt;
+    let data = Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
+    let managed = data.to_dlpack_versioned();
+    // SAFETY: a fresh export, ours until the import takes it; flagged read-only first.
+    let read_only = unsafe {
+        (*managed).flags |= tvm_ffi::abi::DLPACK_FLAG_BITMASK_READ_ONLY;
+        Tensor::from_dlpack_versioned(managed, 0, false).unwrap()
+    };
+    let source = Tensor::from_slice(&[9f32; 3], &[3]).unwrap();
+    let errors = [
+        global("runtime.TensorCopyFromTo")
+            .call((source.clone(), read_only.clone()))
+            .unwrap_err(),
+        read_only.copy_from(&source).unwrap_err(),
+        read_only.copy_from_slice(&[9f32; 3]).unwrap_err(),
+        read_only.check_writable().unwrap_err(),
+    ];
+    for err in errors {
+        assert!(err.is_kind(ErrorKind::ValueError), "{err}");
+        assert!(
+            err.message().starts_with(
+                "assignment destination is read-only: Tensor(shape=[3], dtype=float32, device=cpu:0)"
+            ),
+            "{err}"
+        );
+    }
+    assert_eq!(read_only.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+    assert_eq!(
+        read_only
+            .copy_to(Device::cpu(0))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [1.0, 2.0, 3.0]
+    );
+    data.check_writable().unwrap();
+}
+
+#[test]
 fn device_attributes_are_named_as_python_spells_them() {
     use tvm_runtime::device::DeviceAttr;
     let names: Vec<String> = DeviceAttr::ALL.iter().map(|a| a.to_string()).collect();
