@@ -78,8 +78,9 @@ fn sessions_share_slabs_but_never_their_data() {
     let first = in_child(|| {
         assert!(
             warm_memory::prefault(UNIT),
-            "no slab claimed yet: nothing to do"
+            "nothing touched yet: nothing to do"
         );
+        assert_eq!(warm_memory::slab_count(), 2, "prefaulting claims nothing");
         assert!(warm_memory::claim());
         assert!(warm_memory::claim(), "claimed already");
         assert_eq!(warm_memory::slab_count(), 0, "the other slab is unmapped");

@@ -4,12 +4,11 @@ The zygote keeps one *spare* session process forked ahead of time, so that an au
 connection is served without a fork on its path: the zygote passes the connection to the spare
 and forks the next spare afterwards. The zygote also holds the server's warm memory
 (:mod:`tvm_rpc`'s ``session::warm_memory``): slabs of shared memory that stay resident between
-sessions and that every session process inherits. The spare claims a free slab and, while it
-waits, maps into its page tables the part of it that earlier sessions used, so that the first
-large upload of its session writes into memory that takes no page faults; a session without one
-claims a slab at its first large allocation, if one is free by then. A session zeroes what it
-used when it ends, which frees the slab; the zygote drops the pages of a slab whose session died
-before that.
+sessions and that every session process inherits. While the spare waits, it maps into its page
+tables the part of a slab that earlier sessions used, so that the first large upload of its
+session writes into memory that takes no page faults; the session claims the slab at its first
+large allocation, if it is free by then. A session zeroes what it used when it ends, which frees
+the slab; the zygote drops the pages of a slab whose session died before that.
 """
 
 from __future__ import annotations
@@ -97,7 +96,6 @@ class _Natives:
             return found
 
         self.reserve = function("rpc.WarmMemoryReserve")
-        self.claim = function("rpc.WarmMemoryClaim")
         self.prefault = function("rpc.WarmMemoryPrefault")
         self.scrub = function("rpc.WarmMemoryScrub")
         self.release_dead = function("rpc.WarmMemoryReleaseDead")
@@ -233,7 +231,7 @@ class _Zygote:
 
     def _reap(self) -> bool:
         """Reaps the children that ended and reports the sessions among them; False once the
-        server is gone. A slab that a session freed goes to a spare without one."""
+        server is gone. The spare hears of it: the session may have used more warm memory."""
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -259,32 +257,31 @@ class _Zygote:
                 return False
         if self.spare is not None:
             with contextlib.suppress(OSError):
-                self.spare.control.send(_CLAIM)
+                self.spare.control.send(_SESSION_ENDED)
         else:
             self._keep_a_spare()
         return True
 
 
-#: What the zygote sends a waiting spare when a slab may have been freed.
-_CLAIM = b"claim"
+#: What the zygote sends a waiting spare when a session ended.
+_SESSION_ENDED = b"ended"
 
 
 def _spare_main(control_fd: int, natives: _Natives, name: Callable[[str], None]) -> NoReturn:
-    """A spare: claims a slab and maps it in while it waits for its connection (again each time
-    the zygote says one may be free), then serves the connection. ``name`` names this
-    process."""
+    """A spare: maps in the part of a warm-memory slab that earlier sessions used while it
+    waits for its connection (again each time the zygote says a session ended, which may have
+    used more), then serves the connection. ``name`` names this process."""
     name(SPARE_NAME)
     control = socket.socket(fileno=control_fd)
     while True:
-        if natives.claim():
-            while not natives.prefault(PREFAULT_STEP):
-                if select.select([control], [], [], 0)[0]:
-                    break
+        while not natives.prefault(PREFAULT_STEP):
+            if select.select([control], [], [], 0)[0]:
+                break
         try:
             data, fds, _, _ = socket.recv_fds(control, _MAX_MESSAGE, 1)
         except OSError:
             data, fds = b"", []
-        if data == _CLAIM and not fds:
+        if data == _SESSION_ENDED and not fds:
             continue
         control.close()
         if not data or len(fds) != 1:  # the zygote is gone or closed it

@@ -6,9 +6,9 @@
 //! So the server's session zygote reserves slabs of *shared* anonymous memory ([`reserve`]),
 //! which stay resident while it lives and which every session process inherits. A session
 //! process claims a free one ([`claim`]: an atomic flag in the slab's shared header, so that no
-//! two processes ever hold one) and unmaps the rest; a spare session process does so before its
-//! connection arrives and maps the part earlier sessions used into its page tables
-//! ([`prefault`]). The session serves its large host allocations from the slab ([`take`],
+//! two processes ever hold one) at its first large allocation and unmaps the rest; before that,
+//! a spare session process maps the part of a slab earlier sessions used into its page tables
+//! while it waits for its connection ([`prefault`]). The session serves its large host allocations from the slab ([`take`],
 //! [`give_back`]) and zeroes what it touched when it ends ([`scrub`]), which frees the slab for
 //! the next one. When a session dies holding a slab, the zygote drops the slab's pages
 //! ([`release_dead`]): zero and free again, though cold.
@@ -45,11 +45,13 @@ const IN_USE: u32 = 1;
 
 /// One shared mapping: `len` bytes at `base` (addresses, so that the lists are `Send`), whose
 /// arena holds `arena_len` bytes.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct Slab {
     base: usize,
     len: usize,
     arena_len: usize,
+    /// How much of the arena [`prefault`] has mapped into this process's page tables.
+    prefaulted: usize,
 }
 
 impl Slab {
@@ -80,10 +82,11 @@ impl Slab {
             base: base as usize,
             len,
             arena_len: arena_bytes,
+            prefaulted: 0,
         })
     }
 
-    fn unmap(self) {
+    fn unmap(&self) {
         // SAFETY: the slab's whole mapping, made by `Slab::map`; nothing of this process uses it
         // any more (a session unmaps the slabs it did not claim, and its own after the scrub).
         unsafe { libc::munmap(self.base as *mut c_void, self.len) };
@@ -117,8 +120,6 @@ struct Arena {
     used: BTreeMap<usize, usize>,
     /// The end of the furthest block handed out (what [`scrub`] zeroes).
     touched: usize,
-    /// How far [`prefault`] has got.
-    prefaulted: usize,
 }
 
 impl Arena {
@@ -132,7 +133,6 @@ impl Arena {
             free,
             used: BTreeMap::new(),
             touched: 0,
-            prefaulted: 0,
         }
     }
 
@@ -215,7 +215,7 @@ pub fn reserve(count: usize, bytes: usize) -> Result<()> {
         match Slab::map(arena_bytes) {
             Ok(slab) => slabs.push(slab),
             Err(err) => {
-                slabs.drain(..).for_each(Slab::unmap);
+                slabs.drain(..).for_each(|slab| slab.unmap());
                 return Err(err);
             }
         }
@@ -252,47 +252,57 @@ pub fn claim() -> bool {
         return false;
     };
     let slab = slabs.swap_remove(index);
-    slabs.drain(..).for_each(Slab::unmap);
+    slabs.drain(..).for_each(|slab| slab.unmap());
     *arena = Some(Arena::new(slab));
     true
 }
 
-/// Maps up to `max_bytes` more of the part of the arena that earlier sessions touched into this
-/// process's page tables, so that the session's first writes there take no page faults. Returns
-/// whether that part is all mapped (true without an arena).
+/// Maps up to `max_bytes` more of the part of a slab that earlier sessions touched into this
+/// process's page tables, so that the session's first writes there take no page faults: of the
+/// slab this process claimed, or else of the one it would claim (mapping changes no byte, so it
+/// needs no claim, and a spare need not hold a slab the session before it still uses). Returns
+/// whether that part is all mapped (true without slabs).
 pub fn prefault(max_bytes: usize) -> bool {
-    let mut guard = arena();
-    let Some(arena) = guard.as_mut() else {
-        return true;
+    let mut arena = arena();
+    let mut slabs = slabs();
+    let slab = match arena.as_mut() {
+        Some(arena) => &mut arena.slab,
+        None => {
+            let free = slabs
+                .iter()
+                .position(|slab| slab.header().state.load(Ordering::Acquire) == CLEAN);
+            match free.or(if slabs.is_empty() { None } else { Some(0) }) {
+                Some(index) => &mut slabs[index],
+                None => return true,
+            }
+        }
     };
-    let goal = usize::try_from(arena.slab.header().touched.load(Ordering::Acquire))
+    let goal = usize::try_from(slab.header().touched.load(Ordering::Acquire))
         .unwrap_or(usize::MAX)
-        .min(arena.slab.arena_len());
-    let end = goal.min(arena.prefaulted.saturating_add(max_bytes.max(UNIT)));
-    if end > arena.prefaulted {
-        let start = arena.slab.arena_start() + arena.prefaulted;
-        populate(start, end - arena.prefaulted);
-        arena.prefaulted = end;
+        .min(slab.arena_len());
+    let end = goal.min(slab.prefaulted.saturating_add(max_bytes.max(UNIT)));
+    if end > slab.prefaulted {
+        populate(slab.arena_start() + slab.prefaulted, end - slab.prefaulted);
+        slab.prefaulted = end;
     }
-    arena.prefaulted >= goal
+    slab.prefaulted >= goal
 }
 
 /// Faults `len` bytes at `start` in for writing.
 fn populate(start: usize, len: usize) {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: the range lies in this process's arena mapping; populating changes no byte.
+        // SAFETY: the range lies in a slab this process maps; populating changes no byte.
         let status = unsafe { libc::madvise(start as *mut c_void, len, libc::MADV_POPULATE_WRITE) };
         if status == 0 {
             return;
         }
     }
-    // Kernels without MADV_POPULATE_WRITE: write each page's first byte back unchanged (no
-    // session uses the arena yet, so nothing races with it).
+    // Kernels without MADV_POPULATE_WRITE: read each page (another process may be writing the
+    // slab, so nothing is written back); its first write then takes a lighter fault.
     for page in (start..start + len).step_by(4096) {
-        let byte = page as *mut u8;
-        // SAFETY: `page` lies in this process's arena mapping, readable and writable.
-        unsafe { byte.write_volatile(byte.read_volatile()) };
+        // SAFETY: `page` lies in a slab this process maps, readable.
+        unsafe { (page as *const u8).read_volatile() };
     }
 }
 
@@ -384,6 +394,7 @@ mod tests {
             base: 0x7000_0000_0000,
             len: (units + 2) * UNIT,
             arena_len: units * UNIT,
+            prefaulted: 0,
         })
     }
 
@@ -420,6 +431,7 @@ mod tests {
                 base,
                 len: 64 * MIB + 2 * UNIT,
                 arena_len: 64 * MIB,
+                prefaulted: 0,
             };
             let start = slab.arena_start();
             assert!(start > base && start <= base + UNIT && start.is_multiple_of(UNIT));
