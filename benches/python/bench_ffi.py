@@ -153,6 +153,12 @@ ROWS: tuple[Row, ...] = (
         "convert(dict3)",
         lambda r, ns: isinstance(r, ns["Map"]) and len(r) == 3 and r["c"] == 3,
     ),
+    Row(
+        "nop_tensor32",
+        "nop(t0, ..., t31) - 32 tensors from from_dlpack",
+        "nop(*tensors32)",
+        _is_none,
+    ),
     Row("array_index", "arr[0] - Array indexing", "arr[0]", _equals(1)),
     Row("map_lookup", 'm["a"] - Map lookup', 'm["a"]', _equals(1)),
     Row(
@@ -178,6 +184,20 @@ ROWS: tuple[Row, ...] = (
         'dtype("float32")',
         'dtype("float32")',
         lambda r, ns: str(r) == "float32" and isinstance(r, ns["dtype"]),
+    ),
+    Row(
+        "list_append_100k",
+        "List() then 100,000 x append(i)",
+        "fill_list(100_000)",
+        lambda r, ns: len(r) == 100_000 and r[99_999] == 99_999,
+        number=3,
+    ),
+    Row(
+        "dict_set_100k",
+        "Dict() then d[i] = i for 100,000 ints",
+        "fill_dict(100_000)",
+        lambda r, ns: len(r) == 100_000 and r[99_999] == 99_999,
+        number=3,
     ),
     Row(
         "shash_100k",
@@ -257,6 +277,8 @@ def _api(impl: str) -> dict[str, Any]:
             "dtype": tvm.ffi.dtype,
             "Array": tvm.ffi.Array,
             "Map": tvm.ffi.Map,
+            "List": tvm.ffi.List,
+            "Dict": tvm.ffi.Dict,
             "Tensor": tvm.ffi.Tensor,
             "Function": tvm.ffi.Function,
         }
@@ -271,6 +293,8 @@ def _api(impl: str) -> dict[str, Any]:
         "dtype": tvm_ffi.dtype,
         "Array": tvm_ffi.Array,
         "Map": tvm_ffi.Map,
+        "List": tvm_ffi.List,
+        "Dict": tvm_ffi.Dict,
         "Tensor": tvm_ffi.Tensor,
         "Function": tvm_ffi.Function,
     }
@@ -322,6 +346,23 @@ def _namespace(impl: str, graph: bool = True) -> tuple[dict[str, Any], list[str]
     step("s1k", lambda: "x" * 1024)
     step("x_np", lambda: np.arange(16, dtype="float32"))
     step("x_tensor", lambda: ns["from_dlpack"](ns["x_np"]))
+    step("tensors32", lambda: [ns["from_dlpack"](ns["x_np"]) for _ in range(32)])
+
+    def fill_list(n: int) -> Any:
+        filled = ns["List"]()
+        append = filled.append
+        for i in range(n):
+            append(i)
+        return filled
+
+    def fill_dict(n: int) -> Any:
+        filled = ns["Dict"]()
+        for i in range(n):
+            filled[i] = i
+        return filled
+
+    ns["fill_list"] = fill_list
+    ns["fill_dict"] = fill_dict
 
     def callback() -> None:
         return None

@@ -109,11 +109,25 @@ def test_wrapped_objects_and_results_of_other_types():
     assert use_count(pair) == 1
 
 
-@pytest.mark.parametrize("n", [8, 9, 40])
+@pytest.mark.parametrize("n", [8, 9, 40, 64, 65, 100])
 def test_many_plain_arguments(n):
     args = [f"string number {i}" for i in range(n)]
     assert list(apply(lambda *xs: list(xs), *args)) == args
     assert nop(*range(n)) is None
+
+
+@pytest.mark.parametrize("n", [9, 32, 64, 65])
+def test_many_tensors_and_strings_keep_their_reference_counts(n):
+    tensors = [ffi.from_dlpack(np.arange(4, dtype="float32")) for _ in range(n)]
+    texts = [f"a string longer than seven bytes, {i}" for i in range(n)]
+    args = [v for pair in zip(tensors, texts) for v in pair][:n]
+    before = [sys.getrefcount(v) for v in args]
+    for _ in range(100):
+        assert nop(*args) is None
+    returned = apply(lambda *xs: xs[-1], *args)
+    assert returned == args[-1] if isinstance(returned, str) else returned.same_as(args[-1])
+    del returned
+    assert [sys.getrefcount(v) for v in args] == before
 
 
 def test_a_general_argument_after_fast_ones():

@@ -15,24 +15,32 @@
 //! on the same thread does not deadlock, and a hook that mutates it is refused with a panic
 //! (which every C and Python boundary turns into an error).
 
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
 
 /// Number of container locks (stripes of addresses): enough that unrelated containers rarely
 /// share one.
 pub const CONTAINER_LOCK_STRIPES: usize = 64;
 
+/// Times a thread retries a held lock before it sleeps (a container operation is short).
+const SPINS: u32 = 100;
+
 /// A lock that the thread holding it may take again (the std library's is unstable). It guards
 /// no data of its own: holders protect what they agree it protects.
+///
+/// Taking and releasing a free lock is one atomic exchange each, with no system call: only a
+/// thread that finds the lock held past a short spin sleeps, on `sleep`, and only then does a
+/// release wake anyone.
 pub struct ReentrantLock {
-    state: Mutex<Owner>,
+    /// The token of the holding thread ([`crate::thread::current_token`]), 0 when free.
+    owner: AtomicUsize,
+    /// How many times the holder holds it (read and written by the holder only).
+    depth: AtomicU32,
+    /// Threads asleep (or about to sleep) waiting for the lock.
+    sleepers: AtomicU32,
+    /// Where the sleepers sleep.
+    sleep: Mutex<()>,
     free: Condvar,
-}
-
-/// Which thread holds a lock, and how many times.
-#[derive(Clone, Copy)]
-struct Owner {
-    thread: usize,
-    depth: u32,
 }
 
 /// Holds a [`ReentrantLock`] until dropped.
@@ -64,16 +72,12 @@ impl ReentrantLock {
     /// An unlocked lock.
     pub const fn new() -> ReentrantLock {
         ReentrantLock {
-            state: Mutex::new(Owner {
-                thread: 0,
-                depth: 0,
-            }),
+            owner: AtomicUsize::new(0),
+            depth: AtomicU32::new(0),
+            sleepers: AtomicU32::new(0),
+            sleep: Mutex::new(()),
             free: Condvar::new(),
         }
-    }
-
-    fn state(&self) -> MutexGuard<'_, Owner> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Takes the lock for the calling thread: at once when it already holds it, otherwise
@@ -86,31 +90,68 @@ impl ReentrantLock {
     /// Takes the lock for this thread without a guard; returns the new depth. Each call is
     /// paired with one [`ReentrantLock::release_raw`] on the same thread (the process state's
     /// container locks are taken and released through C calls, where no guard can travel).
+    #[inline]
     pub fn acquire_raw(&self) -> u32 {
         let me = crate::thread::current_token();
-        let mut state = self.state();
-        if state.thread != me {
-            while state.thread != 0 {
-                state = self
-                    .free
-                    .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
-            state.thread = me;
+        // Only this thread ever stores its own token, so seeing it means holding the lock.
+        if self.owner.load(Ordering::Relaxed) == me {
+            let depth = self.depth.load(Ordering::Relaxed) + 1;
+            self.depth.store(depth, Ordering::Relaxed);
+            return depth;
         }
-        state.depth += 1;
-        state.depth
+        if !self.try_take(me) {
+            self.wait_for(me);
+        }
+        self.depth.store(1, Ordering::Relaxed);
+        1
+    }
+
+    fn try_take(&self, me: usize) -> bool {
+        self.owner
+            .compare_exchange(0, me, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Takes the lock another thread holds: spins briefly, then sleeps until a release.
+    #[cold]
+    fn wait_for(&self, me: usize) {
+        for _ in 0..SPINS {
+            std::hint::spin_loop();
+            if self.owner.load(Ordering::Relaxed) == 0 && self.try_take(me) {
+                return;
+            }
+        }
+        let mut asleep = self.sleep.lock().unwrap_or_else(PoisonError::into_inner);
+        // Counted before the last try: a holder that releases after that try sees the count and
+        // wakes this thread, which cannot miss it, since it holds `sleep` until it waits.
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        while !self.try_take(me) {
+            asleep = self
+                .free
+                .wait(asleep)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Gives up one hold taken by [`ReentrantLock::acquire_raw`] on this thread.
+    #[inline]
     pub fn release_raw(&self) {
-        let mut state = self.state();
-        state.depth -= 1;
-        if state.depth == 0 {
-            state.thread = 0;
-            drop(state);
-            self.free.notify_one();
+        let depth = self.depth.load(Ordering::Relaxed) - 1;
+        self.depth.store(depth, Ordering::Relaxed);
+        if depth == 0 {
+            self.owner.store(0, Ordering::SeqCst);
+            if self.sleepers.load(Ordering::SeqCst) != 0 {
+                self.wake_one();
+            }
         }
+    }
+
+    #[cold]
+    fn wake_one(&self) {
+        // Taking `sleep` orders the wake after the sleeper's wait began.
+        drop(self.sleep.lock().unwrap_or_else(PoisonError::into_inner));
+        self.free.notify_one();
     }
 }
 
@@ -196,6 +237,38 @@ mod tests {
         drop(outer);
         other.join().unwrap();
         assert!(acquired.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
+    fn contended_holders_exclude_each_other_and_none_sleeps_forever() {
+        use std::sync::atomic::AtomicU64;
+        const THREADS: u64 = 4;
+        const ROUNDS: u64 = 20_000;
+        let lock = std::sync::Arc::new(ReentrantLock::new());
+        // A read and a separate write: a second holder at the same time would lose counts.
+        let count = std::sync::Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (lock, count) = (lock.clone(), count.clone());
+                std::thread::spawn(move || {
+                    for round in 0..ROUNDS {
+                        let _held = lock.lock();
+                        let seen = count.load(Ordering::Relaxed);
+                        if round % 1000 == 0 {
+                            // Long enough that the others give up spinning and sleep.
+                            std::thread::sleep(std::time::Duration::from_micros(200));
+                        }
+                        count.store(seen + 1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(count.load(Ordering::Relaxed), THREADS * ROUNDS);
+        assert_eq!(lock.sleepers.load(Ordering::Relaxed), 0);
+        assert_eq!(lock.lock().depth(), 1, "free again");
     }
 
     #[test]

@@ -25,8 +25,9 @@ use crate::errors::raise_error;
 use crate::objects::PyObjectRef;
 use crate::refcount;
 
-/// The most arguments a fast call takes (more go the general way).
-const MAX_ARGS: usize = 8;
+/// The most arguments a fast call takes (more go the general way). The per-call arrays sized by
+/// it are left uninitialized, so a call pays only for the arguments it has.
+const MAX_ARGS: usize = 64;
 
 /// `tvm.ffi.Object`, set when the module loads (NULL before: no wrapped object is fast then).
 static OBJECT_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(std::ptr::null_mut());
