@@ -23,6 +23,7 @@ mod env;
 mod error;
 mod function;
 mod globals;
+mod init_once;
 mod object;
 mod shared_state;
 mod string;
