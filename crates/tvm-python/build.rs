@@ -44,6 +44,8 @@ fn main() {
             if !path.is_file() {
                 panic!("{LIBRARY_ENV}={} is not a file", path.display());
             }
+            // A rebuilt library is copied again.
+            println!("cargo:rerun-if-changed={}", path.display());
             path
         }
         None => build_library(&workspace),
