@@ -76,7 +76,13 @@ unsafe fn bytes_arg<'a>(
     if array.data.is_null() {
         return Err(null_data_error(what, array.size));
     }
-    // SAFETY: guaranteed by the caller.
+    if array.size > isize::MAX as usize {
+        return Err(Error::new(
+            tvm_ffi::ErrorKind::ValueError,
+            format!("{what} has size {}, larger than any object", array.size),
+        ));
+    }
+    // SAFETY: guaranteed by the caller (the size was checked for what a slice may hold).
     Ok(unsafe { std::slice::from_raw_parts(array.data.cast(), array.size) })
 }
 

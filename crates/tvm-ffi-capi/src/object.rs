@@ -178,7 +178,9 @@ pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
             if !text.is_null() {
                 // SAFETY: as above; the string is valid for the call.
                 let bytes = unsafe { std::ffi::CStr::from_ptr(text) }.to_bytes();
-                *out = tvm_ffi::String::from_bytes(bytes).into_any().into_raw();
+                *out = tvm_ffi::String::try_from_bytes(bytes)?
+                    .into_any()
+                    .into_raw();
                 return Ok(());
             }
         }

@@ -71,14 +71,20 @@ pub(crate) fn take(kind: BlockKind, size: usize) -> *mut c_void {
 /// Aborts through `handle_alloc_error` when memory runs out.
 #[inline(never)]
 pub(crate) fn allocate(size: usize) -> *mut c_void {
-    // SAFETY: malloc with a non-zero size; the result is checked for NULL.
-    let block = unsafe { libc::malloc(size) };
+    let block = try_allocate(size);
     if block.is_null() {
         std::alloc::handle_alloc_error(
             std::alloc::Layout::from_size_align(size, 16).expect("block layout"),
         );
     }
     block
+}
+
+/// A new `malloc` block of `size` (> 0) bytes, or NULL when memory runs out.
+#[inline(never)]
+pub(crate) fn try_allocate(size: usize) -> *mut c_void {
+    // SAFETY: malloc with a non-zero size; the caller checks the result for NULL.
+    unsafe { libc::malloc(size) }
 }
 
 /// Gives back a block of `size` bytes: kept as this thread's spare of `kind` if it has none
