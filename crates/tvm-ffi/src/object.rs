@@ -360,12 +360,7 @@ pub(crate) unsafe fn alloc_object_uninit_with_deleter<S>(
 ) -> NonNull<S> {
     // SAFETY: forwarded.
     unsafe { try_alloc_object_uninit_with_deleter(value, extra, type_index, deleter) }
-        .unwrap_or_else(|_| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::from_size_align(extra.saturating_add(64), 16)
-                    .unwrap_or(std::alloc::Layout::new::<S>()),
-            )
-        })
+        .unwrap_or_else(|_| crate::spare_block::abort_out_of_memory(extra))
 }
 
 /// As [`alloc_object_uninit_with_deleter`], for objects whose `extra` bytes a caller sizes: a

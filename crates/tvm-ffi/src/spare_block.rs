@@ -73,11 +73,18 @@ pub(crate) fn take(kind: BlockKind, size: usize) -> *mut c_void {
 pub(crate) fn allocate(size: usize) -> *mut c_void {
     let block = try_allocate(size);
     if block.is_null() {
-        std::alloc::handle_alloc_error(
-            std::alloc::Layout::from_size_align(size, 16).expect("block layout"),
-        );
+        abort_out_of_memory(size);
     }
     block
+}
+
+/// Ends the process for an allocation of `size` bytes that failed, as a `Vec` does
+/// (`handle_alloc_error`): for blocks whose size no caller chose.
+#[cold]
+pub(crate) fn abort_out_of_memory(size: usize) -> ! {
+    let layout = std::alloc::Layout::from_size_align(size.max(1), 16)
+        .unwrap_or(std::alloc::Layout::new::<u128>());
+    std::alloc::handle_alloc_error(layout)
 }
 
 /// A new `malloc` block of `size` (> 0) bytes, or NULL when memory runs out.

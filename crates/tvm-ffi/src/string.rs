@@ -325,12 +325,8 @@ impl<K: ByteKind> ByteSeq<K> {
     /// Copies `bytes` into a new value. Aborts when memory runs out, as a `Vec` does; see
     /// [`ByteSeq::try_from_bytes`] for content sized by a caller.
     pub fn from_bytes(bytes: &[u8]) -> Self {
-        Self::try_from_bytes(bytes).unwrap_or_else(|_| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::from_size_align(bytes.len().saturating_add(64), 16)
-                    .unwrap_or(std::alloc::Layout::new::<BytesObj>()),
-            )
-        })
+        Self::try_from_bytes(bytes)
+            .unwrap_or_else(|_| spare_block::abort_out_of_memory(bytes.len()))
     }
 
     /// Copies `bytes` into a new value; a `MemoryError` when it does not fit in memory.

@@ -188,12 +188,8 @@ impl Array {
     /// [`Array::try_from_vec`] for values a caller counts.
     pub fn from_vec(values: Vec<Any>) -> Array {
         let len = values.len();
-        Array::try_from_vec(values).unwrap_or_else(|_| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::array::<TVMFFIAny>(len)
-                    .unwrap_or(std::alloc::Layout::new::<TVMFFIAny>()),
-            )
-        })
+        Array::try_from_vec(values)
+            .unwrap_or_else(|_| crate::spare_block::abort_out_of_memory(len.saturating_mul(16)))
     }
 
     /// An array of the given values; a `MemoryError` when it does not fit in memory.
@@ -467,10 +463,7 @@ impl List {
 
     fn reserve_locked(&self, capacity: usize) {
         if self.try_reserve_locked(capacity).is_err() {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::array::<TVMFFIAny>(capacity)
-                    .unwrap_or(std::alloc::Layout::new::<TVMFFIAny>()),
-            );
+            crate::spare_block::abort_out_of_memory(capacity.saturating_mul(16));
         }
     }
 

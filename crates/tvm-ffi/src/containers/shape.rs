@@ -52,10 +52,7 @@ impl Shape {
     /// [`Shape::try_new`] for dimensions a caller counts.
     pub fn new(dims: &[i64]) -> Shape {
         Shape::try_new(dims).unwrap_or_else(|_| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::array::<i64>(dims.len())
-                    .unwrap_or(std::alloc::Layout::new::<i64>()),
-            )
+            crate::spare_block::abort_out_of_memory(std::mem::size_of_val(dims))
         })
     }
 

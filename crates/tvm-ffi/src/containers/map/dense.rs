@@ -96,11 +96,8 @@ impl Dense {
 
     /// A new table with `slots` empty slots (`slots` a power of two ≥ 2), blocks from `malloc`.
     pub(super) fn new_empty(slots: u64) -> Dense {
-        Dense::try_new_empty(slots).unwrap_or_else(|| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::from_size_align(BLOCK_SIZE, 8).expect("block layout"),
-            )
-        })
+        Dense::try_new_empty(slots)
+            .unwrap_or_else(|| crate::spare_block::abort_out_of_memory(BLOCK_SIZE))
     }
 
     /// As [`Dense::new_empty`]; `None` when the table does not fit in memory.

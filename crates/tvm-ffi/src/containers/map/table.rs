@@ -138,9 +138,7 @@ unsafe fn small_to_dense(p: *mut MapBaseObj) {
 pub(super) unsafe fn reserve_fresh(p: *mut MapBaseObj, n: usize) {
     // SAFETY: forwarded.
     if unsafe { try_reserve_fresh(p, n) }.is_err() {
-        std::alloc::handle_alloc_error(
-            std::alloc::Layout::array::<u128>(n).unwrap_or(std::alloc::Layout::new::<u128>()),
-        );
+        crate::spare_block::abort_out_of_memory(n.saturating_mul(16));
     }
 }
 
