@@ -239,6 +239,12 @@ fn libraries_cut_short_are_refused_before_dlopen() {
     }
     // The whole file still loads.
     assert!(load_module(&library).is_ok());
+    // The same check, for loaders other than this one (`tvm.base.load_backend_libs`).
+    let check = Function::get_global_required("runtime.CheckSharedLibrary").unwrap();
+    check.call((library.to_str().unwrap(),)).unwrap();
+    let cut = library.with_file_name("cut-1000.so");
+    let err = check.call((cut.to_str().unwrap(),)).unwrap_err();
+    assert!(err.message().contains("(1000 bytes, but its "), "{err}");
 }
 
 #[test]
