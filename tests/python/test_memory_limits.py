@@ -3,7 +3,7 @@
 and bytearrays copied into native values, containers, tensors, JSON text and serialization.
 
 Each case runs in a fresh interpreter whose address space is limited (``RLIMIT_AS``) to about
-1 GiB above what it holds after ``import tvm``. Before these allocations were fallible, each of
+512 MiB above what it holds after ``import tvm``. Before these allocations were fallible, each of
 the ``MemoryError`` cases below ended the process with status 134 ("memory allocation of N bytes
 failed")."""
 
@@ -25,47 +25,47 @@ from tvm import ffi
 MIB = 1 << 20
 status = open("/proc/self/status").read()
 held = int(status.split("VmSize:")[1].split()[0]) * 1024
-resource.setrlimit(resource.RLIMIT_AS, (held + 1024 * MIB, resource.RLIM_INFINITY))
+resource.setrlimit(resource.RLIMIT_AS, (held + 512 * MIB, resource.RLIM_INFINITY))
 stringify = ffi.get_global_func("ffi.json.Stringify")
 """
 
-DICT = "d = dict.fromkeys(range(6_000_000))"
+DICT = "d = dict.fromkeys(range(3_000_000))"
 
 CASES = {
-    "str": ('big = "x" * (600 * MIB)', "ffi.Array([big])", "MemoryError", "a string of 629145600"),
-    "bytes": ('big = b"x" * (600 * MIB)', "ffi.Array([big])", "MemoryError", "629145600 bytes"),
-    "bytes_convert": ('big = b"x" * (600 * MIB)', "ffi.convert(big)", "MemoryError", "629145600"),
-    "bytearray": ("big = bytearray(600 * MIB)", "ffi.List([big])", "MemoryError", "629145600"),
-    "array": ("items = [None] * 60_000_000", "ffi.Array(items)", "MemoryError", "60000000 values"),
-    "list": ("items = [None] * 60_000_000", "ffi.List(items)", "MemoryError", "60000000 values"),
-    "shape": ("items = [1] * 50_000_000", "ffi.Shape(items)", "MemoryError", "50000000"),
-    "dict": (DICT, "ffi.Dict(d)", "MemoryError", "6000000 entries"),
-    "map": (DICT, "ffi.Map(d)", "MemoryError", "6000000 entries"),
+    "str": ('big = "x" * (300 * MIB)', "ffi.Array([big])", "MemoryError", "a string of 314572800"),
+    "bytes": ('big = b"x" * (300 * MIB)', "ffi.Array([big])", "MemoryError", "314572800 bytes"),
+    "bytes_convert": ('big = b"x" * (300 * MIB)', "ffi.convert(big)", "MemoryError", "314572800"),
+    "bytearray": ("big = bytearray(300 * MIB)", "ffi.List([big])", "MemoryError", "314572800"),
+    "array": ("items = [None] * 30_000_000", "ffi.Array(items)", "MemoryError", "30000000 values"),
+    "list": ("items = [None] * 30_000_000", "ffi.List(items)", "MemoryError", "30000000 values"),
+    "shape": ("items = [1] * 25_000_000", "ffi.Shape(items)", "MemoryError", "25000000"),
+    "dict": (DICT, "ffi.Dict(d)", "MemoryError", "3000000 entries"),
+    "map": (DICT, "ffi.Map(d)", "MemoryError", "3000000 entries"),
     "json_indent": ("", "stringify(ffi.Array([1, 2]), 2**62)", "MemoryError", "JSON text"),
     "json_text": (
-        'big = ffi.Array(["x" * (300 * MIB)])',
+        'big = ffi.Array(["x" * (150 * MIB)])',
         "stringify(big, None)",
         "MemoryError",
         "bytes",
     ),
     "serialization": (
-        'big = ffi.Array([b"x" * (300 * MIB)])',
+        'big = ffi.Array([b"x" * (150 * MIB)])',
         "ffi.to_json_graph_str(big)",
         "MemoryError",
         "bytes",
     ),
     "pickle": (
-        'import pickle; big = ffi.Array([b"x" * (300 * MIB)])',
+        'import pickle; big = ffi.Array([b"x" * (150 * MIB)])',
         "pickle.dumps(big)",
         "MemoryError",
         "bytes",
     ),
-    "tensor_empty": ("", 'tvm.runtime.empty((2000 * MIB,), "uint8")', "MemoryError", "2097152000"),
+    "tensor_empty": ("", 'tvm.runtime.empty((1000 * MIB,), "uint8")', "MemoryError", "1048576000"),
     "tensor_copy": (
-        'a = np.ones(600 * MIB, dtype="uint8")',
+        'a = np.ones(300 * MIB, dtype="uint8")',
         "tvm.runtime.tensor(a)",
         "MemoryError",
-        "629145600",
+        "314572800",
     ),
     "tensor_shape": (
         "",
