@@ -167,6 +167,14 @@ def _entry_text(entry: object) -> str:
     return text
 
 
+def _check_complete(path: str) -> None:
+    """Refuses a library file cut short (whose mapping would crash the process inside the dynamic
+    loader) with an ``OSError`` naming the file and what is missing."""
+    from .ffi import get_global_func  # the runtime is complete once tvm is imported
+
+    get_global_func("runtime.CheckSharedLibrary")(path)
+
+
 def load_backend_libs(
     names_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     search_dirs: Iterable[str | os.PathLike[str]] | None = None,
@@ -194,7 +202,8 @@ def load_backend_libs(
     FileNotFoundError
         An entry cannot be found; the message names it and the directories searched.
     OSError
-        The dynamic loader rejects a file; the message is the loader's.
+        A file is cut short (the message names what is missing), or the dynamic loader rejects
+        it (the message is the loader's).
     TypeError
         An entry is not a ``str`` or ``os.PathLike`` of one (bytes, say), or the argument is
         neither an entry nor an iterable of them.
@@ -221,6 +230,7 @@ def load_backend_libs(
                 handles.append(recorded)
                 continue
             path = _resolve(text, dirs)
+            _check_complete(path)
             try:
                 handle = ctypes.CDLL(path, mode=_GLOBAL_MODE)
             except OSError as err:

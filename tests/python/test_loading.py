@@ -19,6 +19,7 @@ import pytest
 
 import tvm
 import tvm.base
+from isolated import run_isolated
 from tvm.base import load_backend_libs
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -462,6 +463,28 @@ def test_load_backend_libs_not_a_shared_library(tmp_path, restore_loaded_libs):
     assert not isinstance(info.value, FileNotFoundError)
     assert str(bogus) in str(info.value)
     assert "libbogus_backend.so" not in tvm.base._LOADED_LIBS
+
+
+def test_load_backend_libs_refuses_a_library_cut_short(compile_c, tmp_path):
+    # ctypes' dlopen maps a cut file as it is: touching a missing page was SIGBUS.
+    whole = compile_c("int tvmtest_cut(void) { return 7; }\n", name="libwhole_backend.so")
+    cut = tmp_path / "libcut_backend.so"
+    cut.write_bytes(whole.read_bytes()[:3000])
+    out = run_isolated(
+        f"""
+        import tvm
+        from tvm.base import load_backend_libs
+        try:
+            load_backend_libs([{str(cut)!r}])
+        except OSError as err:
+            print(type(err).__name__, err)
+        print("libcut_backend.so" in tvm.base._LOADED_LIBS)
+        """
+    )
+    first, loaded = out.splitlines()
+    assert first.startswith(f"OSError cannot load '{cut}' as a shared library"), first
+    assert "the file is cut short (3000 bytes, but its " in first, first
+    assert loaded == "False"
 
 
 def test_load_backend_libs_loads_each_basename_once(compile_c, tmp_path, restore_loaded_libs):

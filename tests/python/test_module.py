@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import tvm
+from isolated import run_isolated
 from tvm import ffi
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -188,6 +189,34 @@ def test_missing_file_and_non_library(tmp_path: Path) -> None:
         tvm.runtime.load_module(text)
     with pytest.raises(RuntimeError, match="extension"):
         tvm.runtime.load_module(tmp_path / "no_extension")
+
+
+def test_libraries_cut_short_are_os_errors_not_crashes(tmp_path: Path) -> None:
+    # dlopen maps a cut file as it is: touching a missing page was SIGBUS inside the loader.
+    whole = build(EXAMPLES / "add_one_c.c", tmp_path / "libwhole.so", "gcc", "c11").read_bytes()
+    cuts = sorted({40, 64, 1000, 3000, 5000, len(whole) // 2, len(whole) - 200, len(whole) - 1})
+    paths = []
+    for cut in cuts:
+        path = tmp_path / f"libcut{cut}.so"
+        path.write_bytes(whole[:cut])
+        paths.append(str(path))
+    out = run_isolated(
+        f"""
+        import tvm
+        for path in {paths!r}:
+            try:
+                tvm.runtime.load_module(path)
+                print(path, "loaded")
+            except OSError as err:
+                print(path, type(err).__name__, err)
+        """
+    )
+    lines = out.splitlines()
+    assert len(lines) == len(cuts), out
+    for cut, path, line in zip(cuts, paths, lines, strict=True):
+        assert line.startswith(f"{path} OSError cannot load '{path}'"), line
+        assert f"the file is cut short ({cut} bytes, but its " in line, line
+    assert tvm.runtime.load_module(tmp_path / "libwhole.so").get_function("add_one") is not None
 
 
 def test_libraries_for_another_abi_major_are_refused(compile_c) -> None:

@@ -23,6 +23,7 @@ mod env;
 mod error;
 mod function;
 mod globals;
+mod init_once;
 mod object;
 mod shared_state;
 mod string;
@@ -75,7 +76,13 @@ unsafe fn bytes_arg<'a>(
     if array.data.is_null() {
         return Err(null_data_error(what, array.size));
     }
-    // SAFETY: guaranteed by the caller.
+    if array.size > isize::MAX as usize {
+        return Err(Error::new(
+            tvm_ffi::ErrorKind::ValueError,
+            format!("{what} has size {}, larger than any object", array.size),
+        ));
+    }
+    // SAFETY: guaranteed by the caller (the size was checked for what a slice may hold).
     Ok(unsafe { std::slice::from_raw_parts(array.data.cast(), array.size) })
 }
 

@@ -1,12 +1,11 @@
-//! Reference counting, opaque objects, the (dormant) custom allocator, value ownership,
-//! one-time handle initialization and the version query.
+//! Reference counting, opaque objects, the (dormant) custom allocator, value ownership and
+//! the version query.
 
 use std::ffi::{c_int, c_void};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use tvm_ffi::any::AnyView;
-use tvm_ffi::boundary::{ffi_boundary, ffi_boundary_result, ffi_status};
+use tvm_ffi::boundary::{ffi_boundary, ffi_status};
 use tvm_ffi::error::{Error, ErrorKind};
 use tvm_ffi::object::{Object, alloc_object, dec_ref, inc_ref};
 use tvm_ffi_sys::{
@@ -179,7 +178,9 @@ pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
             if !text.is_null() {
                 // SAFETY: as above; the string is valid for the call.
                 let bytes = unsafe { std::ffi::CStr::from_ptr(text) }.to_bytes();
-                *out = tvm_ffi::String::from_bytes(bytes).into_any().into_raw();
+                *out = tvm_ffi::String::try_from_bytes(bytes)?
+                    .into_any()
+                    .into_raw();
                 return Ok(());
             }
         }
@@ -187,86 +188,5 @@ pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
         let view = unsafe { AnyView::from_raw(*view) };
         *out = view.try_to_owned()?.into_raw();
         Ok(())
-    })
-}
-
-static INIT_ONCE_LOCK: Mutex<()> = Mutex::new(());
-
-/// Initializes `*handle_addr` once through `init`, thread-safely.
-///
-/// # Safety
-/// `handle_addr` is valid and only accessed through these functions; `init` follows its contract.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFIHandleInitOnce(
-    handle_addr: *mut *mut c_void,
-    init: Option<unsafe extern "C" fn(result: *mut *mut c_void) -> c_int>,
-) -> c_int {
-    ffi_boundary_result("TVMFFIHandleInitOnce", || {
-        if handle_addr.is_null() {
-            tvm_ffi::bail!(
-                ErrorKind::ValueError,
-                "TVMFFIHandleInitOnce: handle_addr must not be NULL"
-            );
-        }
-        // SAFETY: the address is valid and treated atomically by every user of these functions.
-        let slot = unsafe { AtomicPtr::from_ptr(handle_addr) };
-        if !slot.load(Ordering::Acquire).is_null() {
-            return Ok(0);
-        }
-        let _lock = INIT_ONCE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        if !slot.load(Ordering::Acquire).is_null() {
-            return Ok(0);
-        }
-        let Some(init) = init else {
-            tvm_ffi::bail!(
-                ErrorKind::ValueError,
-                "TVMFFIHandleInitOnce: init_func must not be NULL"
-            );
-        };
-        let mut result = std::ptr::null_mut();
-        // SAFETY: the init function follows its contract.
-        let code = unsafe { init(&mut result) };
-        if code != 0 {
-            // The callee's code goes back as it is, with the error it raised (or one saying
-            // it raised none).
-            Error::take_raised_or(ErrorKind::RuntimeError, "TVMFFIHandleInitOnce").set_raised();
-            return Ok(code);
-        }
-        if result.is_null() {
-            tvm_ffi::bail!(
-                ErrorKind::RuntimeError,
-                "init_func must return a non-NULL handle"
-            );
-        }
-        slot.store(result, Ordering::Release);
-        Ok(0)
-    })
-}
-
-/// Clears `*handle_addr` and calls `deinit` on the previous value, if any.
-///
-/// # Safety
-/// As for [`TVMFFIHandleInitOnce`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn TVMFFIHandleDeinitOnce(
-    handle_addr: *mut *mut c_void,
-    deinit: Option<unsafe extern "C" fn(handle: *mut c_void) -> c_int>,
-) -> c_int {
-    ffi_boundary_result("TVMFFIHandleDeinitOnce", || {
-        if handle_addr.is_null() {
-            tvm_ffi::bail!(
-                ErrorKind::ValueError,
-                "TVMFFIHandleDeinitOnce: NULL handle_addr"
-            );
-        }
-        // SAFETY: as for init.
-        let slot = unsafe { AtomicPtr::from_ptr(handle_addr) };
-        let old = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
-        Ok(match deinit {
-            // SAFETY: the deinit function follows its contract; its status (and raised error)
-            // is the caller's.
-            Some(deinit) if !old.is_null() => unsafe { deinit(old) },
-            _ => 0,
-        })
     })
 }

@@ -22,7 +22,7 @@ pub unsafe extern "C" fn TVMFFIStringFromByteArray(
     ffi_status("TVMFFIStringFromByteArray", || {
         // SAFETY: per the contract.
         let (bytes, out) = unsafe { (bytes_arg(input, "input")?, out_arg(out, "out")?) };
-        *out = String::from_bytes(bytes).into_any().into_raw();
+        *out = String::try_from_bytes(bytes)?.into_any().into_raw();
         Ok(())
     })
 }
@@ -39,7 +39,7 @@ pub unsafe extern "C" fn TVMFFIBytesFromByteArray(
     ffi_status("TVMFFIBytesFromByteArray", || {
         // SAFETY: per the contract.
         let (bytes, out) = unsafe { (bytes_arg(input, "input")?, out_arg(out, "out")?) };
-        *out = Bytes::from_bytes(bytes).into_any().into_raw();
+        *out = Bytes::try_from_bytes(bytes)?.into_any().into_raw();
         Ok(())
     })
 }

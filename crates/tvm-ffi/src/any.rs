@@ -269,11 +269,11 @@ impl<'a> AnyView<'a> {
                 let bytes = crate::string::bytes_of_view(self).ok_or_else(|| {
                     Error::new(ErrorKind::ValueError, "NULL string pointer in a value")
                 })?;
-                Ok(if raw.type_index == abi::kTVMFFIRawStr {
+                if raw.type_index == abi::kTVMFFIRawStr {
                     new_bytes_any(bytes, abi::kTVMFFISmallStr, abi::kTVMFFIStr)
                 } else {
                     new_bytes_any(bytes, abi::kTVMFFISmallBytes, abi::kTVMFFIBytes)
-                })
+                }
             }
             abi::kTVMFFIObjectRValueRef => {
                 // SAFETY: an rvalue reference points at a slot holding an owned object pointer.

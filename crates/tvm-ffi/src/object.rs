@@ -14,6 +14,7 @@ use crate::abi::{
     kTVMFFIObjectDeleterFlagBitMaskWeak, kTVMFFIObjectWeakOne,
 };
 use crate::boundary::ffi_boundary;
+use crate::error::{Error, ErrorKind};
 use crate::types;
 
 /// The root of every object type (`ffi.Object`): just the header.
@@ -229,7 +230,7 @@ thread_local! {
 }
 
 /// The deleter of objects allocated by [`alloc_object`]: drops the value and frees the block.
-unsafe extern "C" fn rust_object_deleter<S>(obj: *mut c_void, flags: c_int) {
+pub(crate) unsafe extern "C" fn rust_object_deleter<S>(obj: *mut c_void, flags: c_int) {
     // SAFETY: forwarded from the header protocol.
     unsafe { release_nested(obj, flags, destroy::<S>) }
 }
@@ -357,17 +358,34 @@ pub(crate) unsafe fn alloc_object_uninit_with_deleter<S>(
     type_index: i32,
     deleter: unsafe extern "C" fn(*mut c_void, c_int),
 ) -> NonNull<S> {
+    // SAFETY: forwarded.
+    unsafe { try_alloc_object_uninit_with_deleter(value, extra, type_index, deleter) }
+        .unwrap_or_else(|_| crate::spare_block::abort_out_of_memory(extra))
+}
+
+/// As [`alloc_object_uninit_with_deleter`], for objects whose `extra` bytes a caller sizes: a
+/// `MemoryError` when the block does not fit in memory.
+///
+/// # Safety
+/// As for [`alloc_object_uninit_with_deleter`].
+pub(crate) unsafe fn try_alloc_object_uninit_with_deleter<S>(
+    value: S,
+    extra: usize,
+    type_index: i32,
+    deleter: unsafe extern "C" fn(*mut c_void, c_int),
+) -> Result<NonNull<S>, Error> {
     assert!(
         std::mem::align_of::<S>() <= 16,
         "object alignment above 16 is not supported"
     );
-    let size = std::mem::size_of::<S>()
-        .checked_add(extra)
-        .expect("object size overflows");
+    let size = std::mem::size_of::<S>().checked_add(extra);
     // SAFETY: malloc with a non-zero size; the result is checked for NULL below.
-    let block = unsafe { libc::malloc(size.max(1)) }.cast::<S>();
-    let Some(ptr) = NonNull::new(block) else {
-        std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(size, 16).unwrap());
+    let block = size.map(|size| unsafe { libc::malloc(size.max(1)) }.cast::<S>());
+    let Some(ptr) = block.and_then(NonNull::new) else {
+        return Err(Error::new(
+            ErrorKind::MemoryError,
+            format!("cannot allocate an object with {extra} bytes of content"),
+        ));
     };
     // SAFETY: the block is large enough and suitably aligned (malloc alignment is 16); the
     // value fills the struct.
@@ -375,7 +393,7 @@ pub(crate) unsafe fn alloc_object_uninit_with_deleter<S>(
         ptr.as_ptr().write(value);
         init_header(ptr.as_ptr().cast(), type_index, deleter);
     }
-    ptr
+    Ok(ptr)
 }
 
 /// A strong reference to an object of type `T` (or a subtype).

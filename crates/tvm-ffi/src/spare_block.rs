@@ -71,14 +71,27 @@ pub(crate) fn take(kind: BlockKind, size: usize) -> *mut c_void {
 /// Aborts through `handle_alloc_error` when memory runs out.
 #[inline(never)]
 pub(crate) fn allocate(size: usize) -> *mut c_void {
-    // SAFETY: malloc with a non-zero size; the result is checked for NULL.
-    let block = unsafe { libc::malloc(size) };
+    let block = try_allocate(size);
     if block.is_null() {
-        std::alloc::handle_alloc_error(
-            std::alloc::Layout::from_size_align(size, 16).expect("block layout"),
-        );
+        abort_out_of_memory(size);
     }
     block
+}
+
+/// Ends the process for an allocation of `size` bytes that failed, as a `Vec` does
+/// (`handle_alloc_error`): for blocks whose size no caller chose.
+#[cold]
+pub(crate) fn abort_out_of_memory(size: usize) -> ! {
+    let layout = std::alloc::Layout::from_size_align(size.max(1), 16)
+        .unwrap_or(std::alloc::Layout::new::<u128>());
+    std::alloc::handle_alloc_error(layout)
+}
+
+/// A new `malloc` block of `size` (> 0) bytes, or NULL when memory runs out.
+#[inline(never)]
+pub(crate) fn try_allocate(size: usize) -> *mut c_void {
+    // SAFETY: malloc with a non-zero size; the caller checks the result for NULL.
+    unsafe { libc::malloc(size) }
 }
 
 /// Gives back a block of `size` bytes: kept as this thread's spare of `kind` if it has none

@@ -90,9 +90,9 @@ fn small_word(bytes: &[u8]) -> u64 {
 }
 
 /// Builds an owning `Any` holding `bytes` in small form (index `small_index`) or as a heap
-/// object (index `heap_index`).
+/// object (index `heap_index`); a `MemoryError` when the heap object cannot be allocated.
 #[inline]
-pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> Any {
+pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> Result<Any, Error> {
     let raw = if bytes.len() <= MAX_SMALL_LEN {
         TVMFFIAny {
             type_index: small_index,
@@ -107,19 +107,23 @@ pub(crate) fn new_bytes_any(bytes: &[u8], small_index: i32, heap_index: i32) -> 
             type_index: heap_index,
             small_str_len: 0,
             payload: TVMFFIAnyPayload {
-                v_obj: new_heap_bytes(bytes, heap_index),
+                v_obj: new_heap_bytes(bytes, heap_index)?,
             },
         }
     };
     // SAFETY: a small value owns nothing; a heap value owns the new object's one reference.
-    unsafe { Any::from_raw(raw) }
+    Ok(unsafe { Any::from_raw(raw) })
 }
 
 /// The heap form of [`new_bytes_any`]: a new bytes object of type `heap_index` holding one
 /// reference, which the caller takes.
 #[inline(never)]
-fn new_heap_bytes(bytes: &[u8], heap_index: i32) -> *mut abi::TVMFFIObject {
-    let block = take_block(block_size(bytes.len())).cast::<BytesObj>();
+fn new_heap_bytes(bytes: &[u8], heap_index: i32) -> Result<*mut abi::TVMFFIObject, Error> {
+    let block = block_size(bytes.len())
+        .map(take_block)
+        .filter(|block| !block.is_null())
+        .ok_or_else(|| out_of_memory(bytes.len(), heap_index))?
+        .cast::<BytesObj>();
     // SAFETY: the block has room for the object, the content and the NUL, and malloc's
     // alignment; the header and the cell are written before the object is handed out.
     unsafe {
@@ -132,19 +136,32 @@ fn new_heap_bytes(bytes: &[u8], heap_index: i32) -> *mut abi::TVMFFIObject {
             bytes.len(),
         )));
     }
-    block.cast()
+    Ok(block.cast())
+}
+
+/// The `MemoryError` of a string or bytes value of `len` bytes that does not fit in memory.
+#[cold]
+fn out_of_memory(len: usize, heap_index: i32) -> Error {
+    let what = if heap_index == kTVMFFIStr {
+        "a string"
+    } else {
+        "a bytes value"
+    };
+    Error::new(
+        ErrorKind::MemoryError,
+        format!("cannot allocate {what} of {len} bytes"),
+    )
 }
 
 /// Bytes of the block of a heap string or bytes object with `len` content bytes: the object,
 /// the content and its NUL, rounded up to the usable size of the chunk glibc's malloc gives for
 /// that request anyway (16-byte chunks, 8 bytes of them its own), so that blocks of one size
 /// class are interchangeable at no cost in memory.
-fn block_size(len: usize) -> usize {
+fn block_size(len: usize) -> Option<usize> {
     size_of::<BytesObj>()
         .checked_add(len)
         .and_then(|size| size.checked_add(1 + 8 + 15))
         .map(|size| (size & !15) - 8)
-        .expect("object size overflows")
 }
 
 /// Longest content whose block a thread may keep as its spare.
@@ -153,13 +170,14 @@ const SPARE_MAX_LEN: usize = SPARE_MAX - size_of::<BytesObj>() - 1;
 /// Largest block a thread keeps as its spare ([`spare_block`]).
 const SPARE_MAX: usize = 248;
 
-/// A block of `size` bytes: this thread's spare if it has that size, a new one otherwise.
+/// A block of `size` bytes: this thread's spare if it has that size, a new one otherwise (NULL
+/// when memory runs out).
 #[inline]
 fn take_block(size: usize) -> *mut c_void {
     if size <= SPARE_MAX {
         spare_block::take(BlockKind::Bytes, size)
     } else {
-        spare_block::allocate(size)
+        spare_block::try_allocate(size)
     }
 }
 
@@ -171,10 +189,11 @@ unsafe extern "C" fn heap_bytes_deleter(obj: *mut c_void, flags: c_int) {
     }
     // SAFETY: a heap bytes object whose last reference is gone; its cell is intact.
     let len = unsafe { (*obj.cast::<BytesObj>()).bytes.size };
-    if len <= SPARE_MAX_LEN {
-        // SAFETY: the block came from `take_block` with the size of its content's length (a
-        // short content: no overflow), and no reference remains.
-        unsafe { spare_block::give_back(BlockKind::Bytes, obj, block_size(len)) };
+    let short = block_size(len).filter(|_| len <= SPARE_MAX_LEN);
+    if let Some(size) = short {
+        // SAFETY: the block came from `take_block` with the size of its content's length, and
+        // no reference remains.
+        unsafe { spare_block::give_back(BlockKind::Bytes, obj, size) };
     } else {
         // SAFETY: the block came from `libc::malloc` and no reference remains.
         unsafe { libc::free(obj) };
@@ -303,9 +322,21 @@ impl<K: ByteKind> ByteSeq<K> {
         }
     }
 
-    /// Copies `bytes` into a new value.
+    /// Copies `bytes` into a new value. Aborts when memory runs out, as a `Vec` does; see
+    /// [`ByteSeq::try_from_bytes`] for content sized by a caller.
     pub fn from_bytes(bytes: &[u8]) -> Self {
-        Self::wrap(new_bytes_any(bytes, K::SMALL_INDEX, K::HEAP_INDEX))
+        Self::try_from_bytes(bytes)
+            .unwrap_or_else(|_| spare_block::abort_out_of_memory(bytes.len()))
+    }
+
+    /// Copies `bytes` into a new value; a `MemoryError` when it does not fit in memory.
+    #[inline]
+    pub fn try_from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        Ok(Self::wrap(new_bytes_any(
+            bytes,
+            K::SMALL_INDEX,
+            K::HEAP_INDEX,
+        )?))
     }
 
     /// The content bytes (without the terminating NUL).
@@ -386,6 +417,11 @@ impl ByteSeq<Text> {
     /// Creates a string holding a copy of `text`.
     pub fn new(text: &str) -> String {
         String::from_bytes(text.as_bytes())
+    }
+
+    /// Creates a string holding a copy of `text`; a `MemoryError` when it does not fit.
+    pub fn try_new(text: &str) -> Result<String, Error> {
+        String::try_from_bytes(text.as_bytes())
     }
 
     /// The content as `&str`; a `ValueError` naming the content if it is not UTF-8.

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use pyo3::exceptions::{PyIndexError, PyKeyError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 use tvm_ffi::abi;
@@ -35,7 +35,61 @@ fn items_of(iterable: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Any>> {
     let Some(iterable) = iterable else {
         return Ok(Vec::new());
     };
-    iterable.try_iter()?.map(|item| py_to_any(&item?)).collect()
+    let known = known_len(iterable);
+    let mut items = Vec::new();
+    for item in iterable.try_iter()? {
+        make_room(&mut items, known)?;
+        items.push(py_to_any(&item?)?);
+    }
+    Ok(items)
+}
+
+/// The number of items of a list or tuple, which then take one allocation; 0 for other
+/// iterables, whose items grow as they come.
+fn known_len(iterable: &Bound<'_, PyAny>) -> usize {
+    if let Ok(list) = iterable.cast::<PyList>() {
+        list.len()
+    } else if let Ok(tuple) = iterable.cast::<PyTuple>() {
+        tuple.len()
+    } else {
+        0
+    }
+}
+
+/// Room for one more value in `values`, which will hold `known` values if that is known (0
+/// otherwise): all of them at once, else twice as many as now; a `MemoryError` when that does
+/// not fit in memory.
+fn make_room<T>(values: &mut Vec<T>, known: usize) -> PyResult<()> {
+    if values.len() < values.capacity() {
+        return Ok(());
+    }
+    let more = known.saturating_sub(values.len()).max(values.len()).max(4);
+    values
+        .try_reserve_exact(more)
+        .map_err(|_| too_many_values(values.len() + more))
+}
+
+/// The dimensions of an iterable of ints (not a `str`), growing as they come: a `MemoryError`
+/// when they do not fit in memory.
+fn dims_of(iterable: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    if iterable.is_instance_of::<pyo3::types::PyString>() {
+        return Err(PyTypeError::new_err(
+            "a shape is a sequence of ints, not a str",
+        ));
+    }
+    let known = known_len(iterable);
+    let mut dims = Vec::new();
+    for item in iterable.try_iter()? {
+        make_room(&mut dims, known)?;
+        dims.push(item?.extract::<i64>()?);
+    }
+    Ok(dims)
+}
+
+/// The `MemoryError` of a container of `count` values that does not fit in memory.
+#[cold]
+fn too_many_values(count: usize) -> PyErr {
+    PyMemoryError::new_err(format!("cannot allocate a container of {count} values"))
 }
 
 /// Resolves a Python index (negative from the end) or an `IndexError` naming it.
@@ -287,8 +341,11 @@ pub struct PyArray(Borrowed<Array>);
 sequence_methods!(PyArray {
     #[new]
     #[pyo3(signature = (items = None))]
-    fn py_new(items: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyArray>> {
-        let array = Array::from_vec(items_of(items)?);
+    fn py_new(
+        py: Python<'_>,
+        items: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyClassInitializer<PyArray>> {
+        let array = Array::try_from_vec(items_of(items)?).map_err(|err| raise_error(py, err))?;
         Ok(initializer(array, PyArray))
     }
 
@@ -309,8 +366,17 @@ unsafe impl Send for PyListObj {}
 sequence_methods!(PyListObj {
     #[new]
     #[pyo3(signature = (items = None))]
-    fn py_new(items: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyListObj>> {
-        let list: List = items_of(items)?.into_iter().collect();
+    fn py_new(
+        py: Python<'_>,
+        items: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyClassInitializer<PyListObj>> {
+        let items = items_of(items)?;
+        let list = List::new();
+        list.try_reserve(items.len())
+            .map_err(|err| raise_error(py, err))?;
+        for item in items {
+            list.push(item);
+        }
         Ok(initializer(list, PyListObj))
     }
 
@@ -368,7 +434,12 @@ sequence_methods!(PyListObj {
 
     /// Appends every value of an iterable.
     fn extend(&self, values: &Bound<'_, PyAny>) -> PyResult<()> {
-        for v in items_of(Some(values))? {
+        let py = values.py();
+        let values = items_of(Some(values))?;
+        self.0
+            .try_reserve(self.0.len().saturating_add(values.len()))
+            .map_err(|err| raise_error(py, err))?;
+        for v in values {
             self.0.push(v);
         }
         Ok(())
@@ -520,13 +591,14 @@ fn entries_of(source: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(Any, Any)>> {
     } else {
         source.clone()
     };
-    pairs
-        .try_iter()?
-        .map(|pair| {
-            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair?.extract()?;
-            Ok((py_to_any(&k)?, py_to_any(&v)?))
-        })
-        .collect()
+    let known = source.cast::<PyDict>().map_or(0, |dict| dict.len());
+    let mut entries = Vec::new();
+    for pair in pairs.try_iter()? {
+        let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair?.extract()?;
+        make_room(&mut entries, known)?;
+        entries.push((py_to_any(&k)?, py_to_any(&v)?));
+    }
+    Ok(entries)
 }
 
 /// An immutable mapping that keeps insertion order.
@@ -536,8 +608,15 @@ pub struct PyMap(Borrowed<Map>);
 mapping_methods!(PyMap {
     #[new]
     #[pyo3(signature = (source = None))]
-    fn py_new(source: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyMap>> {
-        let map: Map = entries_of(source)?.into_iter().collect();
+    fn py_new(
+        py: Python<'_>,
+        source: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyClassInitializer<PyMap>> {
+        let entries = entries_of(source)?;
+        let mut map = Map::try_with_capacity(entries.len()).map_err(|err| raise_error(py, err))?;
+        for (k, v) in entries {
+            map.insert(k, v);
+        }
         Ok(initializer(map, PyMap))
     }
 });
@@ -554,8 +633,15 @@ unsafe impl Send for PyDictObj {}
 mapping_methods!(PyDictObj {
     #[new]
     #[pyo3(signature = (source = None))]
-    fn py_new(source: Option<&Bound<'_, PyAny>>) -> PyResult<PyClassInitializer<PyDictObj>> {
-        let dict: Dict = entries_of(source)?.into_iter().collect();
+    fn py_new(
+        py: Python<'_>,
+        source: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyClassInitializer<PyDictObj>> {
+        let entries = entries_of(source)?;
+        let dict = Dict::try_with_capacity(entries.len()).map_err(|err| raise_error(py, err))?;
+        for (k, v) in entries {
+            dict.insert(k, v);
+        }
         Ok(initializer(dict, PyDictObj))
     }
 
@@ -648,9 +734,16 @@ pub struct PyShape(Borrowed<Shape>);
 impl PyShape {
     #[new]
     #[pyo3(signature = (dims = None))]
-    fn py_new(dims: Option<Vec<i64>>) -> PyClassInitializer<PyShape> {
-        let shape = Shape::new(&dims.unwrap_or_default());
-        initializer(shape, PyShape)
+    fn py_new(
+        py: Python<'_>,
+        dims: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyClassInitializer<PyShape>> {
+        let dims = match dims {
+            Some(dims) => dims_of(dims)?,
+            None => Vec::new(),
+        };
+        let shape = Shape::try_new(&dims).map_err(|err| raise_error(py, err))?;
+        Ok(initializer(shape, PyShape))
     }
 
     fn __len__(&self) -> usize {

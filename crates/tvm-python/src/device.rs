@@ -10,6 +10,7 @@ use tvm_ffi::device::DeviceAttr;
 use crate::runtime_calls as device;
 
 use crate::errors::raise_error;
+use crate::exit_gate;
 
 /// A device (DLPack device type and index).
 #[pyclass(frozen, eq, hash, module = "tvm.ffi", name = "Device")]
@@ -32,8 +33,7 @@ impl PyDevice {
 
     /// An attribute from the device's backend (None when the backend does not know it).
     fn attr(&self, py: Python<'_>, attr: DeviceAttr) -> PyResult<Option<Py<PyAny>>> {
-        let value = py
-            .detach(|| device::device_attr(self.device(), attr))
+        let value = exit_gate::detach(py, || device::device_attr(self.device(), attr))
             .map_err(|err| raise_error(py, err))?;
         value.map(|v| crate::convert::any_to_py(py, v)).transpose()
     }
@@ -131,27 +131,27 @@ impl PyDevice {
     /// Whether the device is present (its backend is registered and reports it).
     #[getter]
     fn exist(&self, py: Python<'_>) -> bool {
-        py.detach(|| device::device_exists(self.device()))
+        exit_gate::detach(py, || device::device_exists(self.device()))
     }
 
     /// Waits for the work queued on `stream` (an int handle from `create_raw_stream`; None:
     /// the calling thread's current stream).
     #[pyo3(signature = (stream = None))]
     fn sync(&self, py: Python<'_>, stream: Option<usize>) -> PyResult<()> {
-        py.detach(|| device::sync_stream(self.device(), stream))
+        exit_gate::detach(py, || device::sync_stream(self.device(), stream))
             .map_err(|err| raise_error(py, err))
     }
 
     /// A new stream on this device, as an int handle (0 for backends without streams).
     fn create_raw_stream(&self, py: Python<'_>) -> PyResult<usize> {
-        py.detach(|| device::create_stream(self.device()))
+        exit_gate::detach(py, || device::create_stream(self.device()))
             .map_err(|err| raise_error(py, err))
     }
 
     /// Frees a stream from `create_raw_stream`.
     fn free_raw_stream(&self, py: Python<'_>, stream: usize) -> PyResult<()> {
         // The registry and the backend refuse streams they did not create.
-        py.detach(|| device::free_stream(self.device(), stream))
+        exit_gate::detach(py, || device::free_stream(self.device(), stream))
             .map_err(|err| raise_error(py, err))
     }
 

@@ -17,6 +17,7 @@ mod device;
 mod dlpack;
 mod dtype;
 mod errors;
+mod exit_gate;
 mod function_type;
 mod holder;
 mod ml_dtypes;

@@ -9,6 +9,7 @@ use tvm_ffi::{DataType, Device, Tensor};
 use crate::device::PyDevice;
 use crate::dlpack::{export_capsule, from_dlpack_object};
 use crate::errors::raise_error;
+use crate::exit_gate;
 use crate::objects::{Borrowed, PyObjectRef, new_wrapped};
 use crate::runtime_calls;
 
@@ -48,8 +49,7 @@ pub(crate) fn empty(
         Some(d) => crate::dtype::dtype_arg(d)?,
     };
     let device = device_arg(device)?;
-    let tensor = py
-        .detach(|| runtime_calls::empty(&shape, dtype, device))
+    let tensor = exit_gate::detach(py, || runtime_calls::empty(&shape, dtype, device))
         .map_err(|err| raise_error(py, err))?;
     wrap(py, tensor)
 }
@@ -118,7 +118,7 @@ impl PyTensor {
     fn copyto(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         if let Ok(tensor) = target.cast::<PyTensor>() {
             let destination = Tensor::clone(&tensor.get().0);
-            py.detach(|| runtime_calls::copy(&self.0, &destination))
+            exit_gate::detach(py, || runtime_calls::copy(&self.0, &destination))
                 .map_err(|err| raise_error(py, err))?;
             return Ok(target.clone().unbind());
         }
@@ -128,8 +128,7 @@ impl PyTensor {
             ));
         }
         let device = device_arg(Some(target))?;
-        let copy = py
-            .detach(|| runtime_calls::copy_to(&self.0, device))
+        let copy = exit_gate::detach(py, || runtime_calls::copy_to(&self.0, device))
             .map_err(|err| raise_error(py, err))?;
         wrap(py, copy)
     }
@@ -141,7 +140,7 @@ impl PyTensor {
         let py = slf.py();
         let source = from_dlpack_object(source)?;
         let this = Tensor::clone(&slf.get().0);
-        py.detach(|| runtime_calls::copy(&source, &this))
+        exit_gate::detach(py, || runtime_calls::copy(&source, &this))
             .map_err(|err| raise_error(py, err))?;
         Ok(slf.clone().into_any().unbind())
     }
@@ -156,7 +155,7 @@ impl PyTensor {
             Tensor::clone(&slf.get().0)
         } else {
             let this = Tensor::clone(&slf.get().0);
-            py.detach(|| runtime_calls::copy_to(&this, Device::cpu(0)))
+            exit_gate::detach(py, || runtime_calls::copy_to(&this, Device::cpu(0)))
                 .map_err(|err| raise_error(py, err))?
         };
         if crate::ml_dtypes::needs_ml_dtypes(host.dtype()) {

@@ -9,7 +9,7 @@
 pub mod backend;
 mod blob;
 pub mod device;
-mod elf_symbols;
+mod elf;
 pub mod kernel;
 mod library;
 mod module;

@@ -12,7 +12,7 @@ use tvm_ffi::function::SafeCall;
 use tvm_ffi::{Any, AnyView, Error, ErrorKind, Function, Result};
 
 use crate::module::{Module, ModuleImpl};
-use crate::{blob, elf_symbols};
+use crate::{blob, elf};
 
 /// Prefix of exported functions.
 pub const SYMBOL_PREFIX: &str = "__tvm_ffi_";
@@ -165,6 +165,9 @@ impl Library {
                 format!("cannot resolve '{}': {err}", path.display()),
             )
         })?;
+        // A file cut short would be mapped as it is, and touching its missing pages kills
+        // the process inside `dlopen`.
+        elf::check_complete(&absolute, path)?;
         let handle = dlopen_now(&absolute, path)?;
         Ok(Library {
             handle,
@@ -323,8 +326,7 @@ fn fill_context_symbols(library: &Library) -> Result<()> {
     let symbols = registered_context_symbols()?;
     let slot_size = std::mem::size_of::<*mut c_void>() as u64;
     // A file that cannot be read again after loading is left unchecked.
-    let slots =
-        elf_symbols::exported_objects(&library.path, "__TVM", slot_size).unwrap_or_default();
+    let slots = elf::exported_objects(&library.path, "__TVM", slot_size).unwrap_or_default();
     if let Some(missing) = slots
         .iter()
         .find(|slot| !symbols.iter().any(|(name, _)| name == *slot))

@@ -80,6 +80,12 @@ pub(crate) fn register_all() {
         "ffi.ModuleWriteToFile",
         |m: Module, path: String, format: String| m.write_to_file(&path, &format),
     );
+    // Checks a shared library's file before something else (`tvm.base.load_backend_libs`, which
+    // uses ctypes) hands it to `dlopen`: a file cut short would crash the process there.
+    register_typed("runtime.CheckSharedLibrary", |path: String| {
+        let path = std::path::Path::new(&path);
+        crate::elf::check_complete(path, path)
+    });
     register_typed("ffi.ModuleGlobalsAdd", pin);
     register_typed("ffi.ModuleGlobalsRemove", |m: Module| unpin(&m));
 }

@@ -11,8 +11,8 @@ use crate::abi::{
 use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::{
-    Object, ObjectCore, ObjectRef, alloc_object, alloc_object_uninit_with_deleter, destroy,
-    release_nested,
+    Object, ObjectCore, ObjectRef, alloc_object, destroy, release_nested,
+    try_alloc_object_uninit_with_deleter,
 };
 
 use super::sync::ObjectLock;
@@ -184,17 +184,24 @@ pub struct Array {
 }
 
 impl Array {
-    /// An array of the given values.
+    /// An array of the given values. Aborts when memory runs out, as a `Vec` does; see
+    /// [`Array::try_from_vec`] for values a caller counts.
     pub fn from_vec(values: Vec<Any>) -> Array {
         let len = values.len();
-        let built = Array::build(len, |data| {
+        Array::try_from_vec(values)
+            .unwrap_or_else(|_| crate::spare_block::abort_out_of_memory(len.saturating_mul(16)))
+    }
+
+    /// An array of the given values; a `MemoryError` when it does not fit in memory.
+    pub fn try_from_vec(values: Vec<Any>) -> Result<Array> {
+        let len = values.len();
+        Array::build(len, |data| {
             for (i, value) in values.into_iter().enumerate() {
                 // SAFETY: `i < len`: the slot is in the block and not yet initialized.
                 unsafe { data.add(i).write(value.into_raw()) };
             }
             (len, None)
-        });
-        built.expect("moving owned values cannot fail")
+        })
     }
 
     /// An array of owned copies of the viewed values (one allocation), or the error of the first
@@ -236,9 +243,12 @@ impl Array {
         len: usize,
         fill: impl FnOnce(*mut TVMFFIAny) -> (usize, Option<Error>),
     ) -> Result<Array> {
-        let bytes = len
-            .checked_mul(size_of::<TVMFFIAny>())
-            .expect("array size overflows");
+        let bytes = len.checked_mul(size_of::<TVMFFIAny>()).ok_or_else(|| {
+            Error::new(
+                ErrorKind::MemoryError,
+                format!("an array of {len} values does not fit in memory"),
+            )
+        })?;
         let value = SeqObj {
             base: Object::header(),
             cell: UnsafeCell::new(TVMFFISeqCell {
@@ -250,8 +260,15 @@ impl Array {
         };
         // SAFETY: repr(C) with the header first; Drop releases the first `size` inline elements,
         // and only those are ever read.
-        let ptr =
-            unsafe { alloc_object_uninit_with_deleter(value, bytes, kTVMFFIArray, array_deleter) };
+        let ptr = unsafe {
+            try_alloc_object_uninit_with_deleter(value, bytes, kTVMFFIArray, array_deleter)
+        }
+        .map_err(|_| {
+            Error::new(
+                ErrorKind::MemoryError,
+                format!("cannot allocate an array of {len} values"),
+            )
+        })?;
         // SAFETY: the new block has room for `len` values right after the 56-byte object.
         let data = unsafe { ptr.as_ptr().add(1).cast::<TVMFFIAny>() };
         // SAFETY: the new object's reference moves into the array.
@@ -437,22 +454,38 @@ impl List {
         self.reserve_locked(capacity);
     }
 
+    /// Makes room for `capacity` elements in all; a `MemoryError` when they do not fit in
+    /// memory.
+    pub fn try_reserve(&self, capacity: usize) -> Result<()> {
+        let _lock = self.lock_for_mutation();
+        self.try_reserve_locked(capacity)
+    }
+
     fn reserve_locked(&self, capacity: usize) {
-        let cell = self.seq().cell_mut();
-        if capacity as i64 <= cell.capacity {
-            return;
+        if self.try_reserve_locked(capacity).is_err() {
+            crate::spare_block::abort_out_of_memory(capacity.saturating_mul(16));
         }
-        let bytes = capacity
+    }
+
+    fn try_reserve_locked(&self, capacity: usize) -> Result<()> {
+        let cell = self.seq().cell_mut();
+        if i64::try_from(capacity).is_ok_and(|capacity| capacity <= cell.capacity) {
+            return Ok(());
+        }
+        let data = capacity
             .checked_mul(size_of::<TVMFFIAny>())
-            .expect("list size overflows");
+            .filter(|&bytes| bytes <= isize::MAX as usize)
+            // SAFETY: malloc of a size checked not to overflow; the result is checked below.
+            .map(|bytes| unsafe { libc::malloc(bytes) }.cast::<TVMFFIAny>())
+            .filter(|data| !data.is_null())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::MemoryError,
+                    format!("cannot allocate a list of {capacity} values"),
+                )
+            })?;
         // SAFETY: a fresh buffer; the old elements are moved bitwise, then the old buffer freed.
         unsafe {
-            let data = libc::malloc(bytes).cast::<TVMFFIAny>();
-            if data.is_null() {
-                std::alloc::handle_alloc_error(
-                    std::alloc::Layout::array::<TVMFFIAny>(capacity).unwrap(),
-                );
-            }
             if cell.size > 0 {
                 std::ptr::copy_nonoverlapping(
                     cell.data.cast::<TVMFFIAny>(),
@@ -469,6 +502,7 @@ impl List {
                 cell.data_deleter = Some(free_buffer);
             }
         }
+        Ok(())
     }
 
     /// Appends a value.

@@ -3,7 +3,9 @@
 use crate::abi::{TVMFFIShapeCell, kTVMFFIArray, kTVMFFIList, kTVMFFIShape};
 use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::containers::array::Array;
-use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
+use crate::object::{
+    Object, ObjectCore, ObjectRef, rust_object_deleter, try_alloc_object_uninit_with_deleter,
+};
 
 /// Layout of `ffi.Shape` (index 69): header, cell, then the values.
 #[repr(C)]
@@ -46,8 +48,16 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// A shape holding a copy of `dims`.
+    /// A shape holding a copy of `dims`. Aborts when memory runs out, as a `Vec` does; see
+    /// [`Shape::try_new`] for dimensions a caller counts.
     pub fn new(dims: &[i64]) -> Shape {
+        Shape::try_new(dims).unwrap_or_else(|_| {
+            crate::spare_block::abort_out_of_memory(std::mem::size_of_val(dims))
+        })
+    }
+
+    /// A shape holding a copy of `dims`; a `MemoryError` when it does not fit in memory.
+    pub fn try_new(dims: &[i64]) -> crate::Result<Shape> {
         let value = ShapeObj {
             base: Object::header(),
             cell: TVMFFIShapeCell {
@@ -55,8 +65,22 @@ impl Shape {
                 size: 0,
             },
         };
-        // SAFETY: repr(C) with the header first; the extra bytes hold plain integers.
-        let ptr = unsafe { alloc_object(value, std::mem::size_of_val(dims), kTVMFFIShape) };
+        // SAFETY: repr(C) with the header first; the extra bytes hold plain integers, all
+        // written below.
+        let ptr = unsafe {
+            try_alloc_object_uninit_with_deleter(
+                value,
+                std::mem::size_of_val(dims),
+                kTVMFFIShape,
+                rust_object_deleter::<ShapeObj>,
+            )
+        }
+        .map_err(|_| {
+            crate::Error::new(
+                crate::ErrorKind::MemoryError,
+                format!("cannot allocate a shape of {} dimensions", dims.len()),
+            )
+        })?;
         // SAFETY: the block has room for the values right after the 40-byte object.
         unsafe {
             let data = ptr.as_ptr().add(1).cast::<i64>();
@@ -68,7 +92,7 @@ impl Shape {
         }
         // SAFETY: the new object's reference moves into the shape.
         let obj = unsafe { ObjectRef::from_raw(ptr.as_ptr().cast()) };
-        Shape { obj }
+        Ok(Shape { obj })
     }
 
     /// The dimensions.

@@ -60,7 +60,7 @@ pub fn to_json_graph(value: AnyView<'_>, metadata: AnyView<'_>) -> Result<Any> {
 
 /// The JSON-graph text of `value` (compact).
 pub fn to_json_graph_string(value: AnyView<'_>, metadata: AnyView<'_>) -> Result<String> {
-    Ok(graph_tree(value, metadata)?.write(None))
+    graph_tree(value, metadata)?.write(None)
 }
 
 /// The JSON graph of `value` as a [`Json`] tree.
@@ -106,15 +106,25 @@ fn node_of(type_key: Cow<'static, str>, data: Option<Json<'static>>) -> Json<'st
     Json::Object(node)
 }
 
-fn text_of(value: &AnyView<'_>) -> Json<'static> {
+fn text_of(value: &AnyView<'_>) -> Result<Json<'static>> {
     let bytes = crate::string::bytes_of_view(value).unwrap_or_default();
-    Json::Str(Cow::Owned(String::from_utf8_lossy(bytes).into_owned()))
+    Ok(Json::Str(Cow::Owned(super::json::owned_text(bytes)?)))
 }
 
 const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-fn base64_encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+fn base64_encode(bytes: &[u8]) -> Result<String> {
+    let size = bytes.len().div_ceil(3) * 4;
+    let mut out = String::new();
+    out.try_reserve_exact(size).map_err(|_| {
+        Error::new(
+            ErrorKind::MemoryError,
+            format!(
+                "cannot allocate the {size} bytes of base64 text of a bytes value of {} bytes",
+                bytes.len()
+            ),
+        )
+    })?;
     for chunk in bytes.chunks(3) {
         let b = [
             chunk[0],
@@ -130,7 +140,7 @@ fn base64_encode(bytes: &[u8]) -> String {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 fn base64_decode(text: &str) -> Result<Vec<u8>> {
@@ -172,13 +182,13 @@ impl GraphWriter {
             abi::kTVMFFIInt => ("int", Some(Json::Int(value.cast()?))),
             abi::kTVMFFIFloat => ("float", Some(Json::Float(value.cast()?))),
             abi::kTVMFFISmallStr | abi::kTVMFFIStr | abi::kTVMFFIRawStr => {
-                ("ffi.String", Some(text_of(&value)))
+                ("ffi.String", Some(text_of(&value)?))
             }
             abi::kTVMFFISmallBytes | abi::kTVMFFIBytes | abi::kTVMFFIByteArrayPtr => {
                 let bytes = crate::string::bytes_of_view(&value).unwrap_or_default();
                 (
                     "ffi.Bytes",
-                    Some(Json::Str(Cow::Owned(base64_encode(bytes)))),
+                    Some(Json::Str(Cow::Owned(base64_encode(bytes)?))),
                 )
             }
             abi::kTVMFFIDataType => (
@@ -604,10 +614,10 @@ mod tests {
     #[test]
     fn base64_round_trips() {
         for bytes in [&b""[..], b"a", b"ab", b"abc", b"abcd\x00\xff"] {
-            let text = base64_encode(bytes);
+            let text = base64_encode(bytes).unwrap();
             assert_eq!(base64_decode(&text).unwrap(), bytes);
         }
-        assert_eq!(base64_encode(b"ab"), "YWI=");
+        assert_eq!(base64_encode(b"ab").unwrap(), "YWI=");
     }
 
     fn read(nodes: &str, root: usize) -> Result<Any> {

@@ -69,15 +69,16 @@ impl<'a> Json<'a> {
         from_any_at(value, 0)
     }
 
-    /// The JSON text, compact or indented by `indent` spaces.
-    pub fn write(&self, indent: Option<usize>) -> String {
+    /// The JSON text, compact or indented by `indent` spaces; a `MemoryError` naming the size
+    /// when the text does not fit in memory.
+    pub fn write(&self, indent: Option<usize>) -> Result<String> {
         let mut out = String::new();
         Writer {
             indent,
             out: &mut out,
         }
-        .value(self, 0);
-        out
+        .value(self, 0)?;
+        Ok(out)
     }
 }
 
@@ -108,12 +109,10 @@ fn from_any_at(value: AnyView<'_>, level: usize) -> Result<Json<'static>> {
         abi::kTVMFFIBool => Json::Bool(value.cast()?),
         abi::kTVMFFIInt => Json::Int(value.cast()?),
         abi::kTVMFFIFloat => Json::Float(value.cast()?),
-        abi::kTVMFFISmallStr | abi::kTVMFFIStr | abi::kTVMFFIRawStr => Json::Str(Cow::Owned(
-            value
-                .cast::<crate::String>()?
-                .to_string_lossy()
-                .into_owned(),
-        )),
+        abi::kTVMFFISmallStr | abi::kTVMFFIStr | abi::kTVMFFIRawStr => {
+            let bytes = crate::string::bytes_of_view(&value).unwrap_or_default();
+            Json::Str(Cow::Owned(owned_text(bytes)?))
+        }
         abi::kTVMFFIArray => seq(value.cast::<Array>()?.as_slice())?,
         abi::kTVMFFIList => seq(&value.cast::<List>()?.to_vec())?,
         abi::kTVMFFIMap => map(&mut value.cast::<Map>()?.iter())?,
@@ -410,10 +409,24 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// A copy of text (invalid UTF-8 replaced); a `MemoryError` naming the size when it does not
+/// fit in memory.
+pub(crate) fn owned_text(bytes: &[u8]) -> Result<String> {
+    let mut text = String::new();
+    text.try_reserve_exact(bytes.len()).map_err(|_| {
+        Error::new(
+            ErrorKind::MemoryError,
+            format!("cannot copy a string of {} bytes", bytes.len()),
+        )
+    })?;
+    text.push_str(&String::from_utf8_lossy(bytes));
+    Ok(text)
+}
+
 /// Writes `value` as JSON text, compact or indented by `indent` spaces; a `ValueError` for
 /// values JSON cannot hold (non-string keys, objects other than containers and strings).
 pub fn stringify(value: AnyView<'_>, indent: Option<usize>) -> Result<String> {
-    Ok(Json::from_any(value)?.write(indent))
+    Json::from_any(value)?.write(indent)
 }
 
 /// The JSON text of a float: `%.17g`, with `.0` added to integral values.
@@ -459,62 +472,103 @@ pub fn quote_json(text: &str, out: &mut String) {
     out.push('"');
 }
 
+/// The length of the JSON string literal of `text`, as [`quote_json`] writes it.
+fn quoted_len(text: &str) -> usize {
+    let escapes: usize = text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            b if b < 0x20 => 5,
+            _ => 0,
+        })
+        .sum();
+    text.len() + escapes + 2
+}
+
+/// Writes JSON text, making room before each piece: text sized by its caller (long strings,
+/// deep indentation) is a `MemoryError` when it does not fit, never an abort.
 struct Writer<'a> {
     indent: Option<usize>,
     out: &'a mut String,
 }
 
 impl Writer<'_> {
-    fn newline(&mut self, level: usize) {
-        if let Some(n) = self.indent {
-            self.out.push('\n');
-            self.out.extend(std::iter::repeat_n(' ', n * level));
+    /// Room for `more` bytes, or a `MemoryError` naming the size the text would reach.
+    fn reserve(&mut self, more: Option<usize>) -> Result<()> {
+        let len = self.out.len();
+        match more {
+            Some(more) if self.out.try_reserve(more).is_ok() => Ok(()),
+            _ => Err(Error::new(
+                ErrorKind::MemoryError,
+                format!(
+                    "the JSON text does not fit in memory ({len} bytes, and {} more)",
+                    more.map_or_else(|| "more than 2^64".to_owned(), |more| more.to_string())
+                ),
+            )),
         }
     }
 
-    fn value(&mut self, value: &Json<'_>, level: usize) {
+    fn push_str(&mut self, text: &str) -> Result<()> {
+        self.reserve(Some(text.len()))?;
+        self.out.push_str(text);
+        Ok(())
+    }
+
+    fn newline(&mut self, level: usize) -> Result<()> {
+        if let Some(n) = self.indent {
+            self.reserve(
+                n.checked_mul(level)
+                    .and_then(|spaces| spaces.checked_add(1)),
+            )?;
+            self.out.push('\n');
+            self.out.extend(std::iter::repeat_n(' ', n * level));
+        }
+        Ok(())
+    }
+
+    fn value(&mut self, value: &Json<'_>, level: usize) -> Result<()> {
         match value {
-            Json::Null => self.out.push_str("null"),
-            Json::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
-            Json::Int(i) => {
-                let _ = write!(self.out, "{i}");
+            Json::Null => self.push_str("null")?,
+            Json::Bool(b) => self.push_str(if *b { "true" } else { "false" })?,
+            Json::Int(i) => self.push_str(&i.to_string())?,
+            Json::Float(x) => self.push_str(&float_text(*x))?,
+            Json::Str(s) => {
+                self.reserve(Some(quoted_len(s)))?;
+                quote_json(s, self.out);
             }
-            Json::Float(x) => self.out.push_str(&float_text(*x)),
-            Json::Str(s) => quote_json(s, self.out),
             Json::Array(items) => {
-                self.out.push('[');
+                self.push_str("[")?;
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
-                        self.out.push(',');
+                        self.push_str(",")?;
                     }
-                    self.newline(level + 1);
-                    self.value(item, level + 1);
+                    self.newline(level + 1)?;
+                    self.value(item, level + 1)?;
                 }
                 if !items.is_empty() {
-                    self.newline(level);
+                    self.newline(level)?;
                 }
-                self.out.push(']');
+                self.push_str("]")?;
             }
             Json::Object(members) => {
-                self.out.push('{');
+                self.push_str("{")?;
                 for (i, (k, v)) in members.iter().enumerate() {
                     if i > 0 {
-                        self.out.push(',');
+                        self.push_str(",")?;
                     }
-                    self.newline(level + 1);
+                    self.newline(level + 1)?;
+                    self.reserve(Some(quoted_len(k)))?;
                     quote_json(k, self.out);
-                    self.out.push(':');
-                    if self.indent.is_some() {
-                        self.out.push(' ');
-                    }
-                    self.value(v, level + 1);
+                    self.push_str(if self.indent.is_some() { ": " } else { ":" })?;
+                    self.value(v, level + 1)?;
                 }
                 if !members.is_empty() {
-                    self.newline(level);
+                    self.newline(level)?;
                 }
-                self.out.push('}');
+                self.push_str("}")?;
             }
         }
+        Ok(())
     }
 }
 

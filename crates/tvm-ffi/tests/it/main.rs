@@ -5,6 +5,7 @@
 use tvm_ffi_capi as _;
 use tvm_ffi_testing as _;
 
+mod alloc_failure;
 mod any;
 mod containers;
 mod convert;

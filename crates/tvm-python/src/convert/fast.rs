@@ -107,8 +107,12 @@ unsafe fn view(
                 return false;
             }
             let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
-            // The interpreter's UTF-8 form of a `str` is valid UTF-8.
-            let value = tvm_ffi::String::new(std::str::from_utf8_unchecked(bytes)).into_any();
+            // The interpreter's UTF-8 form of a `str` is valid UTF-8. A string that does not
+            // fit in memory takes the general path, which raises `MemoryError`.
+            let Ok(value) = tvm_ffi::String::try_new(std::str::from_utf8_unchecked(bytes)) else {
+                return false;
+            };
+            let value = value.into_any();
             if !value.is_object() {
                 slot.write(value.into_raw());
                 return true;
@@ -401,14 +405,16 @@ pub(crate) unsafe fn plain_from_python(obj: *mut ffi::PyObject) -> Option<Any> {
                 return None;
             }
             let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
-            return Some(tvm_ffi::String::new(std::str::from_utf8_unchecked(bytes)).into_any());
+            // A string that does not fit in memory is left to the general path (`MemoryError`).
+            let text = std::str::from_utf8_unchecked(bytes);
+            return tvm_ffi::String::try_new(text).ok().map(Into::into);
         }
         if ty == &raw mut ffi::PyBytes_Type {
             let mut data = std::ptr::null_mut();
             let mut size: ffi::Py_ssize_t = 0;
             ffi::PyBytes_AsStringAndSize(obj, &mut data, &mut size);
             let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
-            return Some(tvm_ffi::Bytes::from_bytes(bytes).into_any());
+            return tvm_ffi::Bytes::try_from_bytes(bytes).ok().map(Into::into);
         }
         None
     }

@@ -317,7 +317,9 @@ pub(crate) fn py_to_any(obj: &Bound<'_, PyAny>) -> PyResult<Any> {
             Arg::Float(float) => Ok(Any::from_raw(scalars::float(float))),
             // Text that is not UTF-8 (surrogate escapes) takes the general path.
             Arg::Str(text) => match text.to_str() {
-                Ok(text) => Ok(tvm_ffi::String::new(text).into_any()),
+                Ok(text) => tvm_ffi::String::try_new(text)
+                    .map(Into::into)
+                    .map_err(|err| raise_error(obj.py(), err)),
                 Err(_) => py_to_any_through_view(obj),
             },
             Arg::Object(wrapped) => AnyView::from_raw(objects::wrapped(wrapped)?)

@@ -4,12 +4,13 @@
 use pyo3::exceptions::PyOverflowError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyFloat, PyInt, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyString};
 use tvm_ffi::abi::{self, TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray};
 use tvm_ffi::string::MAX_SMALL_LEN;
 
 use super::{Temporaries, keep};
 use crate::device::PyDevice;
+use crate::errors::raise_error;
 
 /// A value that owns nothing: a type index and its payload.
 #[inline]
@@ -86,7 +87,8 @@ pub(super) fn str(obj: &Bound<'_, PyString>, temps: &mut Temporaries) -> PyResul
         Ok(text) => text,
         Err(err) => return escaped_str(obj, temps, err),
     };
-    Ok(keep(temps, tvm_ffi::String::new(text).into_any()))
+    let value = tvm_ffi::String::try_new(text).map_err(|err| raise_error(obj.py(), err))?;
+    Ok(keep(temps, value.into_any()))
 }
 
 /// A `str` that is not valid UTF-8: text that native code returned as bytes that are not UTF-8
@@ -110,10 +112,9 @@ fn escaped_str(
     if !decoded.eq(obj)? {
         return Err(err);
     }
-    Ok(keep(
-        temps,
-        tvm_ffi::String::from_bytes(content(bytes)).into_any(),
-    ))
+    let value =
+        tvm_ffi::String::try_from_bytes(content(bytes)).map_err(|err| raise_error(py, err))?;
+    Ok(keep(temps, value.into_any()))
 }
 
 /// The content of a `bytes` object, borrowed from it: one call into the interpreter, where
@@ -155,10 +156,15 @@ fn bytes_view(data: &[u8], temps: &mut Temporaries) -> TVMFFIAny {
     raw
 }
 
-/// A `bytearray`, copied (it may change while the call runs).
+/// A `bytearray`, copied (it may change while the call runs); a `MemoryError` when the copy
+/// does not fit.
 pub(super) fn byte_array(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
-    let copy: Vec<u8> = obj.extract()?;
-    Ok(keep(temps, tvm_ffi::Bytes::from(copy).into()))
+    let array = obj.cast::<PyByteArray>()?;
+    // SAFETY: the content is copied at once, with the interpreter lock held, so no Python code
+    // runs that could resize the array meanwhile.
+    let copy = tvm_ffi::Bytes::try_from_bytes(unsafe { array.as_bytes() })
+        .map_err(|err| raise_error(obj.py(), err))?;
+    Ok(keep(temps, copy.into()))
 }
 
 /// A `tvm.DataType` (or anything `dtype_of` recognizes) as a data type value.

@@ -203,6 +203,51 @@ fn special_files_are_refused_without_blocking() {
 }
 
 #[test]
+fn libraries_cut_short_are_refused_before_dlopen() {
+    // dlopen maps a cut file as it is, and touching a missing page is SIGBUS in this process.
+    let library = kernel("basic");
+    let whole = std::fs::read(&library).unwrap();
+    let len = whole.len();
+    let mut cuts = vec![
+        2,
+        10,
+        40,
+        63,
+        64,
+        100,
+        500,
+        1000,
+        4096,
+        5000,
+        len / 2,
+        len - 100,
+    ];
+    cuts.extend([len * 3 / 4, len - 64, len - 1]);
+    for cut in cuts {
+        let path = library.with_file_name(format!("cut-{cut}.so"));
+        std::fs::write(&path, &whole[..cut]).unwrap();
+        let err = load_module(&path).unwrap_err();
+        assert_eq!(err.kind(), "OSError", "cut at {cut}: {err}");
+        assert!(err.message().contains(path.to_str().unwrap()), "{err}");
+        if cut >= 4 {
+            assert!(err.message().contains("the file is cut short"), "{err}");
+            assert!(
+                err.message().contains(&format!("({cut} bytes, but")),
+                "{err}"
+            );
+        }
+    }
+    // The whole file still loads.
+    assert!(load_module(&library).is_ok());
+    // The same check, for loaders other than this one (`tvm.base.load_backend_libs`).
+    let check = Function::get_global_required("runtime.CheckSharedLibrary").unwrap();
+    check.call((library.to_str().unwrap(),)).unwrap();
+    let cut = library.with_file_name("cut-1000.so");
+    let err = check.call((cut.to_str().unwrap(),)).unwrap_err();
+    assert!(err.message().contains("(1000 bytes, but its "), "{err}");
+}
+
+#[test]
 fn unresolved_symbols_are_load_errors_not_exits() {
     // The kernel calls a function nobody defines: with lazy binding the process would die on
     // the first call (exit 127); the loader must refuse it now and name the symbol.

@@ -17,6 +17,7 @@ use super::read::MapRead;
 use super::read::sealed::Sealed;
 use super::table::{
     Inserted, copy_object, find_kv, insert_in_place, remove_in_place, reserve_fresh, tables_equal,
+    try_reserve_fresh,
 };
 
 /// Marker view of `ffi.Map` (index 72).
@@ -100,6 +101,14 @@ impl Map {
         // SAFETY: a fresh, empty object made here, held only here.
         unsafe { reserve_fresh(obj.as_ptr(), n) };
         Map::from_new(obj)
+    }
+
+    /// As [`Map::with_capacity`]; a `MemoryError` when `n` entries do not fit in memory.
+    pub fn try_with_capacity(n: usize) -> crate::Result<Map> {
+        let fresh = Map::from_new(alloc_empty(kTVMFFIMap));
+        // SAFETY: a fresh, empty object made here, held only here.
+        unsafe { try_reserve_fresh(fresh.raw(), n) }?;
+        Ok(fresh)
     }
 
     /// Takes over the only reference of a fresh map object made here.

@@ -96,26 +96,32 @@ impl Dense {
 
     /// A new table with `slots` empty slots (`slots` a power of two ≥ 2), blocks from `malloc`.
     pub(super) fn new_empty(slots: u64) -> Dense {
+        Dense::try_new_empty(slots)
+            .unwrap_or_else(|| crate::spare_block::abort_out_of_memory(BLOCK_SIZE))
+    }
+
+    /// As [`Dense::new_empty`]; `None` when the table does not fit in memory.
+    pub(super) fn try_new_empty(slots: u64) -> Option<Dense> {
         debug_assert!(slots.is_power_of_two() && slots >= 2);
         let blocks = slots.div_ceil(BLOCK_CAP) as usize;
-        let bytes = blocks.checked_mul(BLOCK_SIZE).expect("map size overflows");
+        let bytes = blocks.checked_mul(BLOCK_SIZE)?;
         // SAFETY: a non-zero size; the result is checked for NULL below.
         let data = unsafe { libc::malloc(bytes) }.cast::<u8>();
         if data.is_null() {
-            std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(bytes, 8).unwrap());
+            return None;
         }
         for b in 0..blocks {
             // SAFETY: block `b` lies within the allocation; its 16 metadata bytes are written.
             unsafe { ptr::write_bytes(data.add(b * BLOCK_SIZE), META_EMPTY, BLOCK_CAP as usize) };
         }
-        Dense {
+        Some(Dense {
             data,
             slots,
             shift: 64 - slots.trailing_zeros(),
             size: 0,
             head: NO_SLOT,
             tail: NO_SLOT,
-        }
+        })
     }
 
     #[inline]

@@ -16,7 +16,7 @@ use super::read::MapRead;
 use super::read::sealed::Sealed;
 use super::table::{
     Inserted, clear_in_place, copy_object, find_kv, insert_in_place, remove_in_place,
-    reserve_fresh, tables_equal,
+    reserve_fresh, tables_equal, try_reserve_fresh,
 };
 
 /// Marker view of `ffi.Dict` (index 76). Shared-mutable, and safe to share between threads:
@@ -68,6 +68,14 @@ impl Dict {
         // SAFETY: a fresh, empty object made here, held only here.
         unsafe { reserve_fresh(obj.as_ptr(), n) };
         Dict::from_new(obj)
+    }
+
+    /// As [`Dict::with_capacity`]; a `MemoryError` when `n` entries do not fit in memory.
+    pub fn try_with_capacity(n: usize) -> crate::Result<Dict> {
+        let fresh = Dict::from_new(alloc_empty(kTVMFFIDict));
+        // SAFETY: a fresh, empty object made here, held only here.
+        unsafe { try_reserve_fresh(fresh.raw(), n) }?;
+        Ok(fresh)
     }
 
     /// Takes over the only reference of a fresh dict object made here.

@@ -136,16 +136,36 @@ unsafe fn small_to_dense(p: *mut MapBaseObj) {
 /// # Safety
 /// `p` points at an empty object made by [`alloc_empty`] that may be mutated.
 pub(super) unsafe fn reserve_fresh(p: *mut MapBaseObj, n: usize) {
-    if n as u64 <= SMALL_MAX {
-        return;
+    // SAFETY: forwarded.
+    if unsafe { try_reserve_fresh(p, n) }.is_err() {
+        crate::spare_block::abort_out_of_memory(n.saturating_mul(16));
     }
+}
+
+/// As [`reserve_fresh`]; a `MemoryError` naming `n` when the table does not fit in memory.
+///
+/// # Safety
+/// As for [`reserve_fresh`].
+pub(super) unsafe fn try_reserve_fresh(p: *mut MapBaseObj, n: usize) -> crate::Result<()> {
+    if n as u64 <= SMALL_MAX {
+        return Ok(());
+    }
+    // Past 2^56 entries the table's size in bytes overflows; no memory holds it anyway.
+    let table = (n < 1 << 56).then(|| Dense::try_new_empty(table_size_for(n as u64)));
+    let table = table.flatten().ok_or_else(|| {
+        crate::Error::new(
+            crate::ErrorKind::MemoryError,
+            format!("cannot allocate a map of {n} entries"),
+        )
+    })?;
     // SAFETY: per the caller the object is empty, small, has no data deleter (its pairs are
     // inline) and has room for the dense fields.
     unsafe {
         debug_assert!(is_small(p) && raw_len(p) == 0 && (*cell(p)).data_deleter.is_none());
-        Dense::new_empty(table_size_for(n as u64)).store(p);
+        table.store(p);
         (*cell(p)).data_deleter = Some(free_blocks);
     }
+    Ok(())
 }
 
 /// Inserts or overwrites in place, growing the table (and switching layout) as needed.

@@ -1015,9 +1015,10 @@ TVM_FFI_DLL const TVMFFITypeAttrColumn* TVMFFIGetTypeAttrColumn(const TVMFFIByte
  * \brief Initializes `*handle_addr` exactly once across threads.
  *
  * If `*handle_addr` is non-NULL nothing happens. Otherwise, under a process-wide lock and after a
- * second check, calls init_func(&result) and stores the result.
+ * second check, calls init_func(&result) and stores the result. The lock is re-entrant: init_func
+ * may initialize other handles, but asking for its own handle again is an error (not a deadlock).
  * \return 0; init_func's non-zero code (with its error); or -1 with a RuntimeError if init_func
- *  succeeds but produces NULL.
+ *  succeeds but produces NULL, or re-enters for the handle it is initializing.
  */
 TVM_FFI_DLL int TVMFFIHandleInitOnce(void** handle_addr, int (*init_func)(void** result));
 

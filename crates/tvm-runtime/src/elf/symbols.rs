@@ -1,14 +1,14 @@
-//! The data symbols a shared library exports, read from its ELF file (64-bit little-endian, the
-//! layout of x86-64 and AArch64 Linux): the loader uses them to find the `__TVM*` pointer slots
-//! a compiled kernel expects the runtime to fill.
+//! The data symbols a shared library exports: the loader uses them to find the `__TVM*` pointer
+//! slots a compiled kernel expects the runtime to fill.
 
 use std::fs::File;
 use std::io;
 use std::path::Path;
 
+use super::{HEADER_SIZE, Header, SECTION_HEADER_SIZE, read_at, u16_at, u32_at, u64_at};
+
 const SHT_DYNSYM: u32 = 11;
 const STT_OBJECT: u8 = 1;
-const SECTION_HEADER_SIZE: usize = 64;
 const SYMBOL_SIZE: usize = 24;
 /// Symbol or string tables larger than this are not believed (a damaged file).
 const TABLE_LIMIT: u64 = 256 << 20;
@@ -18,16 +18,16 @@ const TABLE_LIMIT: u64 = 256 << 20;
 /// little-endian ELF, or has no section headers, has none.
 pub(crate) fn exported_objects(path: &Path, prefix: &str, size: u64) -> io::Result<Vec<String>> {
     let file = File::open(path)?;
-    let mut header = [0u8; 64];
-    if read_at(&file, &mut header, 0).is_err() || &header[..4] != b"\x7fELF" {
+    let mut bytes = [0u8; HEADER_SIZE];
+    let header = read_at(&file, &mut bytes, 0)
+        .ok()
+        .and_then(|()| Header::parse(&bytes));
+    let Some(header) = header else {
         return Ok(Vec::new());
-    }
-    if header[4] != 2 || header[5] != 1 {
-        return Ok(Vec::new());
-    }
-    let section_offset = u64_at(&header, 0x28);
-    let section_count = usize::from(u16_at(&header, 0x3C));
-    if section_offset == 0 || usize::from(u16_at(&header, 0x3A)) != SECTION_HEADER_SIZE {
+    };
+    let section_offset = header.section_offset;
+    let section_count = usize::from(header.section_count);
+    if section_offset == 0 || usize::from(header.section_entry_size) != SECTION_HEADER_SIZE {
         return Ok(Vec::new());
     }
     let mut sections = vec![0u8; section_count * SECTION_HEADER_SIZE];
@@ -76,29 +76,4 @@ fn read_table(file: &File, offset: u64, size: u64) -> io::Result<Vec<u8>> {
     let mut table = vec![0u8; size as usize];
     read_at(file, &mut table, offset)?;
     Ok(table)
-}
-
-#[cfg(unix)]
-fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buffer, offset)
-}
-
-#[cfg(not(unix))]
-fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = file;
-    file.seek(SeekFrom::Start(offset))?;
-    file.read_exact(buffer)
-}
-
-fn u16_at(bytes: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([bytes[at], bytes[at + 1]])
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
 }

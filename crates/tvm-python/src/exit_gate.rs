@@ -1,0 +1,165 @@
+//! Calls that release the interpreter lock, made safe at interpreter exit.
+//!
+//! A thread that takes the lock back once the runtime is finalizing is ended by the interpreter
+//! (`pthread_exit`, before Python 3.14), which unwinds through the native frames of the call and
+//! aborts the process ("FATAL: exception not rethrown"). And a daemon thread whose remote call
+//! fails because its server was stopped at exit would print that failure. So:
+//!
+//! - once `threading` starts shutting down (the main thread finished), a *daemon* thread whose
+//!   call returns parks for good instead of running more Python code;
+//! - the last `atexit` callback closes a gate: from then on every thread but the exiting one
+//!   parks before it asks for the lock, and the callback waits (lock released) for the threads
+//!   already past the gate to take it, so none is left waiting for it when finalization starts.
+//!
+//! Parked threads end with the process.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyCFunction, PyModule};
+
+/// Whether the hooks were registered (written with the interpreter lock held).
+static HOOKED: AtomicBool = AtomicBool::new(false);
+/// Set when `threading` starts shutting down.
+static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
+/// The gate, and the threads between it and holding the lock again.
+static GATE: Mutex<Gate> = Mutex::new(Gate {
+    closed_by: 0,
+    reattaching: 0,
+});
+static REATTACHED: Condvar = Condvar::new();
+/// How long the exit waits for threads already past the gate.
+const PATIENCE: Duration = Duration::from_secs(2);
+
+struct Gate {
+    /// The token of the thread that closed the gate (it runs the exit), or 0 while open.
+    closed_by: usize,
+    /// Threads past the gate that have not taken the lock back yet.
+    reattaching: usize,
+}
+
+fn gate() -> std::sync::MutexGuard<'static, Gate> {
+    GATE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A thread past the open gate, counted until it holds the lock again.
+struct Passed(());
+
+impl Drop for Passed {
+    fn drop(&mut self) {
+        let mut gate = gate();
+        gate.reattaching -= 1;
+        if gate.reattaching == 0 {
+            REATTACHED.notify_all();
+        }
+    }
+}
+
+/// Parks the calling thread for good.
+fn park_forever() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Called detached, before taking the lock back: parks for good when the gate is closed
+/// (and this is not the exiting thread).
+fn pass() -> Passed {
+    let mut gate = gate();
+    if gate.closed_by != 0 && gate.closed_by != tvm_ffi::thread::current_token() {
+        drop(gate);
+        park_forever();
+    }
+    gate.reattaching += 1;
+    Passed(())
+}
+
+/// Runs `f` with the interpreter lock released (as [`Python::detach`]), safely at exit.
+pub(crate) fn detach<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
+    if !HOOKED.load(Ordering::Relaxed) {
+        install_hooks(py);
+    }
+    let (output, passed) = py.detach(move || {
+        let output = f();
+        (output, pass())
+    });
+    drop(passed);
+    if shutting_down(py) && is_daemon_thread(py) {
+        py.detach(|| park_forever())
+    }
+    output
+}
+
+/// The `threading` module, imported once.
+fn threading(py: Python<'_>) -> Option<&Bound<'_, PyModule>> {
+    static THREADING: PyOnceLock<Option<Py<PyModule>>> = PyOnceLock::new();
+    THREADING
+        .get_or_init(py, || py.import("threading").ok().map(Bound::unbind))
+        .as_ref()
+        .map(|module| module.bind(py))
+}
+
+/// Whether `threading` has started shutting down: its own flag, set before any of its exit
+/// hooks runs (so a hook that stops a server cannot come first), or the hook's.
+fn shutting_down(py: Python<'_>) -> bool {
+    SHUTTING_DOWN.load(Ordering::Relaxed)
+        || threading(py)
+            .and_then(|threading| threading.getattr("_SHUTTING_DOWN").ok())
+            .is_some_and(|flag| flag.is_truthy().unwrap_or(false))
+}
+
+fn is_daemon_thread(py: Python<'_>) -> bool {
+    threading(py)
+        .and_then(|threading| threading.call_method0("current_thread").ok())
+        .and_then(|thread| thread.getattr("daemon").ok())
+        .is_some_and(|daemon| daemon.is_truthy().unwrap_or(false))
+}
+
+/// Registers the `threading` shutdown hook and the `atexit` callback (once; the
+/// interpreter lock serializes callers). A failure leaves the calls as they were.
+fn install_hooks(py: Python<'_>) {
+    HOOKED.store(true, Ordering::Relaxed);
+    let mark = PyCFunction::new_closure(
+        py,
+        Some(c"tvm_threading_shutdown"),
+        None,
+        |_args, _kwargs| SHUTTING_DOWN.store(true, Ordering::Relaxed),
+    );
+    if let (Ok(hook), Some(threading)) = (mark, threading(py)) {
+        // A private hook of CPython (3.9+): runs as soon as the main thread is done. It
+        // refuses (RuntimeError) once the shutdown has begun.
+        if threading.call_method1("_register_atexit", (hook,)).is_err() {
+            SHUTTING_DOWN.store(true, Ordering::Relaxed);
+        }
+    }
+    let close = PyCFunction::new_closure(py, Some(c"tvm_close_exit_gate"), None, |args, _| {
+        close_gate(args.py());
+    });
+    if let (Ok(close), Ok(atexit)) = (close, py.import("atexit")) {
+        let _ = atexit.call_method1("register", (close,));
+    }
+}
+
+/// Closes the gate, then lets the threads already past it take the lock.
+fn close_gate(py: Python<'_>) {
+    SHUTTING_DOWN.store(true, Ordering::Relaxed);
+    let me = tvm_ffi::thread::current_token();
+    gate().closed_by = me;
+    py.detach(|| {
+        let deadline = Instant::now() + PATIENCE;
+        let mut gate = gate();
+        while gate.reattaching > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            gate = REATTACHED
+                .wait_timeout(gate, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    });
+}

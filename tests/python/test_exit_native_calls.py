@@ -1,0 +1,85 @@
+"""A process exits cleanly while daemon threads are inside every kind of native call that
+releases the interpreter lock: tensor allocation and copies, device queries, synchronization and
+streams, and packed calls marked ``release_gil``, on the local CPU and on a remote device whose
+session and server go away at exit.
+
+Before these calls went through the exit gate, such runs printed the failures of calls cut off
+by the exit, and some aborted ("FATAL: exception not rethrown") or crashed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys, threading, time
+    import numpy as np
+    import tvm
+    from tvm import ffi, rpc
+
+    server = rpc.Server(port=0)
+    sess = rpc.connect("127.0.0.1", server.port)
+    data = np.ones(1 << 14, dtype="float32")
+
+    def copy_in(device):
+        t = tvm.runtime.empty(data.shape, "float32", device)
+        while True:
+            t.copyfrom(data)
+
+    def copy_out(device):
+        t = tvm.runtime.tensor(data, device=device)
+        while True:
+            t.numpy()
+            t.copyto(tvm.cpu(0))
+            t.copyto(tvm.runtime.empty(data.shape, "float32", device))
+
+    def alloc(device):
+        while True:
+            tvm.runtime.empty((1024,), "float32", device)
+
+    def device_calls(device):
+        while True:
+            device.sync()
+            device.exist
+            device.max_threads_per_block
+            device.free_raw_stream(device.create_raw_stream())
+
+    def packed(device):
+        copy = ffi.get_global_func("runtime.TensorCopyFromTo")
+        copy.release_gil = True
+        source = tvm.runtime.tensor(data)
+        target = tvm.runtime.empty(data.shape, "float32", device)
+        while True:
+            copy(source, target)
+
+    for device in (tvm.cpu(0), sess.cpu(0)):
+        for kind in (copy_in, copy_out, alloc, device_calls, packed):
+            threading.Thread(target=kind, args=(device,), daemon=True).start()
+    time.sleep(float(sys.argv[1]))
+    print("exiting", flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("run", range(4))
+def test_exit_with_daemon_threads_inside_native_calls_is_clean(run: int, tmp_path: Any) -> None:
+    script = tmp_path / "exit_inside_native_calls.py"
+    script.write_text(SCRIPT)
+    # Vary the moment of the exit relative to the daemon threads' calls.
+    linger = (0.1, 0.3, 0.5, 0.7)[run]
+    done = subprocess.run(
+        [sys.executable, str(script), str(linger)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr == ""
+    assert done.stdout == "exiting\n"
