@@ -1,4 +1,4 @@
-"""A Python ``str`` reaches compiled code as the original binding passes it: a small string up
+"""A Python ``str`` reaches compiled code as apache-tvm-ffi's binding passes it: a small string up
 to 7 bytes, a ``String`` object beyond, never a raw C string (``kTVMFFIRawStr``)."""
 
 from __future__ import annotations

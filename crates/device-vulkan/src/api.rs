@@ -212,7 +212,7 @@ impl DeviceApi for VulkanDeviceApi {
 
     unsafe fn free(&self, device: Device, ptr: *mut c_void) -> Result<()> {
         let buffer = self.buffer(ptr, device.device_id())?;
-        // Like the original: the work queued so far completes first.
+        // Like Apache TVM: the work queued so far completes first.
         buffer.device.finish()?;
         lock(&self.buffers).remove(&(ptr as usize));
         Ok(())
@@ -225,7 +225,7 @@ impl DeviceApi for VulkanDeviceApi {
     }
 
     fn create_stream(&self, _device: Device) -> Result<StreamHandle> {
-        // One queue per device, as the original: the default stream is the only one.
+        // One queue per device, as in Apache TVM: the default stream is the only one.
         Ok(StreamHandle::NULL)
     }
 

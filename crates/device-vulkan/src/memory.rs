@@ -11,7 +11,7 @@ use crate::device::VulkanDevice;
 use crate::error::{VkResult, VulkanError, vk_error};
 
 /// A buffer and the memory bound to it. The tensor `data` of a Vulkan tensor is the address of
-/// one of these (an opaque handle, as the original runtime's `VulkanBuffer*`).
+/// one of these (an opaque handle, as `VulkanBuffer*` is in Apache TVM's runtime).
 pub(crate) struct VulkanBuffer {
     pub(crate) device: Arc<VulkanDevice>,
     pub(crate) raw: vk::Buffer,

@@ -2,7 +2,7 @@
 //! metadata) and type attribute columns.
 //!
 //! Entries are never freed, so the `TVMFFITypeInfo` pointers handed out stay valid for the
-//! process. Unlike the original runtime, no failure here terminates the process: unknown
+//! process. Unlike apache-tvm-ffi, no failure here terminates the process: unknown
 //! indices and conflicting registrations return an error.
 
 use std::collections::HashMap;
@@ -146,7 +146,7 @@ const PRESET_SIZES: [(i32, i32); 2] = [
 ];
 
 /// `std::hash<std::string_view>` of libstdc++ on 64-bit targets (MurmurHash64A variant with
-/// seed 0xc70f6907), which the original runtime stores as `type_key_hash`.
+/// seed 0xc70f6907), which apache-tvm-ffi stores as `type_key_hash`.
 pub(crate) fn libstdcxx_hash_bytes(bytes: &[u8]) -> u64 {
     const MUL: u64 = (0xc6a4_a793_u64 << 32) + 0x5bd1_e995;
     const SEED: u64 = 0xc70f_6907;

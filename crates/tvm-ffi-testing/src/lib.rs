@@ -1,5 +1,5 @@
 //! The `testing.*` global functions and the `testing.TestIntPair` object type that the test
-//! suites of every language rely on, kept out of the runtime's registry as the original keeps
+//! suites of every language rely on, kept out of the runtime's registry as apache-tvm-ffi keeps
 //! them in `libtvm_ffi_testing`.
 //!
 //! It also brings the simulated device `ext_dev` (the runtime's test backend, registered through

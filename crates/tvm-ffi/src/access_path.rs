@@ -286,7 +286,7 @@ impl std::fmt::Debug for AccessPath {
     }
 }
 
-/// Registers the methods and repr of the path types (as the original names them).
+/// Registers the methods and repr of the path types (as apache-tvm-ffi names them).
 pub(crate) fn register() -> Result<()> {
     let index = AccessPathObj::type_index();
     let _ = AccessStepObj::type_index();

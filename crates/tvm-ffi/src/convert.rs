@@ -53,7 +53,7 @@ where
     })
 }
 
-/// Registers `__ffi_convert__` for the core object types, as the original runtime does at load:
+/// Registers `__ffi_convert__` for the core object types, as apache-tvm-ffi does at load:
 /// `ffi.Object` (any object, or None), `ffi.String`, `ffi.Bytes`, `ffi.Error`, `ffi.Function`,
 /// `ffi.Shape`, `ffi.Tensor`, `ffi.Array`, `ffi.Map`, `ffi.List` and `ffi.Dict`.
 pub fn register_core_converters() -> Result<()> {

@@ -1,4 +1,4 @@
-//! Object types laid out at run time from their field records, as the original's Python
+//! Object types laid out at run time from their field records, as apache-tvm-ffi's Python
 //! binding defines classes (§10.6 of the ABI reference): field getters and setters by storage
 //! kind, allocation (`__ffi_new__`), shallow copy (`__ffi_shallow_copy__`), the constructor
 //! generated from the fields (`__ffi_init__`, positional and keyword arguments), and creation of
@@ -790,7 +790,7 @@ pub fn functions() -> Vec<(&'static str, Function)> {
                         );
                     }
                     // SAFETY: the caller passes a converter function with this signature and
-                    // a converter object it keeps alive with the type (the original's
+                    // a converter object it keeps alive with the type (apache-tvm-ffi's
                     // contract for this global).
                     let convert =
                         unsafe { std::mem::transmute::<usize, FieldConverter>(convert as usize) };

@@ -233,6 +233,6 @@ pub(crate) fn register() -> Result<()> {
     )?;
     let index = EnumStateObj::type_index();
     reflection::register_typed_method(index, "__ffi_init__", || EnumState::new().0, true)?;
-    // The column exists from start-up, as the original's headers assume.
+    // The column exists from start-up, as apache-tvm-ffi's headers assume.
     reflection::register_type_attr(0, "__ffi_enum__", &Any::none())
 }

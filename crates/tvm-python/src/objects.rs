@@ -18,7 +18,7 @@ use crate::errors::raise_error;
 
 /// Base class of every object from the runtime; holds one strong reference.
 ///
-/// An instance is as small as the original's: the object pointer alone (its type index is in
+/// An instance is as small as apache-tvm-ffi's: the object pointer alone (its type index is in
 /// the object's header), and no weak-reference slot (Python subclasses get one of their own).
 #[pyclass(subclass, frozen, module = "tvm.ffi", name = "Object")]
 pub struct PyObjectRef {

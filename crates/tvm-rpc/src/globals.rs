@@ -107,7 +107,7 @@ pub fn init() {
 }
 
 fn register_session_functions() {
-    // The original's signature: (url, port, key, enable_logging, *constructor); the secret
+    // Apache TVM's signature: (url, port, key, enable_logging, *constructor); the secret
     // comes from TVM_RPC_KEY.
     register("rpc.Connect", |args| {
         connect_from_args(args, "rpc.Connect", None)

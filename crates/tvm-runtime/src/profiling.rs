@@ -1,7 +1,7 @@
 //! Timing a function the way tuners do (`runtime.RPCTimeEvaluator`): a warm-up call, then
 //! `repeat` measurements of `number` back-to-back calls each, with the device synchronized
 //! around every measurement. The result is `repeat` native-endian `f64` seconds per call, as
-//! bytes, which is what the original's Python side unpacks.
+//! bytes, which is what Apache TVM's Python side unpacks.
 
 use std::time::{Duration, Instant};
 
@@ -134,7 +134,7 @@ pub fn module_time_evaluator(
 
 /// `runtime.RPCTimeEvaluator(module or None, name, device_type, device_id, number, repeat,
 /// min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown,
-/// cache_flush_bytes, preprocessor_name)`, the original's signature.
+/// cache_flush_bytes, preprocessor_name)`, Apache TVM's signature.
 pub fn time_evaluator_from_args(args: &[AnyView<'_>]) -> Result<Any> {
     const FUNCTION: &str = "runtime.RPCTimeEvaluator";
     if args.len() != 12 {

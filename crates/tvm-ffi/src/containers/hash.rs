@@ -1,5 +1,5 @@
 //! Hash and equality of values as the map and dict tables use them (`AnyHash`/`AnyEqual` of the
-//! C ABI). Both are bit-exact with the original runtime, because C++ code compiled against the
+//! C ABI). Both are bit-exact with apache-tvm-ffi, because C++ code compiled against the
 //! header probes tables built here (and the other way round).
 //!
 //! * strings and bytes hash their content (small and heap forms alike), with the type index of

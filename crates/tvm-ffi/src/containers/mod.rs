@@ -1,5 +1,5 @@
 //! Containers laid out for inline access by C++ header code: `Array` and `List` (sequence cell
-//! with inline `Any` elements), `Map` and `Dict` (the hash table of the original runtime), and
+//! with inline `Any` elements), `Map` and `Dict` (apache-tvm-ffi's hash table), and
 //! `Shape`.
 
 pub mod array;

@@ -91,7 +91,7 @@ pub fn may_be_shared(value: AnyView<'_>) -> bool {
         .is_some_and(|object| object.strong_count() > 1)
 }
 
-/// The structural kind of the objects of `type_index`, or the `TypeError` the original raises.
+/// The structural kind of the objects of `type_index`, or the `TypeError` apache-tvm-ffi raises.
 pub(crate) fn kind_of(type_index: i32) -> Result<SEqHashKind> {
     let info = types::type_info(type_index);
     // SAFETY: a non-NULL metadata pointer of a registered type lives for the process.

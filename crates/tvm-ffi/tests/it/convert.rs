@@ -40,7 +40,7 @@ fn every_core_object_type_has_a_converter() {
     ] {
         converter(index);
     }
-    // Types the original leaves without one.
+    // Types apache-tvm-ffi leaves without one.
     let _ = Function::get_global("ffi.Array");
     assert!(type_attr(abi::kTVMFFIModule, "__ffi_convert__").is_none());
 }

@@ -184,7 +184,7 @@ fn version_matches_the_header_macros() {
 
 #[test]
 fn start_up_columns_and_core_sizes_exist() {
-    // The original's headers assume these columns exist once the library is loaded.
+    // apache-tvm-ffi's headers assume these columns exist once the library is loaded.
     for name in [
         "__ffi_enum__",
         "__s_visit__",

@@ -78,9 +78,9 @@ pub(super) fn bool(value: bool) -> TVMFFIAny {
     )
 }
 
-/// A `str` (or a subclass) as a string value, as the original binding passes it: inline up to
+/// A `str` (or a subclass) as a string value, as apache-tvm-ffi's binding passes it: inline up to
 /// 7 bytes (`kTVMFFISmallStr`), a `String` object beyond (`kTVMFFIStr`), never a raw C string,
-/// which a kernel written for the original rejects.
+/// which a kernel written for apache-tvm-ffi rejects.
 #[inline(always)]
 pub(super) fn str(obj: &Bound<'_, PyString>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
     let text = match obj.to_str() {

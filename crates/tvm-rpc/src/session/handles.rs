@@ -35,7 +35,7 @@ impl HandleTable {
     /// Records `value` and returns its new handle (never 0).
     pub(super) fn insert(&mut self, value: Any) -> u64 {
         self.next_handle += 1;
-        // Handles look like aligned addresses, as the original's do, but are only numbers.
+        // Handles look like aligned addresses, as Apache TVM's do, but are only numbers.
         let handle = self.next_handle << 4;
         self.objects.insert(handle, value);
         handle

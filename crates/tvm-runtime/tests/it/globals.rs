@@ -99,7 +99,7 @@ fn module_globals_see_kinds_functions_and_imports() {
             .call((lib.clone(), "no_such_function"))
             .unwrap();
         assert!(value.is_none(), "{name}");
-        // The original's arity: (module, name, query_imports).
+        // Apache TVM's arity: (module, name, query_imports).
         let value = global(name)
             .call((lib.clone(), "no_such_function", true))
             .unwrap();

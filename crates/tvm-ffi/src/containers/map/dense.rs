@@ -37,7 +37,7 @@ pub(super) struct Dense {
 }
 
 /// Smallest power-of-two slot count for holding `cap` entries (at least twice as many slots
-/// unless that means another doubling), as the original sizes tables built from a range.
+/// unless that means another doubling), as apache-tvm-ffi sizes tables built from a range.
 pub(super) fn table_size_for(cap: u64) -> u64 {
     let mut slots = 1u64;
     let mut c = cap;

@@ -1,5 +1,5 @@
 //! `Map` (`ffi.Map`, index 72: immutable, copy-on-write) and `Dict` (`ffi.Dict`, index 76:
-//! shared-mutable), laid out as the hash table of the original runtime so that C++ header code
+//! shared-mutable), laid out as apache-tvm-ffi's hash table so that C++ header code
 //! can probe, iterate and mutate them inline.
 //!
 //! Layout (offsets from the object header):

@@ -130,7 +130,7 @@ unsafe fn small_to_dense(p: *mut MapBaseObj) {
 }
 
 /// Gives a fresh, empty object made here room for `n` entries: above [`SMALL_MAX`] it switches
-/// to the dense layout with the slot count the original gives a table built from `n` entries,
+/// to the dense layout with the slot count apache-tvm-ffi gives a table built from `n` entries,
 /// so that inserting `n` distinct keys never rehashes. Smaller counts keep the small layout.
 ///
 /// # Safety

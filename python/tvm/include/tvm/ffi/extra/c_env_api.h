@@ -3,7 +3,7 @@
  * tensor allocator, signal checks, module symbols).
  *
  * They are declared in tvm/ffi/c_api.h together with the rest of the ABI; this header exists so
- * that code written for the original layout of the headers keeps compiling.
+ * that code written for apache-tvm-ffi's layout of the headers keeps compiling.
  */
 #ifndef TVM_FFI_EXTRA_C_ENV_API_H_
 #define TVM_FFI_EXTRA_C_ENV_API_H_
