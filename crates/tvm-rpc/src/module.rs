@@ -8,7 +8,29 @@ use tvm_ffi::{Any, AnyView, Device, Error, ErrorKind, Function, Result};
 use tvm_runtime::profiling::TimerConfig;
 use tvm_runtime::{Module, ModuleImpl};
 
-use crate::remote::{RemoteHandle, SessionCore, forget_session_module};
+use crate::remote::{RemoteHandle, SessionCore, forget_session_module, publish_session_module};
+
+/// The modules that stand for a session and for its remote modules (built here, so that the
+/// session's values need not know the module types).
+impl SessionCore {
+    /// A local module standing for remote module `handle`.
+    pub fn wrap_module(self: &Arc<Self>, handle: u64) -> Module {
+        let owner = RemoteHandle::new(self, handle);
+        let module = Module::new(RemoteModule::new(Arc::clone(&owner)));
+        owner.publish(module.as_object().as_raw() as usize);
+        module
+    }
+
+    /// The module that stands for the whole session.
+    pub fn session_module(self: &Arc<Self>) -> Module {
+        let cell = Arc::new(AtomicUsize::new(0));
+        let module = Module::new(SessionModule::new(Arc::clone(self), Arc::clone(&cell)));
+        let address = module.as_object().as_raw() as usize;
+        cell.store(address, Ordering::Release);
+        publish_session_module(address, self);
+        module
+    }
+}
 
 /// The module standing for a whole session.
 pub struct SessionModule {
@@ -18,9 +40,8 @@ pub struct SessionModule {
 }
 
 impl SessionModule {
-    /// The module of session `core`.
     /// The module of session `core`; `address` receives the module object's address.
-    pub(crate) fn new(core: Arc<SessionCore>, address: Arc<AtomicUsize>) -> SessionModule {
+    fn new(core: Arc<SessionCore>, address: Arc<AtomicUsize>) -> SessionModule {
         SessionModule { core, address }
     }
 

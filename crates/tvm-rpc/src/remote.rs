@@ -4,7 +4,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, Weak};
 
 use tvm_ffi::abi::{
@@ -16,10 +15,8 @@ use tvm_ffi::{
     Any, AnyView, DataType, Device, Error, ErrorKind, Function, Object, ObjectCore, ObjectRef,
     Result, Tensor,
 };
-use tvm_runtime::Module;
 
 use crate::codec::{RPC_OBJECT_REF_INDEX, TensorMeta, WireValue};
-use crate::module::{RemoteModule, SessionModule};
 use crate::protocol::RPC_SESS_MASK;
 use crate::session::RpcSession;
 
@@ -179,14 +176,6 @@ impl SessionCore {
         function
     }
 
-    /// A local module standing for remote module `handle`.
-    pub fn wrap_module(self: &Arc<Self>, handle: u64) -> Module {
-        let owner = RemoteHandle::new(self, handle);
-        let module = Module::new(RemoteModule::new(Arc::clone(&owner)));
-        owner.publish(module.as_object().as_raw() as usize);
-        module
-    }
-
     /// A local object standing for any other remote object (an `ffi.Array` the remote
     /// returned, say): opaque here, usable as an argument of this session's functions, and
     /// freed on the remote with its last local reference.
@@ -198,16 +187,6 @@ impl SessionCore {
         });
         holder.publish(object.as_raw() as usize);
         object
-    }
-
-    /// The module that stands for the whole session.
-    pub fn session_module(self: &Arc<Self>) -> Module {
-        let cell = Arc::new(AtomicUsize::new(0));
-        let module = Module::new(SessionModule::new(Arc::clone(self), Arc::clone(&cell)));
-        let address = module.as_object().as_raw() as usize;
-        cell.store(address, Ordering::Release);
-        publish_session_module(address, self);
-        module
     }
 
     /// A local argument as a wire value, checked against the protocol's rules.
@@ -434,7 +413,7 @@ pub struct RemoteHandle {
 }
 
 impl RemoteHandle {
-    fn new(core: &Arc<SessionCore>, handle: u64) -> Arc<RemoteHandle> {
+    pub(crate) fn new(core: &Arc<SessionCore>, handle: u64) -> Arc<RemoteHandle> {
         Arc::new(RemoteHandle {
             core: Arc::clone(core),
             handle,
@@ -443,7 +422,7 @@ impl RemoteHandle {
     }
 
     /// Records the local object that stands for this handle, so it can be passed back.
-    fn publish(&self, address: usize) {
+    pub(crate) fn publish(&self, address: usize) {
         *lock(&self.local_address) = address;
         lock(&REMOTE_OBJECTS).insert(address, (self.core.index, self.handle));
     }
@@ -475,7 +454,7 @@ static SESSION_MODULES: LazyLock<Mutex<HashMap<usize, Weak<SessionCore>>>> =
     LazyLock::new(Default::default);
 
 /// Records that the module object at `address` stands for session `core`.
-fn publish_session_module(address: usize, core: &Arc<SessionCore>) {
+pub(crate) fn publish_session_module(address: usize, core: &Arc<SessionCore>) {
     lock(&SESSION_MODULES).insert(address, Arc::downgrade(core));
 }
 

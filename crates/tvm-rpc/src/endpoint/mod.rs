@@ -11,6 +11,7 @@
 //! request holds a whole tensor in a buffer.
 
 mod errors;
+mod packets;
 mod serving;
 
 use std::io::Read;

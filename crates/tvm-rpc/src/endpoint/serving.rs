@@ -1,118 +1,26 @@
-//! Reading packets and answering the peer's requests from the serving session.
+//! Answering the peer's requests from the serving session: calls, system calls, and the
+//! streamed copies to and from this side.
 
 use std::io::{self, Read, Write};
 
 use tvm_ffi::{Error, ErrorKind, Result};
 
-use super::{Endpoint, Waited, decode_reply, forward, send_reply, unexpected};
+use super::{Endpoint, Waited, send_reply, unexpected};
 use crate::codec::{
-    MAX_NDIM, Message, TensorMeta, WireValue, decode_copy_header, decode_message, tensor_header_len,
+    MAX_NDIM, Message, TensorMeta, WireValue, decode_copy_header, tensor_header_len,
 };
 use crate::protocol::{OWN_PROTOCOL_VERSION, PROTOCOL_VERSION, RpcCode};
 use crate::session::{CopySink, CopySource, RpcSession};
-use crate::transport::{Transport, connection_error};
+use crate::transport::Transport;
 
 /// Whether `version` is one this runtime serves.
 pub fn version_supported(version: &[u8]) -> bool {
     version == PROTOCOL_VERSION.as_bytes() || version == OWN_PROTOCOL_VERSION.as_bytes()
 }
 
-/// The start of a packet: its length and code; `None` when the peer closed between packets.
-fn read_header(t: &mut Transport) -> Result<Option<(u64, i32)>> {
-    loop {
-        let Some(len) = t.read_packet_len()? else {
-            return Ok(None);
-        };
-        if len == 0 {
-            continue;
-        }
-        if len < 4 {
-            t.skip(len)?;
-            tvm_ffi::bail!(
-                ErrorKind::ValueError,
-                "an RPC packet of {len} bytes has no code"
-            );
-        }
-        return Ok(Some((len, t.read_i32("reading a packet")?)));
-    }
-}
-
-/// The rest of a packet whose header was read, decoded with its code.
-fn read_message_body(t: &mut Transport, len: u64, code: i32) -> Result<Vec<u8>> {
-    let mut body = code.to_le_bytes().to_vec();
-    body.extend_from_slice(&t.read_body(len - 4)?);
-    Ok(body)
-}
-
 impl Endpoint {
-    /// Reads packets, answering requests, until a reply (when `expect_reply`) or the end of the
-    /// connection.
-    pub(super) fn run(&self, expect_reply: bool) -> Result<Waited> {
-        loop {
-            let Some((len, code)) = self.io(read_header)? else {
-                // The peer is gone: later requests fail at once with a clear error.
-                *self.transport() = None;
-                return Ok(Waited::Closed);
-            };
-            if code == RpcCode::CopyToRemote as i32 {
-                let own = self.own_protocol;
-                let serving = &*self.serving;
-                self.io(|t| serve_copy_to(t, serving, len - 4, own))?;
-                continue;
-            }
-            let body = self.io(|t| read_message_body(t, len, code))?;
-            let message = decode_message(&body)?;
-            match message {
-                Message::Return(values) if expect_reply => return Ok(Waited::Reply(values)),
-                Message::Exception(values) if expect_reply => {
-                    return Err(super::remote_error(&values));
-                }
-                message => {
-                    if let Some(end) = self.answer(message)? {
-                        return Ok(end);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Reads the reply to a copy from the remote, streaming its bytes into `out`; the values of
-    /// an exception instead, if the peer refused.
-    pub(super) fn run_copy_from(
-        &self,
-        nbytes: u64,
-        mut out: CopySink<'_>,
-    ) -> Result<Option<Vec<WireValue>>> {
-        loop {
-            let Some((len, code)) = self.io(read_header)? else {
-                return Err(Error::new(
-                    "RPCError",
-                    format!("{} closed the connection during a copy", self.name),
-                ));
-            };
-            if code == RpcCode::CopyAck as i32 {
-                return self
-                    .io(|t| receive_copy_ack(t, &self.name, len, nbytes, &mut out))
-                    .map(|()| None);
-            }
-            let body = self.io(|t| read_message_body(t, len, code))?;
-            if code == RpcCode::Exception as i32 || code == RpcCode::Return as i32 {
-                return match decode_reply(&self.name, &body)? {
-                    Err(values) => Ok(Some(values)),
-                    Ok(_) => Err(unexpected(&self.name, &Message::Return(Vec::new()))),
-                };
-            }
-            if let Some(Waited::Closed) = self.answer(decode_message(&body)?)? {
-                return Err(Error::new(
-                    "RPCError",
-                    format!("{} closed the connection during a copy", self.name),
-                ));
-            }
-        }
-    }
-
     /// Answers one request from the peer; `Some` when the connection ended.
-    fn answer(&self, message: Message<'_>) -> Result<Option<Waited>> {
+    pub(super) fn answer(&self, message: Message<'_>) -> Result<Option<Waited>> {
         let own = self.own_protocol;
         let reply = match message {
             Message::Shutdown => {
@@ -139,47 +47,6 @@ impl Endpoint {
     }
 }
 
-fn receive_copy_ack(
-    t: &mut Transport,
-    name: &str,
-    len: u64,
-    nbytes: u64,
-    out: &mut CopySink<'_>,
-) -> Result<()> {
-    if len != 4 + nbytes || matches!(out, CopySink::Bytes(b) if b.len() as u64 != nbytes) {
-        t.mark_broken();
-        return Err(Error::new(
-            "RPCError",
-            format!("{name} answered a copy of {nbytes} bytes with {len}"),
-        ));
-    }
-    let out = match out {
-        CopySink::Bytes(bytes) => return t.read_exact(bytes, "receiving tensor bytes"),
-        CopySink::Stream(out) => out,
-    };
-    let mut failure = None;
-    let streamed = forward(t.reader(), nbytes, |chunk| {
-        if failure.is_none()
-            && let Err(e) = out.write_all(chunk)
-        {
-            failure = Some(e);
-        }
-        Ok(())
-    });
-    if let Err(e) = streamed {
-        // Part of the reply is unread: the stream cannot continue.
-        t.mark_broken();
-        return Err(e.unwrap_or_else(|io| connection_error(io, "receiving tensor bytes")));
-    }
-    match failure {
-        Some(e) => Err(Error::new(
-            ErrorKind::RuntimeError,
-            format!("writing downloaded tensor bytes failed: {e}"),
-        )),
-        None => Ok(()),
-    }
-}
-
 fn syscall(session: &dyn RpcSession, code: RpcCode, args: Vec<WireValue>) -> Result<WireValue> {
     match code {
         RpcCode::GetGlobalFunc => {
@@ -201,7 +68,7 @@ fn syscall(session: &dyn RpcSession, code: RpcCode, args: Vec<WireValue>) -> Res
     }
 }
 
-fn serve_copy_to(
+pub(super) fn serve_copy_to(
     transport: &mut Transport,
     session: &dyn RpcSession,
     len: u64,

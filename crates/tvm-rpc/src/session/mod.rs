@@ -9,6 +9,7 @@ mod client;
 mod handles;
 mod host_cache;
 mod local;
+mod local_device;
 pub mod plain;
 pub mod warm_memory;
 
