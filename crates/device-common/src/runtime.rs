@@ -184,7 +184,7 @@ pub struct LazyRuntime<R: GpuRuntime> {
 
 impl<R: GpuRuntime> LazyRuntime<R> {
     /// Opens the library of the environment variable, else the candidates, on first use.
-    pub fn from_environment() -> LazyRuntime<R> {
+    pub fn from_env() -> LazyRuntime<R> {
         LazyRuntime {
             library: None,
             runtime: OnceLock::new(),

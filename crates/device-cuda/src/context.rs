@@ -143,9 +143,9 @@ pub struct CudaBackend {
 impl CudaBackend {
     /// A backend that opens `$TVM_CUDA_DRIVER`, else `libcuda.so.1`, else `libcuda.so`, on first
     /// use.
-    pub fn from_environment() -> CudaBackend {
+    pub fn from_env() -> CudaBackend {
         CudaBackend {
-            lazy: LazyRuntime::from_environment(),
+            lazy: LazyRuntime::from_env(),
         }
     }
 

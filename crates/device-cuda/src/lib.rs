@@ -37,7 +37,7 @@ use tvm_ffi_capi as _;
 /// nothing.
 pub fn register() -> Result<()> {
     static DONE: OnceLock<Result<()>> = OnceLock::new();
-    DONE.get_or_init(|| register_backend(Arc::new(CudaBackend::from_environment())))
+    DONE.get_or_init(|| register_backend(Arc::new(CudaBackend::from_env())))
         .clone()
 }
 

@@ -38,7 +38,7 @@ pub type RocmHostDeviceApi = GpuHostDeviceApi<RocmBackend>;
 /// Loads nothing: HIP is opened on the first use of a ROCm device. Later calls do nothing.
 pub fn register() -> Result<()> {
     static DONE: OnceLock<Result<()>> = OnceLock::new();
-    DONE.get_or_init(|| register_backend(Arc::new(RocmBackend::from_environment())))
+    DONE.get_or_init(|| register_backend(Arc::new(RocmBackend::from_env())))
         .clone()
 }
 

@@ -309,9 +309,9 @@ pub struct RocmBackend {
 impl RocmBackend {
     /// A backend that opens `$TVM_ROCM_DRIVER`, else the first of [`LIBRARY_CANDIDATES`] that
     /// loads, on first use.
-    pub fn from_environment() -> RocmBackend {
+    pub fn from_env() -> RocmBackend {
         RocmBackend {
-            lazy: LazyRuntime::from_environment(),
+            lazy: LazyRuntime::from_env(),
         }
     }
 

@@ -79,11 +79,11 @@ fn function_for(target: Arc<Target>) -> Function {
         // Every recursion between Python and native code passes through a callback (a call from
         // Python runs no Python code of its own on its fast path), so the native stack is
         // checked here.
-        let attached = crate::holder::check_callback_thread("a Python callback")
+        let attached = crate::gil_holder::check_callback_thread("a Python callback")
             .map_err(|message| tvm_ffi::Error::new(tvm_ffi::ErrorKind::RuntimeError, message))?;
         crate::stack::check_in_callback("in a Python callback", attached)?;
         let run = |py: Python<'_>| {
-            let _python = crate::holder::Holding::run_python();
+            let _python = crate::gil_holder::Holding::run_python();
             let callable = target.0.load(Ordering::Acquire);
             if callable.is_null() {
                 return Err(tvm_ffi::Error::new(
@@ -144,7 +144,7 @@ unsafe fn call_plain(
     if callable.is_null() {
         return None;
     }
-    let _python = crate::holder::Holding::run_python();
+    let _python = crate::gil_holder::Holding::run_python();
     let mut objects = [std::ptr::null_mut::<ffi::PyObject>(); MAX_PLAIN_ARGS];
     // SAFETY: the thread holds the interpreter lock; the target holds a strong reference to the
     // callable while the function can be called; each object made here is released once below.

@@ -50,7 +50,7 @@ pub(crate) fn call_function(
             function.call_packed(views.0)
         })
     } else {
-        let _holding = crate::holder::Holding::enter();
+        let _holding = crate::gil_holder::Holding::enter();
         function.call_packed(views)
     };
     temps.release(py);

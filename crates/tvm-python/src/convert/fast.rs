@@ -235,7 +235,7 @@ fn is_callable_type(py: Python<'_>, ty: *mut ffi::PyTypeObject) -> bool {
 pub(crate) unsafe fn call_without_args(function: &Function) -> *mut ffi::PyObject {
     let mut result = Any::none();
     let status = {
-        let _holding = crate::holder::Holding::enter();
+        let _holding = crate::gil_holder::Holding::enter();
         function.call_packed_into(&[], &mut result)
     };
     match status {
@@ -283,7 +283,7 @@ pub(crate) unsafe fn try_call(
         unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<AnyView<'_>>(), args.len()) };
     let mut result = Any::none();
     let status = {
-        let _holding = crate::holder::Holding::enter();
+        let _holding = crate::gil_holder::Holding::enter();
         function.call_packed_into(views, &mut result)
     };
     // The strings are dropped in place (a move of `owned` would copy it).

@@ -68,7 +68,7 @@ pub(crate) struct PoolConfig {
 
 impl PoolConfig {
     /// Settings from the environment alone.
-    pub(crate) fn from_environment() -> PoolConfig {
+    pub(crate) fn from_env() -> PoolConfig {
         PoolConfig {
             affinity: Affinity::Unpinned,
             nthreads: 0,

@@ -66,7 +66,7 @@ fn pool_state() -> &'static Mutex<PoolState> {
         return unsafe { &*current };
     }
     let fresh = Box::into_raw(Box::new(Mutex::new(PoolState {
-        config: PoolConfig::from_environment(),
+        config: PoolConfig::from_env(),
         pool: None,
     })));
     match POOL.compare_exchange(
