@@ -1,9 +1,9 @@
 //! A stack walker that interprets each return address's call-frame information once.
 //!
 //! The system unwinder (libgcc's `_Unwind_Backtrace`, behind the `backtrace` crate) finds and
-//! interprets the DWARF call-frame information (CFI) of every frame on every walk, about 1,500
-//! instructions a frame, which made a raise cost over 20,000 instructions even without any
-//! symbolization. On x86-64 Linux this walker interprets the CFI of an address once (with
+//! interprets the DWARF call-frame information (CFI) of every frame on every walk, which was
+//! most of the cost of a raise even without any symbolization (the figures are in
+//! `docs/benchmarks-c-abi.md`). On x86-64 Linux this walker interprets the CFI of an address once (with
 //! `gimli`, from the `.eh_frame_hdr` and `.eh_frame` sections of the loaded object that holds
 //! it), keeps the resulting rule in a per-thread cache, and afterwards needs a few loads a
 //! frame.
@@ -63,9 +63,8 @@ mod imp {
     /// Number of cached rules per thread (a power of two).
     const CACHE_SIZE: usize = 512;
     /// Rules per set: an address may sit in any way of the set its hash picks, so that a few
-    /// addresses of one walk that hash alike do not evict each other on every walk (which a
-    /// direct-mapped cache did: one such pair made a raise cost 13,000 instructions instead of
-    /// 1,900).
+    /// addresses of one walk that hash alike do not evict each other on every walk (what that
+    /// cost a direct-mapped cache is in `docs/benchmarks-c-abi.md`).
     const WAYS: usize = 4;
     /// Number of sets (a power of two).
     const SETS: usize = CACHE_SIZE / WAYS;
