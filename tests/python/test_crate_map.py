@@ -1,0 +1,71 @@
+"""`crates/README.md` is the maintainer's map of the crates: it names every crate of the
+workspace, and its "uses" column is what each crate's manifest says it depends on."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _table_rows(text: str, header: str) -> dict[str, list[str]]:
+    """The rows of the markdown table whose header starts with ``header``: first cell (the
+    name, without backticks) -> the other cells."""
+    rows: dict[str, list[str]] = {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        if line.startswith(header):
+            next(lines)  # the |---| line
+            for row in lines:
+                if not row.startswith("|"):
+                    return rows
+                cells = [c.strip() for c in row.strip().strip("|").split("|")]
+                rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+def _workspace() -> dict[str, dict[str, object]]:
+    """The workspace's packages: name -> {"folder": str, "uses": set of workspace deps}."""
+    if shutil.which("cargo") is None:
+        pytest.skip("cargo is not on PATH")
+    out = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--no-deps", "--offline"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    packages = json.loads(out)["packages"]
+    names = {p["name"] for p in packages}
+    result: dict[str, dict[str, object]] = {}
+    for p in packages:
+        uses = {
+            d["name"] + ("?" if d.get("optional") else "")
+            for d in p["dependencies"]
+            if d["name"] in names and d["kind"] is None
+        }
+        folder = Path(p["manifest_path"]).parent.relative_to(ROOT).as_posix()
+        result[p["name"]] = {"folder": folder, "uses": uses}
+    return result
+
+
+def test_the_map_names_every_crate_and_what_it_uses():
+    text = (ROOT / "crates" / "README.md").read_text()
+    crates = _table_rows(text, "| crate |")
+    others = _table_rows(text, "| package |")
+    workspace = _workspace()
+    in_crates_folder = {n for n, p in workspace.items() if str(p["folder"]).startswith("crates/")}
+    assert set(crates) == in_crates_folder
+    assert set(others) == set(workspace) - in_crates_folder
+    for name, (_, uses, _) in crates.items():
+        listed = set(re.findall(r"`([\w-]+\??)`", uses))
+        assert listed == workspace[name]["uses"], name
+    for name, (folder, _) in others.items():
+        assert folder.strip("`") == workspace[name]["folder"], name
