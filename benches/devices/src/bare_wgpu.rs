@@ -3,7 +3,7 @@
 //! one compute pass (set the pipeline and the bind group, dispatch) submitted to the queue; a
 //! wait for the queue at the end.
 
-use tvm_rpc::async_functions::block_on;
+use tvm_runtime::async_functions::block_on;
 
 /// Floats in each of the two buffers (one work group of 64).
 pub const ELEMENTS: u32 = 64;

@@ -2,7 +2,7 @@
 //! futures, served as global functions in two ways.
 //!
 //! - `webgpu.sync_async(device)` and `webgpu.copy_to_host_async(src, dst)`: registered with
-//!   [`tvm_rpc::async_functions::register_async_function`], so that the RPC server's
+//!   [`tvm_runtime::async_functions::register_async_function`], so that the RPC server's
 //!   asynchronous mode serves them; a direct call returns when the future completes.
 //! - `webgpu.sync_then(device, callback)` and `webgpu.copy_to_host_then(src, dst, callback)`:
 //!   return at once; `callback(kind, message)` runs when the future completes (`kind` is `""`
@@ -17,7 +17,7 @@ use std::task::{Context, Wake, Waker};
 
 use tvm_ffi::abi::{DLTensor, kDLCPU, kDLWebGPU};
 use tvm_ffi::{Any, AnyView, Device, Error, ErrorKind, Function, Result, Tensor, TryFromAnyView};
-use tvm_rpc::async_functions::register_async_function;
+use tvm_runtime::async_functions::register_async_function;
 use tvm_runtime::device::{check_copy_shapes, copy_host_strided, host_view};
 
 use crate::api::WebGpuDeviceApi;

@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use tvm_rpc::async_functions::block_on;
+use tvm_runtime::async_functions::block_on;
 
 use crate::completion::{Poller, signal};
 use crate::error::{WebGpuError, WgResult};

@@ -3,7 +3,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use tvm_rpc::async_functions::block_on;
+use tvm_runtime::async_functions::block_on;
 
 use crate::error::{WebGpuError, WgResult};
 

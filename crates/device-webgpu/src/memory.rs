@@ -5,7 +5,7 @@ use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
 
-use tvm_rpc::async_functions::block_on;
+use tvm_runtime::async_functions::block_on;
 
 use crate::device::{Staged, WebGpuDevice};
 use crate::error::{WebGpuError, WgResult};

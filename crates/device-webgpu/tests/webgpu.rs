@@ -9,7 +9,7 @@ mod common;
 
 use common::{add_one_info, api, assert_quiet, device_tensor, info, load, shader, webgpu0};
 use tvm_ffi::{DataType, Device};
-use tvm_rpc::async_functions::block_on;
+use tvm_runtime::async_functions::block_on;
 use tvm_runtime::device::{TensorDeviceExt, empty_on};
 use tvm_runtime::kernel::FunctionInfo;
 

@@ -16,7 +16,6 @@
 // The ABI's type-index constants keep their C names (`kTVMFFIInt`) in match patterns.
 #![allow(non_upper_case_globals)]
 
-pub mod async_functions;
 pub mod codec;
 pub mod device;
 pub mod endpoint;

@@ -6,6 +6,7 @@
 //! `ffi.SystemLib`, `ffi.ModuleGetFunction`, ...), through which every language reaches
 //! modules. Call it once at start-up; later calls do nothing.
 
+pub mod async_functions;
 pub mod backend;
 mod blob;
 pub mod device;

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use tvm_ffi::{Any, ErrorKind, Function};
-use tvm_rpc::async_functions::{block_on, call_async, register_async_function};
 use tvm_rpc::server::connect;
+use tvm_runtime::async_functions::{block_on, call_async, register_async_function};
 
 use crate::sessions::start_server;
 

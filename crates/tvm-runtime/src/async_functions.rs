@@ -1,11 +1,12 @@
-//! Functions that complete asynchronously, served and called over RPC.
+//! Functions that complete asynchronously.
 //!
-//! A server serves a Rust future as an ordinary global function: each call runs the future to
-//! completion on the calling thread (parked while the future waits), so the remote caller's
-//! call returns when the future completes and its error arrives with its kind. A WebGPU
-//! device's synchronization is such a future. On the client side, [`call_async`] turns a
-//! (remote) function call into a future that completes when the call returns, without
-//! blocking the executor that polls it.
+//! A Rust future is served as an ordinary global function ([`register_async_function`]): each
+//! call runs the future to completion on the calling thread (parked while the future waits), so
+//! a caller, local or remote over RPC, gets its result when the future completes, its error
+//! with its kind. A WebGPU device's synchronization is such a future. The other way round,
+//! [`call_async`] turns a function call (a remote one, say) into a future that completes when
+//! the call returns, without blocking the executor that polls it. They live in the runtime, so
+//! that device backends use them without knowing RPC.
 
 use std::future::Future;
 use std::pin::pin;
@@ -94,7 +95,7 @@ pub fn call_async(function: Function, args: Vec<Any>) -> Result<CallFuture> {
     let completion = Arc::new(Mutex::new(Completion::default()));
     let shared = Arc::clone(&completion);
     thread::Builder::new()
-        .name("tvm-rpc-call".into())
+        .name("tvm-async-call".into())
         .spawn(move || {
             let views: Vec<AnyView<'_>> = args.iter().map(AnyView::from).collect();
             let output = function.call_packed(&views);
