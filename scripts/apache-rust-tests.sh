@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the tests of apache-tvm-ffi 0.1.15.post2's Rust crates (the rust/ workspace of its source
-# distribution: tvm-ffi-sys, tvm-ffi, tvm-ffi-macros) against our native library and against the
-# original, with no Python in the test processes (no LD_PRELOAD of libpython: the library must
-# stand alone).
+# distribution: tvm-ffi-sys, tvm-ffi, tvm-ffi-macros) against our native library and against
+# apache-tvm-ffi's, with no Python in the test processes (no LD_PRELOAD of libpython: the library
+# must stand alone).
 #
 # How their build finds the library: tvm-ffi-sys's build script links libtvm_ffi (and, for the
 # tests, libtvm_ffi_testing) from the directory that `tvm-ffi-config --libdir` prints. Here that

@@ -1,5 +1,6 @@
-"""`crates/README.md` is the maintainer's map of the crates: it names every crate of the
-workspace, and its "uses" column is what each crate's manifest says it depends on."""
+"""The maintainer's maps stay true: `crates/README.md` names every crate of the workspace, and
+its "uses" column is what each crate's manifest says it depends on; `scripts/README.md` names
+every file of `scripts/`."""
 
 from __future__ import annotations
 
@@ -69,3 +70,13 @@ def test_the_map_names_every_crate_and_what_it_uses():
         assert listed == workspace[name]["uses"], name
     for name, (folder, _) in others.items():
         assert folder.strip("`") == workspace[name]["folder"], name
+
+
+def test_the_scripts_index_names_every_script():
+    text = (ROOT / "scripts" / "README.md").read_text()
+    named = set()
+    for line in text.splitlines():
+        if line.startswith("| `"):
+            named |= set(re.findall(r"`([\w.-]+)`", line.split("|")[1]))
+    files = {p.name for p in (ROOT / "scripts").iterdir() if p.is_file()} - {"README.md"}
+    assert named == files
