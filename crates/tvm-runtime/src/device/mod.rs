@@ -1,6 +1,6 @@
 //! Devices: one [`DeviceApi`] trait, a registry keyed by DLPack device type, and the backends
-//! that live in this crate (the host [`cpu`] and a strict [`test_backend`] that simulates a
-//! non-CPU device on host memory).
+//! that live in this crate (the host [`cpu`] and, with the `test-device` feature, a strict
+//! `test_backend` that simulates a non-CPU device on host memory for the test suites).
 //!
 //! Everything that depends on a device (tensor allocation, copies, streams, the DLPack allocator
 //! of the environment, the Python `Device` attributes) asks the registry; nothing else branches on
@@ -19,6 +19,7 @@ mod globals;
 mod host_copy;
 mod registry;
 mod tensor;
+#[cfg(feature = "test-device")]
 pub mod test_backend;
 
 use std::ffi::c_void;
@@ -38,6 +39,7 @@ pub use registry::{
     sync_stream_from_to,
 };
 pub use tensor::{TensorDeviceExt, empty_on};
+#[cfg(feature = "test-device")]
 pub use test_backend::{
     TestDeviceApi, TestDeviceConfig, TestDeviceStats, register_test_device, test_device_stats,
 };
