@@ -3,6 +3,9 @@ releases the interpreter lock: tensor allocation and copies, device queries, syn
 streams, and packed calls marked ``release_gil``, on the local CPU and on a remote device whose
 session and server go away at exit.
 
+The same holds for daemon threads running Python callbacks that native calls make (Python code
+with native frames below it).
+
 Before these calls went through the exit gate, such runs printed the failures of calls cut off
 by the exit, and some aborted ("FATAL: exception not rethrown") or crashed."""
 
@@ -81,5 +84,74 @@ def test_exit_with_daemon_threads_inside_native_calls_is_clean(run: int, tmp_pat
         env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr == ""
+    assert done.stdout == "exiting\n"
+
+
+#: Daemon threads inside Python callbacks that native calls make (Python code with native frames
+#: below it): a Python-backed function called from Python, `testing.apply`, a structural walk,
+#: nested native -> Python -> native calls, and callbacks that raise; the main thread then
+#: exits with status 3.
+CALLBACK_SCRIPT = textwrap.dedent(
+    """
+    import sys, threading, time
+    import tvm
+    from tvm import ffi
+
+    tvm.base.load_backend_libs(sys.argv[2])
+    apply = ffi.get_global_func("testing.apply")
+    echo = ffi.get_global_func("testing.echo")
+    ffi.register_func("exit_test.identity", lambda x: x)
+    identity = ffi.get_global_func("exit_test.identity")
+
+    def busy(x):
+        total = 0
+        for i in range(200):
+            total += i
+        return x
+
+    def raising(x):
+        return 1 / 0
+
+    def nested(x):
+        return apply(lambda y: echo(y), x)
+
+    def loop(call):
+        while True:
+            try:
+                call()
+            except Exception:
+                pass
+
+    calls = [
+        lambda: identity(1),
+        lambda: apply(busy, 1),
+        lambda: ffi.structural_walk(ffi.Array([1, 2]), busy),
+        lambda: apply(nested, 1),
+        lambda: apply(raising, 1),
+        lambda: apply(lambda x: apply(raising, x), 1),
+    ]
+    for call in calls:
+        threading.Thread(target=loop, args=(call,), daemon=True).start()
+    time.sleep(float(sys.argv[1]))
+    print("exiting", flush=True)
+    sys.exit(3)
+    """
+)
+
+
+@pytest.mark.parametrize("run", range(4))
+def test_exit_with_daemon_threads_inside_python_callbacks_is_clean(run: int, tmp_path: Any) -> None:
+    script = tmp_path / "exit_inside_callbacks.py"
+    script.write_text(CALLBACK_SCRIPT)
+    linger = (0.1, 0.3, 0.5, 0.7)[run]
+    done = subprocess.run(
+        [sys.executable, str(script), str(linger), os.environ["TVM_FFI_TESTING_LIB"]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+    )
+    assert done.returncode == 3, done.stderr[-3000:]
     assert done.stderr == ""
     assert done.stdout == "exiting\n"

@@ -84,6 +84,7 @@ fn function_for(target: Arc<Target>) -> Function {
         crate::stack::check_in_callback("in a Python callback", attached)?;
         let run = |py: Python<'_>| {
             let _python = crate::gil_holder::Holding::run_python();
+            let _counted = crate::exit_gate::enter_callback();
             let callable = target.0.load(Ordering::Acquire);
             if callable.is_null() {
                 return Err(tvm_ffi::Error::new(
@@ -145,6 +146,7 @@ unsafe fn call_plain(
         return None;
     }
     let _python = crate::gil_holder::Holding::run_python();
+    let _counted = crate::exit_gate::enter_callback();
     let mut objects = [std::ptr::null_mut::<ffi::PyObject>(); MAX_PLAIN_ARGS];
     // SAFETY: the thread holds the interpreter lock; the target holds a strong reference to the
     // callable while the function can be called; each object made here is released once below.

@@ -126,6 +126,8 @@ pub(crate) fn raise_error(py: Python<'_>, err: Error) -> PyErr {
         err.backtrace().into_owned(),
         original,
     );
+    // The hook is Python code run from a native frame (the call that failed), as a callback is.
+    let _counted = crate::exit_gate::enter_callback();
     match to_python.bind(py).call1(args) {
         Ok(exc) => PyErr::from_value(exc),
         Err(hook_error) => hook_error,
@@ -136,6 +138,7 @@ pub(crate) fn raise_error(py: Python<'_>, err: Error) -> PyErr {
 pub(crate) fn error_from_py(py: Python<'_>, err: PyErr) -> Error {
     let exc = err.into_value(py).into_bound(py).into_any();
     let described = HOOKS.get(py).and_then(|(_, from_python)| {
+        let _counted = crate::exit_gate::enter_callback();
         let parts = from_python.bind(py).call1((exc.clone(),)).ok()?;
         let parts = parts.cast::<PyTuple>().ok()?;
         parts.extract::<(String, String)>().ok()

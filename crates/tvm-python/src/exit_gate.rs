@@ -11,9 +11,17 @@
 //!   parks before it asks for the lock, and the callback waits (lock released) for the threads
 //!   already past the gate to take it, so none is left waiting for it when finalization starts.
 //!
+//! Python code that a native call runs (a Python callback) has native frames below it, and the
+//! interpreter gives the lock up between its instructions, so such a thread too would be ended
+//! through native frames when it takes the lock back during finalization. So a thread other
+//! than the main one counts itself while it runs callbacks ([`enter_callback`]); once the gate
+//! is closed, a callback about to start parks instead, and the exit also waits for the counted
+//! threads to return from their callbacks (or park) before finalization starts.
+//!
 //! Parked threads end with the process.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -33,6 +41,19 @@ static GATE: Mutex<Gate> = Mutex::new(Gate {
 static REATTACHED: Condvar = Condvar::new();
 /// How long the exit waits for threads already past the gate.
 const PATIENCE: Duration = Duration::from_secs(2);
+/// The token of the thread that closed the gate (as in [`Gate::closed_by`]), read without the
+/// mutex by callbacks.
+static CLOSED_BY: AtomicUsize = AtomicUsize::new(0);
+/// The token of the interpreter's main thread (0 until known): it is never ended by the
+/// interpreter, so its callbacks are not counted.
+static MAIN_THREAD: AtomicUsize = AtomicUsize::new(0);
+/// Threads other than the main one running Python callbacks (counted once per thread).
+static THREADS_IN_CALLBACKS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// How many Python callbacks the calling thread is running, nested.
+    static CALLBACK_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
 
 struct Gate {
     /// The token of the thread that closed the gate (it runs the exit), or 0 while open.
@@ -58,10 +79,79 @@ impl Drop for Passed {
     }
 }
 
-/// Parks the calling thread for good.
+/// Parks the calling thread for good (it runs no more Python code, so it no longer counts as
+/// a thread in callbacks).
 fn park_forever() -> ! {
+    if CALLBACK_DEPTH.get() > 0 {
+        CALLBACK_DEPTH.set(0);
+        THREADS_IN_CALLBACKS.fetch_sub(1, Ordering::SeqCst);
+    }
     loop {
         std::thread::park();
+    }
+}
+
+/// At module load: records the calling thread as the interpreter's main thread (if it is) and
+/// registers the exit hooks, so that callbacks are covered from the start.
+pub(crate) fn install(py: Python<'_>) {
+    if !HOOKED.load(Ordering::Relaxed) {
+        install_hooks(py);
+    }
+    let is_main = threading(py)
+        .and_then(|threading| {
+            let current = threading.call_method0("current_thread").ok()?;
+            let main = threading.call_method0("main_thread").ok()?;
+            Some(current.is(&main))
+        })
+        .unwrap_or(false);
+    if is_main {
+        MAIN_THREAD.store(tvm_ffi::thread::current_token(), Ordering::Relaxed);
+    }
+}
+
+/// A Python callback running on the calling thread, counted until dropped.
+pub(crate) struct InCallback(bool);
+
+/// Called with the interpreter lock held before a Python callback starts: counts the calling
+/// thread (unless it is the main thread) while it runs callbacks, and parks it for good,
+/// releasing the lock, when the gate is closed (unless it runs the exit).
+#[inline]
+pub(crate) fn enter_callback() -> InCallback {
+    let me = tvm_ffi::thread::current_token();
+    if me == MAIN_THREAD.load(Ordering::Relaxed) {
+        return InCallback(false);
+    }
+    enter_callback_counted(me)
+}
+
+#[cold]
+fn enter_callback_counted(me: usize) -> InCallback {
+    let depth = CALLBACK_DEPTH.get();
+    if depth == 0 {
+        THREADS_IN_CALLBACKS.fetch_add(1, Ordering::SeqCst);
+    }
+    CALLBACK_DEPTH.set(depth + 1);
+    // Counted before the gate is read: the exit, which closes the gate before it reads the
+    // count, either sees this thread or this thread sees the gate closed.
+    let closed = CLOSED_BY.load(Ordering::SeqCst);
+    if closed != 0 && closed != me {
+        // SAFETY: the caller holds the interpreter lock; it is given up for good.
+        unsafe { pyo3::ffi::PyEval_SaveThread() };
+        park_forever();
+    }
+    InCallback(true)
+}
+
+impl Drop for InCallback {
+    #[inline]
+    fn drop(&mut self) {
+        if self.0 {
+            let depth = CALLBACK_DEPTH.get() - 1;
+            CALLBACK_DEPTH.set(depth);
+            if depth == 0 {
+                THREADS_IN_CALLBACKS.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
     }
 }
 
@@ -143,11 +233,13 @@ fn install_hooks(py: Python<'_>) {
     }
 }
 
-/// Closes the gate, then lets the threads already past it take the lock.
+/// Closes the gate, then lets the threads already past it take the lock, and the threads in
+/// Python callbacks return from them (or park).
 fn close_gate(py: Python<'_>) {
     SHUTTING_DOWN.store(true, Ordering::Relaxed);
     let me = tvm_ffi::thread::current_token();
     gate().closed_by = me;
+    CLOSED_BY.store(me, Ordering::SeqCst);
     py.detach(|| {
         let deadline = Instant::now() + PATIENCE;
         let mut gate = gate();
@@ -160,6 +252,11 @@ fn close_gate(py: Python<'_>) {
                 .wait_timeout(gate, left)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+        }
+        drop(gate);
+        // Callbacks are counted without a lock (they are hot): polled.
+        while THREADS_IN_CALLBACKS.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
         }
     });
 }

@@ -130,6 +130,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register_opaque_hooks(m.py())?;
     callback::find_vectorcall();
+    exit_gate::install(py);
     // SAFETY: module initialization runs with the interpreter lock held.
     unsafe { convert::init_small_ints() };
     m.add_class::<objects::PyObjectRef>()?;
