@@ -90,8 +90,8 @@ def test_exit_with_daemon_threads_inside_native_calls_is_clean(run: int, tmp_pat
 
 #: Daemon threads inside Python callbacks that native calls make (Python code with native frames
 #: below it): a Python-backed function called from Python, `testing.apply`, a structural walk,
-#: nested native -> Python -> native calls, and callbacks that raise; the main thread then
-#: exits with status 3.
+#: nested native -> Python -> native calls, callbacks that raise, and one that never returns; the
+#: main thread then exits with status 3.
 CALLBACK_SCRIPT = textwrap.dedent(
     """
     import sys, threading, time
@@ -113,6 +113,10 @@ CALLBACK_SCRIPT = textwrap.dedent(
     def raising(x):
         return 1 / 0
 
+    def spin(x):
+        while True:
+            sum(range(100))
+
     def nested(x):
         return apply(lambda y: echo(y), x)
 
@@ -130,6 +134,7 @@ CALLBACK_SCRIPT = textwrap.dedent(
         lambda: apply(nested, 1),
         lambda: apply(raising, 1),
         lambda: apply(lambda x: apply(raising, x), 1),
+        lambda: apply(spin, 1),
     ]
     for call in calls:
         threading.Thread(target=loop, args=(call,), daemon=True).start()

@@ -47,8 +47,25 @@ static CLOSED_BY: AtomicUsize = AtomicUsize::new(0);
 /// The token of the interpreter's main thread (0 until known): it is never ended by the
 /// interpreter, so its callbacks are not counted.
 static MAIN_THREAD: AtomicUsize = AtomicUsize::new(0);
-/// Threads other than the main one running Python callbacks (counted once per thread).
-static THREADS_IN_CALLBACKS: AtomicUsize = AtomicUsize::new(0);
+/// Threads other than the main one running Python callbacks, by their interpreter thread id
+/// (once per thread, however deeply its callbacks nest).
+static THREADS_IN_CALLBACKS: Mutex<Vec<std::ffi::c_ulong>> = Mutex::new(Vec::new());
+
+fn threads_in_callbacks() -> std::sync::MutexGuard<'static, Vec<std::ffi::c_ulong>> {
+    THREADS_IN_CALLBACKS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Counts the calling thread out of [`THREADS_IN_CALLBACKS`].
+fn leave_callbacks() {
+    // SAFETY: a plain query of the calling thread's id.
+    let me = unsafe { pyo3::ffi::PyThread_get_thread_ident() };
+    let mut threads = threads_in_callbacks();
+    if let Some(index) = threads.iter().position(|&thread| thread == me) {
+        threads.swap_remove(index);
+    }
+}
 
 thread_local! {
     /// How many Python callbacks the calling thread is running, nested.
@@ -84,7 +101,7 @@ impl Drop for Passed {
 fn park_forever() -> ! {
     if CALLBACK_DEPTH.get() > 0 {
         CALLBACK_DEPTH.set(0);
-        THREADS_IN_CALLBACKS.fetch_sub(1, Ordering::SeqCst);
+        leave_callbacks();
     }
     loop {
         std::thread::park();
@@ -128,11 +145,13 @@ pub(crate) fn enter_callback() -> InCallback {
 fn enter_callback_counted(me: usize) -> InCallback {
     let depth = CALLBACK_DEPTH.get();
     if depth == 0 {
-        THREADS_IN_CALLBACKS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: a plain query of the calling thread's id.
+        threads_in_callbacks().push(unsafe { pyo3::ffi::PyThread_get_thread_ident() });
     }
     CALLBACK_DEPTH.set(depth + 1);
-    // Counted before the gate is read: the exit, which closes the gate before it reads the
-    // count, either sees this thread or this thread sees the gate closed.
+    // Counted before the gate is read (both under orderings that a mutex and a SeqCst store
+    // give): the exit, which closes the gate before it reads the count, either sees this
+    // thread or this thread sees the gate closed.
     let closed = CLOSED_BY.load(Ordering::SeqCst);
     if closed != 0 && closed != me {
         // SAFETY: the caller holds the interpreter lock; it is given up for good.
@@ -149,7 +168,7 @@ impl Drop for InCallback {
             let depth = CALLBACK_DEPTH.get() - 1;
             CALLBACK_DEPTH.set(depth);
             if depth == 0 {
-                THREADS_IN_CALLBACKS.fetch_sub(1, Ordering::SeqCst);
+                leave_callbacks();
             }
         }
     }
@@ -234,19 +253,22 @@ fn install_hooks(py: Python<'_>) {
 }
 
 /// Closes the gate, then lets the threads already past it take the lock, and the threads in
-/// Python callbacks return from them (or park).
+/// Python callbacks return from them (or park). A callback still running after half the
+/// patience (one that loops in Python) gets a `SystemExit` raised in it, which ends its Python
+/// code and so parks its thread at the next native boundary.
 fn close_gate(py: Python<'_>) {
     SHUTTING_DOWN.store(true, Ordering::Relaxed);
     let me = tvm_ffi::thread::current_token();
     gate().closed_by = me;
     CLOSED_BY.store(me, Ordering::SeqCst);
-    py.detach(|| {
-        let deadline = Instant::now() + PATIENCE;
+    let start = Instant::now();
+    let settled = py.detach(|| {
+        let deadline = start + PATIENCE;
         let mut gate = gate();
         while gate.reattaching > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return;
+                return false;
             }
             gate = REATTACHED
                 .wait_timeout(gate, left)
@@ -254,9 +276,30 @@ fn close_gate(py: Python<'_>) {
                 .0;
         }
         drop(gate);
-        // Callbacks are counted without a lock (they are hot): polled.
-        while THREADS_IN_CALLBACKS.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_for_callbacks(start + PATIENCE / 2)
     });
+    if settled {
+        return;
+    }
+    for thread in threads_in_callbacks().clone() {
+        // SAFETY: the lock is held; an unknown id is ignored (the thread ended meanwhile).
+        unsafe {
+            pyo3::ffi::PyThreadState_SetAsyncExc(thread as _, pyo3::ffi::PyExc_SystemExit);
+        }
+    }
+    py.detach(|| wait_for_callbacks(start + PATIENCE));
+}
+
+/// Waits until no thread runs a Python callback, or `deadline`; whether none does.
+fn wait_for_callbacks(deadline: Instant) -> bool {
+    // Polled: callbacks count themselves without waking anyone.
+    loop {
+        if threads_in_callbacks().is_empty() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
