@@ -221,6 +221,12 @@ impl Case {
         if !self.shape.contains(&0) && elements.is_none_or(|n| n > i128::from(i64::MAX)) {
             return false;
         }
+        // An alignment is 0 (none) or a positive power of two; anything else is refused.
+        if self.require_alignment != 0
+            && !(self.require_alignment > 0 && (self.require_alignment as u32).is_power_of_two())
+        {
+            return false;
+        }
         if self.require_alignment > 0 {
             let direct = [1, 2, 3, 13, 10, 11].contains(&self.device.device_type);
             let address = if direct {
