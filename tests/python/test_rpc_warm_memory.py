@@ -165,3 +165,40 @@ def test_the_command_line_takes_warm_memory_in_mib():
     )
     assert result.returncode == 2
     assert "--warm-memory takes MiB (0 or more), got -1" in result.stderr
+
+
+def test_a_zygote_that_cannot_reserve_warm_memory_runs_without(capsys):
+    from tvm.rpc._zygote_process import _Natives
+
+    natives = _Natives()
+    natives.reserve_warm_memory(0)
+    assert capsys.readouterr().err == ""
+    # More than any address space: the reservation fails, and the zygote says so and goes on.
+    natives.reserve_warm_memory(1 << 62)
+    assert "RPC session zygote: no warm memory:" in capsys.readouterr().err
+
+
+def test_the_session_program_refuses_other_arguments(capsys):
+    from tvm.exec.rpc_session import main
+
+    assert main([]) == 2
+    assert main(["not-a-descriptor"]) == 2
+    assert capsys.readouterr().err.count("usage: python -m tvm.exec.rpc_session CHANNEL_FD") == 2
+    done = subprocess.run(
+        [sys.executable, "-m", "tvm.exec.rpc_session", "1", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "usage: python -m tvm.exec.rpc_session CHANNEL_FD" in done.stderr
+
+
+def test_exit_statuses_in_words():
+    from tvm.rpc._zygote import _reraised, describe
+
+    assert describe(3) == "exit code 3"
+    assert describe(-9) == "killed by SIGKILL"
+    assert describe(-99) == "killed by signal 99"
+    assert str(_reraised(b"not a pickle", "the traceback")).endswith("the traceback")
+    assert isinstance(_reraised(None, "text"), RuntimeError)
