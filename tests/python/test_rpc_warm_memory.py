@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -202,3 +203,28 @@ def test_exit_statuses_in_words():
     assert describe(-99) == "killed by signal 99"
     assert str(_reraised(b"not a pickle", "the traceback")).endswith("the traceback")
     assert isinstance(_reraised(None, "text"), RuntimeError)
+
+
+def test_the_command_line_refuses_an_empty_key_and_an_absent_proxy():
+    command = [sys.executable, "-m", "tvm.exec.rpc_server", "--port", "0"]
+    blank = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TVM_RPC_KEY": " "},
+    )
+    assert blank.returncode == 2
+    assert "TVM_RPC_KEY" in blank.stderr
+    # A port nothing listens on: the registration with the proxy fails, in one line.
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        closed = probe.getsockname()[1]
+    absent = subprocess.run(
+        [*command[:3], "--through-proxy", "--port", str(closed), "--key", "board"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert absent.returncode == 1
+    assert f"cannot register with the RPC proxy at 127.0.0.1:{closed}" in absent.stderr
