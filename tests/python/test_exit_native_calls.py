@@ -72,20 +72,8 @@ SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("run", range(4))
 def test_exit_with_daemon_threads_inside_native_calls_is_clean(run: int, tmp_path: Any) -> None:
-    script = tmp_path / "exit_inside_native_calls.py"
-    script.write_text(SCRIPT)
     # Vary the moment of the exit relative to the daemon threads' calls.
-    linger = (0.1, 0.3, 0.5, 0.7)[run]
-    done = subprocess.run(
-        [sys.executable, str(script), str(linger)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stderr == ""
-    assert done.stdout == "exiting\n"
+    assert_clean_exit(tmp_path, SCRIPT, [str(LINGER[run])], status=0)
 
 
 #: Daemon threads inside Python callbacks that native calls make (Python code with native frames
@@ -147,16 +135,26 @@ CALLBACK_SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("run", range(4))
 def test_exit_with_daemon_threads_inside_python_callbacks_is_clean(run: int, tmp_path: Any) -> None:
-    script = tmp_path / "exit_inside_callbacks.py"
-    script.write_text(CALLBACK_SCRIPT)
-    linger = (0.1, 0.3, 0.5, 0.7)[run]
+    testing_lib = os.environ["TVM_FFI_TESTING_LIB"]
+    assert_clean_exit(tmp_path, CALLBACK_SCRIPT, [str(LINGER[run]), testing_lib], status=3)
+
+
+#: Seconds the main thread lets the daemon threads run before it exits, one per run.
+LINGER = (0.1, 0.3, 0.5, 0.7)
+
+
+def assert_clean_exit(tmp_path: Any, source: str, args: list[str], status: int) -> None:
+    """Runs ``source`` as a script with ``args``: it must exit with ``status``, print only
+    "exiting", and write nothing to stderr."""
+    script = tmp_path / "exit_script.py"
+    script.write_text(source)
     done = subprocess.run(
-        [sys.executable, str(script), str(linger), os.environ["TVM_FFI_TESTING_LIB"]],
+        [sys.executable, str(script), *args],
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
-    assert done.returncode == 3, done.stderr[-3000:]
+    assert done.returncode == status, done.stderr[-3000:]
     assert done.stderr == ""
     assert done.stdout == "exiting\n"

@@ -223,25 +223,27 @@ fn device_arg(args: &[WireValue], index: usize, code: RpcCode) -> Result<DLDevic
 }
 
 fn int_arg(args: &[WireValue], index: usize, code: RpcCode) -> Result<i64> {
-    let value = arg(args, index, code)?;
-    value.as_int().ok_or_else(|| {
-        tvm_ffi::Error::new(
-            ErrorKind::TypeError,
-            format!(
-                "{code:?} argument {index} must be an int, got {}",
-                value.kind()
-            ),
-        )
-    })
+    typed_arg(args, index, code, "an int", WireValue::as_int)
 }
 
 fn handle_arg(args: &[WireValue], index: usize, code: RpcCode) -> Result<u64> {
+    typed_arg(args, index, code, "a handle", WireValue::as_handle)
+}
+
+/// Argument `index` read by `read`, or a `TypeError` naming what it had to be (`what`).
+fn typed_arg<T>(
+    args: &[WireValue],
+    index: usize,
+    code: RpcCode,
+    what: &str,
+    read: impl FnOnce(&WireValue) -> Option<T>,
+) -> Result<T> {
     let value = arg(args, index, code)?;
-    value.as_handle().ok_or_else(|| {
+    read(value).ok_or_else(|| {
         tvm_ffi::Error::new(
             ErrorKind::TypeError,
             format!(
-                "{code:?} argument {index} must be a handle, got {}",
+                "{code:?} argument {index} must be {what}, got {}",
                 value.kind()
             ),
         )
