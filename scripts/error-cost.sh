@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cost of raising a native error through the C ABI (TVMFFIErrorSetRaisedFromCStr, then
 # TVMFFIErrorMoveFromRaised, then TVMFFIObjectDecRef), with the example program
-# crates/tvm-ffi-capi/examples/error_cost.rs (release build):
+# benches/c/src/bin/error_cost.rs (release build):
 #
 #   1. instructions per raise+fetch+release, under valgrind's callgrind: the totals of runs with
 #      N=20000 and N=10000 pairs, difference / 10000 (start-up and first-use costs cancel out);
@@ -21,8 +21,8 @@ case "${1:-}" in
     *) echo "error-cost.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 esac
 
-cargo build --release --locked -p tvm-ffi-capi --example error_cost
-bin="$(pwd)/target/release/examples/error_cost"
+cargo build --release --locked -p c-abi-bench --bin error_cost
+bin="$(pwd)/target/release/error_cost"
 
 echo "== backtrace of a raised error (read after the loop)"
 "$bin" 1 --print

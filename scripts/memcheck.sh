@@ -12,15 +12,16 @@ if ! command -v valgrind >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends valgrind >/dev/null
 fi
 
-# The test executables cargo builds, from its JSON messages.
+# The test executables cargo builds, each with its package's directory, from its JSON messages
+# (several packages have a test target named `it`: the name alone does not say whose it is).
 mapfile -t binaries < <(
     cargo test --workspace --locked --no-run --message-format=json "$@" 2>/dev/null |
         python3 -c '
-import json, sys
+import json, os, sys
 for line in sys.stdin:
     msg = json.loads(line)
     if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["profile"]["test"]:
-        print(msg["executable"])
+        print(msg["executable"] + "\t" + os.path.dirname(msg["manifest_path"]))
 '
 )
 if ((${#binaries[@]} == 0)); then
@@ -30,19 +31,12 @@ fi
 
 suppressions="$PWD/scripts/memcheck.supp"
 failed=0
-for binary in "${binaries[@]}"; do
+for entry in "${binaries[@]}"; do
+    binary=${entry%%$'\t'*}
+    # Run from the package's directory, as cargo test does (tests find files relative to it).
+    package_dir=${entry#*$'\t'}
     name=$(basename "$binary")
     start=$SECONDS
-    # Run from the package's directory, as cargo test does (tests find files relative to it).
-    package_dir=$(cargo metadata --no-deps --format-version 1 --locked 2>/dev/null | python3 -c '
-import json, sys
-name = sys.argv[1].rsplit("-", 1)[0]
-meta = json.load(sys.stdin)
-for p in meta["packages"]:
-    for t in p["targets"]:
-        if t["name"].replace("-", "_") == name:
-            print(p["manifest_path"].rsplit("/", 1)[0]); sys.exit()
-print(".")' "$name")
     if (cd "$package_dir" && TVM_UNDER_VALGRIND=1 valgrind --quiet --error-exitcode=99 --leak-check=full \
         --errors-for-leak-kinds=definite --show-leak-kinds=definite \
         --suppressions="$suppressions" \

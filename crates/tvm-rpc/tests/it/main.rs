@@ -7,6 +7,7 @@ use tvm_ffi_testing as _;
 mod async_calls;
 mod auth;
 mod codec;
+mod deadlines;
 mod example;
 mod faults;
 mod sessions;

@@ -13,18 +13,18 @@
 //!   instances of the standard library).
 //!
 //! The library under test is the one cargo builds with these tests (`cargo test -p
-//! tvm-ffi-shared --test cxx_abi`). The last two need apache-tvm-ffi 0.1.15.post2 (installed with pip into a venv under
-//! `target/`, or found at `$TVM_FFI_APACHE_PACKAGE`, the `tvm_ffi` package folder); without it
+//! tvm-ffi-shared cxx_abi`). The last two need apache-tvm-ffi 0.1.15.post2 (installed with pip
+//! into a venv under `target/`, or found at `$TVM_FFI_APACHE_PACKAGE`, the `tvm_ffi` package folder); without it
 //! (offline) they say so and pass.
-
-mod hosts;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use hosts::{build_host, compile, library_file, link_flags, our_include, repo, run, scratch};
+use crate::hosts::{
+    build_host, compile, library_file, link_flags, our_include, repo, run, scratch,
+};
 
 fn sources() -> PathBuf {
     repo().join("cpp-abi/tests/cxx_abi")

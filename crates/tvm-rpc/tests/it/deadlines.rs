@@ -8,9 +8,6 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-// This binary is a final artifact: it links the process state.
-use tvm_ffi_capi as _;
-
 use tvm_rpc::endpoint::serve;
 use tvm_rpc::handshake::{client_handshake, server_handshake};
 use tvm_rpc::session::LocalSession;

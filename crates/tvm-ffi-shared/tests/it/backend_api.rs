@@ -3,17 +3,15 @@
 //! tasks, barriers, errors, nested and concurrent launches, workspaces, refusals; with the pool
 //! sized by `TVM_NUM_THREADS`.
 
-mod hosts;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use hosts::{repo, run, scratch};
+use crate::hosts::{repo, run, scratch};
 
 fn build_host(name: &str) -> PathBuf {
     let dir = scratch("backend_api", name);
     let source = repo().join("cpp-abi/tests/backend/backend_host.c");
-    hosts::build_host(
+    crate::hosts::build_host(
         &dir,
         "gcc",
         &source,

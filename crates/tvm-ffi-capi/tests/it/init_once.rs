@@ -8,7 +8,6 @@ use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
 use tvm_ffi::Error;
-use tvm_ffi_capi as _;
 use tvm_ffi_sys::TVMFFIHandleInitOnce;
 
 /// Far above what any case needs; only a deadlock reaches it.

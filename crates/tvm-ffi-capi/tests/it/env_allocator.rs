@@ -8,7 +8,6 @@ use tvm_ffi::abi::{
     DLManagedTensorVersioned, DLPackManagedTensorAllocator, DLTensor,
     TVMFFIEnvGetDLPackManagedTensorAllocator, TVMFFIEnvSetDLPackManagedTensorAllocator,
 };
-use tvm_ffi_capi as _;
 
 /// An allocator that is never called: the tests compare addresses only.
 unsafe extern "C" fn first(

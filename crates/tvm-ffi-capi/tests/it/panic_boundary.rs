@@ -13,7 +13,6 @@ use std::ptr::{null, null_mut};
 
 use tvm_ffi::abi::{self, TVMFFIAny, TVMFFIByteArray};
 use tvm_ffi::boundary::{inject_panic, take_injected_panic};
-use tvm_ffi_capi as _;
 
 /// What an export returned, judged against its failure value.
 trait Returned {

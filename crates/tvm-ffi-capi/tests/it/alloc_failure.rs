@@ -3,7 +3,6 @@
 //! of aborting the process.
 
 use tvm_ffi::Error;
-use tvm_ffi_capi as _;
 use tvm_ffi_sys::{
     TVMFFIAny, TVMFFIByteArray, TVMFFIBytesFromByteArray, TVMFFIStringFromByteArray,
 };
