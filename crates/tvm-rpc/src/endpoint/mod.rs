@@ -26,7 +26,7 @@ use crate::codec::{
     Message, TensorMeta, WireValue, decode_message, encode_copy_header, encode_message,
 };
 use crate::protocol::RpcCode;
-use crate::session::{CopySink, CopySource, RpcSession};
+use crate::session::{CopySink, CopySource, Peer, RpcSession};
 use crate::transport::{Interrupt, Transport, connection_error};
 
 /// Bytes moved per step when a stream is forwarded.
@@ -87,7 +87,8 @@ impl Endpoint {
             serving,
             pending_frees: Mutex::default(),
         });
-        endpoint.serving.bind_peer(Arc::downgrade(&endpoint));
+        let peer: Weak<dyn Peer> = Arc::downgrade(&endpoint) as Weak<dyn Peer>;
+        endpoint.serving.bind_peer(peer);
         endpoint
     }
 
@@ -295,6 +296,17 @@ impl Endpoint {
     /// A weak reference for values that call back through this endpoint.
     pub fn downgrade(self: &Arc<Self>) -> Weak<Endpoint> {
         Arc::downgrade(self)
+    }
+}
+
+/// The serving session calls the peer's functions (callbacks) back over this endpoint.
+impl Peer for Endpoint {
+    fn call(&self, handle: u64, args: Vec<WireValue>) -> Result<Vec<WireValue>> {
+        Endpoint::call(self, handle, args)
+    }
+
+    fn free_handle(&self, handle: u64) {
+        Endpoint::free_handle(self, handle);
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tvm_ffi::{ErrorKind, Function, Result};
 
-use super::{CopySink, CopySource, LocalSession, RpcSession};
+use super::{CopySink, CopySource, LocalSession, Peer, RpcSession};
 use crate::codec::{RPC_CALLBACK_INDEX, TensorMeta, WireValue};
 use crate::endpoint::Endpoint;
 use crate::protocol::RpcCode;
@@ -111,7 +111,7 @@ impl RpcSession for ClientSession {
         })
     }
 
-    fn bind_peer(&self, peer: std::sync::Weak<Endpoint>) {
+    fn bind_peer(&self, peer: std::sync::Weak<dyn Peer>) {
         self.upstream.bind_peer(peer);
     }
 

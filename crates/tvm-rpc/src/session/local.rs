@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::ffi::c_void;
-use std::sync::{Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tvm_ffi::abi::{
     DLDevice, DLTensor, kDLCPU, kTVMFFIBool, kTVMFFIBytes, kTVMFFIDataType, kTVMFFIDevice,
@@ -18,9 +18,8 @@ use super::handles::HandleTable;
 use super::host_cache::HostBlockCache;
 use super::plain::{plain_from_return, plain_to_wire};
 use super::warm_memory;
-use super::{CopySink, CopySource, RpcSession};
+use super::{CopySink, CopySource, Peer, RpcSession};
 use crate::codec::{RPC_CALLBACK_INDEX, TensorMeta, WireValue};
-use crate::endpoint::Endpoint;
 use crate::protocol::{RPC_SESS_MASK, RpcCode};
 
 /// Bytes staged per step when a copy goes through a device (host memory is written in place).
@@ -33,8 +32,8 @@ pub struct LocalSession {
     /// Serves only the functions handed to it ([`LocalSession::export`]): no globals, devices
     /// or memory (the session a client offers its server for callbacks).
     callbacks_only: bool,
-    /// The endpoint this session serves, for callbacks to the peer.
-    peer: Mutex<Weak<Endpoint>>,
+    /// The connection this session serves, for callbacks to the peer (none before one binds).
+    peer: Mutex<Option<Weak<dyn Peer>>>,
     /// Handles exported for the length of one call (in-process callbacks).
     transient: Mutex<HashSet<u64>>,
     /// Large host blocks the peer freed, for its next allocations of the same size.
@@ -73,43 +72,45 @@ impl LocalSession {
         Ok(())
     }
 
-    /// Whether the session serves an endpoint (set by [`RpcSession::bind_peer`]).
-    pub(crate) fn has_peer(&self) -> bool {
-        self.peer
+    /// The peer of the connection this session serves, while that connection is open.
+    fn live_peer(&self) -> Option<(Weak<dyn Peer>, Arc<dyn Peer>)> {
+        let peer = self
+            .peer
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .upgrade()
-            .is_some()
+            .clone()?;
+        let live = peer.upgrade()?;
+        Some((peer, live))
+    }
+
+    /// Whether the session serves an open connection (set by [`RpcSession::bind_peer`]).
+    pub(crate) fn has_peer(&self) -> bool {
+        self.live_peer().is_some()
     }
 
     /// A function that calls back the peer's function `handle` through the endpoint this
     /// session serves; the peer's function is released when the last reference goes.
     pub(crate) fn callback(&self, handle: u64) -> Result<Any> {
-        let peer = self
-            .peer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if peer.upgrade().is_none() {
+        let Some((peer, _)) = self.live_peer() else {
             tvm_ffi::bail!(
                 ErrorKind::ValueError,
                 "a callback arrived outside of a connection"
             );
-        }
+        };
         let releaser = CallbackRelease {
             peer: peer.clone(),
             handle,
         };
         let function = Function::from_packed(move |args| {
             let _ = &releaser;
-            let endpoint = peer.upgrade().ok_or_else(|| {
+            let connection = peer.upgrade().ok_or_else(|| {
                 tvm_ffi::Error::new("RPCError", "the connection of this callback is closed")
             })?;
             let wire = args
                 .iter()
                 .map(|a| plain_to_wire(a, "a callback argument"))
                 .collect::<Result<Vec<_>>>()?;
-            let values = endpoint.call(handle, wire)?;
+            let values = connection.call(handle, wire)?;
             plain_from_return(&values, "a callback's result")
         });
         Ok(Any::from(function))
@@ -253,14 +254,14 @@ extern "C" fn release_nothing(_: *mut c_void) {}
 
 /// Frees the peer's function when the local stand-in for it dies.
 struct CallbackRelease {
-    peer: Weak<Endpoint>,
+    peer: Weak<dyn Peer>,
     handle: u64,
 }
 
 impl Drop for CallbackRelease {
     fn drop(&mut self) {
-        if let Some(endpoint) = self.peer.upgrade() {
-            endpoint.free_handle(self.handle);
+        if let Some(connection) = self.peer.upgrade() {
+            connection.free_handle(self.handle);
         }
     }
 }
@@ -455,8 +456,8 @@ impl RpcSession for LocalSession {
         Ok(WireValue::Function(handle))
     }
 
-    fn bind_peer(&self, peer: Weak<Endpoint>) {
-        *self.peer.lock().unwrap_or_else(PoisonError::into_inner) = peer;
+    fn bind_peer(&self, peer: Weak<dyn Peer>) {
+        *self.peer.lock().unwrap_or_else(PoisonError::into_inner) = Some(peer);
     }
 
     fn is_local(&self) -> bool {

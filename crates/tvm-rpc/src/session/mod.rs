@@ -22,7 +22,6 @@ pub use client::ClientSession;
 pub use local::LocalSession;
 
 use crate::codec::{TensorMeta, WireValue};
-use crate::endpoint::Endpoint;
 use crate::protocol::RpcCode;
 
 /// Where the bytes of a copy to the remote come from.
@@ -39,6 +38,18 @@ pub enum CopySink<'a> {
     Bytes(&'a mut [u8]),
     /// A stream (the reply being sent), written as the copy proceeds.
     Stream(&'a mut dyn Write),
+}
+
+/// The far side of the connection a session serves, as the session sees it: functions the peer
+/// lent it (callbacks), called and released by handle. The endpoint implements it; a session
+/// holds it weakly, so a closed connection is one whose peer is gone.
+pub trait Peer: Send + Sync {
+    /// Calls the peer's function `handle`; returns the encoded return list, as
+    /// [`RpcSession::call_function`] does.
+    fn call(&self, handle: u64, args: Vec<WireValue>) -> Result<Vec<WireValue>>;
+
+    /// Releases the peer's object behind `handle`.
+    fn free_handle(&self, handle: u64);
 }
 
 /// What a session offers. Every method may be called from any thread.
@@ -82,8 +93,8 @@ pub trait RpcSession: Send + Sync {
         )
     }
 
-    /// Tells a session which endpoint it serves, for calls back to the peer.
-    fn bind_peer(&self, _peer: Weak<Endpoint>) {}
+    /// Tells a session which connection it serves, for calls back to the peer.
+    fn bind_peer(&self, _peer: Weak<dyn Peer>) {}
 
     /// Whether the session is the machine itself (its memory is this process's).
     fn is_local(&self) -> bool {
