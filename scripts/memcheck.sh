@@ -30,22 +30,46 @@ if ((${#binaries[@]} == 0)); then
 fi
 
 suppressions="$PWD/scripts/memcheck.supp"
-failed=0
-for entry in "${binaries[@]}"; do
-    binary=${entry%%$'\t'*}
-    # Run from the package's directory, as cargo test does (tests find files relative to it).
-    package_dir=${entry#*$'\t'}
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+
+# One binary under memcheck: its verdict as one line, its log after it when it failed.
+check() {
+    local binary=${1%%$'\t'*} package_dir=${1#*$'\t'} start=$SECONDS name
     name=$(basename "$binary")
-    start=$SECONDS
-    if (cd "$package_dir" && TVM_UNDER_VALGRIND=1 valgrind --quiet --error-exitcode=99 --leak-check=full \
-        --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+    # Run from the package's directory, as cargo test does (tests find files relative to it).
+    if (cd "$package_dir" && TVM_UNDER_VALGRIND=1 valgrind --quiet --error-exitcode=99 \
+        --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
         --suppressions="$suppressions" \
-        "$binary" --test-threads=2 -q >/tmp/memcheck-"$name".log 2>&1); then
+        "$binary" --test-threads=2 -q >"$logs/$name.log" 2>&1); then
         echo "memcheck: $name clean ($((SECONDS - start)) s)"
     else
         echo "memcheck: $name FAILED ($((SECONDS - start)) s); its log:"
-        cat /tmp/memcheck-"$name".log
-        failed=1
+        cat "$logs/$name.log"
+        return 1
     fi
+}
+
+# Valgrind runs a program's threads one at a time, so binaries run side by side, one per core
+# (MEMCHECK_JOBS overrides); each verdict is printed whole as its binary ends.
+jobs=${MEMCHECK_JOBS:-$(nproc)}
+declare -A verdict_of=()
+failed=0
+# Waits for the next binary to end and prints its verdict.
+collect() {
+    local pid status=0
+    wait -n -p pid || status=$?
+    cat "${verdict_of[$pid]}"
+    unset "verdict_of[$pid]"
+    ((status == 0)) || failed=1
+}
+for entry in "${binaries[@]}"; do
+    ((${#verdict_of[@]} < jobs)) || collect
+    verdict="$logs/$(basename "${entry%%$'\t'*}").verdict"
+    check "$entry" >"$verdict" 2>&1 &
+    verdict_of[$!]=$verdict
+done
+while ((${#verdict_of[@]} > 0)); do
+    collect
 done
 exit $failed
