@@ -322,8 +322,8 @@ pub(crate) fn builtin_functions() -> Vec<(&'static str, Function)> {
     all.extend(list_slice_functions());
     all.extend(environment_functions());
     all.extend(tvm_ffi::containers::map_globals::functions());
-    all.extend(tvm_ffi::reflection_globals::functions());
+    all.extend(tvm_ffi::extra::reflection_globals::functions());
     all.extend(tvm_ffi::containers::devices::functions());
-    all.extend(tvm_ffi::dataclass::functions());
+    all.extend(tvm_ffi::extra::dataclass::functions());
     all
 }
