@@ -15,9 +15,9 @@
 //!
 //! This file is the entry point of the process state: [`global_registry`] creates the registry
 //! on first use and installs the built-in functions there (`globals`), with the type attributes
-//! of the core's own types. The other files build on it and never on each other in both
-//! directions: the registry itself (`registry`) knows no built-in, and the built-ins reach the
-//! registry through the accessor they are given.
+//! of the core's own types. No two files of the crate import each other: the registry itself
+//! (`registry`) knows no built-in, and the built-ins reach the registry through the accessor
+//! they are given.
 #![allow(non_snake_case, non_upper_case_globals)]
 
 use std::sync::OnceLock;
