@@ -13,7 +13,7 @@
 //! function, with the failure value of its return type (`-1`, NULL, ...), and never unwinds
 //! into C.
 //!
-//! This file is the entry point of the process state: [`global_registry`] creates the registry
+//! This file is the entry point of the process state: `global_registry` creates the registry
 //! on first use and installs the built-in functions there (`globals`), with the type attributes
 //! of the core's own types. No two files of the crate import each other: the registry itself
 //! (`registry`) knows no built-in, and the built-ins reach the registry through the accessor
