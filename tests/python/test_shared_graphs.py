@@ -61,7 +61,7 @@ def test_a_64_node_chain_from_json_or_pickle_returns_at_once() -> None:
         assert set(line.split()[1:]) == {"True"}, line
 
 
-# The longest text of a shared value printed again in full (`tvm_ffi::repr::REPEAT_LIMIT`).
+# The longest text of a shared value printed again in full (`tvm_ffi::extra::repr::REPEAT_LIMIT`).
 REPEAT_LIMIT = 80
 
 # A DAG: node k is a container of leaves and of earlier nodes (by index, so shared at will).

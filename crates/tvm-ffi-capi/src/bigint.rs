@@ -8,7 +8,7 @@ use tvm_ffi::error::{Error, ErrorKind};
 use tvm_ffi::object::{Object, alloc_object};
 use tvm_ffi_sys::{TVMFFIAny, TVMFFIAnyPayload, TVMFFIByteArray, kTVMFFIBigInt, kTVMFFIInt};
 
-use crate::{bytes_arg, out_arg};
+use crate::args::{bytes_arg, out_arg};
 
 #[repr(C)]
 struct BigIntObj {

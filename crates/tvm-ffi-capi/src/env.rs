@@ -12,7 +12,7 @@ use tvm_ffi::error::{Error, ErrorKind};
 use tvm_ffi::function::Function;
 use tvm_ffi_sys::{DLPackManagedTensorAllocator, TVMFFIObjectHandle, TVMFFIStreamHandle};
 
-use crate::{cstr_arg, out_arg};
+use crate::args::{cstr_arg, out_arg};
 
 thread_local! {
     static STREAMS: RefCell<HashMap<(i32, i32), usize>> = RefCell::new(HashMap::new());
@@ -255,7 +255,7 @@ pub unsafe extern "C" fn TVMFFIEnvModLookupFromImports(
             *out = f.as_object().as_raw().cast();
             return Ok(());
         }
-        let resolver = crate::function::Registry::global().get("ffi.ModuleLookupFromImports");
+        let resolver = crate::global_registry().get("ffi.ModuleLookupFromImports");
         let found = match resolver {
             Some(resolver) if !library_ctx.is_null() => resolver
                 .call((key as i64, name))?
@@ -263,7 +263,7 @@ pub unsafe extern "C" fn TVMFFIEnvModLookupFromImports(
             _ => None,
         };
         let function = found
-            .or_else(|| crate::function::Registry::global().get(name))
+            .or_else(|| crate::global_registry().get(name))
             .ok_or_else(|| {
                 Error::new(
                     ErrorKind::RuntimeError,

@@ -40,8 +40,8 @@ use tvm_ffi_sys::{
     kTVMFFIBacktraceUpdateModeAppend, kTVMFFIError,
 };
 
+use crate::args::bytes_arg;
 use crate::backtrace::{Frames, capture_frames, format_backtrace, symbolize};
-use crate::bytes_arg;
 
 /// What an empty text field points at: a NUL-terminated empty string.
 static EMPTY_TEXT: [u8; 1] = [0];
@@ -309,7 +309,7 @@ pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
     ffi_status("TVMFFIErrorCreateWithCauseAndExtraContext", || {
         // SAFETY: per the function contract.
         unsafe {
-            let out = crate::out_arg(out, "out")?;
+            let out = crate::args::out_arg(out, "out")?;
             let kind = bytes_arg(kind, "kind")?;
             let message = bytes_arg(message, "message")?;
             let backtrace = if backtrace.is_null() {

@@ -11,7 +11,7 @@ use tvm_ffi::function::Function;
 use tvm_ffi::object::{Object, ObjectRef, alloc_object};
 use tvm_ffi_sys::{TVMFFISafeCallType, kTVMFFIObject};
 
-use crate::function::Registry;
+use crate::registry::Registry;
 use crate::types::TypeTable;
 
 /// A bare `ffi.Object` used as a process-wide sentinel.
@@ -119,7 +119,9 @@ fn list_slice_functions() -> Vec<(&'static str, Function)> {
     ]
 }
 
-fn core_functions() -> Vec<(&'static str, Function)> {
+/// The array, shape, string and bytes constructors, the sentinels, and the functions that read
+/// or change the registry and the type table (`registry` is the process's registry).
+fn core_functions(registry: fn() -> &'static Registry) -> Vec<(&'static str, Function)> {
     static INVALID: OnceLock<Any> = OnceLock::new();
     static KWARGS: OnceLock<Any> = OnceLock::new();
     vec![
@@ -181,21 +183,24 @@ fn core_functions() -> Vec<(&'static str, Function)> {
         ),
         (
             "ffi.GetGlobalFuncMetadata",
-            Function::from_typed("ffi.GetGlobalFuncMetadata", |name: std::string::String| {
-                Registry::global()
-                    .with_entry(&name, |e| e.metadata.clone())
-                    .ok_or_else(|| {
-                        Error::new(
-                            ErrorKind::KeyError,
-                            format!("global function `{name}` is not registered"),
-                        )
-                    })
-            }),
+            Function::from_typed(
+                "ffi.GetGlobalFuncMetadata",
+                move |name: std::string::String| {
+                    registry()
+                        .with_entry(&name, |e| e.metadata.clone())
+                        .ok_or_else(|| {
+                            Error::new(
+                                ErrorKind::KeyError,
+                                format!("global function `{name}` is not registered"),
+                            )
+                        })
+                },
+            ),
         ),
         (
             "ffi.GetGlobalFuncDoc",
-            Function::from_typed("ffi.GetGlobalFuncDoc", |name: std::string::String| {
-                Registry::global()
+            Function::from_typed("ffi.GetGlobalFuncDoc", move |name: std::string::String| {
+                registry()
                     .with_entry(&name, |e| e.doc.clone())
                     .ok_or_else(|| {
                         Error::new(
@@ -207,14 +212,15 @@ fn core_functions() -> Vec<(&'static str, Function)> {
         ),
         (
             "ffi.FunctionRemoveGlobal",
-            Function::from_typed("ffi.FunctionRemoveGlobal", |name: std::string::String| {
-                Registry::global().remove(&name)
-            }),
+            Function::from_typed(
+                "ffi.FunctionRemoveGlobal",
+                move |name: std::string::String| registry().remove(&name),
+            ),
         ),
         (
             "ffi.FunctionListGlobalNamesFunctor",
-            Function::from_typed("ffi.FunctionListGlobalNamesFunctor", || {
-                let names = Registry::global().names();
+            Function::from_typed("ffi.FunctionListGlobalNamesFunctor", move || {
+                let names = registry().names();
                 Function::from_typed(
                     "ffi.FunctionListGlobalNames",
                     move |i: i64| -> Result<Any> {
@@ -315,15 +321,18 @@ fn environment_functions() -> Vec<(&'static str, Function)> {
     ]
 }
 
-/// The functions the registry starts with.
-pub(crate) fn builtin_functions() -> Vec<(&'static str, Function)> {
-    let mut all = core_functions();
+/// The functions the registry starts with; those that read or change the registry reach it
+/// through `registry`, the accessor of the process's one registry.
+pub(crate) fn builtin_functions(
+    registry: fn() -> &'static Registry,
+) -> Vec<(&'static str, Function)> {
+    let mut all = core_functions(registry);
     all.extend(list_functions());
     all.extend(list_slice_functions());
     all.extend(environment_functions());
     all.extend(tvm_ffi::containers::map_globals::functions());
-    all.extend(tvm_ffi::reflection_globals::functions());
+    all.extend(tvm_ffi::extra::reflection_globals::functions());
     all.extend(tvm_ffi::containers::devices::functions());
-    all.extend(tvm_ffi::dataclass::functions());
+    all.extend(tvm_ffi::extra::dataclass::functions());
     all
 }

@@ -12,10 +12,19 @@
 //! [`tvm_ffi::boundary::ffi_boundary`]: a panic is reported as an `InternalError` naming the
 //! function, with the failure value of its return type (`-1`, NULL, ...), and never unwinds
 //! into C.
+//!
+//! This file is the entry point of the process state: `global_registry` creates the registry
+//! on first use and installs the built-in functions there (`globals`), with the type attributes
+//! of the core's own types. No two files of the crate import each other: the registry itself
+//! (`registry`) knows no built-in, and the built-ins reach the registry through the accessor
+//! they are given.
 #![allow(non_snake_case, non_upper_case_globals)]
 
-use tvm_ffi::error::{Error, Result};
+use std::sync::OnceLock;
 
+use registry::{Overwrite, Registry};
+
+mod args;
 mod backtrace;
 mod bigint;
 mod c_api_shim;
@@ -25,6 +34,7 @@ mod function;
 mod globals;
 mod init_once;
 mod object;
+mod registry;
 mod shared_state;
 mod string;
 mod tensor;
@@ -33,102 +43,28 @@ mod unwind;
 
 pub use backtrace::{FrameFilter, register_frame_filter, register_frame_filter_text};
 
-#[cold]
-#[inline(never)]
-fn null_error(what: &str) -> Error {
-    Error::new(
-        tvm_ffi::ErrorKind::ValueError,
-        format!("{what} must not be NULL"),
-    )
-}
-
-/// Reads a required pointer argument, or a `ValueError` naming the parameter.
-///
-/// # Safety
-/// `ptr` is NULL or valid for reads for `'a`.
-unsafe fn non_null<'a, T>(ptr: *const T, what: &str) -> Result<&'a T> {
-    // SAFETY: guaranteed by the caller.
-    unsafe { ptr.as_ref() }.ok_or_else(|| null_error(what))
-}
-
-/// A required output argument, or a `ValueError` naming the parameter.
-///
-/// # Safety
-/// `ptr` is NULL or valid for writes for `'a`.
-unsafe fn out_arg<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
-    // SAFETY: guaranteed by the caller.
-    unsafe { ptr.as_mut() }.ok_or_else(|| null_error(what))
-}
-
-/// The bytes of a byte-array argument (NULL data is accepted only with size 0).
-///
-/// # Safety
-/// `array` is NULL or points at a byte array whose data is valid for the call.
-unsafe fn bytes_arg<'a>(
-    array: *const tvm_ffi_sys::TVMFFIByteArray,
-    what: &str,
-) -> Result<&'a [u8]> {
-    // SAFETY: guaranteed by the caller.
-    let array = unsafe { non_null(array, what)? };
-    if array.size == 0 {
-        return Ok(&[]);
-    }
-    if array.data.is_null() {
-        return Err(null_data_error(what, array.size));
-    }
-    if array.size > isize::MAX as usize {
-        return Err(Error::new(
-            tvm_ffi::ErrorKind::ValueError,
-            format!("{what} has size {}, larger than any object", array.size),
-        ));
-    }
-    // SAFETY: guaranteed by the caller (the size was checked for what a slice may hold).
-    Ok(unsafe { std::slice::from_raw_parts(array.data.cast(), array.size) })
-}
-
-/// The error of a byte array with NULL data and a non-zero size (out of line: the argument
-/// checks stay a few instructions).
-#[cold]
-#[inline(never)]
-fn null_data_error(what: &str, size: usize) -> Error {
-    Error::new(
-        tvm_ffi::ErrorKind::ValueError,
-        format!("{what} has NULL data with size {size}"),
-    )
-}
-
-/// The text of a byte-array argument, or a `ValueError` if it is not UTF-8.
-///
-/// # Safety
-/// As for [`bytes_arg`].
-unsafe fn text_arg<'a>(array: *const tvm_ffi_sys::TVMFFIByteArray, what: &str) -> Result<&'a str> {
-    // SAFETY: forwarded.
-    let bytes = unsafe { bytes_arg(array, what)? };
-    std::str::from_utf8(bytes).map_err(|_| {
-        Error::new(
-            tvm_ffi::ErrorKind::ValueError,
-            format!(
-                "{what} is not valid UTF-8: {:?}",
-                String::from_utf8_lossy(bytes)
-            ),
-        )
-    })
-}
-
-/// The text of a NUL-terminated C string argument, or a `ValueError`.
-///
-/// # Safety
-/// `ptr` is NULL or a valid NUL-terminated string.
-unsafe fn cstr_arg<'a>(ptr: *const std::ffi::c_char, what: &str) -> Result<&'a str> {
-    if ptr.is_null() {
-        return Err(null_error(what));
-    }
-    // SAFETY: guaranteed by the caller.
-    let cstr = unsafe { std::ffi::CStr::from_ptr(ptr) };
-    cstr.to_str().map_err(|_| {
-        Error::new(
-            tvm_ffi::ErrorKind::ValueError,
-            format!("{what} is not valid UTF-8: {:?}", cstr.to_string_lossy()),
-        )
+/// The global function registry of the process, created on first use with the built-in
+/// functions (`ffi.*`) and the type attributes of the core's own types (the `BigInt` map-key
+/// hooks, the `__ffi_convert__` entries).
+pub(crate) fn global_registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let registry = Registry::new();
+        for (name, function) in globals::builtin_functions(global_registry) {
+            registry
+                .insert(
+                    name,
+                    function,
+                    String::new(),
+                    String::new(),
+                    Overwrite::Refuse,
+                )
+                .expect("builtin names are unique");
+        }
+        // Type attributes of the core's own types, registered with its functions.
+        bigint::register_key_hooks().expect("the BigInt map-key hooks register");
+        tvm_ffi::convert::register_core_converters()
+            .expect("the __ffi_convert__ entries of the core types register");
+        registry
     })
 }

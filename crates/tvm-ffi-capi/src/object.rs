@@ -13,7 +13,7 @@ use tvm_ffi_sys::{
     kTVMFFIOpaquePyObject, kTVMFFIRawStr,
 };
 
-use crate::out_arg;
+use crate::args::out_arg;
 
 /// Reports the ABI version this runtime implements.
 ///
@@ -170,7 +170,12 @@ pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
 ) -> c_int {
     ffi_status("TVMFFIAnyViewToOwnedAny", || {
         // SAFETY: per the contract.
-        let (view, out) = unsafe { (crate::non_null(view, "any_view")?, out_arg(out, "out")?) };
+        let (view, out) = unsafe {
+            (
+                crate::args::non_null(view, "any_view")?,
+                out_arg(out, "out")?,
+            )
+        };
         if view.type_index == kTVMFFIRawStr {
             // SAFETY: a raw string value holds a NUL-terminated string (or NULL, an error
             // reported by the general path below).

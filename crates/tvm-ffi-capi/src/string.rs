@@ -8,7 +8,7 @@ use tvm_ffi::error::{Error, ErrorKind};
 use tvm_ffi::string::{Bytes, String};
 use tvm_ffi_sys::{DLDataType, TVMFFIAny, TVMFFIByteArray};
 
-use crate::{bytes_arg, non_null, out_arg};
+use crate::args::{bytes_arg, non_null, out_arg};
 
 /// Copies bytes into an owned string value (small form up to 7 bytes).
 ///

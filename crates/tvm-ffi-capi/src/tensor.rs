@@ -9,7 +9,7 @@ use tvm_ffi::object::{ObjectCore, ObjectRef};
 use tvm_ffi::tensor::{Tensor, TensorObj};
 use tvm_ffi_sys::{DLManagedTensor, DLManagedTensorVersioned, DLTensor, TVMFFIObjectHandle};
 
-use crate::out_arg;
+use crate::args::out_arg;
 
 /// Imports a legacy DLPack tensor; on success the tensor owns `from`.
 ///
@@ -24,7 +24,7 @@ pub unsafe extern "C" fn TVMFFITensorFromDLPack(
 ) -> c_int {
     ffi_status("TVMFFITensorFromDLPack", || {
         // SAFETY: per the contract.
-        let out = unsafe { crate::non_null(from, "from").and(out_arg(out, "out"))? };
+        let out = unsafe { crate::args::non_null(from, "from").and(out_arg(out, "out"))? };
         // SAFETY: per the contract; ownership moves only on success.
         let tensor =
             unsafe { Tensor::from_dlpack(from, require_alignment, require_contiguous != 0)? };
@@ -46,7 +46,7 @@ pub unsafe extern "C" fn TVMFFITensorFromDLPackVersioned(
 ) -> c_int {
     ffi_status("TVMFFITensorFromDLPackVersioned", || {
         // SAFETY: per the contract.
-        let out = unsafe { crate::non_null(from, "from").and(out_arg(out, "out"))? };
+        let out = unsafe { crate::args::non_null(from, "from").and(out_arg(out, "out"))? };
         // SAFETY: per the contract; ownership moves only on success.
         let tensor = unsafe {
             Tensor::from_dlpack_versioned(from, require_alignment, require_contiguous != 0)?
@@ -128,7 +128,7 @@ pub unsafe extern "C" fn TVMFFITensorCreateUnsafeView(
         // SAFETY: per the contract.
         let (prototype, out) = unsafe {
             (
-                crate::non_null(prototype, "prototype")?,
+                crate::args::non_null(prototype, "prototype")?,
                 out_arg(out, "out")?,
             )
         };

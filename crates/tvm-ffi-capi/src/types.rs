@@ -17,7 +17,7 @@ use tvm_ffi_sys::{
     TVMFFITypeInfo, TVMFFITypeMetadata, kTVMFFIDynObjectBegin,
 };
 
-use crate::{bytes_arg, non_null, out_arg, text_arg};
+use crate::args::{bytes_arg, non_null, out_arg, text_arg};
 
 /// One registered type. `info` is first, so a pointer to the entry is a pointer to the info.
 #[repr(C)]
@@ -434,7 +434,7 @@ pub unsafe extern "C" fn TVMFFITypeKeyToIndex(
         // SAFETY: per the contract.
         let (key, out) = unsafe { (bytes_arg(type_key, "type_key")?, out_arg(out, "out")?) };
         // The core's own types (such as the testing types) register with its functions.
-        crate::function::Registry::global();
+        crate::global_registry();
         let missing = || {
             let key = String::from_utf8_lossy(key);
             Error::new(ErrorKind::KeyError, format!("Cannot find type `{key}`"))
@@ -527,8 +527,8 @@ pub unsafe extern "C" fn TVMFFITypeRegisterField(
         // SAFETY: as above.
         let (doc, metadata) = unsafe {
             (
-                crate::bytes_arg(&info.doc, "doc")?,
-                crate::bytes_arg(&info.metadata, "metadata")?,
+                crate::args::bytes_arg(&info.doc, "doc")?,
+                crate::args::bytes_arg(&info.metadata, "metadata")?,
             )
         };
         // SAFETY: the default value is a valid value for the call.
@@ -580,8 +580,8 @@ pub unsafe extern "C" fn TVMFFITypeRegisterMethod(
         let (name, doc, metadata, method) = unsafe {
             (
                 text_arg(&info.name, "method name")?,
-                crate::bytes_arg(&info.doc, "doc")?,
-                crate::bytes_arg(&info.metadata, "metadata")?,
+                crate::args::bytes_arg(&info.doc, "doc")?,
+                crate::args::bytes_arg(&info.metadata, "metadata")?,
                 AnyView::from_raw(info.method).try_to_owned()?,
             )
         };
@@ -620,7 +620,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterMetadata(
             );
         }
         // SAFETY: the doc array is valid for the call.
-        let doc = unsafe { crate::bytes_arg(&metadata.doc, "doc")? };
+        let doc = unsafe { crate::args::bytes_arg(&metadata.doc, "doc")? };
         let record = Box::new(TVMFFITypeMetadata {
             doc: entry.retain_text(doc),
             creator: metadata.creator,

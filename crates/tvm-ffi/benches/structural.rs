@@ -14,8 +14,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tvm_ffi::serialization::{from_json_graph_string, to_json_graph_string};
-use tvm_ffi::structural::{structural_equal, structural_hash};
+use tvm_ffi::extra::serialization::{from_json_graph_string, to_json_graph_string};
+use tvm_ffi::extra::structural::{structural_equal, structural_hash};
 use tvm_ffi::{Any, AnyView, Array};
 
 /// The graph: 20,000 nodes of an int, a heap string and a one-float array (100,000 values).

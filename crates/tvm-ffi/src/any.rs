@@ -335,7 +335,7 @@ impl<'a> AnyView<'a> {
             format!(
                 "{context}: expected `{target}` as valid UTF-8, but got the string {} \
                  (byte 0x{:02x} at offset {bad} is not valid UTF-8)",
-                crate::repr::bytes_literal(bytes, 200),
+                crate::string::bytes_literal(bytes, 200),
                 bytes[bad]
             ),
         ))

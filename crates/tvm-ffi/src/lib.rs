@@ -11,37 +11,43 @@
 //! Errors are reported as [`Error`] values (kind, message, backtrace, cause). No panic crosses an
 //! `extern "C"` function: every callback handed to C goes through one panic boundary,
 //! [`boundary::ffi_boundary`].
+//!
+//! The crate has two halves, as Apache TVM FFI's headers have `tvm/ffi` and `tvm/ffi/extra`:
+//!
+//! - the core: values (`any`, `string`, `containers`, `tensor`, `device`, `dtype`), objects and
+//!   the type table (`object`, `types`, `type_attr`, `reflection`), functions (`function`),
+//!   errors and the panic boundary (`error`, `boundary`), and what they share (`stack`,
+//!   `thread`, `convert`, `opaque`);
+//! - [`extra`]: the features built on reflection (structural equality and hashing,
+//!   serialization, repr, deep copy, recursive comparison, dataclasses, enums, access paths,
+//!   types defined at run time, cycle breaking) and the `ffi.*` globals that expose them.
+//!
+//! The line runs one way: `extra` uses the core, and no core module names `extra`. `extra` is a
+//! module rather than a crate of its own: it uses crate-private parts of the core (the bytes of
+//! a string view, in-place writes to unshared arrays and maps, views of raw object pointers)
+//! that a crate boundary would make public, and the state crate registers its globals, so every final artifact links
+//! it anyway; a second crate would add a compile unit on the same critical path and save no
+//! build time.
 
 #![allow(non_upper_case_globals)]
 
 /// The raw C ABI (the `tvm-ffi-sys` crate).
 pub use tvm_ffi_sys as abi;
-pub mod access_path;
 pub mod any;
-pub mod bigint_text;
 pub mod boundary;
 pub mod containers;
 pub mod convert;
-pub mod cycles;
-pub mod dataclass;
-pub mod deep_copy;
 pub mod device;
 pub mod dtype;
-pub mod enums;
 pub mod error;
+pub mod extra;
 pub mod function;
 pub mod object;
 pub mod opaque;
-pub mod recursive_compare;
 pub mod reflection;
-pub mod reflection_globals;
-pub mod repr;
-pub mod runtime_types;
-pub mod serialization;
 mod spare_block;
 pub mod stack;
 pub mod string;
-pub mod structural;
 pub mod tensor;
 pub mod thread;
 pub mod type_attr;

@@ -1,9 +1,11 @@
 //! `String` and `Bytes`: values of up to 7 bytes live inline in the 16-byte `Any` (small forms);
 //! longer ones are immutable heap objects whose content follows the cell and ends with a NUL.
+//! Also the Python literal text of string and bytes content, which error messages and the repr
+//! printer share.
 
 use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::marker::PhantomData;
 
 use crate::abi::{
@@ -499,5 +501,73 @@ impl fmt::Debug for Bytes {
         // `escape_ascii` already escapes quotes and backslashes: quoting its output with `{:?}`
         // would escape them a second time (`b"\\x00"` for a NUL byte).
         write!(f, "b\"{}\"", self.as_bytes().escape_ascii())
+    }
+}
+
+/// Appends `bytes` as a double-quoted literal (`b"..."` for bytes) that Python reads back.
+pub(crate) fn push_python_literal(bytes: &[u8], is_bytes: bool, out: &mut std::string::String) {
+    if is_bytes {
+        out.push('b');
+    }
+    out.push('"');
+    let text = if is_bytes {
+        None
+    } else {
+        std::str::from_utf8(bytes).ok()
+    };
+    let escape = |c: char, out: &mut std::string::String| match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        }
+        c if c.is_ascii() => out.push(c),
+        c if (c as u32) <= 0xffff => {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        }
+        c => {
+            let _ = write!(out, "\\U{:08x}", c as u32);
+        }
+    };
+    match text {
+        Some(text) => text.chars().for_each(|c| escape(c, out)),
+        None => {
+            for &b in bytes {
+                if b.is_ascii() {
+                    escape(char::from(b), out);
+                } else {
+                    let _ = write!(out, "\\x{b:02x}");
+                }
+            }
+        }
+    }
+    out.push('"');
+}
+
+/// `bytes` as a Python bytes literal (`b"a\xff"`), cut after `limit` bytes with `...`.
+pub(crate) fn bytes_literal(bytes: &[u8], limit: usize) -> std::string::String {
+    let mut out = std::string::String::new();
+    push_python_literal(&bytes[..bytes.len().min(limit)], true, &mut out);
+    if bytes.len() > limit {
+        out.push_str("...");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_quote_as_python_literals() {
+        let mut out = std::string::String::new();
+        push_python_literal("a\"b\\\n\x1b\0é".as_bytes(), false, &mut out);
+        assert_eq!(out, r#""a\"b\\\n\x1b\x00\u00e9""#);
+        let mut out = std::string::String::new();
+        push_python_literal(b"ab\x00\xff", true, &mut out);
+        assert_eq!(out, r#"b"ab\x00\xff""#);
     }
 }

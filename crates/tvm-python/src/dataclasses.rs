@@ -1,12 +1,12 @@
 //! Glue of `tvm.ffi.dataclasses`: object types and enums defined from Python, through
-//! `tvm_ffi::runtime_types`, and the field writes of their generated `__init__` and
+//! `tvm_ffi::extra::runtime_types`, and the field writes of their generated `__init__` and
 //! `__setattr__`.
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use tvm_ffi::dataclass::{self, FieldStorage, create_empty};
-use tvm_ffi::enums::EnumState;
-use tvm_ffi::runtime_types::{self, EnumKind, FieldDefault, FieldSpec, TypeSpec};
+use tvm_ffi::extra::dataclass::{self, FieldStorage, create_empty};
+use tvm_ffi::extra::enums::EnumState;
+use tvm_ffi::extra::runtime_types::{self, EnumKind, FieldDefault, FieldSpec, TypeSpec};
 use tvm_ffi::{Any, Function, reflection};
 
 use crate::convert::{any_to_py, function_of, py_to_any};

@@ -179,7 +179,7 @@ impl PyObjectRef {
             return Ok(format!("<unbound {}>", slf.get_type().name()?));
         }
         // The runtime's printer (`ffi.ReprPrint`); the Python-level field repr if it fails.
-        if let Ok(text) = tvm_ffi::repr::repr(this.any().as_view()) {
+        if let Ok(text) = tvm_ffi::extra::repr::repr(this.any().as_view()) {
             return Ok(text);
         }
         let fields = reflected_fields(this.any().type_index());
@@ -196,7 +196,7 @@ impl PyObjectRef {
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
         let py = slf.py();
         let this = slf.get();
-        let text = tvm_ffi::serialization::to_json_graph_string(
+        let text = tvm_ffi::extra::serialization::to_json_graph_string(
             this.any().as_view(),
             Any::none().as_view(),
         )
@@ -209,8 +209,8 @@ impl PyObjectRef {
 
     /// A deep copy through `ffi.DeepCopy` (shared references and cycles kept).
     fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let copy =
-            tvm_ffi::deep_copy::deep_copy(self.any().as_view()).map_err(|e| raise_error(py, e))?;
+        let copy = tvm_ffi::extra::deep_copy::deep_copy(self.any().as_view())
+            .map_err(|e| raise_error(py, e))?;
         any_to_py(py, copy)
     }
 }

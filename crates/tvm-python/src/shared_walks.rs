@@ -5,7 +5,7 @@
 //! unfolded size.
 //!
 //! A shared value met again prints its text again when that is at most
-//! [`tvm_ffi::repr::REPEAT_LIMIT`] bytes long (so small values print as they always did), and
+//! [`tvm_ffi::extra::repr::REPEAT_LIMIT`] bytes long (so small values print as they always did), and
 //! otherwise as `<same as PATH>`, the path (`<root>[0]['k']`) where it was printed first.
 
 use std::cell::RefCell;
@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use pyo3::prelude::*;
 use tvm_ffi::Any;
-use tvm_ffi::structural::may_be_shared;
+use tvm_ffi::extra::structural::may_be_shared;
 
 use crate::convert::any_to_py;
 
@@ -143,7 +143,7 @@ fn item_repr(py: Python<'_>, item: &Any, step: impl FnOnce() -> String) -> PyRes
         if let Ok(text) = &text
             && shared
         {
-            let again = if text.len() <= tvm_ffi::repr::REPEAT_LIMIT {
+            let again = if text.len() <= tvm_ffi::extra::repr::REPEAT_LIMIT {
                 text.clone()
             } else {
                 format!("<same as <root>{}>", walk.steps.concat())

@@ -1,7 +1,7 @@
 //! Sizes a caller asks for that no memory holds are `MemoryError`s, not aborts.
 
 use tvm_ffi::containers::map::{Dict, Map, MapRead};
-use tvm_ffi::serialization::json;
+use tvm_ffi::extra::serialization::json;
 use tvm_ffi::{Any, Array, List};
 
 fn assert_memory_error(result: tvm_ffi::Result<impl Sized>, naming: &str) {

@@ -3,7 +3,7 @@
 
 use tvm_ffi::abi;
 use tvm_ffi::containers::map::{Dict, Map, MapRead};
-use tvm_ffi::dataclass::type_attr;
+use tvm_ffi::extra::dataclass::type_attr;
 use tvm_ffi::{Any, Array, Error, Function, List, Shape, Tensor};
 
 fn converter(type_index: i32) -> Function {

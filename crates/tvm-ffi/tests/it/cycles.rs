@@ -1,9 +1,9 @@
-//! Reference cycles (`tvm_ffi::cycles::break_cycles`, `ffi.BreakCycles`): reference counting
+//! Reference cycles (`tvm_ffi::extra::cycles::break_cycles`, `ffi.BreakCycles`): reference counting
 //! never frees a container that contains itself; breaking the cycle frees it.
 
 use std::sync::Arc;
 
-use tvm_ffi::cycles::break_cycles;
+use tvm_ffi::extra::cycles::break_cycles;
 use tvm_ffi::{Any, Array, Dict, Function, List, MapRead};
 
 /// A value whose release is observable: a function holding `token`.
@@ -84,9 +84,9 @@ fn values_on_no_cycle_are_left_alone() {
 #[test]
 fn a_cycle_of_objects_alone_is_broken_at_the_fields_that_close_it() {
     use tvm_ffi::abi;
-    use tvm_ffi::dataclass::{FieldStorage, create_empty};
+    use tvm_ffi::extra::dataclass::{FieldStorage, create_empty};
+    use tvm_ffi::extra::runtime_types::{FieldDefault, FieldSpec, TypeSpec, define_type};
     use tvm_ffi::reflection::fields_of;
-    use tvm_ffi::runtime_types::{FieldDefault, FieldSpec, TypeSpec, define_type};
     let field = |name: &str| FieldSpec {
         name: name.into(),
         static_type_index: abi::kTVMFFIObject,

@@ -1,10 +1,10 @@
-//! Object types laid out at run time (`tvm_ffi::dataclass`): field storage, the generated
+//! Object types laid out at run time (`tvm_ffi::extra::dataclass`): field storage, the generated
 //! constructor, allocation, shallow copy and creation from packed arguments.
 
 use std::ffi::{c_int, c_void};
 
 use tvm_ffi::abi::{self, TVMFFIAny, TVMFFIByteArray, TVMFFIFieldInfo};
-use tvm_ffi::dataclass::{self, FieldStorage};
+use tvm_ffi::extra::dataclass::{self, FieldStorage};
 use tvm_ffi::reflection::fields_of;
 use tvm_ffi::{Any, AnyView, Array, ErrorKind, Function, types};
 

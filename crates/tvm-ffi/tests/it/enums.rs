@@ -1,11 +1,11 @@
 //! Enum types defined in Rust: entries, lookup by index and name, repr, serialization to the
 //! same singleton, deep copy and structural identity.
 
-use tvm_ffi::deep_copy::deep_copy;
-use tvm_ffi::enums::{EnumObj, EnumState, IntEnumObj};
-use tvm_ffi::repr::repr;
-use tvm_ffi::serialization::{from_json_graph_string, to_json_graph_string};
-use tvm_ffi::structural::{structural_equal, structural_hash};
+use tvm_ffi::extra::deep_copy::deep_copy;
+use tvm_ffi::extra::enums::{EnumObj, EnumState, IntEnumObj};
+use tvm_ffi::extra::repr::repr;
+use tvm_ffi::extra::serialization::{from_json_graph_string, to_json_graph_string};
+use tvm_ffi::extra::structural::{structural_equal, structural_hash};
 use tvm_ffi::{Any, Array, Object, ObjectCore, ObjectRef, define_object};
 
 define_object! {
@@ -108,13 +108,13 @@ fn entries_are_added_once_named_and_carry_attributes() {
     let err = state.add(Any::from(5i64)).unwrap_err();
     assert_eq!(err.kind(), "TypeError", "{err}");
     assert_eq!(
-        tvm_ffi::enums::entry_name(red.as_view()).as_deref(),
+        tvm_ffi::extra::enums::entry_name(red.as_view()).as_deref(),
         Some("Red")
     );
-    assert!(tvm_ffi::enums::entry_name(Any::from(1i64).as_view()).is_none());
-    let found = tvm_ffi::enums::entry_by_name("test.enums.Color", "Green").unwrap();
+    assert!(tvm_ffi::extra::enums::entry_name(Any::from(1i64).as_view()).is_none());
+    let found = tvm_ffi::extra::enums::entry_by_name("test.enums.Color", "Green").unwrap();
     assert_eq!(found.as_object_ptr(), green.as_object_ptr());
-    assert!(tvm_ffi::enums::entry_by_name("test.enums.Color", "Blue").is_err());
+    assert!(tvm_ffi::extra::enums::entry_by_name("test.enums.Color", "Blue").is_err());
     state
         .set_attr("hex", red.clone(), Any::from("#f00"))
         .unwrap();
@@ -149,10 +149,10 @@ fn enum_values_are_read_only_aliases_of_the_indices() {
     // No storage of their own: the layouts are the base entry's.
     assert_eq!(size_of::<IntEnumObj>(), size_of::<EnumObj>());
     assert_eq!(
-        size_of::<tvm_ffi::enums::StrEnumObj>(),
+        size_of::<tvm_ffi::extra::enums::StrEnumObj>(),
         size_of::<EnumObj>()
     );
-    let str_value = value(tvm_ffi::enums::StrEnumObj::type_index());
+    let str_value = value(tvm_ffi::extra::enums::StrEnumObj::type_index());
     assert_eq!(
         str_value.offset(),
         std::mem::offset_of!(EnumObj, _str_index)
@@ -170,7 +170,7 @@ fn fields_declared_in_rust_carry_their_type_schema() {
         field(EnumObj::type_index(), "_int_index").metadata(),
         r#"{"type_schema":"{\"type\":\"int\"}"}"#
     );
-    let value = field(tvm_ffi::enums::StrEnumObj::type_index(), "value");
+    let value = field(tvm_ffi::extra::enums::StrEnumObj::type_index(), "value");
     assert_eq!(
         value.metadata(),
         r#"{"type_schema":"{\"type\":\"ffi.String\"}"}"#

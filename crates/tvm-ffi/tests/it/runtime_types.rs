@@ -1,21 +1,21 @@
-//! Object types and enums defined at run time (`tvm_ffi::runtime_types`): layout, field
+//! Object types and enums defined at run time (`tvm_ffi::extra::runtime_types`): layout, field
 //! getters and setters, defaults, structural kind, checks of a specification, inheritance, the
 //! release of fields, and enum types with their entries.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tvm_ffi::abi;
-use tvm_ffi::dataclass::{self, FieldStorage};
-use tvm_ffi::deep_copy::deep_copy;
-use tvm_ffi::enums::{self, IntEnumObj};
-use tvm_ffi::reflection::fields_of;
-use tvm_ffi::repr::repr;
-use tvm_ffi::runtime_types::{
+use tvm_ffi::extra::dataclass::{self, FieldStorage};
+use tvm_ffi::extra::deep_copy::deep_copy;
+use tvm_ffi::extra::enums::{self, IntEnumObj};
+use tvm_ffi::extra::repr::repr;
+use tvm_ffi::extra::runtime_types::{
     self, EnumKind, FieldDefault, FieldSpec, TypeSpec, USER_FIELD_FLAGS, layout_fields,
     storage_layout,
 };
-use tvm_ffi::serialization::{from_json_graph_string, to_json_graph_string};
-use tvm_ffi::structural::{structural_equal, structural_hash};
+use tvm_ffi::extra::serialization::{from_json_graph_string, to_json_graph_string};
+use tvm_ffi::extra::structural::{structural_equal, structural_hash};
+use tvm_ffi::reflection::fields_of;
 use tvm_ffi::{Any, AnyView, Array, ErrorKind, Function, Object, ObjectCore, types};
 
 /// A key no other test uses.

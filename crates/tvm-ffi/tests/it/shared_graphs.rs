@@ -5,9 +5,9 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use tvm_ffi::recursive_compare::{recursive_eq, recursive_hash};
-use tvm_ffi::repr::{REPEAT_LIMIT, repr};
-use tvm_ffi::structural::{first_structural_mismatch, structural_equal, structural_hash};
+use tvm_ffi::extra::recursive_compare::{recursive_eq, recursive_hash};
+use tvm_ffi::extra::repr::{REPEAT_LIMIT, repr};
+use tvm_ffi::extra::structural::{first_structural_mismatch, structural_equal, structural_hash};
 use tvm_ffi::{Any, Array};
 
 fn arr(items: Vec<Any>) -> Any {

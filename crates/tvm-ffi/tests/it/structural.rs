@@ -1,11 +1,11 @@
 //! Structural equality and hashing, mismatch paths, repr, deep copy, recursive comparison and
 //! JSON-graph serialization of Rust-defined objects and containers.
 
-use tvm_ffi::deep_copy::deep_copy;
-use tvm_ffi::recursive_compare::{recursive_cmp, recursive_eq, recursive_hash};
-use tvm_ffi::repr::repr;
-use tvm_ffi::serialization::{from_json_graph_string, json, to_json_graph_string};
-use tvm_ffi::structural::{first_structural_mismatch, structural_equal, structural_hash};
+use tvm_ffi::extra::deep_copy::deep_copy;
+use tvm_ffi::extra::recursive_compare::{recursive_cmp, recursive_eq, recursive_hash};
+use tvm_ffi::extra::repr::repr;
+use tvm_ffi::extra::serialization::{from_json_graph_string, json, to_json_graph_string};
+use tvm_ffi::extra::structural::{first_structural_mismatch, structural_equal, structural_hash};
 use tvm_ffi::{Any, Array, Dict, Map, Object, ObjectRef, define_object};
 
 define_object! {
@@ -286,7 +286,7 @@ fn json_graph_text_matches_the_reference_runtime() {
 
 #[test]
 fn recursive_comparison_walks_reflected_fields_maps_and_big_integers() {
-    let big = || tvm_ffi::bigint_text::from_decimal("99999999999999999999999").unwrap();
+    let big = || tvm_ffi::extra::bigint_text::from_decimal("99999999999999999999999").unwrap();
     let dict = |v: i64| -> Any {
         let d = Dict::new();
         d.insert("k", Any::from(v));
@@ -315,7 +315,7 @@ fn recursive_comparison_walks_reflected_fields_maps_and_big_integers() {
     assert!(recursive_cmp(same.as_view(), a.as_view()).unwrap().is_eq());
     let err = recursive_cmp(a.as_view(), other_dict.as_view()).unwrap_err();
     assert_eq!(err.kind(), "TypeError", "{err}");
-    let small = tvm_ffi::bigint_text::from_decimal("-99999999999999999999999").unwrap();
+    let small = tvm_ffi::extra::bigint_text::from_decimal("-99999999999999999999999").unwrap();
     assert!(!recursive_eq(big().as_view(), small.as_view()).unwrap());
     assert!(
         !recursive_eq(

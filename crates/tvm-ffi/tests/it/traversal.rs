@@ -1,13 +1,13 @@
-//! Structural traversal and rewriting (`tvm_ffi::structural::{visit, mutate}`): definition
+//! Structural traversal and rewriting (`tvm_ffi::extra::structural::{visit, mutate}`): definition
 //! regions over reflected fields, the variable remap, in-place rewriting of uniquely owned
 //! values, and the visit context of errors.
 
 use std::sync::{Arc, Mutex};
 
 use tvm_ffi::abi::{self, TVMFFIByteArray, TVMFFITypeMetadata};
-use tvm_ffi::structural::mutate::structural_map;
-use tvm_ffi::structural::visit::structural_walk;
-use tvm_ffi::structural::visit_error::{VisitErrorContextObj, find_access_paths};
+use tvm_ffi::extra::structural::mutate::structural_map;
+use tvm_ffi::extra::structural::visit::structural_walk;
+use tvm_ffi::extra::structural::visit_error::{VisitErrorContextObj, find_access_paths};
 use tvm_ffi::{Any, AnyView, Array, ErrorKind, Function, ObjectCore};
 
 use crate::dataclass::{define, field};
@@ -55,7 +55,7 @@ pub(crate) fn func_type() -> i32 {
 }
 
 pub(crate) fn make(type_index: i32, values: Vec<Any>) -> Any {
-    let init: Function = tvm_ffi::dataclass::type_attr(type_index, "__ffi_init__")
+    let init: Function = tvm_ffi::extra::dataclass::type_attr(type_index, "__ffi_init__")
         .unwrap()
         .cast()
         .unwrap();

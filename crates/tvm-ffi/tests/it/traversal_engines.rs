@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 
 use tvm_ffi::abi;
-use tvm_ffi::structural::mutate::{structural_map, structural_mutate};
-use tvm_ffi::structural::visit::{VisitInterrupt, structural_visit, structural_walk};
+use tvm_ffi::extra::structural::mutate::{structural_map, structural_mutate};
+use tvm_ffi::extra::structural::visit::{VisitInterrupt, structural_visit, structural_walk};
 use tvm_ffi::{Any, AnyView, Array, Dict, Error, Function, List, Map, MapRead, Result};
 
 use crate::dataclass::{define, field};
@@ -661,7 +661,7 @@ fn the_walk_and_map_globals_match_the_rust_entry_points() {
 #[repr(C)]
 struct MutatorPrefix {
     header: abi::TVMFFIObject,
-    vtable: *const tvm_ffi::structural::mutate::MutatorVTable,
+    vtable: *const tvm_ffi::extra::structural::mutate::MutatorVTable,
 }
 
 #[test]

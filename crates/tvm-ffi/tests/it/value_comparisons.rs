@@ -4,10 +4,10 @@
 
 use std::cmp::Ordering;
 
-use tvm_ffi::bigint_text::{from_decimal, to_decimal};
 use tvm_ffi::containers::map::MapRead;
-use tvm_ffi::recursive_compare::{recursive_cmp, recursive_eq, recursive_hash};
-use tvm_ffi::structural::{first_structural_mismatch, structural_equal, structural_hash};
+use tvm_ffi::extra::bigint_text::{from_decimal, to_decimal};
+use tvm_ffi::extra::recursive_compare::{recursive_cmp, recursive_eq, recursive_hash};
+use tvm_ffi::extra::structural::{first_structural_mismatch, structural_equal, structural_hash};
 use tvm_ffi::{Any, Array, Bytes, DataType, Device, Dict, Function, List, Map, Shape};
 
 /// One value of each kind the comparisons know, two of each where order matters.
@@ -45,7 +45,7 @@ fn samples() -> Vec<Any> {
 #[test]
 fn every_value_equals_itself_and_a_copy_and_hashes_alike() {
     for value in samples() {
-        let copy = tvm_ffi::deep_copy::deep_copy(value.as_view()).unwrap();
+        let copy = tvm_ffi::extra::deep_copy::deep_copy(value.as_view()).unwrap();
         let is_nan = value.try_as::<f64>().is_some_and(f64::is_nan);
         if !is_nan {
             assert!(structural_equal(value.as_view(), copy.as_view(), false, false).unwrap());
@@ -319,7 +319,7 @@ fn every_value_has_a_repr() {
     all.push(Any::from(1e300f64));
     all.push(Any::from("quote \" and \\ and \n newline"));
     for value in all {
-        let text = tvm_ffi::repr::repr(value.as_view()).unwrap();
+        let text = tvm_ffi::extra::repr::repr(value.as_view()).unwrap();
         assert!(!text.is_empty(), "{value:?}");
     }
 }
@@ -343,7 +343,7 @@ fn structural_keys_work_as_map_keys() {
 #[test]
 fn repr_escapes_every_kind_of_character_and_marks_cycles() {
     let text = "q\" b\\ n\n r\r t\t c\x01 d\x7f é 𝄞";
-    let printed = tvm_ffi::repr::repr(Any::from(text).as_view()).unwrap();
+    let printed = tvm_ffi::extra::repr::repr(Any::from(text).as_view()).unwrap();
     for escaped in [
         "\\\"",
         "\\\\",
@@ -360,7 +360,7 @@ fn repr_escapes_every_kind_of_character_and_marks_cycles() {
     let list = List::new();
     list.push(Any::from(1i64));
     list.push(Any::from(list.clone()));
-    let printed = tvm_ffi::repr::repr(Any::from(list.clone()).as_view()).unwrap();
+    let printed = tvm_ffi::extra::repr::repr(Any::from(list.clone()).as_view()).unwrap();
     assert!(printed.contains("..."), "{printed}");
     list.clear(); // breaks the cycle, so the list is freed
 }
@@ -578,16 +578,23 @@ fn deep_nesting_is_a_value_error_not_a_stack_overflow() {
                 recursive_eq(a.as_view(), b.as_view()).map(drop),
                 recursive_cmp(a.as_view(), b.as_view()).map(drop),
                 recursive_hash(a.as_view()).map(drop),
-                tvm_ffi::deep_copy::deep_copy(a.as_view()).map(drop),
+                tvm_ffi::extra::deep_copy::deep_copy(a.as_view()).map(drop),
                 structural_equal(a.as_view(), b.as_view(), false, false).map(drop),
                 structural_hash(a.as_view(), false, false).map(drop),
-                tvm_ffi::serialization::to_json_graph_string(a.as_view(), Any::none().as_view())
-                    .map(drop),
+                tvm_ffi::extra::serialization::to_json_graph_string(
+                    a.as_view(),
+                    Any::none().as_view(),
+                )
+                .map(drop),
             ];
             let text = format!("{}{}", "[".repeat(9_000), "]".repeat(9_000));
-            let parsed = tvm_ffi::serialization::from_json_graph_string(&text).map(drop);
+            let parsed = tvm_ffi::extra::serialization::from_json_graph_string(&text).map(drop);
             // The printer shows what nests deeper than the stack allows as `...`.
-            assert!(tvm_ffi::repr::repr(a.as_view()).unwrap().contains("..."));
+            assert!(
+                tvm_ffi::extra::repr::repr(a.as_view())
+                    .unwrap()
+                    .contains("...")
+            );
             for err in errors.into_iter().chain([parsed]) {
                 let err = err.unwrap_err();
                 assert_eq!(err.kind(), "ValueError", "{err}");

@@ -18,9 +18,9 @@ use crate::any::{Any, AnyView};
 use crate::containers::hash::{hash_bytes, hash_combine};
 use crate::containers::map::MapRead;
 use crate::error::{Error, ErrorKind, Result};
+use crate::extra::structural::{canonical_index, may_be_shared};
 use crate::function::Function;
 use crate::reflection;
-use crate::structural::{canonical_index, may_be_shared};
 use crate::type_attr::TypeAttr;
 use crate::{Dict, List, Map, Shape};
 
@@ -237,7 +237,8 @@ impl Compare {
             abi::kTVMFFIMap => return self.eq_map(&a.cast::<Map>()?, &b.cast::<Map>()?),
             abi::kTVMFFIDict => return self.eq_map(&a.cast::<Dict>()?, &b.cast::<Dict>()?),
             abi::kTVMFFIBigInt => {
-                return Ok(crate::bigint_text::to_decimal(a) == crate::bigint_text::to_decimal(b));
+                return Ok(crate::extra::bigint_text::to_decimal(a)
+                    == crate::extra::bigint_text::to_decimal(b));
             }
             _ => {}
         }
@@ -460,7 +461,7 @@ impl Compare {
             return Ok(hash_combine(hash_combine(h, entries.len() as u64), sum));
         }
         if t == abi::kTVMFFIBigInt {
-            let text = crate::bigint_text::to_decimal(v).unwrap_or_default();
+            let text = crate::extra::bigint_text::to_decimal(v).unwrap_or_default();
             return Ok(hash_combine(h, hash_bytes(text.as_bytes())));
         }
         if let Some(hook) = HASH_HOOK.get(t) {

@@ -132,7 +132,7 @@ impl EnumState {
     /// The entry with int index or name `key`: a `KeyError` naming the key and the range.
     pub fn get(&self, type_key: &str, key: AnyView<'_>) -> Result<Any> {
         self.0.indexes.get(&key).ok_or_else(|| {
-            let shown = crate::repr::repr(key).unwrap_or_else(|_| key.type_key());
+            let shown = crate::extra::repr::repr(key).unwrap_or_else(|_| key.type_key());
             Error::new(
                 ErrorKind::KeyError,
                 format!(

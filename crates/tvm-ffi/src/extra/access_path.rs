@@ -111,7 +111,7 @@ impl AccessStep {
     }
 
     fn write(&self, out: &mut String) -> Result<()> {
-        let key = || crate::repr::repr(self.0.key.as_view());
+        let key = || crate::extra::repr::repr(self.0.key.as_view());
         match self.kind() {
             AccessKind::Attr => {
                 let name = self.0.key.cast::<std::string::String>()?;

@@ -7,9 +7,9 @@
 //! run innermost first; [`find_access_paths`] turns them back into access paths from a root.
 
 use crate::abi;
-use crate::access_path::{AccessKind, AccessPath, AccessStep};
 use crate::any::{Any, AnyView};
 use crate::error::{Error, Result};
+use crate::extra::access_path::{AccessKind, AccessPath, AccessStep};
 use crate::object::{Object, ObjectRef};
 use crate::{Array, Dict, List, Map, MapRead, define_object, reflection};
 

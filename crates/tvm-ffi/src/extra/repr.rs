@@ -22,6 +22,7 @@ use crate::containers::map::MapRead;
 use crate::error::Result;
 use crate::function::Function;
 use crate::reflection;
+use crate::string::push_python_literal;
 use crate::type_attr::TypeAttr;
 use crate::{Array, DataType, Device, Dict, List, Map, Shape, Tensor};
 
@@ -75,59 +76,6 @@ pub fn format_g(x: f64, precision: usize) -> String {
         let decimals = (precision as i32 - 1 - exponent).max(0) as usize;
         strip(&format!("{x:.decimals$}"))
     }
-}
-
-/// Appends `bytes` as a double-quoted literal (`b"..."` for bytes) that Python reads back.
-fn quote(bytes: &[u8], is_bytes: bool, out: &mut String) {
-    if is_bytes {
-        out.push('b');
-    }
-    out.push('"');
-    let text = if is_bytes {
-        None
-    } else {
-        std::str::from_utf8(bytes).ok()
-    };
-    let escape = |c: char, out: &mut String| match c {
-        '"' => out.push_str("\\\""),
-        '\\' => out.push_str("\\\\"),
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        '\t' => out.push_str("\\t"),
-        c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-            let _ = write!(out, "\\x{:02x}", c as u32);
-        }
-        c if c.is_ascii() => out.push(c),
-        c if (c as u32) <= 0xffff => {
-            let _ = write!(out, "\\u{:04x}", c as u32);
-        }
-        c => {
-            let _ = write!(out, "\\U{:08x}", c as u32);
-        }
-    };
-    match text {
-        Some(text) => text.chars().for_each(|c| escape(c, out)),
-        None => {
-            for &b in bytes {
-                if b.is_ascii() {
-                    escape(char::from(b), out);
-                } else {
-                    let _ = write!(out, "\\x{b:02x}");
-                }
-            }
-        }
-    }
-    out.push('"');
-}
-
-/// `bytes` as a Python bytes literal (`b"a\xff"`), cut after `limit` bytes with `...`.
-pub(crate) fn bytes_literal(bytes: &[u8], limit: usize) -> String {
-    let mut out = String::new();
-    quote(&bytes[..bytes.len().min(limit)], true, &mut out);
-    if bytes.len() > limit {
-        out.push_str("...");
-    }
-    out
 }
 
 struct Printer {
@@ -194,14 +142,14 @@ impl Printer {
             }
             abi::kTVMFFISmallStr | abi::kTVMFFIStr | abi::kTVMFFIRawStr => {
                 let text = value.cast::<crate::String>()?;
-                quote(text.as_bytes(), false, out);
+                push_python_literal(text.as_bytes(), false, out);
             }
             abi::kTVMFFISmallBytes | abi::kTVMFFIBytes | abi::kTVMFFIByteArrayPtr => {
                 let bytes = value.cast::<crate::Bytes>()?;
-                quote(bytes.as_bytes(), true, out);
+                push_python_literal(bytes.as_bytes(), true, out);
             }
             abi::kTVMFFIBigInt => {
-                out.push_str(&crate::bigint_text::to_decimal(value).unwrap_or_default())
+                out.push_str(&crate::extra::bigint_text::to_decimal(value).unwrap_or_default())
             }
             t if t >= abi::kTVMFFIStaticObjectBegin => self.print_shared(value, out)?,
             _ => out.push_str(&value.type_key()),
@@ -211,7 +159,7 @@ impl Printer {
 
     /// Prints an object, or what it prints as again where it is shared and was printed before.
     fn print_shared(&mut self, value: AnyView<'_>, out: &mut String) -> Result<()> {
-        if !crate::structural::may_be_shared(value) {
+        if !crate::extra::structural::may_be_shared(value) {
             return self.print_object(value, out);
         }
         let addr = value.as_object_ptr().expect("object value") as usize;
@@ -312,7 +260,7 @@ impl Printer {
                 let _ = write!(out, "]@{}", tensor.device());
                 self.addr_suffix(ptr, out);
             }
-            _ => match crate::enums::entry_name(value) {
+            _ => match crate::extra::enums::entry_name(value) {
                 Some(name) => {
                     let _ = write!(out, "{}.{name}", value.type_key());
                 }
@@ -437,15 +385,5 @@ mod tests {
         assert_eq!(format_g(100.0, 6), "100");
         assert_eq!(format_g(1e300, 17), "1.0000000000000001e+300");
         assert_eq!(format_g(-1.5, 6), "-1.5");
-    }
-
-    #[test]
-    fn strings_quote_as_python_literals() {
-        let mut out = String::new();
-        quote("a\"b\\\n\x1b\0é".as_bytes(), false, &mut out);
-        assert_eq!(out, r#""a\"b\\\n\x1b\x00\u00e9""#);
-        let mut out = String::new();
-        quote(b"ab\x00\xff", true, &mut out);
-        assert_eq!(out, r#"b"ab\x00\xff""#);
     }
 }

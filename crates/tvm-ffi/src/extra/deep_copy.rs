@@ -112,7 +112,7 @@ impl Copier {
 
     fn copy_reflected(&mut self, value: AnyView<'_>, addr: usize) -> Result<Any> {
         let t = value.type_index();
-        if crate::enums::is_enum_type(t) {
+        if crate::extra::enums::is_enum_type(t) {
             return Ok(value.to_owned());
         }
         let fields: Vec<FieldRef> = reflection::fields_of(t)
@@ -121,7 +121,7 @@ impl Copier {
         let copy = if let Some(shallow) = SHALLOW_COPY.get(t) {
             shallow.cast::<Function>()?.call_packed(&[value])?
         } else {
-            let blank = crate::serialization::graph::create_blank(t).map_err(|_| {
+            let blank = crate::extra::serialization::graph::create_blank(t).map_err(|_| {
                 Error::new(
                     ErrorKind::RuntimeError,
                     format!(

@@ -10,9 +10,9 @@
 
 use crate::abi::{self, TVMFFIAny, TVMFFIByteArray, TVMFFIFieldInfo, TVMFFITypeMetadata};
 use crate::any::{Any, AnyView};
-use crate::dataclass::{self, FieldStorage};
-use crate::enums::{EnumObj, EnumState, IntEnumObj, StrEnumObj};
 use crate::error::{Error, ErrorKind, Result};
+use crate::extra::dataclass::{self, FieldStorage};
+use crate::extra::enums::{EnumObj, EnumState, IntEnumObj, StrEnumObj};
 use crate::function::Function;
 use crate::object::{Object, ObjectCore, ObjectRef, alloc_object};
 use crate::{reflection, types};

@@ -7,11 +7,11 @@ use super::{
     FactCache, SEqHashKind, canonical_index, content, enter_level, may_be_shared, tensor_bytes,
 };
 use crate::abi;
-use crate::access_path::{AccessKind, AccessPath, AccessStep};
 use crate::any::{Any, AnyView};
 use crate::containers::array::ArrayObj;
 use crate::containers::map::MapRead;
 use crate::error::{Error, ErrorKind, Result};
+use crate::extra::access_path::{AccessKind, AccessPath, AccessStep};
 use crate::function::Function;
 use crate::{Dict, List, Map, Shape, Tensor};
 
@@ -254,12 +254,12 @@ impl Equal {
                 Ok(equal || self.fail(None))
             }
             abi::kTVMFFIBigInt => {
-                let equal =
-                    crate::bigint_text::to_decimal(lhs) == crate::bigint_text::to_decimal(rhs);
+                let equal = crate::extra::bigint_text::to_decimal(lhs)
+                    == crate::extra::bigint_text::to_decimal(rhs);
                 Ok(equal || self.fail(None))
             }
             t if t != rhs.type_index() => Ok(self.fail(None)),
-            t if crate::enums::is_enum_type(t) => Ok(lp == rp || self.fail(None)),
+            t if crate::extra::enums::is_enum_type(t) => Ok(lp == rp || self.fail(None)),
             t => self.eq_reflected(t, lhs, rhs, lp, rp),
         }
     }

@@ -246,15 +246,15 @@ impl Hasher {
             abi::kTVMFFIBigInt => hash_combine(
                 seed,
                 hash_bytes(
-                    crate::bigint_text::to_decimal(value)
+                    crate::extra::bigint_text::to_decimal(value)
                         .unwrap_or_default()
                         .as_bytes(),
                 ),
             ),
-            t if crate::enums::is_enum_type(t) => {
+            t if crate::extra::enums::is_enum_type(t) => {
                 let seed = crate::types::type_info(t).map_or(0, |i| i.type_key_hash);
                 let index = value
-                    .as_object::<crate::enums::EnumObj>()
+                    .as_object::<crate::extra::enums::EnumObj>()
                     .map_or(0, |e| e._int_index);
                 hash_combine(seed, index as u64)
             }

@@ -2,11 +2,12 @@
 //! structural equality and hashing, repr, deep copy, recursive comparison and JSON-graph
 //! serialization. The core registers them at load through [`functions`].
 
+use crate::Array;
 use crate::any::Any;
 use crate::error::Result;
+use crate::extra::access_path;
+use crate::extra::structural::{self, StructuralKey};
 use crate::function::Function;
-use crate::structural::{self, StructuralKey};
-use crate::{Array, access_path};
 
 fn structural_functions() -> Vec<(&'static str, Function)> {
     vec![
@@ -69,7 +70,7 @@ fn structural_functions() -> Vec<(&'static str, Function)> {
 }
 
 fn copy_and_compare_functions() -> Vec<(&'static str, Function)> {
-    use crate::recursive_compare::{recursive_cmp, recursive_eq, recursive_hash};
+    use crate::extra::recursive_compare::{recursive_cmp, recursive_eq, recursive_hash};
     use std::cmp::Ordering;
     fn order(name: &'static str, accept: fn(Ordering) -> bool) -> (&'static str, Function) {
         (
@@ -83,13 +84,13 @@ fn copy_and_compare_functions() -> Vec<(&'static str, Function)> {
         (
             "ffi.DeepCopy",
             Function::from_typed("ffi.DeepCopy", |v: Any| {
-                crate::deep_copy::deep_copy(v.as_view())
+                crate::extra::deep_copy::deep_copy(v.as_view())
             }),
         ),
         (
             "ffi.BreakCycles",
             Function::from_typed("ffi.BreakCycles", |v: Any| -> Result<i64> {
-                crate::cycles::break_cycles(v.as_view()).map(|n| n as i64)
+                crate::extra::cycles::break_cycles(v.as_view()).map(|n| n as i64)
             }),
         ),
         (
@@ -112,7 +113,7 @@ fn copy_and_compare_functions() -> Vec<(&'static str, Function)> {
 }
 
 fn serialization_functions() -> Vec<(&'static str, Function)> {
-    use crate::serialization::{self as ser, json};
+    use crate::extra::serialization::{self as ser, json};
     vec![
         (
             "ffi.ToJSONGraph",
@@ -160,12 +161,12 @@ pub fn functions() -> Vec<(&'static str, Function)> {
     // functions still work with the types as registered.
     let _ = access_path::register();
     let _ = structural::register_types();
-    let _ = crate::enums::register();
+    let _ = crate::extra::enums::register();
     let mut all = structural_functions();
     all.extend(structural::visit::functions());
     all.extend(structural::mutate::functions());
     all.extend(copy_and_compare_functions());
     all.extend(serialization_functions());
-    all.push(("ffi.ReprPrint", crate::repr::repr_function()));
+    all.push(("ffi.ReprPrint", crate::extra::repr::repr_function()));
     all
 }

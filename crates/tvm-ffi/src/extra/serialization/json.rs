@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use crate::any::{Any, AnyView};
 use crate::containers::map::MapRead;
 use crate::error::{Error, ErrorKind, Result};
-use crate::repr::format_g;
+use crate::extra::repr::format_g;
 use crate::{Array, Dict, List, Map, abi};
 
 /// A JSON document as a Rust tree (objects keep their keys in document order).

@@ -211,7 +211,7 @@ impl GraphWriter {
             abi::kTVMFFIBigInt => (
                 "ffi.BigInt",
                 Some(Json::Str(Cow::Owned(
-                    crate::bigint_text::to_decimal(value).unwrap_or_default(),
+                    crate::extra::bigint_text::to_decimal(value).unwrap_or_default(),
                 ))),
             ),
             t if t >= abi::kTVMFFIStaticObjectBegin => return self.object_node(value, owned),
@@ -273,12 +273,14 @@ impl GraphWriter {
                 self.indices(entries.iter().flat_map(|(k, v)| [k.as_view(), v.as_view()]))
             }
             // An entry is its canonical index: the int index of an int enum, else the name.
-            _ if crate::enums::is_enum_type(t) => Ok(match crate::enums::int_index_of(value) {
-                Some(index) => Json::Int(index),
-                None => Json::Str(Cow::Owned(
-                    crate::enums::entry_name(value).unwrap_or_default(),
-                )),
-            }),
+            _ if crate::extra::enums::is_enum_type(t) => {
+                Ok(match crate::extra::enums::int_index_of(value) {
+                    Some(index) => Json::Int(index),
+                    None => Json::Str(Cow::Owned(
+                        crate::extra::enums::entry_name(value).unwrap_or_default(),
+                    )),
+                })
+            }
             _ if DATA_TO_JSON.get(t).is_some() => {
                 let hook = DATA_TO_JSON.get(t).expect("checked").cast::<Function>()?;
                 let data = hook.call_packed(&[value])?;
@@ -509,7 +511,7 @@ impl GraphReader<'_> {
                 }
                 _ => return Err(need("a list of dims")),
             },
-            "ffi.BigInt" => crate::bigint_text::from_decimal(text()?)?,
+            "ffi.BigInt" => crate::extra::bigint_text::from_decimal(text()?)?,
             "ffi.Array" => Array::from_vec(self.index_list(data, i)?).into(),
             "ffi.List" => self
                 .index_list(data, i)?
@@ -547,10 +549,10 @@ impl GraphReader<'_> {
                 format!("JSON graph node {i} has type `{type_key}`, which is not registered"),
             )
         })?;
-        if crate::enums::is_enum_type(type_index) {
+        if crate::extra::enums::is_enum_type(type_index) {
             return match data {
-                Some(Json::Str(name)) => crate::enums::entry_by_name(type_key, name),
-                Some(Json::Int(index)) => crate::enums::entry_by_index(type_key, *index),
+                Some(Json::Str(name)) => crate::extra::enums::entry_by_name(type_key, name),
+                Some(Json::Int(index)) => crate::extra::enums::entry_by_index(type_key, *index),
                 _ => Err(invalid(format!(
                     "node {i} (`{type_key}`): expected an entry name or int index"
                 ))),
