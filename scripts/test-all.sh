@@ -46,7 +46,7 @@ runtime_library="$PWD/target/debug/libtvm_ffi_shared.so"
 source scripts/python-env.sh
 # (cmake: a C host is built with the package's CMake package, test_runtime_library.py)
 TVM_FFI_LIBRARY="$runtime_library" install_python_package numpy ml_dtypes pytest pytest-cov \
-    "coverage>=7.10" hypothesis ruff abi3audit setuptools wheel mypy tqdm mkdocs cmake
+    pytest-xdist "coverage>=7.10" hypothesis ruff abi3audit setuptools wheel mypy tqdm mkdocs cmake
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 
@@ -70,4 +70,5 @@ bash scripts/apache-rust-tests.sh --side ours
 # Under coverage, subprocesses included ([tool.coverage.*] in pyproject.toml): line and branch
 # coverage of the `tvm` package below fail_under (90%) fails the run after pytest's summary.
 rm -rf target/python-coverage
-"$py" -m pytest --cov --cov-report=term tests/python
+# Two workers (pytest-xdist): many tests wait on subprocesses, servers and compilers.
+"$py" -m pytest -n 2 --cov --cov-report=term tests/python
