@@ -1,6 +1,6 @@
-//! The fast path of a call from Python: a call whose arguments are all plain values (`None`,
-//! bools, ints that fit in 64 bits, floats, UTF-8 strings, short bytes) or wrapped runtime
-//! objects, made with raw interpreter calls only.
+//! The raw entry of a call from Python: a call whose arguments are all plain values (read by
+//! [`plain::read`], the same dispatch the general path starts with), wrapped runtime objects,
+//! numpy arrays or a callable of a type seen before, made with raw interpreter calls only.
 //!
 //! It runs outside PyO3's entry trampoline, so PyO3 does not count the thread as attached: a
 //! `Py<T>` dropped here would be queued for PyO3's next entry instead of released. Nothing on
@@ -17,8 +17,8 @@ use tvm_ffi::abi::{self, TVMFFIAny};
 use tvm_ffi::string::MAX_SMALL_LEN;
 use tvm_ffi::{Any, AnyView, Function};
 
-use super::ints::{exact_int_value, new_int};
-use super::scalars::{self, float_value, int_value};
+use super::ints::new_int;
+use super::plain::{self, Plain};
 use super::{Kind, any_to_py, cached_kind};
 use crate::callback::{Lent, lend};
 use crate::errors::raise_error;
@@ -80,65 +80,27 @@ unsafe fn view(
     owned: &mut Owned,
     lent: &mut Option<Lent>,
 ) -> bool {
-    // SAFETY: per the contract; each call takes an object of the type just checked.
-    unsafe {
-        let ty = ffi::Py_TYPE(obj);
-        if ty == &raw mut ffi::PyLong_Type {
-            let Some(value) = exact_int_value(obj) else {
-                return false;
-            };
-            slot.write(int_value(value));
-            return true;
-        }
-        if ty == &raw mut ffi::PyFloat_Type {
-            slot.write(float_value(ffi::PyFloat_AsDouble(obj)));
-            return true;
-        }
-        if obj == ffi::Py_None() {
-            slot.write(TVMFFIAny::NONE);
-            return true;
-        }
-        if ty == &raw mut ffi::PyUnicode_Type {
-            let mut size: ffi::Py_ssize_t = 0;
-            let data = ffi::PyUnicode_AsUTF8AndSize(obj, &mut size);
-            if data.is_null() {
-                // Not UTF-8 (lone surrogates): the general path knows what to do.
-                ffi::PyErr_Clear();
-                return false;
-            }
-            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
-            // The interpreter's UTF-8 form of a `str` is valid UTF-8. A string that does not
-            // fit in memory takes the general path, which raises `MemoryError`.
-            let Ok(value) = tvm_ffi::String::try_new(std::str::from_utf8_unchecked(bytes)) else {
-                return false;
-            };
-            let value = value.into_any();
-            if !value.is_object() {
-                slot.write(value.into_raw());
-                return true;
-            }
-            slot.write(*value.as_raw());
-            owned.items[owned.len].write(value);
-            owned.len += 1;
-            return true;
-        }
-        if ty == &raw mut ffi::PyBool_Type {
-            slot.write(scalars::bool(obj == ffi::Py_True()));
-            return true;
-        }
-        if ty == &raw mut ffi::PyBytes_Type {
-            let mut data = std::ptr::null_mut();
-            let mut size: ffi::Py_ssize_t = 0;
-            ffi::PyBytes_AsStringAndSize(obj, &mut data, &mut size);
-            if size as usize > MAX_SMALL_LEN {
-                return false;
-            }
-            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
-            slot.write(tvm_ffi::Bytes::from_bytes(bytes).into_any().into_raw());
-            return true;
-        }
-        object_view(py, obj, ty, slot, owned, lent)
+    // SAFETY: per the contract.
+    let Some(plain) = (unsafe { plain::read(obj) }) else {
+        // SAFETY: per the contract.
+        return unsafe { object_view(py, obj, ffi::Py_TYPE(obj), slot, owned, lent) };
+    };
+    // Longer bytes are borrowed on the general path, which keeps a byte array for the view.
+    if matches!(plain, Plain::Bytes(bytes) if bytes.len() > MAX_SMALL_LEN) {
+        return false;
     }
+    // A string that does not fit in memory takes the general path, which raises `MemoryError`.
+    let Ok(value) = plain.to_any() else {
+        return false;
+    };
+    if !value.is_object() {
+        slot.write(value.into_raw());
+        return true;
+    }
+    slot.write(*value.as_raw());
+    owned.items[owned.len].write(value);
+    owned.len += 1;
+    true
 }
 
 /// [`view`] for the other types: a wrapped runtime object, or a Python callable (of a type
@@ -374,50 +336,15 @@ unsafe fn other_plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObject> {
     }
 }
 
-/// A Python object of a plain built-in type (exactly `None`, `bool`, `int` of 64 bits,
-/// `float`, a UTF-8 `str`, `bytes`) as an owning value, or `None` (and no error set) for any
-/// other object.
+/// A Python object of a plain built-in type (see [`plain::read`]) as an owning value, or `None`
+/// (and no error set) for any other object.
 ///
 /// # Safety
 /// `obj` is a live object; the thread holds the interpreter lock.
 #[inline]
 pub(crate) unsafe fn plain_from_python(obj: *mut ffi::PyObject) -> Option<Any> {
-    // SAFETY: per the contract; each call takes an object of the type just checked.
-    unsafe {
-        let ty = ffi::Py_TYPE(obj);
-        if obj == ffi::Py_None() {
-            return Some(Any::none());
-        }
-        if ty == &raw mut ffi::PyLong_Type {
-            return exact_int_value(obj).map(|value| Any::from_raw(int_value(value)));
-        }
-        if ty == &raw mut ffi::PyFloat_Type {
-            return Some(Any::from_raw(float_value(ffi::PyFloat_AsDouble(obj))));
-        }
-        if ty == &raw mut ffi::PyBool_Type {
-            return Some(Any::from_raw(scalars::bool(obj == ffi::Py_True())));
-        }
-        if ty == &raw mut ffi::PyUnicode_Type {
-            let mut size: ffi::Py_ssize_t = 0;
-            let data = ffi::PyUnicode_AsUTF8AndSize(obj, &mut size);
-            if data.is_null() {
-                ffi::PyErr_Clear();
-                return None;
-            }
-            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
-            // A string that does not fit in memory is left to the general path (`MemoryError`).
-            let text = std::str::from_utf8_unchecked(bytes);
-            return tvm_ffi::String::try_new(text).ok().map(Into::into);
-        }
-        if ty == &raw mut ffi::PyBytes_Type {
-            let mut data = std::ptr::null_mut();
-            let mut size: ffi::Py_ssize_t = 0;
-            ffi::PyBytes_AsStringAndSize(obj, &mut data, &mut size);
-            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
-            return tvm_ffi::Bytes::try_from_bytes(bytes).ok().map(Into::into);
-        }
-        None
-    }
+    // SAFETY: per the contract.
+    unsafe { plain::read(obj) }.and_then(|plain| plain.to_any().ok())
 }
 
 /// [`to_python`] for the other types.

@@ -1,12 +1,15 @@
 //! Conversions between Python objects and runtime values.
 //!
-//! A Python argument is classified once ([`classify`]: the built-in types by their exact type,
-//! wrapped runtime objects, numpy arrays and devices by a type check, anything else by a kind
-//! cached per type) and then converted by the module of its target kind: [`scalars`] (numbers,
-//! strings, bytes, dtypes, devices), [`sequences`] (lists, tuples and dicts into arrays and
-//! maps) and [`objects`] (runtime objects, tensors and DLPack producers, callables, opaque
-//! objects). [`to_python`] converts the other way, and [`call`] runs a function on Python
-//! arguments.
+//! Every Python value takes one way, whichever entry it comes through (a call's arguments, a
+//! container's items, an attribute, a callback's result): [`route`] reads it once by its type
+//! (the plain built-ins by their exact type in [`plain`], with no lookup and no Python code;
+//! wrapped runtime objects by a subtype check; any other type by a kind cached per type), and
+//! the module of its route converts it: [`scalars`] (numbers, strings, bytes, dtypes, devices),
+//! [`sequences`] (lists, tuples and dicts into arrays and maps, their items through
+//! [`py_to_any`]) and [`objects`] (runtime objects, tensors and DLPack producers, callables,
+//! opaque objects). A call whose arguments are all plain values, wrapped objects, numpy arrays
+//! or callables takes the same reads on the raw interpreter calls of [`fast`]. [`to_python`]
+//! converts the other way, and [`call`] runs a function on Python arguments.
 //!
 //! Arguments are converted into borrowed views wherever the Python object outlives the call
 //! (ints, floats, `str` through its cached UTF-8 buffer, wrapped objects), so a call allocates
@@ -16,6 +19,7 @@ mod call;
 mod fast;
 mod ints;
 mod objects;
+mod plain;
 mod scalars;
 mod sequences;
 mod temps;
@@ -25,11 +29,10 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use pyo3::PyTypeInfo;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{
-    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
+    PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
 };
 use tvm_ffi::abi::TVMFFIAny;
 use tvm_ffi::{Any, AnyView};
@@ -45,23 +48,13 @@ pub(crate) use to_python::any_to_py;
 use crate::device::PyDevice;
 use crate::errors::raise_error;
 use crate::objects::PyObjectRef;
+use plain::Plain;
 use temps::{Temporaries, keep};
 
-/// A Python argument, classified: what it converts to, with the object typed for the
-/// conversion where the target module needs it.
-enum Arg<'a, 'py> {
-    /// `None`.
-    None,
-    /// `True` or `False`.
-    Bool(bool),
-    /// An `int`.
-    Int(&'a Bound<'py, PyInt>),
-    /// A `float`.
-    Float(&'a Bound<'py, PyFloat>),
-    /// A `str`.
-    Str(&'a Bound<'py, PyString>),
-    /// A `bytes`.
-    Bytes(&'a Bound<'py, PyBytes>),
+/// The way a Python value converts, found once from its type.
+enum Route<'a, 'py> {
+    /// A plain built-in value, already read.
+    Plain(Plain<'a>),
     /// A wrapped runtime object (`tvm.ffi.Object` and its subclasses: tensors, functions,
     /// containers, registered classes).
     Object(&'a Bound<'py, PyObjectRef>),
@@ -96,43 +89,24 @@ enum Kind {
     Opaque,
 }
 
-/// Classifies a Python argument: the built-in types by their exact type (no lookups), then
+/// The route of a Python value: the plain built-ins by their exact type ([`plain::read`]), then
 /// wrapped objects, then everything else (numpy arrays and devices included) by its cached kind.
 #[inline(always)]
-fn classify<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> PyResult<Arg<'a, 'py>> {
-    let py = obj.py();
-    let ty = obj.get_type_ptr();
-    // SAFETY: each cast follows the check that the object's type is exactly the target type.
-    unsafe {
-        if ty == PyInt::type_object_raw(py) {
-            return Ok(Arg::Int(obj.cast_unchecked()));
-        }
-        if ty == PyFloat::type_object_raw(py) {
-            return Ok(Arg::Float(obj.cast_unchecked()));
-        }
-        if ty == PyString::type_object_raw(py) {
-            return Ok(Arg::Str(obj.cast_unchecked()));
-        }
-        if ty == PyBytes::type_object_raw(py) {
-            return Ok(Arg::Bytes(obj.cast_unchecked()));
-        }
-        if ty == PyBool::type_object_raw(py) {
-            return Ok(Arg::Bool(obj.cast_unchecked::<PyBool>().is_true()));
-        }
-    }
-    if obj.is_none() {
-        return Ok(Arg::None);
+fn route<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> PyResult<Route<'a, 'py>> {
+    // SAFETY: `obj` is alive for `'a`; the thread holds the interpreter lock (`Bound`).
+    if let Some(plain) = unsafe { plain::read(obj.as_ptr()) } {
+        return Ok(Route::Plain(plain));
     }
     // A type check that, unlike a failed `cast`, makes no error object for the other types.
     if obj.is_instance_of::<PyObjectRef>() {
         // SAFETY: the object was just found to be an instance of `PyObjectRef`.
-        return Ok(Arg::Object(unsafe { obj.cast_unchecked() }));
+        return Ok(Route::Object(unsafe { obj.cast_unchecked() }));
     }
-    Ok(match kind_of(py, obj)? {
-        Kind::NumpyArray => Arg::NumpyArray,
+    Ok(match kind_of(obj.py(), obj)? {
+        Kind::NumpyArray => Route::NumpyArray,
         // SAFETY: the kind of the object's type says it is a `PyDevice`.
-        Kind::Device => Arg::Device(unsafe { obj.cast_unchecked() }),
-        kind => Arg::Other(kind),
+        Kind::Device => Route::Device(unsafe { obj.cast_unchecked() }),
+        kind => Route::Other(kind),
     })
 }
 
@@ -268,25 +242,32 @@ fn kind_of(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
     Ok(kind)
 }
 
-/// Converts a Python value into a view (borrowing `obj` or a temporary in `temps`): classified
-/// once, then converted by the module of its kind.
+/// Converts a Python value into a view (borrowing `obj` or a temporary in `temps`).
 fn py_to_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
-    match classify(obj)? {
-        Arg::None => Ok(TVMFFIAny::NONE),
-        Arg::Bool(value) => Ok(scalars::bool(value)),
-        Arg::Int(int) => scalars::int(int),
-        Arg::Float(float) => Ok(scalars::float(float)),
-        Arg::Str(text) => scalars::str(text, temps),
-        Arg::Bytes(bytes) => Ok(scalars::bytes(bytes, temps)),
-        Arg::Object(wrapped) => objects::wrapped(wrapped),
-        Arg::NumpyArray => objects::numpy_array(obj, temps),
-        Arg::Device(device) => Ok(scalars::device(device)),
-        Arg::Other(kind) => match kind {
-            // Classified as `Arg::NumpyArray` and `Arg::Device` above.
-            Kind::NumpyArray | Kind::Device => unreachable!("classified before"),
+    view_of(route(obj)?, obj, temps)
+}
+
+/// Converts `obj`, of route `route`, into a view (borrowing `obj` or a temporary in `temps`).
+fn view_of(
+    route: Route<'_, '_>,
+    obj: &Bound<'_, PyAny>,
+    temps: &mut Temporaries,
+) -> PyResult<TVMFFIAny> {
+    match route {
+        Route::Plain(Plain::Bytes(bytes)) => Ok(scalars::bytes(bytes, temps)),
+        Route::Plain(plain) => plain
+            .to_any()
+            .map(|value| keep(temps, value))
+            .map_err(|err| raise_error(obj.py(), err)),
+        Route::Object(wrapped) => objects::wrapped(wrapped),
+        Route::NumpyArray => objects::numpy_array(obj, temps),
+        Route::Device(device) => Ok(scalars::device(device)),
+        Route::Other(kind) => match kind {
+            // Routed as `Route::NumpyArray` and `Route::Device` above.
+            Kind::NumpyArray | Kind::Device => unreachable!("routed before"),
             Kind::Dtype => scalars::dtype(obj),
             Kind::Str => scalars::str(obj.cast()?, temps),
-            Kind::Bytes => Ok(scalars::bytes(obj.cast()?, temps)),
+            Kind::Bytes => Ok(scalars::bytes(scalars::content(obj.cast()?), temps)),
             Kind::ByteArray => scalars::byte_array(obj, temps),
             Kind::Sequence => sequences::array(obj, temps),
             Kind::Dict => sequences::map(obj.cast()?, temps),
@@ -303,39 +284,25 @@ fn py_to_view(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFF
     }
 }
 
-/// Converts a Python value into an owning value: values that need no temporaries directly, the
-/// rest through a view.
+/// Converts a Python value into an owning value: the entry of every value that is not a call's
+/// argument (container items, attributes, callbacks' results). Plain values and wrapped objects
+/// directly, the rest through a view of the route already found.
 #[inline]
 pub(crate) fn py_to_any(obj: &Bound<'_, PyAny>) -> PyResult<Any> {
-    // SAFETY: each raw value owns nothing (`Object`: a view of the wrapper's own object, which
-    // the copy takes a new reference to).
-    unsafe {
-        match classify(obj)? {
-            Arg::None => Ok(Any::none()),
-            Arg::Bool(value) => Ok(Any::from_raw(scalars::bool(value))),
-            Arg::Int(int) => Ok(Any::from_raw(scalars::int(int)?)),
-            Arg::Float(float) => Ok(Any::from_raw(scalars::float(float))),
-            // Text that is not UTF-8 (surrogate escapes) takes the general path.
-            Arg::Str(text) => match text.to_str() {
-                Ok(text) => tvm_ffi::String::try_new(text)
-                    .map(Into::into)
-                    .map_err(|err| raise_error(obj.py(), err)),
-                Err(_) => py_to_any_through_view(obj),
-            },
-            Arg::Object(wrapped) => AnyView::from_raw(objects::wrapped(wrapped)?)
-                .try_to_owned()
-                .map_err(|e| raise_error(obj.py(), e)),
-            _ => py_to_any_through_view(obj),
+    match route(obj)? {
+        Route::Plain(plain) => plain.to_any().map_err(|err| raise_error(obj.py(), err)),
+        // SAFETY: the raw value is a view of the wrapper's own object, which the copy takes a
+        // new reference to.
+        Route::Object(wrapped) => unsafe { AnyView::from_raw(objects::wrapped(wrapped)?) }
+            .try_to_owned()
+            .map_err(|e| raise_error(obj.py(), e)),
+        other => {
+            let mut temps = Temporaries::default();
+            let raw = view_of(other, obj, &mut temps)?;
+            // SAFETY: the view borrows `obj` or `temps`, both alive here (byte arrays point at
+            // a box in `temps`).
+            let view = unsafe { AnyView::from_raw(raw) };
+            view.try_to_owned().map_err(|e| raise_error(obj.py(), e))
         }
     }
-}
-
-/// [`py_to_any`] for values converted through temporaries.
-fn py_to_any_through_view(obj: &Bound<'_, PyAny>) -> PyResult<Any> {
-    let mut temps = Temporaries::default();
-    let raw = py_to_view(obj, &mut temps)?;
-    // SAFETY: the view borrows `obj` or `temps`, both alive here (raw strings point at the
-    // NUL-terminated UTF-8 cache of a `str`, byte arrays at a box in `temps`).
-    let view = unsafe { AnyView::from_raw(raw) };
-    view.try_to_owned().map_err(|e| raise_error(obj.py(), e))
 }

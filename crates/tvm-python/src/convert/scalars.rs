@@ -120,7 +120,7 @@ fn escaped_str(
 /// The content of a `bytes` object, borrowed from it: one call into the interpreter, where
 /// PyO3's `as_bytes` makes two under the limited API.
 #[inline]
-fn content<'a>(obj: &'a Bound<'_, PyBytes>) -> &'a [u8] {
+pub(super) fn content<'a>(obj: &'a Bound<'_, PyBytes>) -> &'a [u8] {
     let mut data = std::ptr::null_mut();
     let mut size: ffi::Py_ssize_t = 0;
     // SAFETY: a bytes object always yields its buffer (`size` bytes), which lives as long as the
@@ -131,10 +131,10 @@ fn content<'a>(obj: &'a Bound<'_, PyBytes>) -> &'a [u8] {
     }
 }
 
-/// A `bytes` (or a subclass) as an inline small value, or as a view of the object's buffer.
+/// The content of a `bytes` (or a subclass) as an inline small value, or as a view of the
+/// object's buffer.
 #[inline(always)]
-pub(super) fn bytes(obj: &Bound<'_, PyBytes>, temps: &mut Temporaries) -> TVMFFIAny {
-    let data = content(obj);
+pub(super) fn bytes(data: &[u8], temps: &mut Temporaries) -> TVMFFIAny {
     if data.len() <= MAX_SMALL_LEN {
         return keep(temps, tvm_ffi::Bytes::from_bytes(data).into_any());
     }
