@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """The file-level import graph of one crate: for each source file, the files of the same crate
-it names in its ``use crate::...`` and ``use super::...`` items, and every pair of files that
-import each other (a circle between two rooms).
+it names through ``crate::...`` and ``super::...`` paths, and every pair of files that import
+each other (a circle between two rooms).
 
     python3 scripts/rust_imports.py crates/tvm-rpc            # edges, then circles
     python3 scripts/rust_imports.py crates/tvm-rpc --circles  # circles only (exit 1 if any)
 
 A module path resolves to the deepest file that exists (``crate::session::local`` to
 ``src/session/local.rs``, ``crate::session`` to ``src/session/mod.rs``); an item imported from a
-module is charged to that module's file. It reads the text of the file-level ``use`` items (those
-that start a line), so imports inside test modules and function bodies are not counted.
+module is charged to that module's file. It reads the ``use`` items that start a line and the
+paths written in code (``crate::registry::global()`` inside a function counts); comments and
+string literals are skipped, and so are ``#[cfg(test)]`` modules at the end of a file.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ from pathlib import Path
 _USE = re.compile(
     r"^(?:pub(?:\([^)]*\))?\s+)?use\s+(crate|super)((?:::\w+)*)(?:::\{([^;]*)\})?", re.M
 )
+#: A path written in code: ``crate::a::b`` or ``super::a`` (not the tail of a longer path).
+_PATH = re.compile(r"(?<![\w:])(crate|super)((?:::\w+)+)")
+#: Line comments (doc comments included) and string literals, blanked before paths are read.
+_NOISE = re.compile(r'//[^\n]*|"(?:\\.|[^"\\])*"')
+#: The test module that ends a file.
+_TESTS = re.compile(r"^#\[cfg\(test\)\]\s*\n\s*mod\s+\w+\s*\{.*", re.M | re.S)
 
 
 def _module_of(src: Path, file: Path) -> list[str]:
@@ -51,12 +58,18 @@ def edges(crate: Path) -> dict[Path, set[Path]]:
     for file in sorted(src.rglob("*.rs")):
         here = _module_of(src, file)
         targets: set[Path] = set()
-        text = file.read_text()
-        for root, rest, group in _USE.findall(text):
+        text = _TESTS.sub("", _NOISE.sub('""', file.read_text()))
+        found = [(root, rest, group) for root, rest, group in _USE.findall(text)]
+        found += [(root, rest, "") for root, rest in _PATH.findall(text)]
+        for root, rest, group in found:
             path = [p for p in rest.split("::") if p]
             if root == "super":
-                # `super` of a file `a/b.rs` (module a::b) is module `a`.
-                path = here[:-1] + path
+                # `super` of a file `a/b.rs` (module a::b) is module `a`; each further `super`
+                # goes one module up.
+                up = 1
+                while path and path[0] == "super":
+                    path, up = path[1:], up + 1
+                path = here[: len(here) - up] + path
             first_items = [path]
             if group:
                 first_items = [[*path, item.split("::")[0].strip()] for item in group.split(",")]

@@ -104,7 +104,7 @@ pub(crate) fn python_entry<R: PyFailure>(
 /// The Python exception carried in an error's extra context, if any.
 fn original_exception<'py>(py: Python<'py>, err: &Error) -> Option<Bound<'py, PyAny>> {
     let context = err.extra_context()?;
-    let obj = crate::convert::opaque_object(py, context.as_object::<OpaqueObj>()?);
+    let obj = crate::opaque::opaque_object(py, context.as_object::<OpaqueObj>()?);
     obj.is_instance_of::<pyo3::exceptions::PyBaseException>()
         .then_some(obj)
 }
@@ -149,6 +149,6 @@ pub(crate) fn error_from_py(py: Python<'_>, err: PyErr) -> Error {
     });
     // The native frames between this callback and the Python caller further up.
     let backtrace = tvm_ffi::error::current_backtrace();
-    let context = crate::convert::opaque(&exc).unwrap_or_default();
+    let context = crate::opaque::opaque(&exc).unwrap_or_default();
     Error::with_extra_context(kind, message, &backtrace, context)
 }

@@ -23,6 +23,7 @@ mod function_type;
 mod gil_holder;
 mod ml_dtypes;
 mod objects;
+mod opaque;
 mod refcount;
 mod runtime_calls;
 mod shared_walks;
@@ -128,7 +129,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let backends = compiled_device_backends().map_err(|e| errors::raise_error(py, e))?;
     m.add("_device_backends", backends)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    convert::register_opaque_hooks(m.py())?;
+    opaque::register_hooks().map_err(|e| errors::raise_error(py, e))?;
     callback::find_vectorcall();
     exit_gate::install(py);
     // SAFETY: module initialization runs with the interpreter lock held.

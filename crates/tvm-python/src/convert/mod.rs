@@ -42,7 +42,7 @@ pub(crate) use fast::{
     call_without_args, plain_from_python, plain_to_python, set_object_type, try_call,
 };
 pub(crate) use ints::init as init_small_ints;
-pub(crate) use objects::{function_of, opaque, opaque_object, register_opaque_hooks};
+pub(crate) use objects::function_of;
 pub(crate) use to_python::any_to_py;
 
 use crate::device::PyDevice;
@@ -279,7 +279,10 @@ fn view_of(
             Kind::DLPack => objects::dlpack(obj, temps),
             Kind::ObjectAttr => objects::object_attr(obj, temps),
             Kind::Callable => Ok(temps.callable(obj)),
-            Kind::Opaque => Ok(keep(temps, opaque(obj)?)),
+            Kind::Opaque => Ok(keep(
+                temps,
+                crate::opaque::opaque(obj).map_err(|err| raise_error(obj.py(), err))?,
+            )),
         },
     }
 }

@@ -69,7 +69,7 @@ fn any_to_py_other(py: Python<'_>, value: Any) -> PyResult<Py<PyAny>> {
                     .unbind())
             }
             abi::kTVMFFIOpaquePyObject => match value.as_object::<OpaqueObj>() {
-                Some(opaque) => Ok(super::opaque_object(py, opaque).unbind()),
+                Some(opaque) => Ok(crate::opaque::opaque_object(py, opaque).unbind()),
                 None => Ok(py.None()),
             },
             abi::kTVMFFIFunction => {

@@ -6,7 +6,6 @@
 //! with the error that task raised (its kind and message), and releases the tasks waiting at a
 //! barrier.
 
-use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Mutex, Once, PoisonError};
@@ -14,7 +13,7 @@ use std::sync::{Mutex, Once, PoisonError};
 use tvm_ffi::{Error, ErrorKind, Result};
 
 use super::affinity::{Affinity, PoolConfig};
-use super::thread_pool::ThreadPool;
+use super::thread_pool::{ThreadPool, in_task, set_in_task};
 
 /// The group of tasks of one launch, as compiled kernels see it.
 #[repr(C)]
@@ -31,16 +30,6 @@ pub type FTVMParallelLambda = unsafe extern "C" fn(
     penv: *mut TVMParallelGroupEnv,
     cdata: *mut c_void,
 ) -> c_int;
-
-thread_local! {
-    /// Whether this thread is running a task of a launch (workers always are).
-    static IN_TASK: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Marks the calling thread as a pool worker: launches from it run serially.
-pub(crate) fn mark_worker_thread() {
-    IN_TASK.with(|flag| flag.set(true));
-}
 
 /// The process's pool, created on first use. A forked child gets a new one (its parent's
 /// workers do not exist in the child; the old pool, whose lock may be held, is leaked).
@@ -168,7 +157,7 @@ pub fn parallel_launch(
             "TVMBackendParallelLaunch: num_task must be 0 (one per thread) or positive, got {num_task}"
         );
     }
-    if IN_TASK.with(Cell::get) || num_task == 1 {
+    if in_task() || num_task == 1 {
         return run_serially(flambda, cdata);
     }
     let mut state = pool_state().lock().unwrap_or_else(PoisonError::into_inner);
@@ -255,11 +244,11 @@ fn call_task(
         sync_handle,
         num_task: num_task as i32,
     };
-    let was_in_task = IN_TASK.with(|flag| flag.replace(true));
+    let was_in_task = set_in_task(true);
     // SAFETY: the kernel's task function, called as its signature says, with the closure data
     // it was launched with; `env` lives for the call and the barrier (if any) for the launch.
     let rc = unsafe { flambda(task_id as c_int, &mut env, cdata) };
-    IN_TASK.with(|flag| flag.set(was_in_task));
+    set_in_task(was_in_task);
     rc
 }
 

@@ -10,6 +10,7 @@
 //! line transfer, then parks; a parked worker is woken with one `unpark`. The launcher waits for
 //! the workers the same way: spin, then park until the last worker wakes it.
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -221,8 +222,23 @@ fn spin_until(ready: impl Fn() -> bool) -> bool {
     }
 }
 
+thread_local! {
+    /// Whether this thread is running a task of a launch (a pool's workers always are).
+    static IN_TASK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is running a task of a launch (a launch from it runs serially).
+pub(crate) fn in_task() -> bool {
+    IN_TASK.with(Cell::get)
+}
+
+/// Sets whether the calling thread is running a task; returns what it was.
+pub(crate) fn set_in_task(running: bool) -> bool {
+    IN_TASK.with(|flag| flag.replace(running))
+}
+
 fn worker_loop(index: usize, slot: &WorkerSlot, shared: &Shared) {
-    super::parallel::mark_worker_thread();
+    set_in_task(true);
     let completion = &shared.completion;
     let mut seen = 0;
     loop {
