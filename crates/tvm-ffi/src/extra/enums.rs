@@ -132,7 +132,8 @@ impl EnumState {
     /// The entry with int index or name `key`: a `KeyError` naming the key and the range.
     pub fn get(&self, type_key: &str, key: AnyView<'_>) -> Result<Any> {
         self.0.indexes.get(&key).ok_or_else(|| {
-            let shown = crate::extra::repr::repr(key).unwrap_or_else(|_| key.type_key());
+            // Keys are ints and names; anything else shows its type and address.
+            let shown = format!("{key:?}");
             Error::new(
                 ErrorKind::KeyError,
                 format!(

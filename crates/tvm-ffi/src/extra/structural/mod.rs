@@ -26,6 +26,7 @@ mod equal;
 mod hash;
 mod key;
 pub mod mutate;
+mod snapshots;
 pub mod visit;
 pub mod visit_error;
 

@@ -23,9 +23,10 @@ use std::ffi::c_void;
 use std::sync::{Mutex, OnceLock};
 
 use super::SEqHashKind;
+use super::snapshots::sequence_items;
 use super::visit::{
     CallbackTable, DefRegionKind, RegionCell, arity, clamps_simple_definition,
-    register_engine_type, sequence_items, structural_fields,
+    register_engine_type, structural_fields,
 };
 use crate::abi::{self, TVMFFIAny};
 use crate::any::{Any, AnyView};

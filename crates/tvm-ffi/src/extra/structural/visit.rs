@@ -17,15 +17,15 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use super::snapshots::{map_values, sequence_items};
 use crate::abi::{self, TVMFFIAny};
 use crate::any::{Any, AnyView};
-use crate::containers::array::ArrayObj;
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 use crate::object::{Object, ObjectCore, ObjectRef};
 use crate::reflection::{self, FieldRef};
 use crate::type_attr::TypeAttr;
-use crate::{Array, Dict, List, Map, MapRead, define_object, types};
+use crate::{Array, define_object, types};
 
 define_object! {
     /// The signal that stops a structural traversal, with an optional payload.
@@ -599,31 +599,6 @@ unsafe extern "C" fn visit_map_values(
         let (visitor, value) = unsafe { (&*visitor, AnyView::from_raw(value)) };
         encode_visit(visit_all(visitor, map_values(value).iter()))
     })
-}
-
-/// A snapshot of the items of an array or list (callbacks may change a list meanwhile).
-pub(crate) fn sequence_items(value: AnyView<'_>) -> Vec<Any> {
-    if let Some(array) = value.as_object::<ArrayObj>() {
-        return array.as_slice().to_vec();
-    }
-    value
-        .cast::<List>()
-        .map(|list| list.to_vec())
-        .unwrap_or_default()
-}
-
-/// A snapshot of the values of a map or dict, in insertion order.
-fn map_values(value: AnyView<'_>) -> Vec<Any> {
-    if value.type_index() == abi::kTVMFFIMap {
-        return value
-            .cast::<Map>()
-            .map(|m| m.values().collect())
-            .unwrap_or_default();
-    }
-    value
-        .cast::<Dict>()
-        .map(|dict| dict.values().collect())
-        .unwrap_or_default()
 }
 
 fn visit_all<'a>(

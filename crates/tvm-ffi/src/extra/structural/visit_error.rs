@@ -136,7 +136,7 @@ impl Finder {
     fn visit_children(&mut self, value: AnyView<'_>) -> Result<()> {
         match value.type_index() {
             abi::kTVMFFIArray | abi::kTVMFFIList => {
-                let items = super::visit::sequence_items(value);
+                let items = super::snapshots::sequence_items(value);
                 for (i, item) in items.iter().enumerate() {
                     self.descend(
                         AccessStep::new(AccessKind::ArrayItem, i as i64),
