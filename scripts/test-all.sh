@@ -3,6 +3,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each step's start, with the time since the run began, so a slow step shows in the log.
+step() {
+    printf '\n[test-all %d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"
+}
+
 # Vulkan on the CPU for the device-vulkan tests (Mesa lavapipe), the validation layer the debug
 # test runs enable, and the tools the tests compile and check GLSL shaders with.
 vulkan_packages=()
@@ -24,13 +29,17 @@ for component in rustfmt clippy; do
         exit 1
     fi
 done
+step "rustfmt and clippy"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # (includes the bounded fuzz pass, fuzz/tests/corpus.rs; long runs: bash scripts/fuzz.sh)
+step "cargo test"
 cargo test --workspace --locked
 # Line coverage of the core crates by those tests (LLVM source-based): below 90% fails the run.
+step "Rust coverage"
 bash scripts/coverage.sh
 # The same tests under valgrind memcheck: invalid accesses and definite leaks fail the run.
+step "memcheck"
 bash scripts/memcheck.sh
 # libtvm_ffi_testing.so: the testing.* functions the Python suite loads (tests/python/conftest.py).
 cargo build --locked --quiet -p tvm-ffi-testing --lib
@@ -42,6 +51,7 @@ runtime_library="$PWD/target/debug/libtvm_ffi_shared.so"
 
 # ---- Python: build the wheel, install it into .venv, lint, run the pytest suites ----------------
 
+step "the wheel and the Python tools"
 # shellcheck source=scripts/python-env.sh
 source scripts/python-env.sh
 # (cmake: a C host is built with the package's CMake package, test_runtime_library.py)
@@ -57,18 +67,21 @@ echo
 # The user guide builds (its examples run as tests/python/test_guide.py).
 "$venv/bin/mkdocs" build --strict --quiet
 # The sdist builds and installs into a fresh environment, as `pip install tvm-<v>.tar.gz` does.
+step "the sdist"
 bash scripts/sdist-check.sh
 
 # The runtime library in place of apache-tvm-ffi 0.1.15.post2's libtvm_ffi.so: its Python suite
 # (against apache-tvm-ffi's results, recorded once and cached) and its Rust crates' tests, with no
 # Python in their processes. Their venvs, sources and builds are cached under target/ and
 # .venv-dropin. (Apache TVM's own workloads on our library run in pytest below.)
+step "apache-tvm-ffi's suites on our library"
 bash scripts/dropin-suite.sh --side ours
 bash scripts/apache-rust-tests.sh --side ours
 
 # pytest exits 5 when it collects no tests; with `set -e` that fails the script like any error.
 # Under coverage, subprocesses included ([tool.coverage.*] in pyproject.toml): line and branch
 # coverage of the `tvm` package below fail_under (90%) fails the run after pytest's summary.
+step "pytest"
 rm -rf target/python-coverage
 # Two workers (pytest-xdist): many tests wait on subprocesses, servers and compilers.
 "$py" -m pytest -n 2 --cov --cov-report=term tests/python
