@@ -2,7 +2,7 @@
 //! `cuda_launch_cost <driver> <packed|bare> <launches>`.
 //!
 //! Both modes launch `add_one(x, n)` on a grid of 1 x 1 on the null stream of `cuda:0` of the
-//! driver at `<driver>` (the fake of `tests/fake`, or a real `libcuda.so.1`): `packed` through
+//! driver at `<driver>` (the fake of device-kit's `fake/`, or a real `libcuda.so.1`): `packed` through
 //! the module's packed function (argument reading, device choice, the kernel cache, argument
 //! addresses, `cuLaunchKernel`), `bare` by calling `cuLaunchKernel` itself with prepared
 //! arguments. The work queued is never waited for: what is counted is the launch calls.
@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use device_common::module::{DeviceModule, KernelBackend};
 use device_cuda::CudaBackend;
+use device_kit::driver::module::{DeviceModule, KernelBackend};
+use device_kit::kernel::FunctionInfo;
 use tvm_ffi::{Any, AnyView, DataType, Device, Result};
 use tvm_runtime::Module;
-use tvm_runtime::kernel::FunctionInfo;
 
 use tvm_ffi_capi as _;
 

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use device_common::PerDevice;
-use device_common::runtime::{LazyRuntime, RuntimeSource, check_device_index};
+use device_kit::driver::PerDevice;
+use device_kit::driver::runtime::{LazyRuntime, RuntimeSource, check_device_index};
 use tvm_ffi::abi::kDLCUDA;
 use tvm_ffi::{Device, Result};
 

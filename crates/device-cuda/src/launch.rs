@@ -2,10 +2,10 @@
 //! `cuLaunchCooperativeKernel` for the cooperative tag, `cuLaunchKernelEx` for clusters and
 //! programmatic dependent launch.
 
-use device_common::args::KernelCall;
+use device_kit::driver::args::KernelCall;
+use device_kit::kernel::LaunchDims;
 use tvm_ffi::{Device, Error, ErrorKind, Result};
 use tvm_runtime::device::current_stream;
-use tvm_runtime::kernel::LaunchDims;
 
 use crate::context::CudaRuntime;
 use crate::driver::{CUDA_SUCCESS, CuFunction, LaunchAttribute, LaunchConfigEx};

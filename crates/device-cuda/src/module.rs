@@ -5,8 +5,8 @@
 use std::ffi::{CString, c_void};
 use std::sync::Arc;
 
-use device_common::args::{KernelCall, TensorPlacement};
-use device_common::module::KernelBackend;
+use device_kit::driver::args::{KernelCall, TensorPlacement};
+use device_kit::driver::module::KernelBackend;
 use tvm_ffi::abi::{self, kDLCUDA};
 use tvm_ffi::{Bytes, Device, Error, ErrorKind, Function, Result};
 
@@ -181,5 +181,5 @@ impl KernelBackend for CudaBackend {
 
 /// Registers the loaders of `cuda` modules (bytes, and `.ptx`/`.cubin`/`.fatbin` files).
 pub fn register_module_loaders(backend: Arc<CudaBackend>) {
-    device_common::module::register_loaders(backend, &CODE_FORMATS);
+    device_kit::driver::module::register_loaders(backend, &CODE_FORMATS);
 }

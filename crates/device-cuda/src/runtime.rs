@@ -3,8 +3,8 @@
 
 use std::ffi::c_void;
 
-use device_common::DriverLibrary;
-use device_common::runtime::GpuRuntime;
+use device_kit::driver::DriverLibrary;
+use device_kit::driver::runtime::GpuRuntime;
 use tvm_ffi::abi::kDLCUDA;
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::{DeviceAttr, StreamHandle};

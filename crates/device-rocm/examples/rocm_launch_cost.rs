@@ -2,7 +2,7 @@
 //! `rocm_launch_cost <runtime> <packed|bare> <launches>`.
 //!
 //! Both modes launch `add_one(x, n)` on a grid of 1 x 1 on the null stream of `rocm:0` of the
-//! HIP runtime at `<runtime>` (the fake of `tests/fake`: the code object is the fake's text
+//! HIP runtime at `<runtime>` (the fake of device-kit's `fake/`: the code object is the fake's text
 //! image): `packed` through the `hip` module's packed function (argument reading, device
 //! choice, the kernel cache, the aligned argument blob, `hipModuleLaunchKernel`), `bare` by
 //! calling `hipModuleLaunchKernel` itself with a prepared blob. The work queued is never waited
@@ -12,12 +12,12 @@ use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use device_common::module::{DeviceModule, KernelBackend};
-use device_common::runtime::GpuRuntime;
+use device_kit::driver::module::{DeviceModule, KernelBackend};
+use device_kit::driver::runtime::GpuRuntime;
+use device_kit::kernel::FunctionInfo;
 use device_rocm::RocmBackend;
 use tvm_ffi::{Any, AnyView, DataType, Device, Result};
 use tvm_runtime::Module;
-use tvm_runtime::kernel::FunctionInfo;
 
 use tvm_ffi_capi as _;
 

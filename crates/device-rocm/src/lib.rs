@@ -4,7 +4,7 @@
 //! error that names the library looked for.
 //!
 //! - [`hip`]: the library's entry points, versions and error text;
-//! - [`runtime`]: memory, copies with strides, streams and events, through device-common's
+//! - [`runtime`]: memory, copies with strides, streams and events, through device-kit's
 //!   device API;
 //! - [`attributes`]: device attributes, the `gfx...` architecture among them;
 //! - [`module`]: kernel modules of HSACO code objects and launches following the shared launch
@@ -17,7 +17,7 @@ pub mod runtime;
 
 use std::sync::{Arc, OnceLock};
 
-use device_common::device_api::{GpuDeviceApi, GpuHostDeviceApi};
+use device_kit::driver::device_api::{GpuDeviceApi, GpuHostDeviceApi};
 use tvm_ffi::Result;
 use tvm_ffi::abi::{kDLROCM, kDLROCMHost};
 

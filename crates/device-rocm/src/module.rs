@@ -10,13 +10,13 @@
 use std::ffi::{CString, c_void};
 use std::sync::Arc;
 
-use device_common::args::{KernelCall, TensorPlacement};
-use device_common::module::{KernelBackend, register_bytes_loader, register_loaders};
-use device_common::runtime::GpuRuntime;
+use device_kit::driver::args::{KernelCall, TensorPlacement};
+use device_kit::driver::module::{KernelBackend, register_bytes_loader, register_loaders};
+use device_kit::driver::runtime::GpuRuntime;
+use device_kit::kernel::LaunchDims;
 use tvm_ffi::abi::{self, kDLROCM};
 use tvm_ffi::{Device, Error, ErrorKind, Result};
 use tvm_runtime::device::current_stream;
-use tvm_runtime::kernel::LaunchDims;
 
 use crate::hip::{HIP_SUCCESS, HipFunction, HipModule};
 use crate::runtime::{HipRuntime, RocmBackend};

@@ -5,8 +5,8 @@ use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use device_common::DriverLibrary;
-use device_common::runtime::{
+use device_kit::driver::DriverLibrary;
+use device_kit::driver::runtime::{
     GpuRuntime, LazyRuntime, RuntimeSource, check_alignment, check_device_index,
 };
 use tvm_ffi::abi::kDLROCM;

@@ -1,6 +1,6 @@
 //! Kernel launches: compute pipelines (one per kernel and device, made on first launch) and the
 //! packed function that records a dispatch, by the launch convention GPU backends share
-//! ([`tvm_runtime::kernel`]).
+//! ([`device_kit::kernel`]).
 //!
 //! Call convention of a kernel: its arguments in `arg_types` order (tensors first, bound as
 //! storage buffers 0..n-1 of set 0; then scalars, packed in 8-byte slots as push constants, or
@@ -13,9 +13,9 @@ use std::ffi::CString;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ash::vk;
+use device_kit::kernel::{ArgKind, FunctionInfo, LaunchConfig, StorageBinding, tensor_arg};
 use tvm_ffi::abi::{self, kDLOpaqueHandle};
 use tvm_ffi::{Any, AnyView, Device};
-use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig, StorageBinding, tensor_arg};
 
 use crate::api::VulkanDeviceApi;
 use crate::device::VulkanDevice;

@@ -69,7 +69,7 @@ fn register_api(make: impl FnOnce() -> VulkanDeviceApi) -> Result<Arc<VulkanDevi
         let api = Arc::new(make());
         outcome = tvm_runtime::device::register_device_api(VULKAN_DEVICE_TYPE, api.clone());
         let (from_bytes, from_file) = (api.clone(), api.clone());
-        tvm_runtime::kernel::register_module_loaders(
+        device_kit::kernel::register_module_loaders(
             "vulkan",
             "spv",
             move |bytes| module_from_bytes(from_bytes.clone(), bytes),

@@ -1,6 +1,6 @@
 //! Modules of kind `vulkan`: SPIR-V shaders and the metadata of their kernels.
 //!
-//! Serialized form (the runtime's binary container, [`tvm_runtime::kernel::BinaryReader`]):
+//! Serialized form (the runtime's binary container, [`device_kit::kernel::BinaryReader`]):
 //! `[fmt "vulkan"][fmap][smap]`, where `fmap` maps names to their `FunctionInfo` and `smap` maps
 //! names to a shader (u32 flag, u64 word count, the words). From files: `k.spv` (one SPIR-V
 //! module whose entry points are the kernels) with `k.tvm_meta.json` (`{"func_info": {name:
@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
+use device_kit::kernel::{BinaryReader, FunctionInfo, KernelCodeMap, read_kernel_file};
 use tvm_ffi::Function;
-use tvm_runtime::kernel::{BinaryReader, FunctionInfo, KernelCodeMap, read_kernel_file};
 use tvm_runtime::{Module, ModuleImpl};
 
 use crate::api::VulkanDeviceApi;

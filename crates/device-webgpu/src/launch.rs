@@ -1,6 +1,6 @@
 //! Kernel launches: compute pipelines (one per kernel and device, made on first launch) and the
 //! packed function that dispatches a kernel by the launch convention GPU backends share
-//! ([`tvm_runtime::kernel`]).
+//! ([`device_kit::kernel`]).
 //!
 //! Call convention of a WGSL kernel: its arguments in `arg_types` order (tensors first, bound
 //! as storage buffers at `@group(0) @binding(0..n-1)`; then scalars), then one int per launch
@@ -16,9 +16,9 @@ use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
+use device_kit::kernel::{ArgKind, FunctionInfo, LaunchConfig, StorageBinding, tensor_arg};
 use tvm_ffi::abi::{self, kDLOpaqueHandle};
 use tvm_ffi::{Any, AnyView, Device};
-use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig, StorageBinding, tensor_arg};
 
 use crate::api::WebGpuDeviceApi;
 use crate::device::WebGpuDevice;

@@ -64,7 +64,7 @@ pub fn register() -> Result<Arc<WebGpuDeviceApi>> {
         let api = Arc::new(WebGpuDeviceApi::new());
         outcome = tvm_runtime::device::register_device_api(WEBGPU_DEVICE_TYPE, api.clone());
         let (from_bytes, from_file) = (api.clone(), api.clone());
-        tvm_runtime::kernel::register_module_loaders(
+        device_kit::kernel::register_module_loaders(
             "webgpu",
             "wgsl",
             move |bytes| module_from_bytes(from_bytes.clone(), bytes),

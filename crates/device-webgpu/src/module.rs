@@ -1,6 +1,6 @@
 //! Modules of kind `webgpu`: WGSL shaders and the metadata of their kernels.
 //!
-//! Serialized form (the runtime's binary container, [`tvm_runtime::kernel::BinaryReader`]):
+//! Serialized form (the runtime's binary container, [`device_kit::kernel::BinaryReader`]):
 //! `[fmt "webgpu"][fmap][smap]`, where `fmap` maps names to their `FunctionInfo` and `smap`
 //! maps each kernel's name to its WGSL source (a u64 count, then name and source strings). From
 //! files: `k.wgsl` (one shader whose compute entry points are the kernels) with
@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
+use device_kit::kernel::{FunctionInfo, KernelCodeMap, read_kernel_file};
 use tvm_ffi::Function;
-use tvm_runtime::kernel::{FunctionInfo, KernelCodeMap, read_kernel_file};
 use tvm_runtime::{Module, ModuleImpl};
 
 use crate::api::WebGpuDeviceApi;

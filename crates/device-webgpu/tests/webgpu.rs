@@ -8,10 +8,10 @@ use tvm_ffi_capi as _;
 mod common;
 
 use common::{add_one_info, api, assert_quiet, device_tensor, info, load, shader, webgpu0};
+use device_kit::kernel::FunctionInfo;
 use tvm_ffi::{DataType, Device};
 use tvm_runtime::async_functions::block_on;
 use tvm_runtime::device::{TensorDeviceExt, empty_on};
-use tvm_runtime::kernel::FunctionInfo;
 
 #[test]
 fn devices_have_names_and_missing_indices_say_what_is_present() {

@@ -3,10 +3,10 @@
 
 use std::sync::OnceLock;
 
-use device_common::module::serialize;
+use device_kit::driver::module::serialize;
+use device_kit::kernel::function_map_from_json;
 use tvm_ffi::{Bytes, DataType, Function, Tensor};
 use tvm_runtime::device::{TensorDeviceExt, device_exists};
-use tvm_runtime::kernel::function_map_from_json;
 
 use super::*;
 

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 
-use device_common::module::{DeviceModule, serialize};
+use device_kit::driver::module::{DeviceModule, serialize};
+use device_kit::kernel::{FunctionInfo, function_map_from_json};
 use tvm_ffi::{Any, AnyView, ErrorKind, Function, Tensor};
 use tvm_runtime::Module;
 use tvm_runtime::device::set_current_stream;
-use tvm_runtime::kernel::{FunctionInfo, function_map_from_json};
 
 use super::*;
 

@@ -5,11 +5,11 @@
 
 use std::sync::{Arc, OnceLock};
 
+use device_kit::kernel::FunctionInfo;
 use device_webgpu::{WebGpuDeviceApi, module_to_bytes};
 use tvm_ffi::{DataType, Device, Function, Tensor};
 use tvm_runtime::Module;
 use tvm_runtime::device::{TensorDeviceExt, empty_on};
-use tvm_runtime::kernel::FunctionInfo;
 
 /// The registered backend, if an adapter is present (prints why not otherwise).
 pub fn api() -> Option<Arc<WebGpuDeviceApi>> {

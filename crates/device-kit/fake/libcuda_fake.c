@@ -1,5 +1,5 @@
 /* A fake CUDA driver for the tests: the driver API entry points the backend uses, translated onto
- * the host-memory GPU of device-common's `fake/gpu_fake.h` (compiled with `-I` to it), which
+ * the host-memory GPU of `gpu_fake.h` beside it, which
  * describes memory, streams, kernels and its build-time switches.
  *
  * CUDA's own switches: FAKE_DRIVER_VERSION (12080). Module images are text: each `.entry <name>(`

@@ -1,9 +1,9 @@
-//! What the GPU backends that drive a vendor library through its C API (CUDA's driver API,
-//! HIP) have in common, written once:
+//! The half of the kit for backends that drive a vendor library through its C API (CUDA's
+//! driver API, HIP):
 //!
-//! - [`DriverLibrary`] and [`driver_table!`]: the vendor library opened at run time with
-//!   `dlopen`, its entry points resolved into a table of function pointers, and errors that say
-//!   which file was looked for and why it did not load;
+//! - [`DriverLibrary`] and [`driver_table!`](crate::driver_table): the vendor library opened at
+//!   run time with `dlopen`, its entry points resolved into a table of function pointers, and
+//!   errors that say which file was looked for and why it did not load;
 //! - [`PerDevice`]: state created lazily, once per device index (contexts, loaded modules);
 //! - [`args`]: the arguments of a kernel call turned into what the launch API takes (an array of
 //!   argument addresses, or one aligned blob), tensors checked to live on the launch device;
@@ -13,8 +13,7 @@
 //! - [`runtime`] and [`device_api`]: a vendor runtime behind one interface, opened on first
 //!   use, and the device API of its devices and of its pinned host memory;
 //! - [`module`]: a device module (kind, format, kernel metadata, code) whose code is loaded on
-//!   each device at its first use, its serialized form and its files;
-//! - `testing` (feature `testing`): the fake drivers the backends' tests build from C.
+//!   each device at its first use, its serialized form and its files.
 
 pub mod args;
 pub mod attributes;
@@ -24,12 +23,6 @@ mod library;
 pub mod module;
 mod per_device;
 pub mod runtime;
-#[cfg(feature = "testing")]
-pub mod testing;
 
 pub use library::DriverLibrary;
 pub use per_device::PerDevice;
-
-// Unit tests run in a binary of their own, which links the process state.
-#[cfg(test)]
-use tvm_ffi_capi as _;

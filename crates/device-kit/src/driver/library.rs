@@ -160,7 +160,7 @@ macro_rules! driver_table {
         impl $name {
             /// Resolves every entry point from `library`; the first missing required one is an
             /// error naming it.
-            pub fn load(library: &$crate::DriverLibrary) -> Result<$name, String> {
+            pub fn load(library: &$crate::driver::DriverLibrary) -> Result<$name, String> {
                 Ok($name {
                     $(
                         $field: {

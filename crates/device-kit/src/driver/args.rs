@@ -1,14 +1,14 @@
 //! The arguments of a kernel call, read once per call: the kernel's own arguments as 8-byte
 //! values (device addresses of tensors, packed scalars), then the launch dimensions, following
-//! the shared launch convention of [`tvm_runtime::kernel`]. The values are handed to a launch
+//! the shared launch convention of [`crate::kernel`]. The values are handed to a launch
 //! API as an array of their addresses (CUDA's `kernelParams`) or as one blob with each value
 //! aligned to its size (HIP's `HIP_LAUNCH_PARAM_BUFFER_POINTER`).
 
 use std::ffi::c_void;
 
+use crate::kernel::{ArgExtraTag, ArgKind, FunctionInfo, LaunchConfig, LaunchDims};
 use tvm_ffi::abi::{self, DLTensor};
 use tvm_ffi::{AnyView, Device, Error, ErrorKind, Result, Tensor};
-use tvm_runtime::kernel::{ArgExtraTag, ArgKind, FunctionInfo, LaunchConfig, LaunchDims};
 
 /// Where a tensor passed to a kernel may live, as its backend sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,10 +1,10 @@
 //! Kernel metadata, the launch convention and the binary container that GPU backends share.
 
-use tvm_ffi::{Any, AnyView, DataType};
-use tvm_runtime::kernel::{
+use device_kit::kernel::{
     ArgExtraTag, ArgKind, BinaryReader, BinaryWriter, FunctionInfo, LaunchConfig,
     function_map_from_json, read_function_map, write_function_map,
 };
+use tvm_ffi::{Any, AnyView, DataType};
 
 fn tags(names: &[&str]) -> Vec<String> {
     names.iter().map(|s| s.to_string()).collect()

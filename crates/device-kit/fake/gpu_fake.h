@@ -1,5 +1,5 @@
-/* The host-memory GPU behind the fake drivers of the tests (`libcuda_fake.c` of device-cuda,
- * `libhip_fake.c` of device-rocm), included by each: they only translate their vendor's entry
+/* The host-memory GPU behind the fake drivers of the tests (`libcuda_fake.c` for device-cuda,
+ * `libhip_fake.c` for device-rocm, beside it), included by each: they only translate their vendor's entry
  * points and error names onto what is here.
  *
  * "Device memory" is host memory (checked: a copy outside a live allocation is refused);

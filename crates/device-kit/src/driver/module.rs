@@ -8,15 +8,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use tvm_ffi::{Any, AnyView, Bytes, Device, Error, ErrorKind, Function, Result};
-use tvm_runtime::kernel::{
+use crate::kernel::{
     BinaryReader, BinaryWriter, FunctionInfo, function_map_from_json, read_function_map,
     write_function_map,
 };
+use tvm_ffi::{Any, AnyView, Bytes, Device, Error, ErrorKind, Function, Result};
 use tvm_runtime::{Module, ModuleImpl};
 
-use crate::PerDevice;
-use crate::args::{KernelCall, KernelSignature, TensorPlacement};
+use crate::driver::PerDevice;
+use crate::driver::args::{KernelCall, KernelSignature, TensorPlacement};
 
 /// What a backend does with device code; [`DeviceModule`] does the rest.
 pub trait KernelBackend: Send + Sync + 'static {

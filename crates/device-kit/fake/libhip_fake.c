@@ -1,5 +1,5 @@
 /* A fake HIP runtime (`libamdhip64.so`) for the tests: the entry points the backend uses,
- * translated onto the host-memory GPU of device-common's `fake/gpu_fake.h` (compiled with `-I`
+ * translated onto the host-memory GPU of `gpu_fake.h` beside it (compiled with `-I`
  * to it), which describes memory, streams, kernels and its build-time switches.
  *
  * HIP's own switches: FAKE_RUNTIME_VERSION (60032830, HIP 6.0), FAKE_LEGACY_PROPERTIES (only

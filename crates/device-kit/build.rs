@@ -3,5 +3,5 @@
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let target = std::env::var("TARGET").unwrap_or_default();
-    println!("cargo:rustc-env=DEVICE_COMMON_BUILD_TARGET={target}");
+    println!("cargo:rustc-env=DEVICE_KIT_BUILD_TARGET={target}");
 }

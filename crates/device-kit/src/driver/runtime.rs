@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use tvm_ffi::{Any, Device, Error, ErrorKind, Result};
 use tvm_runtime::device::{DeviceAttr, StreamHandle};
 
-use crate::DriverLibrary;
+use crate::driver::DriverLibrary;
 
 /// What a GPU backend needs from its vendor library, for one kind of device.
 pub trait GpuRuntime: Send + Sync + Sized + 'static {
@@ -74,7 +74,7 @@ pub trait GpuRuntime: Send + Sync + Sized + 'static {
     /// Queues a copy of `len` bytes from host `src` to `dst` on `device` (which is bound).
     ///
     /// # Safety
-    /// As for [`crate::copy::RawCopies::host_to_device`].
+    /// As for [`crate::driver::copy::RawCopies::host_to_device`].
     unsafe fn copy_to_device(
         &self,
         device: Device,
@@ -87,7 +87,7 @@ pub trait GpuRuntime: Send + Sync + Sized + 'static {
     /// Queues a copy of `len` bytes from `src` on `device` (which is bound) to host `dst`.
     ///
     /// # Safety
-    /// As for [`crate::copy::RawCopies::device_to_host`].
+    /// As for [`crate::driver::copy::RawCopies::device_to_host`].
     unsafe fn copy_to_host(
         &self,
         device: Device,
@@ -100,7 +100,7 @@ pub trait GpuRuntime: Send + Sync + Sized + 'static {
     /// Queues a copy of `len` bytes between two addresses of device memory.
     ///
     /// # Safety
-    /// As for [`crate::copy::RawCopies::device_to_device`].
+    /// As for [`crate::driver::copy::RawCopies::device_to_device`].
     unsafe fn copy_on_device(
         &self,
         device: Device,
@@ -240,7 +240,7 @@ impl<R: GpuRuntime> LazyRuntime<R> {
 }
 
 /// A backend object that holds a [`LazyRuntime`] (each backend crate has its own, on which it
-/// also implements [`crate::module::KernelBackend`]).
+/// also implements [`crate::driver::module::KernelBackend`]).
 pub trait RuntimeSource: Send + Sync + 'static {
     /// The runtime's type.
     type Runtime: GpuRuntime;

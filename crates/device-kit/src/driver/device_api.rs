@@ -7,8 +7,8 @@ use tvm_ffi::abi::{DLTensor, kDLCPU};
 use tvm_ffi::{Any, DataType, Device, Result};
 use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle, copy_host_strided};
 
-use crate::copy::RawCopies;
-use crate::runtime::{GpuRuntime, RuntimeSource};
+use crate::driver::copy::RawCopies;
+use crate::driver::runtime::{GpuRuntime, RuntimeSource};
 
 /// The runtime's flat copies through one bound device.
 struct BoundCopies<'a, R> {
@@ -130,7 +130,14 @@ impl<B: RuntimeSource> DeviceApi for GpuDeviceApi<B> {
         // SAFETY: valid descriptors whose memory lives until the stream is synchronized (the
         // caller's contract); sides not on a device of this backend are host memory.
         unsafe {
-            crate::copy::copy_tensor(&copies, from, on_device(from), to, on_device(to), stream)
+            crate::driver::copy::copy_tensor(
+                &copies,
+                from,
+                on_device(from),
+                to,
+                on_device(to),
+                stream,
+            )
         }
     }
 

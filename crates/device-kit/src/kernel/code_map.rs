@@ -10,7 +10,7 @@ use std::path::Path;
 use tvm_ffi::{Bytes, Error, ErrorKind, Function, Result};
 
 use super::{BinaryReader, BinaryWriter, FunctionInfo, read_function_map, write_function_map};
-use crate::Module;
+use tvm_runtime::Module;
 
 /// The metadata and the code of each kernel of a serialized module.
 pub struct KernelCodeMap<C> {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tvm_ffi::Device;
 use tvm_ffi::abi::{DLDataType, DLDevice, DLTensor, kDLFloat};
 
-use crate::DriverLibrary;
+use crate::driver::DriverLibrary;
 
 /// The directory of the shared fake sources (`gpu_fake.h`, `kernels.c`).
 pub fn fake_sources() -> PathBuf {
@@ -19,7 +19,7 @@ pub fn fake_sources() -> PathBuf {
 /// Compiles C `source` into the shared library `out`, with `-I` to [`fake_sources`] and the
 /// extra flags `defines`. Panics (failing the test) when the compiler fails.
 pub fn compile_library(source: &Path, out: &Path, defines: &[String]) {
-    let target = env!("DEVICE_COMMON_BUILD_TARGET");
+    let target = env!("DEVICE_KIT_BUILD_TARGET");
     let compiler = cc::Build::new()
         .target(target)
         .host(target)
