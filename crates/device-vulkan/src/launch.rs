@@ -8,16 +8,16 @@
 //! one int per thread or block tag of `launch_param_tags`, in tag order. The grid is `blockIdx.*`;
 //! the block (`threadIdx.*`) is fixed by the shader and must match its `LocalSize`.
 
-use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use ash::vk;
-use device_kit::kernel::{ArgKind, FunctionInfo, LaunchConfig, StorageBinding, tensor_arg};
-use tvm_ffi::abi::{self, kDLOpaqueHandle};
-use tvm_ffi::{Any, AnyView, Device};
+use device_kit::buffer::ShaderKernel;
+use device_kit::buffer::kernel::{BoundBuffer, KernelShape, PipelineCache};
+use device_kit::kernel::{FunctionInfo, StorageBinding};
+use tvm_ffi::{AnyView, Device};
 
-use crate::api::VulkanDeviceApi;
+use crate::backend::VulkanBackend;
 use crate::device::VulkanDevice;
 use crate::error::{VkResult, VulkanError, vk_error};
 use crate::memory::VulkanBuffer;
@@ -61,130 +61,58 @@ impl Drop for Pipeline {
     }
 }
 
-/// A kernel of a module, ready to launch on any device of its backend.
-pub(crate) struct Kernel {
-    api: Arc<VulkanDeviceApi>,
-    info: FunctionInfo,
+/// A kernel of a `vulkan` module, ready to launch on any device of its backend.
+pub struct VulkanKernel {
+    backend: Arc<VulkanBackend>,
+    shape: KernelShape,
     words: Arc<Vec<u32>>,
     entry: EntryPoint,
-    launch: LaunchConfig,
-    num_buffers: usize,
-    scalars: Vec<ArgKind>,
     passing: ScalarPassing,
     /// By [`VulkanDevice::id`].
-    pipelines: Mutex<HashMap<u64, Arc<Pipeline>>>,
+    pipelines: PipelineCache<Pipeline>,
 }
 
-/// A tensor argument: its buffer and the byte offset its binding starts at.
-struct BoundBuffer {
-    buffer: Arc<VulkanBuffer>,
-    offset: u64,
-}
-
-impl Kernel {
+impl VulkanKernel {
     /// Checks `info` against the convention: tensors first, then supported scalars, known tags.
     pub(crate) fn new(
-        api: Arc<VulkanDeviceApi>,
+        backend: Arc<VulkanBackend>,
         info: FunctionInfo,
         words: Arc<Vec<u32>>,
         entry: EntryPoint,
         passing: ScalarPassing,
-    ) -> VkResult<Kernel> {
-        let name = &info.name;
-        let launch = LaunchConfig::of(&info)?;
-        if launch.uses_dyn_shared_memory() || launch.uses_launch_features() {
-            return Err(VulkanError::invalid(format!(
-                "kernel `{name}`: Vulkan launches take grid and block sizes only (launch tags {:?})",
-                info.launch_param_tags
-            )));
-        }
-        let num_buffers = info
-            .arg_types
-            .iter()
-            .take_while(|t| t.code() == kDLOpaqueHandle)
-            .count();
-        let scalars = info.arg_types[num_buffers..]
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                if t.code() == kDLOpaqueHandle {
-                    return Err(VulkanError::invalid(format!(
-                        "kernel `{name}`: tensor argument {} comes after a scalar; tensors must \
-                         come first (Device function need to be organized)",
-                        num_buffers + i
-                    )));
-                }
-                Ok(ArgKind::of(name, num_buffers + i, *t)?)
-            })
-            .collect::<VkResult<Vec<_>>>()?;
-        Ok(Kernel {
-            api,
-            info,
+    ) -> VkResult<VulkanKernel> {
+        let shape = KernelShape::new(info, |_, kind, _| Ok(kind))?;
+        Ok(VulkanKernel {
+            backend,
+            shape,
             words,
             entry,
-            launch,
-            num_buffers,
-            scalars,
             passing,
-            pipelines: Mutex::default(),
+            pipelines: PipelineCache::default(),
         })
     }
 
     fn name(&self) -> &str {
-        &self.info.name
+        self.shape.name()
     }
 
     fn fail(&self, what: String) -> VulkanError {
-        VulkanError::invalid(format!("kernel `{}`: {what}", self.name()))
-    }
-
-    /// The buffer behind tensor argument `index`.
-    fn bind(&self, index: usize, value: &AnyView<'_>) -> VkResult<BoundBuffer> {
-        if let Some(t) = tensor_arg(self.name(), index, value, abi::kDLVulkan, "Vulkan")? {
-            let buffer = self.api.buffer(t.data, t.device.device_id)?;
-            return Ok(BoundBuffer {
-                buffer,
-                offset: t.byte_offset,
-            });
-        }
-        let raw = value.as_raw();
-        if raw.type_index != abi::kTVMFFIOpaquePtr {
-            return Err(VulkanError::WrongType(format!(
-                "kernel `{}`: argument {index} must be a Vulkan tensor or buffer handle, got {}",
-                self.name(),
-                value.type_name()
-            )));
-        }
-        // SAFETY: opaque pointers store `v_ptr`.
-        let handle = unsafe { raw.payload.v_ptr };
-        let buffer = self
-            .api
-            .buffer_anywhere(handle)
-            .map_err(|e| self.fail(format!("argument {index}: {e}")))?;
-        Ok(BoundBuffer { buffer, offset: 0 })
+        self.shape.fail(what)
     }
 
     /// The pipeline of this kernel on `device`, made on first use.
     fn pipeline(&self, device: &Arc<VulkanDevice>) -> VkResult<Arc<Pipeline>> {
-        let mut cache = self
-            .pipelines
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = cache.get(&device.id) {
-            return Ok(Arc::clone(p));
-        }
-        let pipeline = Arc::new(self.create_pipeline(device)?);
-        cache.insert(device.id, Arc::clone(&pipeline));
-        Ok(pipeline)
+        self.pipelines
+            .get_or_make(device.id, || self.create_pipeline(device))
     }
 
     /// Whether scalars travel in a uniform buffer (and there are any).
     fn uses_uniform_buffer(&self) -> bool {
-        self.passing == ScalarPassing::UniformBuffer && !self.scalars.is_empty()
+        self.passing == ScalarPassing::UniformBuffer && !self.shape.scalars.is_empty()
     }
 
     fn create_pipeline(&self, device: &Arc<VulkanDevice>) -> VkResult<Pipeline> {
-        let scalar_bytes = (self.scalars.len() * 8) as u32;
+        let scalar_bytes = (self.shape.scalars.len() * 8) as u32;
         let limits = &device.physical.properties.limits;
         let (push_bytes, limit, what) = match self.passing {
             ScalarPassing::PushConstants => (
@@ -200,12 +128,12 @@ impl Kernel {
             return Err(self.fail(format!(
                 "{} scalar arguments take {scalar_bytes} bytes of {what}; the device allows \
                  {limit}",
-                self.scalars.len()
+                self.shape.scalars.len()
             )));
         }
         let sets = match self.passing {
             ScalarPassing::PushConstants => {
-                Some(Arc::new(SetCache::new(device, self.num_buffers)?))
+                Some(Arc::new(SetCache::new(device, self.shape.num_buffers)?))
             }
             ScalarPassing::UniformBuffer => None,
         };
@@ -225,12 +153,12 @@ impl Kernel {
                 .descriptor_count(1)
                 .stage_flags(vk::ShaderStageFlags::COMPUTE)
         };
-        let mut bindings: Vec<_> = (0..self.num_buffers)
+        let mut bindings: Vec<_> = (0..self.shape.num_buffers)
             .map(|b| binding(b, vk::DescriptorType::STORAGE_BUFFER))
             .collect();
         if self.uses_uniform_buffer() {
             bindings.push(binding(
-                self.num_buffers,
+                self.shape.num_buffers,
                 vk::DescriptorType::UNIFORM_BUFFER,
             ));
         }
@@ -274,7 +202,7 @@ impl Kernel {
 
     /// The grid of a launch from its launch arguments, checked against the shader and device.
     fn grid(&self, device: &VulkanDevice, values: &[AnyView<'_>]) -> VkResult<[u32; 3]> {
-        let dims = self.launch.dims(values)?;
+        let dims = self.shape.launch.dims(values)?;
         let limits = &device.physical.properties.limits;
         for (axis, (&blocks, &max)) in dims
             .grid
@@ -290,7 +218,7 @@ impl Kernel {
             }
         }
         if let Some(size) = self.entry.local_size {
-            for axis in (0..3).filter(|&axis| self.launch.sets_block(axis)) {
+            for axis in (0..3).filter(|&axis| self.shape.launch.sets_block(axis)) {
                 if dims.block[axis] != size[axis] {
                     return Err(self.fail(format!(
                         "threadIdx.{}={} does not match the shader's work-group size {size:?}",
@@ -305,18 +233,20 @@ impl Kernel {
 
     /// Launches the kernel with packed arguments (see the module docs for the convention).
     pub(crate) fn call(&self, args: &[AnyView<'_>]) -> VkResult<()> {
-        let nargs = self.info.arg_types.len();
-        self.launch.check_arg_count(&self.info, args.len())?;
-        let buffers = (0..self.num_buffers)
-            .map(|i| self.bind(i, &args[i]))
+        let nargs = self.shape.info.arg_types.len();
+        self.shape
+            .launch
+            .check_arg_count(&self.shape.info, args.len())?;
+        let buffers = (0..self.shape.num_buffers)
+            .map(|i| self.shape.bind(&*self.backend, i, &args[i], true))
             .collect::<VkResult<Vec<_>>>()?;
         let device = match buffers.first() {
             Some(b) => Arc::clone(&b.buffer.device),
-            None => self.api.device(Device::vulkan(0))?,
+            None => self.backend.device(Device::vulkan(0))?,
         };
-        let mut push = Vec::with_capacity(self.scalars.len() * 8);
-        for (i, scalar) in self.scalars.iter().enumerate() {
-            let index = self.num_buffers + i;
+        let mut push = Vec::with_capacity(self.shape.scalars.len() * 8);
+        for (i, scalar) in self.shape.scalars.iter().enumerate() {
+            let index = self.shape.num_buffers + i;
             let bytes = scalar.scalar_bytes(self.name(), index, &args[index])?;
             push.extend_from_slice(&bytes);
         }
@@ -408,7 +338,7 @@ impl Kernel {
             .collect();
         if let Some(info) = params {
             writes.push(write(
-                self.num_buffers,
+                self.shape.num_buffers,
                 vk::DescriptorType::UNIFORM_BUFFER,
                 info,
             ));
@@ -421,7 +351,7 @@ impl Kernel {
     fn buffer_infos(
         &self,
         device: &Arc<VulkanDevice>,
-        buffers: &[BoundBuffer],
+        buffers: &[BoundBuffer<VulkanBuffer>],
     ) -> VkResult<Vec<vk::DescriptorBufferInfo>> {
         let limits = &device.physical.properties.limits;
         buffers
@@ -455,10 +385,10 @@ impl Kernel {
     }
 }
 
-/// The packed function of a kernel: launches it and returns None.
-pub(crate) fn kernel_function(kernel: Arc<Kernel>) -> tvm_ffi::Function {
-    tvm_ffi::Function::from_packed(move |args| {
-        kernel.call(args)?;
-        Ok(Any::default())
-    })
+impl ShaderKernel for VulkanKernel {
+    const MODULE_KIND: &'static str = "vulkan";
+
+    fn launch(&self, args: &[AnyView<'_>]) -> tvm_ffi::Result<()> {
+        Ok(self.call(args)?)
+    }
 }

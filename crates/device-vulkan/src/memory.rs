@@ -6,13 +6,14 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use ash::vk;
+use device_kit::buffer::DeviceBuffer;
 
 use crate::device::VulkanDevice;
-use crate::error::{VkResult, VulkanError, vk_error};
+use crate::error::{VkResult, VulkanCall, VulkanError, vk_error};
 
 /// A buffer and the memory bound to it. The tensor `data` of a Vulkan tensor is the address of
 /// one of these (an opaque handle, as `VulkanBuffer*` is in Apache TVM's runtime).
-pub(crate) struct VulkanBuffer {
+pub struct VulkanBuffer {
     pub(crate) device: Arc<VulkanDevice>,
     pub(crate) raw: vk::Buffer,
     memory: vk::DeviceMemory,
@@ -125,17 +126,6 @@ impl VulkanBuffer {
         self.mapped.is_some()
     }
 
-    /// Checks that `range` (bytes from the buffer's start) lies inside the buffer.
-    pub(crate) fn check_range(&self, range: &Range<i128>, what: &str) -> VkResult<()> {
-        if range.start < 0 || range.end > i128::from(self.size) {
-            return Err(VulkanError::invalid(format!(
-                "{what} reaches bytes {}..{} of a Vulkan buffer of {} bytes",
-                range.start, range.end, self.size
-            )));
-        }
-        Ok(())
-    }
-
     /// Runs `f` on a host view of `range` of this buffer (checked by the caller): the mapping
     /// itself, or a staging buffer that holds the range's bytes first when `read` and is copied
     /// back afterwards when `write`. Work queued on the device finishes first.
@@ -175,6 +165,70 @@ impl VulkanBuffer {
             copy(staging.raw, 0, self.raw, range.start)?;
         }
         Ok(out)
+    }
+}
+
+impl DeviceBuffer for VulkanBuffer {
+    type Failure = VulkanCall;
+
+    fn device_index(&self) -> usize {
+        self.device.physical_index
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn same_device(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.device, &other.device)
+    }
+
+    fn read_view<T>(
+        self: &Arc<Self>,
+        extent: &Range<u64>,
+        f: impl FnOnce(*const u8, u64) -> T,
+    ) -> VkResult<T> {
+        let start = extent.start;
+        self.with_host_view(extent.clone(), true, false, |view| f(view, start))
+    }
+
+    fn update_view<T>(
+        self: &Arc<Self>,
+        extent: &Range<u64>,
+        read_first: bool,
+        f: impl FnOnce(*mut u8, u64) -> T,
+    ) -> VkResult<T> {
+        let start = extent.start;
+        self.with_host_view(extent.clone(), read_first, true, |view| f(view, start))
+    }
+
+    fn write_bytes(self: &Arc<Self>, offset: u64, bytes: &[u8]) -> VkResult<()> {
+        let extent = offset..offset + bytes.len() as u64;
+        self.with_host_view(extent, false, true, |view| {
+            // SAFETY: the view holds the extent, `bytes.len()` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), view, bytes.len()) }
+        })
+    }
+
+    fn copy_on_device(
+        src: &Arc<Self>,
+        src_extent: &Range<u64>,
+        dst: &Arc<Self>,
+        dst_extent: &Range<u64>,
+    ) -> VkResult<bool> {
+        let device = &src.device;
+        let region = [vk::BufferCopy {
+            src_offset: src_extent.start,
+            dst_offset: dst_extent.start,
+            size: src_extent.end - src_extent.start,
+        }];
+        let keep: Vec<Arc<dyn std::any::Any + Send + Sync>> = vec![src.clone(), dst.clone()];
+        device.record(keep, |cmd, _| {
+            // SAFETY: both buffers are live (the batch keeps them) and hold the region.
+            unsafe { device.raw.cmd_copy_buffer(cmd, src.raw, dst.raw, &region) };
+            Ok(true)
+        })?;
+        Ok(true)
     }
 }
 

@@ -184,7 +184,7 @@ fn ubo_module() -> Option<Module> {
     };
     let bytes = module_to_bytes(&[(info, shader)]);
     let api = api()?;
-    Some(device_vulkan::module_from_bytes(api, &bytes).unwrap())
+    Some(device_vulkan::module_from_bytes(api.backend().clone(), &bytes).unwrap())
 }
 
 #[test]
