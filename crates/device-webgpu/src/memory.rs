@@ -5,10 +5,11 @@ use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
 
+use device_kit::buffer::DeviceBuffer;
 use tvm_runtime::async_functions::block_on;
 
 use crate::device::{Staged, WebGpuDevice};
-use crate::error::{WebGpuError, WgResult};
+use crate::error::{WebGpuError, WgResult, WgpuFailure};
 
 /// wgpu's alignment of copy offsets and sizes.
 const COPY_ALIGNMENT: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
@@ -25,8 +26,9 @@ pub(crate) fn is_aligned(range: &Range<u64>) -> bool {
     range.start.is_multiple_of(COPY_ALIGNMENT) && range.end.is_multiple_of(COPY_ALIGNMENT)
 }
 
-/// One allocation: a buffer usable as storage and as copy source and destination.
-pub(crate) struct WebGpuBuffer {
+/// One allocation: a buffer usable as storage and as copy source and destination. The tensor
+/// `data` of a WebGPU tensor is the address of one of these.
+pub struct WebGpuBuffer {
     /// The device that owns it.
     pub(crate) device: Arc<WebGpuDevice>,
     /// The wgpu buffer, destroyed with this allocation (wgpu frees it once the work queued on
@@ -82,17 +84,6 @@ impl WebGpuBuffer {
         self.raw.size()
     }
 
-    /// Refuses a range of bytes that is not inside the allocation, naming `what`.
-    pub(crate) fn check_range(&self, range: &Range<u64>, what: &str) -> WgResult<()> {
-        if range.start > range.end || range.end > self.size {
-            return Err(WebGpuError::invalid(format!(
-                "{what} spans bytes {}..{} of a WebGPU buffer of {} bytes",
-                range.start, range.end, self.size
-            )));
-        }
-        Ok(())
-    }
-
     /// A future of bytes `range` (any ends; the staged bytes cover [`aligned`]`(range)`),
     /// after the work queued before it, through a staging buffer (the buffer itself stays free
     /// for the device while the future is pending).
@@ -144,6 +135,78 @@ impl WebGpuBuffer {
                 .queue
                 .write_buffer(&self.raw, wide.start, &patched);
         })
+    }
+}
+
+impl DeviceBuffer for WebGpuBuffer {
+    type Failure = WgpuFailure;
+
+    fn device_index(&self) -> usize {
+        self.device.index
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn same_device(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.device, &other.device)
+    }
+
+    fn read_view<T>(
+        self: &Arc<Self>,
+        extent: &Range<u64>,
+        f: impl FnOnce(*const u8, u64) -> T,
+    ) -> WgResult<T> {
+        let (staged, start) = self.read_now(extent)?;
+        staged.with_bytes(|bytes| f(bytes.as_ptr(), start))
+    }
+
+    fn update_view<T>(
+        self: &Arc<Self>,
+        extent: &Range<u64>,
+        read_first: bool,
+        f: impl FnOnce(*mut u8, u64) -> T,
+    ) -> WgResult<T> {
+        let (mut bytes, start) = if read_first {
+            let (staged, start) = self.read_now(extent)?;
+            (staged.with_bytes(<[u8]>::to_vec)?, start)
+        } else {
+            (vec![0u8; (extent.end - extent.start) as usize], extent.start)
+        };
+        let out = f(bytes.as_mut_ptr(), start);
+        self.write(start, &bytes)?;
+        Ok(out)
+    }
+
+    fn write_bytes(self: &Arc<Self>, offset: u64, bytes: &[u8]) -> WgResult<()> {
+        self.write(offset, bytes)
+    }
+
+    fn copy_on_device(
+        src: &Arc<Self>,
+        src_extent: &Range<u64>,
+        dst: &Arc<Self>,
+        dst_extent: &Range<u64>,
+    ) -> WgResult<bool> {
+        if !is_aligned(src_extent) || !is_aligned(dst_extent) {
+            return Ok(false);
+        }
+        let device = &src.device;
+        device.capture("a copy between WebGPU buffers", || {
+            let mut encoder = device
+                .raw
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+            encoder.copy_buffer_to_buffer(
+                &src.raw,
+                src_extent.start,
+                &dst.raw,
+                dst_extent.start,
+                src_extent.end - src_extent.start,
+            );
+            device.queue.submit([encoder.finish()]);
+        })?;
+        Ok(true)
     }
 }
 

@@ -8,6 +8,7 @@ use tvm_ffi_capi as _;
 mod common;
 
 use common::{add_one_info, api, assert_quiet, device_tensor, info, load, shader, webgpu0};
+use device_kit::buffer::BufferBackend;
 use device_kit::kernel::FunctionInfo;
 use tvm_ffi::{DataType, Device};
 use tvm_runtime::async_functions::block_on;

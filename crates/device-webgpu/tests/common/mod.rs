@@ -6,6 +6,7 @@
 use std::sync::{Arc, OnceLock};
 
 use device_kit::kernel::FunctionInfo;
+use device_kit::buffer::BufferBackend;
 use device_webgpu::{WebGpuDeviceApi, module_to_bytes};
 use tvm_ffi::{DataType, Device, Function, Tensor};
 use tvm_runtime::Module;
@@ -16,7 +17,9 @@ pub fn api() -> Option<Arc<WebGpuDeviceApi>> {
     static API: OnceLock<Arc<WebGpuDeviceApi>> = OnceLock::new();
     let api = API.get_or_init(|| {
         tvm_runtime::init();
-        device_webgpu::register().expect("registered once")
+        Arc::new(WebGpuDeviceApi::new(
+            device_webgpu::register().expect("registered once"),
+        ))
     });
     match api.device_names() {
         Ok(_) => Some(Arc::clone(api)),
