@@ -91,7 +91,7 @@ impl CudaRuntime {
         // In the three launches below: a kernel of a module loaded on this device; `params`
         // holds one address per kernel argument, each pointing at its value, alive across the
         // call (the driver copies the values at launch); the stream belongs to this device.
-        let rc = call.with_addresses(|params| {
+        let rc = call.with_addresses(|params| -> Result<_> {
             if let Some(attributes) = &mut extended {
                 let launch_ex = api.launch_kernel_ex.ok_or_else(|| {
                     missing("cuLaunchKernelEx", "a cluster or programmatic launch")

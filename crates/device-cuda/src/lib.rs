@@ -20,8 +20,9 @@ pub mod nvrtc;
 mod runtime;
 mod stream;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
+use device_kit::registration::BackendSlot;
 use tvm_ffi::Result;
 use tvm_ffi::abi::{kDLCUDA, kDLCUDAHost};
 
@@ -32,17 +33,27 @@ pub use context::CudaBackend;
 #[cfg(test)]
 use tvm_ffi_capi as _;
 
-/// Registers the backend for `cuda` and `cuda_host` devices and the loaders of `cuda` modules.
-/// Loads nothing: the driver is opened on the first use of a CUDA device. Later calls do
-/// nothing.
-pub fn register() -> Result<()> {
-    static DONE: OnceLock<Result<()>> = OnceLock::new();
-    DONE.get_or_init(|| register_backend(Arc::new(CudaBackend::from_env())))
-        .clone()
+static BACKEND: BackendSlot<CudaBackend> = BackendSlot::new();
+
+/// Registers the backend for `cuda` and `cuda_host` devices (reading [`CudaBackend::from_env`])
+/// and the loaders of `cuda` modules; returns the registered backend (the first one, when
+/// called again). Loads nothing: the driver is opened on the first use of a CUDA device.
+pub fn register() -> Result<Arc<CudaBackend>> {
+    BACKEND.register(|| Arc::new(CudaBackend::from_env()), install)
 }
 
-/// Registers `backend` for `cuda` and `cuda_host` devices and its module loaders.
-pub fn register_backend(backend: Arc<CudaBackend>) -> Result<()> {
+/// [`register`] with `backend` in place of the one from the environment.
+pub fn register_backend(backend: Arc<CudaBackend>) -> Result<Arc<CudaBackend>> {
+    BACKEND.register(|| backend, install)
+}
+
+/// The registered backend, once [`register`] or [`register_backend`] ran.
+pub fn registered_backend() -> Option<Arc<CudaBackend>> {
+    BACKEND.get()
+}
+
+/// Installs `backend` for `cuda` and `cuda_host` devices, its module loaders and NVRTC.
+fn install(backend: &Arc<CudaBackend>) -> Result<()> {
     tvm_runtime::device::register_device_api(
         kDLCUDA,
         Arc::new(CudaDeviceApi::new(backend.clone())),
@@ -51,7 +62,7 @@ pub fn register_backend(backend: Arc<CudaBackend>) -> Result<()> {
         kDLCUDAHost,
         Arc::new(CudaHostDeviceApi::new(backend.clone())),
     )?;
-    module::register_module_loaders(backend);
+    module::register_module_loaders(backend.clone());
     nvrtc::register_nvrtc_compile();
     Ok(())
 }

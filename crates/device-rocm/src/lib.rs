@@ -15,9 +15,10 @@ pub mod hip;
 pub mod module;
 pub mod runtime;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use device_kit::driver::device_api::{GpuDeviceApi, GpuHostDeviceApi};
+use device_kit::registration::BackendSlot;
 use tvm_ffi::Result;
 use tvm_ffi::abi::{kDLROCM, kDLROCMHost};
 
@@ -34,16 +35,27 @@ pub type RocmDeviceApi = GpuDeviceApi<RocmBackend>;
 /// `rocm:i` current.
 pub type RocmHostDeviceApi = GpuHostDeviceApi<RocmBackend>;
 
-/// Registers the backend for `rocm` and `rocm_host` devices and the loaders of `hip` modules.
-/// Loads nothing: HIP is opened on the first use of a ROCm device. Later calls do nothing.
-pub fn register() -> Result<()> {
-    static DONE: OnceLock<Result<()>> = OnceLock::new();
-    DONE.get_or_init(|| register_backend(Arc::new(RocmBackend::from_env())))
-        .clone()
+static BACKEND: BackendSlot<RocmBackend> = BackendSlot::new();
+
+/// Registers the backend for `rocm` and `rocm_host` devices (reading [`RocmBackend::from_env`])
+/// and the loaders of `hip` modules; returns the registered backend (the first one, when called
+/// again). Loads nothing: HIP is opened on the first use of a ROCm device.
+pub fn register() -> Result<Arc<RocmBackend>> {
+    BACKEND.register(|| Arc::new(RocmBackend::from_env()), install)
 }
 
-/// Registers `backend` for `rocm` and `rocm_host` devices and its module loaders.
-pub fn register_backend(backend: Arc<RocmBackend>) -> Result<()> {
+/// [`register`] with `backend` in place of the one from the environment.
+pub fn register_backend(backend: Arc<RocmBackend>) -> Result<Arc<RocmBackend>> {
+    BACKEND.register(|| backend, install)
+}
+
+/// The registered backend, once [`register`] or [`register_backend`] ran.
+pub fn registered_backend() -> Option<Arc<RocmBackend>> {
+    BACKEND.get()
+}
+
+/// Installs `backend` for `rocm` and `rocm_host` devices and its module loaders.
+fn install(backend: &Arc<RocmBackend>) -> Result<()> {
     tvm_runtime::device::register_device_api(
         kDLROCM,
         Arc::new(RocmDeviceApi::new(backend.clone())),
@@ -52,6 +64,6 @@ pub fn register_backend(backend: Arc<RocmBackend>) -> Result<()> {
         kDLROCMHost,
         Arc::new(RocmHostDeviceApi::new(backend.clone())),
     )?;
-    module::register_module_loaders(backend);
+    module::register_module_loaders(backend.clone());
     Ok(())
 }

@@ -89,9 +89,10 @@ impl VulkanBackend {
     /// lost (the memory of the lost one stays unusable).
     pub(crate) fn device(&self, device: Device) -> VkResult<Arc<VulkanDevice>> {
         let index = BufferBackend::device_index(self, device)?;
-        self.devices.get_or_create(index, VulkanDevice::is_lost, || {
-            VulkanDevice::new(self.instance()?, index)
-        })
+        self.devices
+            .get_or_create(index, VulkanDevice::is_lost, || {
+                VulkanDevice::new(self.instance()?, index)
+            })
     }
 }
 

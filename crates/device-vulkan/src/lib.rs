@@ -57,7 +57,10 @@ static BACKEND: BackendSlot<VulkanBackend> = BackendSlot::new();
 /// the `vulkan` module loaders; returns the registered backend (the first one, when called
 /// again). Loads nothing.
 pub fn register() -> Result<Arc<VulkanBackend>> {
-    BACKEND.register(|| Arc::new(VulkanBackend::from_env()), install_buffer_backend)
+    BACKEND.register(
+        || Arc::new(VulkanBackend::from_env()),
+        install_buffer_backend,
+    )
 }
 
 /// [`register`] with `backend` in place of the one from the environment.

@@ -57,14 +57,15 @@ impl WebGpuBackend {
     /// (the memory of the lost one stays unusable).
     pub(crate) fn device(&self, device: Device) -> WgResult<Arc<WebGpuDevice>> {
         let index = BufferBackend::device_index(self, device)?;
-        self.devices.get_or_create(index, WebGpuDevice::is_lost, || {
-            let instance = self.instance()?;
-            WebGpuDevice::new(
-                &instance.adapters[index],
-                instance.infos[index].clone(),
-                index,
-            )
-        })
+        self.devices
+            .get_or_create(index, WebGpuDevice::is_lost, || {
+                let instance = self.instance()?;
+                WebGpuDevice::new(
+                    &instance.adapters[index],
+                    instance.infos[index].clone(),
+                    index,
+                )
+            })
     }
 
     /// Destroys the device of `device`, as a device loss would: work not done yet is dropped,

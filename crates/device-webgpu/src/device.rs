@@ -60,9 +60,8 @@ impl Staged {
     /// Runs `f` on the bytes; the buffer is unmapped when `self` goes.
     pub(crate) fn with_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> WgResult<R> {
         let view = self.buffer.slice(self.range.clone()).get_mapped_range();
-        let view = view.map_err(|e| {
-            device_error(format!("reading a mapped WebGPU buffer failed: {e}"))
-        })?;
+        let view =
+            view.map_err(|e| device_error(format!("reading a mapped WebGPU buffer failed: {e}")))?;
         Ok(f(&view))
     }
 
@@ -70,9 +69,8 @@ impl Staged {
     /// unmapped, and the bytes go to the device, when `self` goes.
     pub(crate) fn write_at(self, at: usize, bytes: &[u8]) -> WgResult<()> {
         let view = self.buffer.slice(self.range.clone()).get_mapped_range_mut();
-        let mut view = view.map_err(|e| {
-            device_error(format!("writing a mapped WebGPU buffer failed: {e}"))
-        })?;
+        let mut view =
+            view.map_err(|e| device_error(format!("writing a mapped WebGPU buffer failed: {e}")))?;
         view.slice(at..at + bytes.len()).copy_from_slice(bytes);
         Ok(())
     }
@@ -125,9 +123,8 @@ impl WebGpuDevice {
         raw.set_device_lost_callback(move |reason, message| {
             *lock(&recorder) = Some(format!("{reason:?}: {message}"));
         });
-        let poller = Poller::start(raw.clone(), format!("tvm-webgpu-{index}")).map_err(|e| {
-            device_error(format!("cannot start the WebGPU poller thread: {e}"))
-        })?;
+        let poller = Poller::start(raw.clone(), format!("tvm-webgpu-{index}"))
+            .map_err(|e| device_error(format!("cannot start the WebGPU poller thread: {e}")))?;
         Ok(WebGpuDevice {
             index,
             id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
@@ -239,9 +236,9 @@ impl WebGpuDevice {
             finished
         })?;
         block_on(finished).map_err(|e| {
-            self.check_alive().err().unwrap_or_else(|| {
-                device_error(format!("mapping a WebGPU buffer failed: {e}"))
-            })
+            self.check_alive()
+                .err()
+                .unwrap_or_else(|| device_error(format!("mapping a WebGPU buffer failed: {e}")))
         })?;
         Ok(Staged {
             buffer: buffer.clone(),

@@ -114,8 +114,15 @@ impl WebGpuKernel {
                  uint32 and float32 scalars"
             ))),
         })?;
-        if shape.info.launch_param_tags.iter().any(|t| t == "blockIdx.z") {
-            return Err(shape.fail("blockIdx.z is reserved on WebGPU (a large grid x folds into z)"));
+        if shape
+            .info
+            .launch_param_tags
+            .iter()
+            .any(|t| t == "blockIdx.z")
+        {
+            return Err(
+                shape.fail("blockIdx.z is reserved on WebGPU (a large grid x folds into z)")
+            );
         }
         if let Some(group) = entry.other_group {
             return Err(shape.fail(format!(

@@ -172,7 +172,10 @@ impl DeviceBuffer for WebGpuBuffer {
             let (staged, start) = self.read_now(extent)?;
             (staged.with_bytes(<[u8]>::to_vec)?, start)
         } else {
-            (vec![0u8; (extent.end - extent.start) as usize], extent.start)
+            (
+                vec![0u8; (extent.end - extent.start) as usize],
+                extent.start,
+            )
         };
         let out = f(bytes.as_mut_ptr(), start);
         self.write(start, &bytes)?;

@@ -5,8 +5,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use device_kit::kernel::FunctionInfo;
 use device_kit::buffer::BufferBackend;
+use device_kit::kernel::FunctionInfo;
 use device_webgpu::{WebGpuDeviceApi, module_to_bytes};
 use tvm_ffi::{DataType, Device, Function, Tensor};
 use tvm_runtime::Module;
