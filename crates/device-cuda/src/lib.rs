@@ -22,7 +22,6 @@ mod stream;
 
 use std::sync::Arc;
 
-use device_kit::registration::BackendSlot;
 use tvm_ffi::Result;
 use tvm_ffi::abi::{kDLCUDA, kDLCUDAHost};
 
@@ -33,24 +32,7 @@ pub use context::CudaBackend;
 #[cfg(test)]
 use tvm_ffi_capi as _;
 
-static BACKEND: BackendSlot<CudaBackend> = BackendSlot::new();
-
-/// Registers the backend for `cuda` and `cuda_host` devices (reading [`CudaBackend::from_env`])
-/// and the loaders of `cuda` modules; returns the registered backend (the first one, when
-/// called again). Loads nothing: the driver is opened on the first use of a CUDA device.
-pub fn register() -> Result<Arc<CudaBackend>> {
-    BACKEND.register(|| Arc::new(CudaBackend::from_env()), install)
-}
-
-/// [`register`] with `backend` in place of the one from the environment.
-pub fn register_backend(backend: Arc<CudaBackend>) -> Result<Arc<CudaBackend>> {
-    BACKEND.register(|| backend, install)
-}
-
-/// The registered backend, once [`register`] or [`register_backend`] ran.
-pub fn registered_backend() -> Option<Arc<CudaBackend>> {
-    BACKEND.get()
-}
+device_kit::backend_registration!(CudaBackend, install, "CUDA");
 
 /// Installs `backend` for `cuda` and `cuda_host` devices, its module loaders and NVRTC.
 fn install(backend: &Arc<CudaBackend>) -> Result<()> {

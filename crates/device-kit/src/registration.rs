@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use tvm_ffi::{Any, Array, Function, Result};
 
-use crate::buffer::{BufferBackend, BufferDeviceApi};
+use crate::buffer::{BufferBackend, BufferDeviceApi, ShaderKernel};
 use crate::kernel::register_module_loaders;
 
 /// The backend a crate registered, and the outcome of registering it.
@@ -63,8 +63,8 @@ pub fn install_buffer_backend<B: BufferBackend>(backend: &Arc<B>) -> Result<()> 
     let outcome = tvm_runtime::device::register_device_api(B::DEVICE_TYPE, api);
     let (from_bytes, from_file) = (Arc::clone(backend), Arc::clone(backend));
     register_module_loaders(
-        B::MODULE_KIND,
-        B::FILE_EXTENSION,
+        B::Kernel::MODULE_KIND,
+        B::Kernel::FILE_EXTENSION,
         move |bytes| Arc::clone(&from_bytes).module_from_bytes(bytes),
         move |path| Arc::clone(&from_file).module_from_file(path),
     );
@@ -78,4 +78,37 @@ pub fn install_buffer_backend<B: BufferBackend>(backend: &Arc<B>) -> Result<()> 
         }),
     );
     outcome
+}
+
+/// The registration functions of a backend crate, in one shape for all: `register()` (the
+/// backend `<$backend>::from_env()` makes), `register_backend(backend)` and
+/// `registered_backend()`, over one [`BackendSlot`]; `$install` registers a backend with the
+/// runtime (`fn(&Arc<$backend>) -> Result<()>`), `$title` names it in the docs.
+#[macro_export]
+macro_rules! backend_registration {
+    ($backend:ty, $install:path, $title:literal) => {
+        static BACKEND: $crate::registration::BackendSlot<$backend> =
+            $crate::registration::BackendSlot::new();
+
+        #[doc = concat!(
+            "Registers the ", $title, " backend read from the environment (`from_env`); ",
+            "returns the registered backend (the first one, when called again). Loads nothing: ",
+            "the vendor library is opened on the first use of a device."
+        )]
+        pub fn register() -> ::tvm_ffi::Result<::std::sync::Arc<$backend>> {
+            BACKEND.register(|| ::std::sync::Arc::new(<$backend>::from_env()), $install)
+        }
+
+        /// `register()` with `backend` in place of the one from the environment.
+        pub fn register_backend(
+            backend: ::std::sync::Arc<$backend>,
+        ) -> ::tvm_ffi::Result<::std::sync::Arc<$backend>> {
+            BACKEND.register(|| backend, $install)
+        }
+
+        /// The registered backend, once `register()` or `register_backend()` ran.
+        pub fn registered_backend() -> Option<::std::sync::Arc<$backend>> {
+            BACKEND.get()
+        }
+    };
 }

@@ -18,7 +18,6 @@ pub mod runtime;
 use std::sync::Arc;
 
 use device_kit::driver::device_api::{GpuDeviceApi, GpuHostDeviceApi};
-use device_kit::registration::BackendSlot;
 use tvm_ffi::Result;
 use tvm_ffi::abi::{kDLROCM, kDLROCMHost};
 
@@ -35,24 +34,7 @@ pub type RocmDeviceApi = GpuDeviceApi<RocmBackend>;
 /// `rocm:i` current.
 pub type RocmHostDeviceApi = GpuHostDeviceApi<RocmBackend>;
 
-static BACKEND: BackendSlot<RocmBackend> = BackendSlot::new();
-
-/// Registers the backend for `rocm` and `rocm_host` devices (reading [`RocmBackend::from_env`])
-/// and the loaders of `hip` modules; returns the registered backend (the first one, when called
-/// again). Loads nothing: HIP is opened on the first use of a ROCm device.
-pub fn register() -> Result<Arc<RocmBackend>> {
-    BACKEND.register(|| Arc::new(RocmBackend::from_env()), install)
-}
-
-/// [`register`] with `backend` in place of the one from the environment.
-pub fn register_backend(backend: Arc<RocmBackend>) -> Result<Arc<RocmBackend>> {
-    BACKEND.register(|| backend, install)
-}
-
-/// The registered backend, once [`register`] or [`register_backend`] ran.
-pub fn registered_backend() -> Option<Arc<RocmBackend>> {
-    BACKEND.get()
-}
+device_kit::backend_registration!(RocmBackend, install, "ROCm");
 
 /// Installs `backend` for `rocm` and `rocm_host` devices and its module loaders.
 fn install(backend: &Arc<RocmBackend>) -> Result<()> {

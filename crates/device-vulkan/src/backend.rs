@@ -14,6 +14,7 @@ use tvm_runtime::device::{DeviceAttr, device_index};
 use crate::device::VulkanDevice;
 use crate::error::{VkResult, VulkanCall, VulkanError};
 use crate::instance::{Instance, VulkanOptions};
+use crate::launch::VulkanKernel;
 use crate::memory::VulkanBuffer;
 
 /// The Vulkan backend (device type `kDLVulkan`, 7): devices by their index in the loader's list.
@@ -100,9 +101,9 @@ impl BufferBackend for VulkanBackend {
     type Failure = VulkanCall;
     type Buffer = VulkanBuffer;
 
+    type Kernel = VulkanKernel;
+
     const DEVICE_TYPE: i32 = tvm_ffi::abi::kDLVulkan;
-    const MODULE_KIND: &'static str = "vulkan";
-    const FILE_EXTENSION: &'static str = "spv";
 
     fn buffers(&self) -> &BufferTable<VulkanBuffer> {
         &self.buffers

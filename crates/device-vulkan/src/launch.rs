@@ -19,7 +19,7 @@ use tvm_ffi::{AnyView, Device};
 
 use crate::backend::VulkanBackend;
 use crate::device::VulkanDevice;
-use crate::error::{VkResult, VulkanError, vk_error};
+use crate::error::{VkResult, vk_error};
 use crate::memory::VulkanBuffer;
 use crate::set_cache::SetCache;
 use crate::spirv::EntryPoint;
@@ -92,14 +92,6 @@ impl VulkanKernel {
         })
     }
 
-    fn name(&self) -> &str {
-        self.shape.name()
-    }
-
-    fn fail(&self, what: String) -> VulkanError {
-        self.shape.fail(what)
-    }
-
     /// The pipeline of this kernel on `device`, made on first use.
     fn pipeline(&self, device: &Arc<VulkanDevice>) -> VkResult<Arc<Pipeline>> {
         self.pipelines
@@ -125,7 +117,7 @@ impl VulkanKernel {
             }
         };
         if scalar_bytes > limit {
-            return Err(self.fail(format!(
+            return Err(self.shape.fail(format!(
                 "{} scalar arguments take {scalar_bytes} bytes of {what}; the device allows \
                  {limit}",
                 self.shape.scalars.len()
@@ -165,8 +157,8 @@ impl VulkanKernel {
         let push = [vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
             .size(push_bytes)];
-        let entry = CString::new(self.name())
-            .map_err(|_| self.fail("the name contains a NUL byte".to_owned()))?;
+        let entry = CString::new(self.shape.name())
+            .map_err(|_| self.shape.fail("the name contains a NUL byte".to_owned()))?;
         // SAFETY: creations on a live device from infos that live across each call; each
         // handle is stored at once so that Drop destroys it if a later step fails.
         unsafe {
@@ -211,7 +203,7 @@ impl VulkanKernel {
             .enumerate()
         {
             if blocks > max {
-                return Err(self.fail(format!(
+                return Err(self.shape.fail(format!(
                     "blockIdx.{}={blocks} is outside the device's grid range 1..={max}",
                     ["x", "y", "z"][axis]
                 )));
@@ -220,7 +212,7 @@ impl VulkanKernel {
         if let Some(size) = self.entry.local_size {
             for axis in (0..3).filter(|&axis| self.shape.launch.sets_block(axis)) {
                 if dims.block[axis] != size[axis] {
-                    return Err(self.fail(format!(
+                    return Err(self.shape.fail(format!(
                         "threadIdx.{}={} does not match the shader's work-group size {size:?}",
                         ["x", "y", "z"][axis],
                         dims.block[axis]
@@ -247,7 +239,7 @@ impl VulkanKernel {
         let mut push = Vec::with_capacity(self.shape.scalars.len() * 8);
         for (i, scalar) in self.shape.scalars.iter().enumerate() {
             let index = self.shape.num_buffers + i;
-            let bytes = scalar.scalar_bytes(self.name(), index, &args[index])?;
+            let bytes = scalar.scalar_bytes(self.shape.name(), index, &args[index])?;
             push.extend_from_slice(&bytes);
         }
         let grid = self.grid(&device, &args[nargs..])?;
@@ -359,7 +351,7 @@ impl VulkanKernel {
             .enumerate()
             .map(|(i, b)| {
                 if !Arc::ptr_eq(&b.buffer.device, device) {
-                    return Err(self.fail(format!(
+                    return Err(self.shape.fail(format!(
                         "argument {i} is on vulkan:{}, argument 0 on vulkan:{}",
                         b.buffer.device.physical_index, device.physical_index
                     )));
@@ -369,7 +361,7 @@ impl VulkanKernel {
                     offset: b.offset,
                 };
                 let range = binding.range(
-                    self.name(),
+                    self.shape.name(),
                     i,
                     limits.min_storage_buffer_offset_alignment,
                     u64::from(limits.max_storage_buffer_range),
@@ -386,6 +378,7 @@ impl VulkanKernel {
 }
 
 impl ShaderKernel for VulkanKernel {
+    const FILE_EXTENSION: &'static str = "spv";
     const MODULE_KIND: &'static str = "vulkan";
 
     fn launch(&self, args: &[AnyView<'_>]) -> tvm_ffi::Result<()> {

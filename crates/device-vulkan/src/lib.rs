@@ -28,11 +28,8 @@ mod module;
 mod set_cache;
 mod spirv;
 
-use std::sync::Arc;
-
 use device_kit::buffer::BufferDeviceApi;
-use device_kit::registration::{BackendSlot, install_buffer_backend};
-use tvm_ffi::Result;
+use device_kit::registration::install_buffer_backend;
 
 pub use backend::VulkanBackend;
 pub use error::{VulkanCall, VulkanError};
@@ -51,24 +48,4 @@ pub const VULKAN_DEVICE_TYPE: i32 = tvm_ffi::abi::kDLVulkan;
 /// The runtime's device API of Vulkan devices.
 pub type VulkanDeviceApi = BufferDeviceApi<VulkanBackend>;
 
-static BACKEND: BackendSlot<VulkanBackend> = BackendSlot::new();
-
-/// Registers the backend for `kDLVulkan` (reading [`VulkanOptions::from_env`] on first use) and
-/// the `vulkan` module loaders; returns the registered backend (the first one, when called
-/// again). Loads nothing.
-pub fn register() -> Result<Arc<VulkanBackend>> {
-    BACKEND.register(
-        || Arc::new(VulkanBackend::from_env()),
-        install_buffer_backend,
-    )
-}
-
-/// [`register`] with `backend` in place of the one from the environment.
-pub fn register_backend(backend: Arc<VulkanBackend>) -> Result<Arc<VulkanBackend>> {
-    BACKEND.register(|| backend, install_buffer_backend)
-}
-
-/// The registered backend, once [`register`] or [`register_backend`] ran.
-pub fn registered_backend() -> Option<Arc<VulkanBackend>> {
-    BACKEND.get()
-}
+device_kit::backend_registration!(VulkanBackend, install_buffer_backend, "Vulkan");

@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use ash::vk;
-use device_kit::buffer::DeviceBuffer;
+use device_kit::buffer::{DeviceBuffer, HostAccess, Placement};
 
 use crate::device::VulkanDevice;
 use crate::error::{VkResult, VulkanCall, VulkanError, vk_error};
@@ -171,61 +171,56 @@ impl VulkanBuffer {
 impl DeviceBuffer for VulkanBuffer {
     type Failure = VulkanCall;
 
-    fn device_index(&self) -> usize {
-        self.device.physical_index
+    fn placement(&self) -> Placement {
+        let (device_index, device_id) = (self.device.physical_index, self.device.id);
+        let size = self.size;
+        Placement {
+            device_index,
+            device_id,
+            size,
+        }
     }
 
-    fn size(&self) -> u64 {
-        self.size
+    fn access(self: &Arc<Self>, access: HostAccess<'_>) -> VkResult<()> {
+        // A mapped buffer is read and written in place; the others through staging.
+        match access {
+            HostAccess::Read { extent, f } => {
+                let start = extent.start;
+                self.with_host_view(extent, true, false, |view| f(view, start))
+            }
+            HostAccess::Update {
+                extent,
+                read_first,
+                f,
+            } => {
+                let start = extent.start;
+                self.with_host_view(extent, read_first, true, |view| f(view, start))
+            }
+            HostAccess::Write { offset, bytes } => {
+                let extent = offset..offset + bytes.len() as u64;
+                self.with_host_view(extent, false, true, |view| {
+                    // SAFETY: the view holds the extent, `bytes.len()` bytes.
+                    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), view, bytes.len()) }
+                })
+            }
+        }
     }
 
-    fn same_device(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.device, &other.device)
-    }
-
-    fn read_view<T>(
-        self: &Arc<Self>,
-        extent: &Range<u64>,
-        f: impl FnOnce(*const u8, u64) -> T,
-    ) -> VkResult<T> {
-        let start = extent.start;
-        self.with_host_view(extent.clone(), true, false, |view| f(view, start))
-    }
-
-    fn update_view<T>(
-        self: &Arc<Self>,
-        extent: &Range<u64>,
-        read_first: bool,
-        f: impl FnOnce(*mut u8, u64) -> T,
-    ) -> VkResult<T> {
-        let start = extent.start;
-        self.with_host_view(extent.clone(), read_first, true, |view| f(view, start))
-    }
-
-    fn write_bytes(self: &Arc<Self>, offset: u64, bytes: &[u8]) -> VkResult<()> {
-        let extent = offset..offset + bytes.len() as u64;
-        self.with_host_view(extent, false, true, |view| {
-            // SAFETY: the view holds the extent, `bytes.len()` bytes.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), view, bytes.len()) }
-        })
-    }
-
-    fn copy_on_device(
-        src: &Arc<Self>,
-        src_extent: &Range<u64>,
-        dst: &Arc<Self>,
-        dst_extent: &Range<u64>,
-    ) -> VkResult<bool> {
-        let device = &src.device;
+    fn copy_to(self: &Arc<Self>, dst: &Arc<Self>, ranges: [&Range<u64>; 2]) -> VkResult<bool> {
+        let [from, to] = ranges;
         let region = [vk::BufferCopy {
-            src_offset: src_extent.start,
-            dst_offset: dst_extent.start,
-            size: src_extent.end - src_extent.start,
+            src_offset: from.start,
+            dst_offset: to.start,
+            size: from.end - from.start,
         }];
-        let keep: Vec<Arc<dyn std::any::Any + Send + Sync>> = vec![src.clone(), dst.clone()];
-        device.record(keep, |cmd, _| {
+        let keep: Vec<Arc<dyn std::any::Any + Send + Sync>> = vec![self.clone(), dst.clone()];
+        self.device.record(keep, |cmd, _| {
             // SAFETY: both buffers are live (the batch keeps them) and hold the region.
-            unsafe { device.raw.cmd_copy_buffer(cmd, src.raw, dst.raw, &region) };
+            unsafe {
+                self.device
+                    .raw
+                    .cmd_copy_buffer(cmd, self.raw, dst.raw, &region)
+            };
             Ok(true)
         })?;
         Ok(true)

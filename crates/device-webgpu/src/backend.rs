@@ -13,6 +13,7 @@ use tvm_runtime::device::{DeviceAttr, device_index};
 use crate::device::WebGpuDevice;
 use crate::error::{WebGpuError, WgResult, WgpuFailure};
 use crate::instance::Instance;
+use crate::launch::WebGpuKernel;
 use crate::memory::WebGpuBuffer;
 
 /// The WebGPU backend (device type `kDLWebGPU`, 15): devices by their adapter's index.
@@ -127,9 +128,9 @@ impl BufferBackend for WebGpuBackend {
     type Failure = WgpuFailure;
     type Buffer = WebGpuBuffer;
 
+    type Kernel = WebGpuKernel;
+
     const DEVICE_TYPE: i32 = tvm_ffi::abi::kDLWebGPU;
-    const MODULE_KIND: &'static str = "webgpu";
-    const FILE_EXTENSION: &'static str = "wgsl";
 
     fn buffers(&self) -> &BufferTable<WebGpuBuffer> {
         &self.buffers

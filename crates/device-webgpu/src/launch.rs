@@ -159,14 +159,6 @@ impl WebGpuKernel {
         })
     }
 
-    fn name(&self) -> &str {
-        self.shape.name()
-    }
-
-    fn fail(&self, what: String) -> WebGpuError {
-        self.shape.fail(what)
-    }
-
     /// The WGSL source of the kernel's shader.
     pub fn source(&self) -> &str {
         &self.source
@@ -182,7 +174,7 @@ impl WebGpuKernel {
             Some(BindingKind::Storage { read_only: false })
         );
         if writes && bound.read_only {
-            return Err(self.fail(format!(
+            return Err(self.shape.fail(format!(
                 "argument {index} is read-only, but binding {index} is \
                  `var<storage, read_write>` (assignment destination is read-only)"
             )));
@@ -195,7 +187,7 @@ impl WebGpuKernel {
     fn pipeline(&self, device: &Arc<WebGpuDevice>) -> WgResult<Arc<Pipeline>> {
         self.pipelines.get_or_make(device.id, || {
             let what = Launching {
-                kernel: self.name(),
+                kernel: self.shape.name(),
                 device: device.index,
             };
             device.capture(what, || self.create_pipeline(device))
@@ -205,7 +197,7 @@ impl WebGpuKernel {
     fn create_pipeline(&self, device: &WebGpuDevice) -> Pipeline {
         let raw = &device.raw;
         let module = raw.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(self.name()),
+            label: Some(self.shape.name()),
             source: wgpu::ShaderSource::Wgsl(std::borrow::Cow::Borrowed(&self.source)),
         });
         let storage = |binding: u32| {
@@ -238,19 +230,19 @@ impl WebGpuKernel {
             });
         }
         let layout = raw.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(self.name()),
+            label: Some(self.shape.name()),
             entries: &entries,
         });
         let pipeline_layout = raw.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(self.name()),
+            label: Some(self.shape.name()),
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
         let pipeline = raw.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(self.name()),
+            label: Some(self.shape.name()),
             layout: Some(&pipeline_layout),
             module: &module,
-            entry_point: Some(self.name()),
+            entry_point: Some(self.shape.name()),
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             cache: None,
         });
@@ -289,7 +281,7 @@ impl WebGpuKernel {
         let size = self.entry.workgroup_size;
         for axis in (0..3).filter(|&axis| self.shape.launch.sets_block(axis)) {
             if dims.block[axis] != size[axis] {
-                return Err(self.fail(format!(
+                return Err(self.shape.fail(format!(
                     "threadIdx.{}={} does not match the shader's @workgroup_size {size:?}",
                     AXES[axis], dims.block[axis]
                 )));
@@ -298,7 +290,7 @@ impl WebGpuKernel {
         let max = device.limits.max_compute_workgroups_per_dimension;
         let [grid_x, grid_y, _] = dims.grid;
         if grid_y > max {
-            return Err(self.fail(format!(
+            return Err(self.shape.fail(format!(
                 "blockIdx.y={grid_y} is outside the device's grid range 1..={max}"
             )));
         }
@@ -315,7 +307,7 @@ impl WebGpuKernel {
         let mut bytes = Vec::with_capacity(self.params_size());
         for (i, scalar) in self.shape.scalars.iter().enumerate() {
             let index = self.shape.num_buffers + i;
-            let packed = scalar.scalar_bytes(self.name(), index, &args[index])?;
+            let packed = scalar.scalar_bytes(self.shape.name(), index, &args[index])?;
             bytes.extend_from_slice(&packed[..4]);
         }
         bytes.extend_from_slice(&grid_x.to_le_bytes());
@@ -334,7 +326,7 @@ impl WebGpuKernel {
             .enumerate()
             .map(|(i, b)| {
                 if !Arc::ptr_eq(&b.buffer.device, device) {
-                    return Err(self.fail(format!(
+                    return Err(self.shape.fail(format!(
                         "argument {i} is on {}, argument 0 on {}",
                         b.buffer.device.label(),
                         device.label()
@@ -345,13 +337,14 @@ impl WebGpuKernel {
                     offset: b.offset,
                 };
                 let range = binding.range(
-                    self.name(),
+                    self.shape.name(),
                     i,
                     u64::from(device.limits.min_storage_buffer_offset_alignment),
                     device.limits.max_storage_buffer_binding_size,
                     &device.info.name,
                 )?;
-                NonZeroU64::new(range).ok_or_else(|| self.fail(format!("argument {i} is empty")))
+                NonZeroU64::new(range)
+                    .ok_or_else(|| self.shape.fail(format!("argument {i} is empty")))
             })
             .collect()
     }
@@ -371,7 +364,7 @@ impl WebGpuKernel {
         };
         let (groups, grid_x) = self.dispatch_size(&device, &args[nargs..])?;
         if groups[2] > device.limits.max_compute_workgroups_per_dimension {
-            return Err(self.fail(format!(
+            return Err(self.shape.fail(format!(
                 "blockIdx.x={grid_x} is past what the device dispatches, even folded into z"
             )));
         }
@@ -383,7 +376,7 @@ impl WebGpuKernel {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let what = Launching {
-            kernel: self.name(),
+            kernel: self.shape.name(),
             device: device.index,
         };
         let launched = device.capture(what, || {
@@ -449,7 +442,7 @@ impl WebGpuKernel {
                 });
             }
             let group = raw.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(self.name()),
+                label: Some(self.shape.name()),
                 layout: &pipeline.layout,
                 entries: &entries,
             });
@@ -468,11 +461,11 @@ impl WebGpuKernel {
             return;
         };
         let mut encoder = raw.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some(self.name()),
+            label: Some(self.shape.name()),
         });
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(self.name()),
+                label: Some(self.shape.name()),
                 timestamp_writes: None,
             });
             pass.set_pipeline(&pipeline.raw);
@@ -484,6 +477,7 @@ impl WebGpuKernel {
 }
 
 impl ShaderKernel for WebGpuKernel {
+    const FILE_EXTENSION: &'static str = "wgsl";
     const MODULE_KIND: &'static str = "webgpu";
 
     fn launch(&self, args: &[AnyView<'_>]) -> tvm_ffi::Result<()> {

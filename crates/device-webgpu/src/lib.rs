@@ -37,7 +37,7 @@ mod wgsl;
 use std::sync::Arc;
 
 use device_kit::buffer::BufferDeviceApi;
-use device_kit::registration::{BackendSlot, install_buffer_backend, register_global};
+use device_kit::registration::{install_buffer_backend, register_global};
 use tvm_ffi::{Any, Array, Function, Result};
 
 pub use async_api::{copy_to_host_async, sync_async};
@@ -57,24 +57,7 @@ pub const WEBGPU_DEVICE_TYPE: i32 = tvm_ffi::abi::kDLWebGPU;
 /// The runtime's device API of WebGPU devices.
 pub type WebGpuDeviceApi = BufferDeviceApi<WebGpuBackend>;
 
-static BACKEND: BackendSlot<WebGpuBackend> = BackendSlot::new();
-
-/// Registers the backend for `kDLWebGPU` (reading wgpu's settings from the environment on
-/// first use), the `webgpu` module loaders and the asynchronous functions; returns the
-/// registered backend (the first one, when called again). Loads nothing.
-pub fn register() -> Result<Arc<WebGpuBackend>> {
-    BACKEND.register(|| Arc::new(WebGpuBackend::from_env()), install)
-}
-
-/// [`register`] with `backend` in place of the one from the environment.
-pub fn register_backend(backend: Arc<WebGpuBackend>) -> Result<Arc<WebGpuBackend>> {
-    BACKEND.register(|| backend, install)
-}
-
-/// The registered backend, once [`register`] or [`register_backend`] ran.
-pub fn registered_backend() -> Option<Arc<WebGpuBackend>> {
-    BACKEND.get()
-}
+device_kit::backend_registration!(WebGpuBackend, install, "WebGPU");
 
 /// The kit's installation of a buffer-handle backend, and WebGPU's own global functions.
 fn install(backend: &Arc<WebGpuBackend>) -> Result<()> {

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
 
-use device_kit::buffer::DeviceBuffer;
+use device_kit::buffer::{DeviceBuffer, HostAccess, Placement};
 use tvm_runtime::async_functions::block_on;
 
 use crate::device::{Staged, WebGpuDevice};
@@ -141,72 +141,52 @@ impl WebGpuBuffer {
 impl DeviceBuffer for WebGpuBuffer {
     type Failure = WgpuFailure;
 
-    fn device_index(&self) -> usize {
-        self.device.index
+    fn placement(&self) -> Placement {
+        Placement {
+            device_index: self.device.index,
+            device_id: self.device.id,
+            size: self.size,
+        }
     }
 
-    fn size(&self) -> u64 {
-        self.size
+    fn access(self: &Arc<Self>, access: HostAccess<'_>) -> WgResult<()> {
+        match access {
+            HostAccess::Read { extent, f } => {
+                let (staged, start) = self.read_now(&extent)?;
+                staged.with_bytes(|bytes| f(bytes.as_ptr(), start))
+            }
+            // Patched on the host and written back: what lies around the elements stays.
+            HostAccess::Update {
+                extent,
+                read_first: true,
+                f,
+            } => {
+                let (staged, start) = self.read_now(&extent)?;
+                let mut patched = staged.with_bytes(<[u8]>::to_vec)?;
+                f(patched.as_mut_ptr(), start);
+                self.write(start, &patched)
+            }
+            HostAccess::Update { extent, f, .. } => {
+                let mut filled = vec![0u8; (extent.end - extent.start) as usize];
+                f(filled.as_mut_ptr(), extent.start);
+                self.write(extent.start, &filled)
+            }
+            HostAccess::Write { offset, bytes } => self.write(offset, bytes),
+        }
     }
 
-    fn same_device(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.device, &other.device)
-    }
-
-    fn read_view<T>(
-        self: &Arc<Self>,
-        extent: &Range<u64>,
-        f: impl FnOnce(*const u8, u64) -> T,
-    ) -> WgResult<T> {
-        let (staged, start) = self.read_now(extent)?;
-        staged.with_bytes(|bytes| f(bytes.as_ptr(), start))
-    }
-
-    fn update_view<T>(
-        self: &Arc<Self>,
-        extent: &Range<u64>,
-        read_first: bool,
-        f: impl FnOnce(*mut u8, u64) -> T,
-    ) -> WgResult<T> {
-        let (mut bytes, start) = if read_first {
-            let (staged, start) = self.read_now(extent)?;
-            (staged.with_bytes(<[u8]>::to_vec)?, start)
-        } else {
-            (
-                vec![0u8; (extent.end - extent.start) as usize],
-                extent.start,
-            )
-        };
-        let out = f(bytes.as_mut_ptr(), start);
-        self.write(start, &bytes)?;
-        Ok(out)
-    }
-
-    fn write_bytes(self: &Arc<Self>, offset: u64, bytes: &[u8]) -> WgResult<()> {
-        self.write(offset, bytes)
-    }
-
-    fn copy_on_device(
-        src: &Arc<Self>,
-        src_extent: &Range<u64>,
-        dst: &Arc<Self>,
-        dst_extent: &Range<u64>,
-    ) -> WgResult<bool> {
-        if !is_aligned(src_extent) || !is_aligned(dst_extent) {
+    fn copy_to(self: &Arc<Self>, dst: &Arc<Self>, ranges: [&Range<u64>; 2]) -> WgResult<bool> {
+        if !ranges.iter().all(|r| is_aligned(r)) {
             return Ok(false);
         }
-        let device = &src.device;
+        let device = &self.device;
         device.capture("a copy between WebGPU buffers", || {
             let mut encoder = device
                 .raw
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-            encoder.copy_buffer_to_buffer(
-                &src.raw,
-                src_extent.start,
-                &dst.raw,
-                dst_extent.start,
-                src_extent.end - src_extent.start,
-            );
+            let [from, to] = ranges;
+            let len = from.end - from.start;
+            encoder.copy_buffer_to_buffer(&self.raw, from.start, &dst.raw, to.start, len);
             device.queue.submit([encoder.finish()]);
         })?;
         Ok(true)

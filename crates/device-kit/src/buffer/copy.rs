@@ -2,7 +2,7 @@
 //! buffers, and between device buffers, with any strides and byte offsets.
 //!
 //! - host → device: a compact destination whose elements fill its extent is one write of the
-//!   source's bytes ([`DeviceBuffer::write_bytes`]); otherwise the destination's extent is
+//!   source's bytes ([`HostAccess::Write`]); otherwise the destination's extent is
 //!   updated through a host view (its bytes read first when gaps between elements must keep
 //!   theirs).
 //! - device → host: one strided host copy out of a host view of the source's extent.
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tvm_ffi::abi::{DLTensor, kDLCPU};
 use tvm_runtime::device::{byte_extent, copy_host_strided, host_view, is_row_major, tensor_nbytes};
 
-use super::{BackendError, BackendFailure, BackendResult, BufferBackend, DeviceBuffer};
+use super::{BackendError, BackendFailure, BackendResult, BufferBackend, DeviceBuffer, HostAccess};
 
 /// A device side of a copy: its buffer and the bytes its elements occupy.
 pub struct DeviceSide<B> {
@@ -40,13 +40,14 @@ impl<B: DeviceBuffer> DeviceSide<B> {
         let buffer = backend.buffers().get(t.data, t.device.device_id)?;
         // SAFETY: guaranteed by the caller.
         let extent = unsafe { byte_extent(t) }?;
-        if extent.start < 0 || extent.end > i128::from(buffer.size()) {
+        let size = buffer.placement().size;
+        if extent.start < 0 || extent.end > i128::from(size) {
             return Err(BackendError::invalid(format!(
                 "{what} reaches bytes {}..{} of a {} buffer of {} bytes",
                 extent.start,
                 extent.end,
                 <B::Failure as BackendFailure>::TITLE,
-                buffer.size()
+                size
             )));
         }
         Ok(DeviceSide {
@@ -87,11 +88,14 @@ pub unsafe fn copy_tensors<K: BufferBackend>(
         (false, true) => {
             // SAFETY: guaranteed by the caller.
             let src = unsafe { DeviceSide::resolve(backend, from, "the copy's source")? };
-            src.buffer.read_view(&src.extent, |view, start| {
-                let from_host = host_view(from, view.cast_mut(), start);
-                // SAFETY: the view holds the source's elements (read only); the destination
-                // is host memory.
-                unsafe { copy_host_strided(&from_host, to) }
+            src.buffer.access(HostAccess::Read {
+                extent: src.extent.clone(),
+                f: &mut |view, start| {
+                    let from_host = host_view(from, view.cast_mut(), start);
+                    // SAFETY: the view holds the source's elements (read only); the
+                    // destination is host memory.
+                    unsafe { copy_host_strided(&from_host, to) }
+                },
             })
         }
         (false, false) => {
@@ -104,24 +108,24 @@ pub unsafe fn copy_tensors<K: BufferBackend>(
             };
             // SAFETY: guaranteed by the caller.
             let compact = unsafe { is_row_major(from) && is_row_major(to) };
-            if compact && src.buffer.same_device(&dst.buffer) && queue_on_device(&src, &dst)? {
+            let same_device = src.buffer.placement().device_id == dst.buffer.placement().device_id;
+            if compact && same_device && queue_on_device(&src, &dst)? {
                 return Ok(());
             }
-            let gathered = src.buffer.read_view(&src.extent, |view, start| {
-                let mut out = vec![0u8; nbytes as usize];
-                let from_host = host_view(from, view.cast_mut(), start);
-                let compact = DLTensor {
-                    strides: std::ptr::null_mut(),
-                    ..host_view(from, out.as_mut_ptr(), from.byte_offset)
-                };
-                // SAFETY: the view holds the source's elements; `out` holds them compact.
-                unsafe { copy_host_strided(&from_host, &compact) };
-                out
-            })?;
+            let mut gathered = vec![0u8; nbytes as usize];
             let compact = DLTensor {
                 strides: std::ptr::null_mut(),
-                ..host_view(from, gathered.as_ptr().cast_mut(), from.byte_offset)
+                ..host_view(from, gathered.as_mut_ptr(), from.byte_offset)
             };
+            src.buffer.access(HostAccess::Read {
+                extent: src.extent.clone(),
+                f: &mut |view, start| {
+                    let from_host = host_view(from, view.cast_mut(), start);
+                    // SAFETY: the view holds the source's elements; `gathered` holds them
+                    // compact.
+                    unsafe { copy_host_strided(&from_host, &compact) };
+                },
+            })?;
             // SAFETY: `compact` describes the host bytes just gathered.
             unsafe { write_from_host(&compact, &dst, to, nbytes) }
         }
@@ -136,7 +140,7 @@ fn queue_on_device<B: DeviceBuffer>(
     if src.len() == 0 {
         return Ok(true);
     }
-    B::copy_on_device(&src.buffer, &src.extent, &dst.buffer, &dst.extent)
+    src.buffer.copy_to(&dst.buffer, [&src.extent, &dst.extent])
 }
 
 /// Writes the elements of host tensor `from` into device side `dst` of tensor `to`.
@@ -159,14 +163,18 @@ unsafe fn write_from_host<B: DeviceBuffer>(
                 nbytes as usize,
             )
         };
-        return dst.buffer.write_bytes(dst.extent.start, bytes);
+        let offset = dst.extent.start;
+        return dst.buffer.access(HostAccess::Write { offset, bytes });
     }
     // What lies between the destination's elements keeps its bytes.
     let read_first = dst.len() != nbytes;
-    dst.buffer
-        .update_view(&dst.extent, read_first, |view, start| {
+    dst.buffer.access(HostAccess::Update {
+        extent: dst.extent.clone(),
+        read_first,
+        f: &mut |view, start| {
             let to_host = host_view(to, view, start);
             // SAFETY: the view holds the destination's elements; the source is host memory.
             unsafe { copy_host_strided(from, &to_host) }
-        })
+        },
+    })
 }

@@ -3,8 +3,8 @@
 //! has one queue, the default stream.
 //!
 //! A backend implements [`BufferBackend`] (its devices, allocation, attributes, module
-//! loaders) and [`DeviceBuffer`] (host views of a buffer's bytes, writes, copies on the
-//! device); the kit gives it the rest, written once:
+//! loaders), [`DeviceBuffer`] (host views of a buffer's bytes, writes, copies on the device)
+//! and [`ShaderKernel`] (a launch); the kit gives it the rest, written once:
 //!
 //! - [`BufferTable`] and [`DeviceSlots`]: live buffers by handle, devices by index;
 //! - [`copy`]: the copy plan between host memory and buffers with any strides;
@@ -35,51 +35,64 @@ pub use error::{BackendError, BackendFailure, BackendResult};
 pub use module::{ShaderKernel, ShaderModule};
 pub use table::{BufferTable, DeviceSlots};
 
+/// Where a buffer lives and how large it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The index of the device that holds it.
+    pub device_index: usize,
+    /// The identity of that device object (a device created again has another).
+    pub device_id: u64,
+    /// Usable bytes (what was asked for).
+    pub size: u64,
+}
+
+/// What a copy does with host views of a buffer's bytes. A view holds the buffer's bytes from
+/// offset `start` (at most the extent's start) on, and `f` gets `(view, start)`.
+pub enum HostAccess<'a> {
+    /// Reads bytes `extent`, after the work queued before.
+    Read {
+        /// The bytes to read.
+        extent: Range<u64>,
+        /// Reads the view.
+        f: &'a mut dyn FnMut(*const u8, u64),
+    },
+    /// Stores what `f` leaves in a view of bytes `extent`, which holds the buffer's bytes first
+    /// when `read_first` (otherwise `f` writes the whole extent).
+    Update {
+        /// The bytes to update.
+        extent: Range<u64>,
+        /// Whether the view holds the buffer's bytes before `f` runs.
+        read_first: bool,
+        /// Writes the view.
+        f: &'a mut dyn FnMut(*mut u8, u64),
+    },
+    /// Writes `bytes` at `offset`, ordered after the work queued before and before later work.
+    Write {
+        /// Where the bytes go.
+        offset: u64,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+}
+
 /// One allocation of a buffer-handle backend.
 pub trait DeviceBuffer: Send + Sync + Sized + 'static {
     /// How the backend's calls fail.
     type Failure: BackendFailure;
 
-    /// The index of the device that holds it.
-    fn device_index(&self) -> usize;
+    /// Where it lives and how large it is.
+    fn placement(&self) -> Placement;
 
-    /// Usable bytes (what was asked for).
-    fn size(&self) -> u64;
+    /// Does `access` (its extent checked by the caller).
+    fn access(self: &Arc<Self>, access: HostAccess<'_>) -> BackendResult<(), Self::Failure>;
 
-    /// Whether `other` lives on the same device (the same device object, not only index).
-    fn same_device(&self, other: &Self) -> bool;
-
-    /// Runs `f` on a host view of bytes `extent` (checked by the caller), after the work queued
-    /// before: `f(view, start)`, where `view` holds the buffer's bytes from offset `start`
-    /// (at most `extent.start`) on.
-    fn read_view<T>(
+    /// Queues a copy of bytes `ranges[0]` of this buffer to `ranges[1]` of `dst` (same length,
+    /// not empty, both buffers of one device); `Ok(false)` when the backend cannot take these
+    /// ranges there (the copy then goes through the host).
+    fn copy_to(
         self: &Arc<Self>,
-        extent: &Range<u64>,
-        f: impl FnOnce(*const u8, u64) -> T,
-    ) -> BackendResult<T, Self::Failure>;
-
-    /// Runs `f` on a writable host view of bytes `extent` as [`DeviceBuffer::read_view`] does,
-    /// then stores what it left there in the buffer; the view holds the buffer's bytes first
-    /// when `read_first` (otherwise `f` writes the whole extent).
-    fn update_view<T>(
-        self: &Arc<Self>,
-        extent: &Range<u64>,
-        read_first: bool,
-        f: impl FnOnce(*mut u8, u64) -> T,
-    ) -> BackendResult<T, Self::Failure>;
-
-    /// Writes `bytes` at `offset`, ordered after the work queued before and before later work.
-    fn write_bytes(self: &Arc<Self>, offset: u64, bytes: &[u8])
-    -> BackendResult<(), Self::Failure>;
-
-    /// Queues a copy of `src_extent` of `src` to `dst_extent` of `dst` (same length, both
-    /// buffers of one device, not empty) on the device; `Ok(false)` when the backend cannot take
-    /// these extents there (the copy then goes through the host).
-    fn copy_on_device(
-        src: &Arc<Self>,
-        src_extent: &Range<u64>,
         dst: &Arc<Self>,
-        dst_extent: &Range<u64>,
+        ranges: [&Range<u64>; 2],
     ) -> BackendResult<bool, Self::Failure>;
 }
 
@@ -90,12 +103,11 @@ pub trait BufferBackend: Send + Sync + Sized + 'static {
     /// Its allocations.
     type Buffer: DeviceBuffer<Failure = Self::Failure>;
 
+    /// Its kernels (their module kind and file extension name the module loaders).
+    type Kernel: ShaderKernel;
+
     /// DLPack's device type of its devices.
     const DEVICE_TYPE: i32;
-    /// The kind of its kernel modules (`ffi.Module.load_from_bytes.<kind>`).
-    const MODULE_KIND: &'static str;
-    /// The extension of its kernel files (`ffi.Module.load_from_file.<extension>`).
-    const FILE_EXTENSION: &'static str;
 
     /// Its live allocations.
     fn buffers(&self) -> &BufferTable<Self::Buffer>;

@@ -14,8 +14,10 @@ use crate::kernel::FunctionInfo;
 
 /// A kernel of a shader module, launched with packed arguments.
 pub trait ShaderKernel: Send + Sync + 'static {
-    /// The module kind (`vulkan`, `webgpu`).
+    /// The module kind (`vulkan`, `webgpu`): `ffi.Module.load_from_bytes.<kind>`.
     const MODULE_KIND: &'static str;
+    /// The extension of kernel files (`spv`, `wgsl`): `ffi.Module.load_from_file.<extension>`.
+    const FILE_EXTENSION: &'static str;
 
     /// Launches the kernel with packed arguments (those of the launch convention).
     fn launch(&self, args: &[AnyView<'_>]) -> tvm_ffi::Result<()>;

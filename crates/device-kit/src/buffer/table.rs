@@ -43,10 +43,10 @@ impl<B: DeviceBuffer> BufferTable<B> {
         let devices = <B::Failure as super::BackendFailure>::DEVICE_NAME;
         let buffer = self.lock().get(&(data as usize)).cloned();
         match buffer {
-            Some(b) if b.device_index() as i32 == device_id => Ok(b),
+            Some(b) if b.placement().device_index as i32 == device_id => Ok(b),
             Some(b) => Err(BackendError::invalid(format!(
                 "{title} buffer {data:p} belongs to {devices}:{}, not {devices}:{device_id}",
-                b.device_index()
+                b.placement().device_index
             ))),
             None => Err(BackendError::invalid(format!(
                 "{data:p} is not a live {title} buffer (freed, or memory of another device)"
