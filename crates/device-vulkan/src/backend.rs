@@ -9,7 +9,7 @@ use ash::vk;
 use device_kit::buffer::{BufferBackend, BufferTable, DeviceSlots};
 use tvm_ffi::{Any, DataType, Device};
 use tvm_runtime::Module;
-use tvm_runtime::device::{DeviceAttr, device_index};
+use tvm_runtime::device::DeviceAttr;
 
 use crate::device::VulkanDevice;
 use crate::error::{VkResult, VulkanCall, VulkanError};
@@ -110,18 +110,8 @@ impl BufferBackend for VulkanBackend {
     }
 
     fn device_names(&self) -> VkResult<Vec<String>> {
-        Ok(self
-            .instance()?
-            .devices
-            .iter()
-            .map(|d| d.name.clone())
-            .collect())
-    }
-
-    fn device_index(&self, device: Device) -> VkResult<usize> {
         let instance = self.instance()?;
-        let names = instance.devices.iter().map(|d| d.name.as_str());
-        device_index("Vulkan", "vulkan", device, names).map_err(VulkanError::unavailable)
+        Ok(instance.devices.iter().map(|d| d.name.clone()).collect())
     }
 
     fn device_attr(&self, device: Device, attr: DeviceAttr) -> VkResult<Option<Any>> {

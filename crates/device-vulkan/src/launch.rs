@@ -229,9 +229,7 @@ impl VulkanKernel {
         self.shape
             .launch
             .check_arg_count(&self.shape.info, args.len())?;
-        let buffers = (0..self.shape.num_buffers)
-            .map(|i| self.shape.bind(&*self.backend, i, &args[i], true))
-            .collect::<VkResult<Vec<_>>>()?;
+        let buffers = self.shape.bind_all(&*self.backend, args, true)?;
         let device = match buffers.first() {
             Some(b) => Arc::clone(&b.buffer.device),
             None => self.backend.device(Device::vulkan(0))?,
@@ -350,12 +348,6 @@ impl VulkanKernel {
             .iter()
             .enumerate()
             .map(|(i, b)| {
-                if !Arc::ptr_eq(&b.buffer.device, device) {
-                    return Err(self.shape.fail(format!(
-                        "argument {i} is on vulkan:{}, argument 0 on vulkan:{}",
-                        b.buffer.device.physical_index, device.physical_index
-                    )));
-                }
                 let binding = StorageBinding {
                     buffer_size: b.buffer.size.max(1),
                     offset: b.offset,

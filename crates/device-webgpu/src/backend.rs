@@ -8,7 +8,7 @@ use device_kit::buffer::{BufferBackend, BufferTable, DeviceSlots};
 use tvm_ffi::abi::{kDLFloat, kDLInt, kDLUInt};
 use tvm_ffi::{Any, DataType, Device, Result};
 use tvm_runtime::Module;
-use tvm_runtime::device::{DeviceAttr, device_index};
+use tvm_runtime::device::DeviceAttr;
 
 use crate::device::WebGpuDevice;
 use crate::error::{WebGpuError, WgResult, WgpuFailure};
@@ -132,27 +132,6 @@ impl BufferBackend for WebGpuBackend {
 
     const DEVICE_TYPE: i32 = tvm_ffi::abi::kDLWebGPU;
 
-    fn buffers(&self) -> &BufferTable<WebGpuBuffer> {
-        &self.buffers
-    }
-
-    /// The names of the WebGPU adapters present, by index (`name (backend, device type)`); an
-    /// error saying what is missing when there is none.
-    fn device_names(&self) -> WgResult<Vec<String>> {
-        Ok(self
-            .instance()?
-            .infos
-            .iter()
-            .map(|i| i.name.clone())
-            .collect())
-    }
-
-    fn device_index(&self, device: Device) -> WgResult<usize> {
-        let instance = self.instance()?;
-        let names = instance.infos.iter().map(|info| info.name.as_str());
-        device_index("WebGPU", "webgpu", device, names).map_err(WebGpuError::unavailable)
-    }
-
     fn device_attr(&self, device: Device, attr: DeviceAttr) -> WgResult<Option<Any>> {
         let index = BufferBackend::device_index(self, device)?;
         let instance = self.instance()?;
@@ -178,6 +157,17 @@ impl BufferBackend for WebGpuBackend {
             DeviceAttr::ApiVersion => Any::from(format!("{:?}", info.backend).to_lowercase()),
             _ => return Ok(None),
         }))
+    }
+
+    /// The names of the WebGPU adapters present, by index (`name (backend, device type)`); an
+    /// error saying what is missing when there is none.
+    fn device_names(&self) -> WgResult<Vec<String>> {
+        let instance = self.instance()?;
+        Ok(instance.infos.iter().map(|i| i.name.clone()).collect())
+    }
+
+    fn buffers(&self) -> &BufferTable<WebGpuBuffer> {
+        &self.buffers
     }
 
     fn allocate(

@@ -164,20 +164,21 @@ impl WebGpuKernel {
         &self.source
     }
 
-    /// The buffer behind tensor argument `index`.
-    fn bind(&self, index: usize, value: &AnyView<'_>) -> WgResult<BoundBuffer<WebGpuBuffer>> {
-        let bound = self.shape.bind(&*self.backend, index, value, false)?;
-        // The shader says which bindings it writes (`var<storage, read_write>`): a read-only
-        // tensor there is refused, as a copy into it is.
-        let writes = matches!(
-            self.entry.bindings.get(&(index as u32)),
-            Some(BindingKind::Storage { read_only: false })
-        );
-        if writes && bound.read_only {
-            return Err(self.shape.fail(format!(
-                "argument {index} is read-only, but binding {index} is \
-                 `var<storage, read_write>` (assignment destination is read-only)"
-            )));
+    /// The buffers behind the tensor arguments. The shader says which bindings it writes
+    /// (`var<storage, read_write>`): a read-only tensor there is refused, as a copy into it is.
+    fn bind(&self, args: &[AnyView<'_>]) -> WgResult<Vec<BoundBuffer<WebGpuBuffer>>> {
+        let bound = self.shape.bind_all(&*self.backend, args, false)?;
+        for (index, b) in bound.iter().enumerate() {
+            let writes = matches!(
+                self.entry.bindings.get(&(index as u32)),
+                Some(BindingKind::Storage { read_only: false })
+            );
+            if writes && b.read_only {
+                return Err(self.shape.fail(format!(
+                    "argument {index} is read-only, but binding {index} is \
+                     `var<storage, read_write>` (assignment destination is read-only)"
+                )));
+            }
         }
         Ok(bound)
     }
@@ -325,13 +326,6 @@ impl WebGpuKernel {
             .iter()
             .enumerate()
             .map(|(i, b)| {
-                if !Arc::ptr_eq(&b.buffer.device, device) {
-                    return Err(self.shape.fail(format!(
-                        "argument {i} is on {}, argument 0 on {}",
-                        b.buffer.device.label(),
-                        device.label()
-                    )));
-                }
                 let binding = StorageBinding {
                     buffer_size: b.buffer.padded_size(),
                     offset: b.offset,
@@ -355,9 +349,7 @@ impl WebGpuKernel {
         self.shape
             .launch
             .check_arg_count(&self.shape.info, args.len())?;
-        let buffers = (0..self.shape.num_buffers)
-            .map(|i| self.bind(i, &args[i]))
-            .collect::<WgResult<Vec<_>>>()?;
+        let buffers = self.bind(args)?;
         let device = match buffers.first() {
             Some(b) => Arc::clone(&b.buffer.device),
             None => self.backend.device(Device::webgpu(0))?,

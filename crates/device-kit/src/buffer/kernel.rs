@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tvm_ffi::abi::{self, kDLOpaqueHandle};
 use tvm_ffi::{AnyView, DataType};
 
-use super::{BackendError, BackendFailure, BackendResult, BufferBackend};
+use super::{BackendError, BackendFailure, BackendResult, BufferBackend, DeviceBuffer};
 use crate::kernel::{ArgKind, FunctionInfo, LaunchConfig, tensor_arg};
 
 /// A kernel's metadata checked against the buffer convention.
@@ -127,6 +127,33 @@ impl KernelShape {
             offset: 0,
             read_only: false,
         })
+    }
+
+    /// The buffers behind the tensor arguments (the first [`KernelShape::num_buffers`] of
+    /// `args`, as [`KernelShape::bind`] finds them), checked to live on one device.
+    pub fn bind_all<B: BufferBackend>(
+        &self,
+        backend: &B,
+        args: &[AnyView<'_>],
+        handles: bool,
+    ) -> BackendResult<Vec<BoundBuffer<B::Buffer>>, B::Failure> {
+        let bound = (0..self.num_buffers)
+            .map(|i| self.bind(backend, i, &args[i], handles))
+            .collect::<BackendResult<Vec<_>, B::Failure>>()?;
+        if let Some(first) = bound.first() {
+            let home = first.buffer.placement();
+            let devices = B::Failure::DEVICE_NAME;
+            for (i, b) in bound.iter().enumerate() {
+                let here = b.buffer.placement();
+                if here.device_id != home.device_id {
+                    return Err(self.fail(format!(
+                        "argument {i} is on {devices}:{}, argument 0 on {devices}:{}",
+                        here.device_index, home.device_index
+                    )));
+                }
+            }
+        }
+        Ok(bound)
     }
 }
 

@@ -116,8 +116,15 @@ pub trait BufferBackend: Send + Sync + Sized + 'static {
     /// backend cannot be loaded.
     fn device_names(&self) -> BackendResult<Vec<String>, Self::Failure>;
 
-    /// The index of `device`, if such a device is present.
-    fn device_index(&self, device: Device) -> BackendResult<usize, Self::Failure>;
+    /// The index of `device`, if such a device is present; otherwise an error naming the
+    /// devices present, or what is missing.
+    fn device_index(&self, device: Device) -> BackendResult<usize, Self::Failure> {
+        let names = self.device_names()?;
+        let (title, devices) = (Self::Failure::TITLE, Self::Failure::DEVICE_NAME);
+        let names = names.iter().map(String::as_str);
+        tvm_runtime::device::device_index(title, devices, device, names)
+            .map_err(BackendError::unavailable)
+    }
 
     /// Attribute `attr` of `device` (present), `None` where the backend has no value.
     fn device_attr(
