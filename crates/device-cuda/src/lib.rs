@@ -22,8 +22,8 @@ mod stream;
 
 use std::sync::Arc;
 
+use device_kit::registration::install_driver_backend;
 use tvm_ffi::Result;
-use tvm_ffi::abi::{kDLCUDA, kDLCUDAHost};
 
 pub use api::{CudaDeviceApi, CudaHostDeviceApi};
 pub use context::CudaBackend;
@@ -34,16 +34,9 @@ use tvm_ffi_capi as _;
 
 device_kit::backend_registration!(CudaBackend, install, "CUDA");
 
-/// Installs `backend` for `cuda` and `cuda_host` devices, its module loaders and NVRTC.
+/// Installs `backend`: the kit's device APIs, its module loaders and NVRTC.
 fn install(backend: &Arc<CudaBackend>) -> Result<()> {
-    tvm_runtime::device::register_device_api(
-        kDLCUDA,
-        Arc::new(CudaDeviceApi::new(backend.clone())),
-    )?;
-    tvm_runtime::device::register_device_api(
-        kDLCUDAHost,
-        Arc::new(CudaHostDeviceApi::new(backend.clone())),
-    )?;
+    install_driver_backend(backend)?;
     module::register_module_loaders(backend.clone());
     nvrtc::register_nvrtc_compile();
     Ok(())

@@ -8,7 +8,19 @@ use std::sync::{Arc, OnceLock};
 use tvm_ffi::{Any, Array, Function, Result};
 
 use crate::buffer::{BufferBackend, BufferDeviceApi, ShaderKernel};
+use crate::driver::device_api::{GpuDeviceApi, GpuHostDeviceApi};
+use crate::driver::runtime::{GpuRuntime, RuntimeSource};
 use crate::kernel::register_module_loaders;
+
+/// Installs driver-API backend `backend`: its device API for its devices and for its pinned
+/// host memory devices (the backend's module loaders are its own).
+pub fn install_driver_backend<B: RuntimeSource>(backend: &Arc<B>) -> Result<()> {
+    let names = B::Runtime::NAMES;
+    let api = Arc::new(GpuDeviceApi::new(Arc::clone(backend)));
+    tvm_runtime::device::register_device_api(names.device_type, api)?;
+    let host_api = Arc::new(GpuHostDeviceApi::new(Arc::clone(backend)));
+    tvm_runtime::device::register_device_api(names.host_device_type, host_api)
+}
 
 /// The backend a crate registered, and the outcome of registering it.
 pub struct BackendSlot<B> {

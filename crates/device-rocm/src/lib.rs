@@ -18,8 +18,8 @@ pub mod runtime;
 use std::sync::Arc;
 
 use device_kit::driver::device_api::{GpuDeviceApi, GpuHostDeviceApi};
+use device_kit::registration::install_driver_backend;
 use tvm_ffi::Result;
-use tvm_ffi::abi::{kDLROCM, kDLROCMHost};
 
 pub use runtime::{HipRuntime, RocmBackend};
 
@@ -36,16 +36,9 @@ pub type RocmHostDeviceApi = GpuHostDeviceApi<RocmBackend>;
 
 device_kit::backend_registration!(RocmBackend, install, "ROCm");
 
-/// Installs `backend` for `rocm` and `rocm_host` devices and its module loaders.
+/// Installs `backend`: the kit's device APIs, its module loaders.
 fn install(backend: &Arc<RocmBackend>) -> Result<()> {
-    tvm_runtime::device::register_device_api(
-        kDLROCM,
-        Arc::new(RocmDeviceApi::new(backend.clone())),
-    )?;
-    tvm_runtime::device::register_device_api(
-        kDLROCMHost,
-        Arc::new(RocmHostDeviceApi::new(backend.clone())),
-    )?;
+    install_driver_backend(backend)?;
     module::register_module_loaders(backend.clone());
     Ok(())
 }

@@ -11,44 +11,61 @@ use tvm_ffi::abi::{DLTensor, kDLCPU};
 use tvm_ffi::{Device, Result};
 use tvm_runtime::device::{StreamHandle, byte_extent, copy_host_strided, tensor_nbytes};
 
-/// The flat copies of a driver, queued on a stream. Device memory is named by its address.
-pub trait RawCopies {
-    /// Queues a copy of `len` bytes from host `src` to device address `dst`.
-    ///
-    /// # Safety
-    /// `src` is readable for `len` bytes and `dst` is device memory of `len` bytes, both until
-    /// the stream is synchronized.
-    unsafe fn host_to_device(
-        &self,
+/// One flat copy of `len` bytes. Device memory is named by its address.
+#[derive(Clone, Copy, Debug)]
+pub enum FlatCopy {
+    /// From host `src` to device address `dst`.
+    HostToDevice {
+        /// The device address written.
         dst: u64,
+        /// The host bytes read.
         src: *const u8,
+        /// How many bytes.
         len: usize,
-        stream: StreamHandle,
-    ) -> Result<()>;
-
-    /// Queues a copy of `len` bytes from device address `src` to host `dst`.
-    ///
-    /// # Safety
-    /// As for [`RawCopies::host_to_device`], with `dst` writable.
-    unsafe fn device_to_host(
-        &self,
+    },
+    /// From device address `src` to host `dst`.
+    DeviceToHost {
+        /// The host bytes written.
         dst: *mut u8,
+        /// The device address read.
         src: u64,
+        /// How many bytes.
         len: usize,
-        stream: StreamHandle,
-    ) -> Result<()>;
+    },
+    /// Between two device addresses.
+    DeviceToDevice {
+        /// The device address written.
+        dst: u64,
+        /// The device address read.
+        src: u64,
+        /// How many bytes.
+        len: usize,
+    },
+}
 
-    /// Queues a copy of `len` bytes between two device addresses.
+impl FlatCopy {
+    /// What the copy does, for an error: "copying 16 bytes from the host to cuda:0".
+    pub fn describe(&self, device: Device) -> String {
+        match *self {
+            FlatCopy::HostToDevice { len, .. } => {
+                format!("copying {len} bytes from the host to {device}")
+            }
+            FlatCopy::DeviceToHost { len, .. } => {
+                format!("copying {len} bytes from {device} to the host")
+            }
+            FlatCopy::DeviceToDevice { len, .. } => format!("copying {len} bytes on {device}"),
+        }
+    }
+}
+
+/// The flat copies of a driver, queued on a stream.
+pub trait RawCopies {
+    /// Queues `copy` on `stream`.
     ///
     /// # Safety
-    /// Both are device memory of `len` bytes until the stream is synchronized.
-    unsafe fn device_to_device(
-        &self,
-        dst: u64,
-        src: u64,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()>;
+    /// Its host side is readable (or writable, when written) for `len` bytes and its device
+    /// side is device memory of `len` bytes, both until the stream is synchronized.
+    unsafe fn copy(&self, copy: FlatCopy, stream: StreamHandle) -> Result<()>;
 
     /// Waits for the work queued on `stream`.
     fn synchronize(&self, stream: StreamHandle) -> Result<()>;
@@ -107,7 +124,13 @@ unsafe fn stage(
     if fill {
         // SAFETY: the span lies in the tensor's memory (the caller's contract) and the buffer
         // holds it; the stream is synchronized before the buffer is read or dropped.
-        unsafe { copies.device_to_host(buffer.as_mut_ptr(), device_start, len, stream)? };
+        let dst = buffer.as_mut_ptr();
+        let copy = FlatCopy::DeviceToHost {
+            dst,
+            src: device_start,
+            len,
+        };
+        unsafe { copies.copy(copy, stream)? };
         copies.synchronize(stream)?;
     }
     let host = DLTensor {
@@ -155,14 +178,21 @@ pub unsafe fn copy_tensor(
     // SAFETY: valid descriptors.
     if unsafe { is_compact(from) && is_compact(to) } {
         let (src, dst) = (first_element(from), first_element(to));
-        // SAFETY: compact tensors hold `len` bytes from their first element.
-        return unsafe {
-            match (from_on_device, to_on_device) {
-                (true, true) => copies.device_to_device(dst, src, len, stream),
-                (true, false) => copies.device_to_host(dst as *mut u8, src, len, stream),
-                _ => copies.host_to_device(dst, src as *const u8, len, stream),
-            }
+        let copy = match (from_on_device, to_on_device) {
+            (true, true) => FlatCopy::DeviceToDevice { dst, src, len },
+            (true, false) => FlatCopy::DeviceToHost {
+                dst: dst as *mut u8,
+                src,
+                len,
+            },
+            _ => FlatCopy::HostToDevice {
+                dst,
+                src: src as *const u8,
+                len,
+            },
         };
+        // SAFETY: compact tensors hold `len` bytes from their first element.
+        return unsafe { copies.copy(copy, stream) };
     }
     let source = if from_on_device {
         // SAFETY: device memory holding the elements.
@@ -182,14 +212,12 @@ pub unsafe fn copy_tensor(
     unsafe { copy_host_strided(source_host, &target.host) };
     // SAFETY: the staging buffer spans the destination's elements on the device; it lives until
     // the stream is synchronized below.
-    unsafe {
-        copies.host_to_device(
-            target.device_start,
-            target.buffer.as_ptr(),
-            target.buffer.len(),
-            stream,
-        )?
+    let copy = FlatCopy::HostToDevice {
+        dst: target.device_start,
+        src: target.buffer.as_ptr(),
+        len: target.buffer.len(),
     };
+    unsafe { copies.copy(copy, stream)? };
     copies.synchronize(stream)?;
     debug_assert_eq!(target.host.device.device_type, kDLCPU);
     Ok(())
@@ -218,40 +246,25 @@ mod tests {
     }
 
     impl RawCopies for FakeDevice {
-        unsafe fn host_to_device(
-            &self,
-            dst: u64,
-            src: *const u8,
-            len: usize,
-            _: StreamHandle,
-        ) -> Result<()> {
-            self.log.borrow_mut().push("h2d");
-            // SAFETY: the test's buffers hold `len` bytes.
-            unsafe { std::ptr::copy(src, self.at(dst), len) };
-            Ok(())
-        }
-        unsafe fn device_to_host(
-            &self,
-            dst: *mut u8,
-            src: u64,
-            len: usize,
-            _: StreamHandle,
-        ) -> Result<()> {
-            self.log.borrow_mut().push("d2h");
-            // SAFETY: as above.
-            unsafe { std::ptr::copy(self.at(src), dst, len) };
-            Ok(())
-        }
-        unsafe fn device_to_device(
-            &self,
-            dst: u64,
-            src: u64,
-            len: usize,
-            _: StreamHandle,
-        ) -> Result<()> {
-            self.log.borrow_mut().push("d2d");
-            // SAFETY: as above.
-            unsafe { std::ptr::copy(self.at(src), self.at(dst), len) };
+        unsafe fn copy(&self, copy: FlatCopy, _: StreamHandle) -> Result<()> {
+            // SAFETY (each arm): the test's buffers hold `len` bytes.
+            match copy {
+                FlatCopy::HostToDevice { dst, src, len } => {
+                    self.log.borrow_mut().push("h2d");
+                    // SAFETY: as above.
+                    unsafe { std::ptr::copy(src, self.at(dst), len) };
+                }
+                FlatCopy::DeviceToHost { dst, src, len } => {
+                    self.log.borrow_mut().push("d2h");
+                    // SAFETY: as above.
+                    unsafe { std::ptr::copy(self.at(src), dst, len) };
+                }
+                FlatCopy::DeviceToDevice { dst, src, len } => {
+                    self.log.borrow_mut().push("d2d");
+                    // SAFETY: as above.
+                    unsafe { std::ptr::copy(self.at(src), self.at(dst), len) };
+                }
+            }
             Ok(())
         }
         fn synchronize(&self, _: StreamHandle) -> Result<()> {

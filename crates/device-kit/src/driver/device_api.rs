@@ -7,7 +7,7 @@ use tvm_ffi::abi::{DLTensor, kDLCPU};
 use tvm_ffi::{Any, DataType, Device, Result};
 use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle, copy_host_strided};
 
-use crate::driver::copy::RawCopies;
+use crate::driver::copy::{FlatCopy, RawCopies};
 use crate::driver::runtime::{GpuRuntime, RuntimeSource};
 
 /// The runtime's flat copies through one bound device.
@@ -17,46 +17,9 @@ struct BoundCopies<'a, R> {
 }
 
 impl<R: GpuRuntime> RawCopies for BoundCopies<'_, R> {
-    unsafe fn host_to_device(
-        &self,
-        dst: u64,
-        src: *const u8,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()> {
+    unsafe fn copy(&self, copy: FlatCopy, stream: StreamHandle) -> Result<()> {
         // SAFETY: forwarded from the caller.
-        unsafe {
-            self.runtime
-                .copy_to_device(self.device, dst, src, len, stream)
-        }
-    }
-
-    unsafe fn device_to_host(
-        &self,
-        dst: *mut u8,
-        src: u64,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()> {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            self.runtime
-                .copy_to_host(self.device, dst, src, len, stream)
-        }
-    }
-
-    unsafe fn device_to_device(
-        &self,
-        dst: u64,
-        src: u64,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()> {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            self.runtime
-                .copy_on_device(self.device, dst, src, len, stream)
-        }
+        unsafe { self.runtime.copy(self.device, copy, stream) }
     }
 
     fn synchronize(&self, stream: StreamHandle) -> Result<()> {
@@ -83,7 +46,7 @@ impl<B: RuntimeSource> GpuDeviceApi<B> {
 
 impl<B: RuntimeSource> DeviceApi for GpuDeviceApi<B> {
     fn name(&self) -> &str {
-        B::Runtime::NAME
+        B::Runtime::NAMES.name
     }
 
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
@@ -115,7 +78,7 @@ impl<B: RuntimeSource> DeviceApi for GpuDeviceApi<B> {
     }
 
     unsafe fn copy(&self, from: &DLTensor, to: &DLTensor, stream: StreamHandle) -> Result<()> {
-        let on_device = |t: &DLTensor| t.device.device_type == B::Runtime::DEVICE_TYPE;
+        let on_device = |t: &DLTensor| t.device.device_type == B::Runtime::NAMES.device_type;
         let runner = Device(if on_device(from) {
             from.device
         } else {
@@ -178,13 +141,13 @@ impl<B: RuntimeSource> GpuHostDeviceApi<B> {
     }
 
     fn device_of(device: Device) -> Device {
-        Device::new(B::Runtime::DEVICE_TYPE, device.device_id())
+        Device::new(B::Runtime::NAMES.device_type, device.device_id())
     }
 }
 
 impl<B: RuntimeSource> DeviceApi for GpuHostDeviceApi<B> {
     fn name(&self) -> &str {
-        B::Runtime::HOST_NAME
+        B::Runtime::NAMES.host_name
     }
 
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
@@ -193,7 +156,7 @@ impl<B: RuntimeSource> DeviceApi for GpuHostDeviceApi<B> {
                 let exists = self.backend.lazy().exists(Self::device_of(device));
                 Ok(Some(Any::from(i64::from(exists))))
             }
-            DeviceAttr::DeviceName => Ok(Some(Any::from(B::Runtime::HOST_NAME))),
+            DeviceAttr::DeviceName => Ok(Some(Any::from(B::Runtime::NAMES.host_name))),
             _ => Ok(None),
         }
     }
@@ -226,7 +189,7 @@ impl<B: RuntimeSource> DeviceApi for GpuHostDeviceApi<B> {
         debug_assert!(
             [from, to]
                 .iter()
-                .all(|t| t.device.device_type != B::Runtime::DEVICE_TYPE
+                .all(|t| t.device.device_type != B::Runtime::NAMES.device_type
                     || t.device.device_type == kDLCPU)
         );
         // SAFETY: both sides are host memory holding their elements (the caller's contract).

@@ -9,21 +9,31 @@ use tvm_ffi::{Any, Device, Error, ErrorKind, Result};
 use tvm_runtime::device::{DeviceAttr, StreamHandle};
 
 use crate::driver::DriverLibrary;
+use crate::driver::copy::FlatCopy;
+
+/// The names of a vendor runtime and of its devices.
+#[derive(Clone, Copy, Debug)]
+pub struct RuntimeNames {
+    /// What the library is, for messages ("CUDA driver").
+    pub what: &'static str,
+    /// The environment variable that names the library to use instead of the candidates.
+    pub override_var: &'static str,
+    /// The names the library is looked up by, in order.
+    pub candidates: &'static [&'static str],
+    /// The DLPack type of the devices ([`GpuRuntime::bind`] and the rest take such devices).
+    pub device_type: i32,
+    /// The DLPack type of its pinned host memory devices.
+    pub host_device_type: i32,
+    /// The backend's name ("cuda").
+    pub name: &'static str,
+    /// The name of its pinned host memory devices ("cuda_host").
+    pub host_name: &'static str,
+}
 
 /// What a GPU backend needs from its vendor library, for one kind of device.
 pub trait GpuRuntime: Send + Sync + Sized + 'static {
-    /// What the library is, for messages ("CUDA driver").
-    const WHAT: &'static str;
-    /// The environment variable that names the library to use instead of the candidates.
-    const OVERRIDE_VAR: &'static str;
-    /// The names the library is looked up by, in order.
-    const CANDIDATES: &'static [&'static str];
-    /// The DLPack type of the devices ([`GpuRuntime::bind`] and the rest take such devices).
-    const DEVICE_TYPE: i32;
-    /// The backend's name ("cuda").
-    const NAME: &'static str;
-    /// The name of its pinned host memory devices ("cuda_host").
-    const HOST_NAME: &'static str;
+    /// The names of the runtime and its devices.
+    const NAMES: RuntimeNames;
 
     /// Opens the runtime from its loaded library.
     fn load(library: DriverLibrary) -> std::result::Result<Self, String>;
@@ -71,44 +81,11 @@ pub trait GpuRuntime: Send + Sync + Sized + 'static {
     /// without blocking the host.
     fn stream_wait(&self, device: Device, from: StreamHandle, to: StreamHandle) -> Result<()>;
 
-    /// Queues a copy of `len` bytes from host `src` to `dst` on `device` (which is bound).
+    /// Queues `copy` on `stream` of `device` (which is bound).
     ///
     /// # Safety
-    /// As for [`crate::driver::copy::RawCopies::host_to_device`].
-    unsafe fn copy_to_device(
-        &self,
-        device: Device,
-        dst: u64,
-        src: *const u8,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()>;
-
-    /// Queues a copy of `len` bytes from `src` on `device` (which is bound) to host `dst`.
-    ///
-    /// # Safety
-    /// As for [`crate::driver::copy::RawCopies::device_to_host`].
-    unsafe fn copy_to_host(
-        &self,
-        device: Device,
-        dst: *mut u8,
-        src: u64,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()>;
-
-    /// Queues a copy of `len` bytes between two addresses of device memory.
-    ///
-    /// # Safety
-    /// As for [`crate::driver::copy::RawCopies::device_to_device`].
-    unsafe fn copy_on_device(
-        &self,
-        device: Device,
-        dst: u64,
-        src: u64,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()>;
+    /// As for [`crate::driver::copy::RawCopies::copy`].
+    unsafe fn copy(&self, device: Device, copy: FlatCopy, stream: StreamHandle) -> Result<()>;
 }
 
 /// "NAME (code): text" for a vendor result code, from the vendor's name and text for it when it
@@ -174,8 +151,8 @@ pub fn check_alignment(what: &str, guaranteed: usize, alignment: usize) -> Resul
     Ok(())
 }
 
-/// A runtime opened on first use, from the library [`GpuRuntime::OVERRIDE_VAR`] names or the
-/// first candidate that loads (or from one given library).
+/// A runtime opened on first use, from the library its `override_var` ([`GpuRuntime::NAMES`])
+/// names or the first candidate that loads (or from one given library).
 #[derive(Debug)]
 pub struct LazyRuntime<R: GpuRuntime> {
     library: Option<PathBuf>,
@@ -204,9 +181,13 @@ impl<R: GpuRuntime> LazyRuntime<R> {
             Some(path) => {
                 let path = path.to_string_lossy();
                 DriverLibrary::open(&path)
-                    .map_err(|why| format!("{} not found: {path}: {why}", R::WHAT))?
+                    .map_err(|why| format!("{} not found: {path}: {why}", R::NAMES.what))?
             }
-            None => DriverLibrary::open_first(R::WHAT, R::OVERRIDE_VAR, R::CANDIDATES)?,
+            None => DriverLibrary::open_first(
+                R::NAMES.what,
+                R::NAMES.override_var,
+                R::NAMES.candidates,
+            )?,
         };
         R::load(library).map(Arc::new)
     }
