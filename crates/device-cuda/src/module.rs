@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use device_kit::driver::args::{KernelCall, TensorPlacement};
 use device_kit::driver::module::KernelBackend;
-use tvm_ffi::abi::{self, kDLCUDA};
+use tvm_ffi::abi;
 use tvm_ffi::{Bytes, Device, Error, ErrorKind, Function, Result};
 
 use crate::context::CudaBackend;
@@ -71,10 +71,6 @@ impl KernelBackend for CudaBackend {
 
     fn kind(&self) -> &'static str {
         "cuda"
-    }
-
-    fn device_type(&self) -> i32 {
-        kDLCUDA
     }
 
     fn prepare(&self, format: &str, code: Vec<u8>) -> Result<(String, Vec<u8>)> {
@@ -159,6 +155,7 @@ impl KernelBackend for CudaBackend {
         }
     }
 
+    /// Managed memory is reachable too, besides pinned host memory.
     #[inline]
     fn placement(&self, device: Device) -> TensorPlacement {
         match device.device_type() {
@@ -166,11 +163,6 @@ impl KernelBackend for CudaBackend {
             abi::kDLCUDAHost | abi::kDLCUDAManaged => TensorPlacement::Reachable,
             _ => TensorPlacement::Refused,
         }
-    }
-
-    #[inline]
-    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
-        self.runtime()?.launch_device(tensors_on)
     }
 
     #[inline]

@@ -39,6 +39,11 @@ impl GpuRuntime for CudaRuntime {
         CudaRuntime::bind(self, device)
     }
 
+    #[inline]
+    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
+        CudaRuntime::launch_device(self, tensors_on)
+    }
+
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
         CudaRuntime::attr(self, device, attr)
     }

@@ -10,11 +10,10 @@
 use std::ffi::{CString, c_void};
 use std::sync::Arc;
 
-use device_kit::driver::args::{KernelCall, TensorPlacement};
+use device_kit::driver::args::KernelCall;
 use device_kit::driver::module::{KernelBackend, register_bytes_loader, register_loaders};
 use device_kit::driver::runtime::GpuRuntime;
 use device_kit::kernel::LaunchDims;
-use tvm_ffi::abi::{self, kDLROCM};
 use tvm_ffi::{Device, Error, ErrorKind, Result};
 use tvm_runtime::device::current_stream;
 
@@ -66,10 +65,6 @@ impl KernelBackend for RocmBackend {
         MODULE_KIND
     }
 
-    fn device_type(&self) -> i32 {
-        kDLROCM
-    }
-
     fn prepare(&self, format: &str, code: Vec<u8>) -> Result<(String, Vec<u8>)> {
         if format != CODE_FORMAT {
             tvm_ffi::bail!(
@@ -118,20 +113,6 @@ impl KernelBackend for RocmBackend {
             // SAFETY: loaded on this device and unloaded once.
             unsafe { (runtime.hip.api.module_unload)(code.0 as HipModule) };
         }
-    }
-
-    #[inline]
-    fn placement(&self, device: Device) -> TensorPlacement {
-        match device.device_type() {
-            abi::kDLROCM => TensorPlacement::OnDevice,
-            abi::kDLROCMHost => TensorPlacement::Reachable,
-            _ => TensorPlacement::Refused,
-        }
-    }
-
-    #[inline]
-    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
-        self.runtime()?.launch_device(tensors_on)
     }
 
     #[inline]

@@ -141,6 +141,11 @@ impl GpuRuntime for HipRuntime {
         self.set_device(device)
     }
 
+    #[inline]
+    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
+        HipRuntime::launch_device(self, tensors_on)
+    }
+
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
         crate::attributes::read(self, device, attr)
     }

@@ -17,9 +17,10 @@ use tvm_runtime::{Module, ModuleImpl};
 
 use crate::driver::PerDevice;
 use crate::driver::args::{KernelCall, KernelSignature, TensorPlacement};
+use crate::driver::runtime::{GpuRuntime, RuntimeSource};
 
 /// What a backend does with device code; [`DeviceModule`] does the rest.
-pub trait KernelBackend: Send + Sync + 'static {
+pub trait KernelBackend: RuntimeSource {
     /// Code loaded on one device (a driver handle).
     type LoadedCode: Copy + Send + Sync + 'static;
     /// A kernel of loaded code (a driver handle).
@@ -27,9 +28,6 @@ pub trait KernelBackend: Send + Sync + 'static {
 
     /// The module kind ("cuda", "rocm").
     fn kind(&self) -> &'static str;
-
-    /// The DLPack device type the code runs on.
-    fn device_type(&self) -> i32;
 
     /// Checks `format` and turns `code` into what [`KernelBackend::load`] takes (PTX gets its
     /// terminating NUL, source is compiled); an unknown format is an error naming it.
@@ -44,12 +42,24 @@ pub trait KernelBackend: Send + Sync + 'static {
     /// Releases loaded code; errors are ignored (the device may be gone).
     fn unload(&self, device: Device, code: Self::LoadedCode);
 
-    /// Where a tensor argument on `device` may live.
-    fn placement(&self, device: Device) -> TensorPlacement;
+    /// Where a tensor argument on `device` may live: on the runtime's devices, or reachable
+    /// from them in its pinned host memory.
+    #[inline]
+    fn placement(&self, device: Device) -> TensorPlacement {
+        let names = Self::Runtime::NAMES;
+        match device.device_type() {
+            t if t == names.device_type => TensorPlacement::OnDevice,
+            t if t == names.host_device_type => TensorPlacement::Reachable,
+            _ => TensorPlacement::Refused,
+        }
+    }
 
     /// The device that runs a call whose tensors are on `tensors_on` (`None` when no tensor
     /// argument says), made the calling thread's current device.
-    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device>;
+    #[inline]
+    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
+        self.lazy().runtime()?.launch_device(tensors_on)
+    }
 
     /// Launches `kernel` on `device`, which [`KernelBackend::launch_device`] made current, on
     /// the calling thread's current stream.
@@ -68,7 +78,7 @@ struct ModuleState<B: KernelBackend> {
 impl<B: KernelBackend> Drop for ModuleState<B> {
     fn drop(&mut self) {
         for (id, code) in self.loaded.drain() {
-            let device = Device::new(self.backend.device_type(), id);
+            let device = Device::new(B::Runtime::NAMES.device_type, id);
             self.backend.unload(device, code);
         }
     }

@@ -44,6 +44,10 @@ pub trait GpuRuntime: Send + Sync + Sized + 'static {
     /// Makes `device` the calling thread's current device.
     fn bind(&self, device: Device) -> Result<()>;
 
+    /// The device that runs a kernel call whose tensors are on `tensors_on` (else the thread's
+    /// current device, else device 0), made the thread's current device.
+    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device>;
+
     /// An attribute of an existing device.
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>>;
 
