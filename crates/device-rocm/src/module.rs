@@ -11,6 +11,7 @@ use std::ffi::{CString, c_void};
 use std::sync::Arc;
 
 use device_kit::driver::args::KernelCall;
+use device_kit::driver::launch::{launch_cooperative, launch_kernel};
 use device_kit::driver::module::{KernelBackend, register_bytes_loader, register_loaders};
 use device_kit::driver::runtime::GpuRuntime;
 use device_kit::kernel::LaunchDims;
@@ -139,18 +140,12 @@ impl HipRuntime {
     pub fn launch(&self, device: Device, kernel: Kernel, call: &mut KernelCall<'_>) -> Result<()> {
         let api = &self.hip.api;
         let function = kernel.handle();
-        let LaunchDims {
-            grid: [gx, gy, gz],
-            block: [bx, by, bz],
-            dyn_shared_memory: shared,
-            cooperative,
-            ..
-        } = call.dims;
+        let dims = call.dims;
         let stream = current_stream(device);
         // In both launches: a kernel of code loaded on this device, which is current; the
         // arguments (blob and size, or addresses and values) are alive across the call (HIP
         // copies them at launch); the stream belongs to this device.
-        let rc = if cooperative {
+        let rc = if dims.cooperative {
             let launch = api.module_launch_cooperative_kernel.ok_or_else(|| {
                 Error::new(
                     ErrorKind::RuntimeError,
@@ -160,7 +155,7 @@ impl HipRuntime {
             })?;
             call.with_addresses(|params| {
                 // SAFETY: as above.
-                unsafe { launch(function, gx, gy, gz, bx, by, bz, shared, stream.0, params) }
+                unsafe { launch_cooperative(launch, function, &dims, stream.0, params) }
             })
         } else {
             call.with_aligned_blob(|blob| {
@@ -172,19 +167,15 @@ impl HipRuntime {
                     (&mut size as *mut usize).cast(),
                     LAUNCH_PARAM_END as *mut c_void,
                 ];
+                let (launch, params) = (api.module_launch_kernel, std::ptr::null_mut());
                 // SAFETY: as above; `extra` describes the blob and its size.
                 unsafe {
-                    (api.module_launch_kernel)(
+                    launch_kernel(
+                        launch,
                         function,
-                        gx,
-                        gy,
-                        gz,
-                        bx,
-                        by,
-                        bz,
-                        shared,
+                        &dims,
                         stream.0,
-                        std::ptr::null_mut(),
+                        params,
                         extra.as_mut_ptr(),
                     )
                 }

@@ -12,6 +12,8 @@
 //!   copies straight through the driver and the others through host staging;
 //! - [`runtime`] and [`device_api`]: a vendor runtime behind one interface, opened on first
 //!   use, and the device API of its devices and of its pinned host memory;
+//! - [`launch`]: the launch entry points both vendor APIs have, called with a launch's
+//!   dimensions;
 //! - [`module`]: a device module (kind, format, kernel metadata, code) whose code is loaded on
 //!   each device at its first use, its serialized form and its files.
 
@@ -19,6 +21,7 @@ pub mod args;
 pub mod attributes;
 pub mod copy;
 pub mod device_api;
+pub mod launch;
 mod library;
 pub mod module;
 mod per_device;
