@@ -1,16 +1,18 @@
 //! What the backends' tests share (feature `testing`): the fake drivers of the driver-API
 //! backends, built from C into a directory of each test's own over the host-memory GPU of
-//! `fake/gpu_fake.h` and the kernels library `fake/kernels.c`; the check that a buffer-handle
-//! backend has the default stream only.
+//! `fake/gpu_fake.h` and the kernels library `fake/kernels.c`, and what their launch-cost
+//! examples share; the check that a buffer-handle backend has the default stream only.
 
 use std::ffi::{CString, c_char};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tvm_ffi::Device;
 use tvm_ffi::abi::{DLDataType, DLDevice, DLTensor, kDLFloat};
+use tvm_ffi::{Any, AnyView, DataType, Device};
+use tvm_runtime::Module;
 
 use crate::driver::DriverLibrary;
+use crate::kernel::{FunctionInfo, LaunchDims};
 
 /// The directory of the shared fake sources (`gpu_fake.h`, `kernels.c`).
 pub fn fake_sources() -> PathBuf {
@@ -139,4 +141,58 @@ pub fn assert_default_stream_only(device: Device, title: &str) {
         set_current_stream(device, StreamHandle::NULL).unwrap(),
         StreamHandle::NULL
     );
+}
+
+/// The command line of a launch-cost example, `<example> <library> <packed|bare> <launches>`:
+/// the library, the mode and the count (the usage is printed, and the process exits, otherwise).
+pub fn launch_cost_args(example: &str, library: &str) -> (String, String, u64) {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, path, mode, launches] = args.as_slice() else {
+        eprintln!("usage: {example} <{library}> <packed|bare> <launches>");
+        std::process::exit(2);
+    };
+    let launches = launches.parse().expect("<launches> is a count");
+    (path.clone(), mode.clone(), launches)
+}
+
+/// The metadata of `add_one(x, n)` of the fake drivers' code, launched with
+/// `blockIdx.x` and `threadIdx.x`.
+pub fn add_one_info() -> FunctionInfo {
+    FunctionInfo {
+        name: "add_one".into(),
+        arg_types: vec![DataType::handle(), DataType::int(32)],
+        launch_param_tags: vec!["blockIdx.x".into(), "threadIdx.x".into()],
+        arg_extra_tags: Vec::new(),
+    }
+}
+
+/// Calls `add_one` of `module` (made with [`add_one_info`]) `launches` times on one block of
+/// one thread with `data` as `x`: the `packed` mode of the launch-cost examples.
+pub fn launch_packed(module: Module, data: u64, launches: u64) -> tvm_ffi::Result<()> {
+    let add_one = module.get_function_required("add_one")?;
+    let values = [
+        Any::from(data as usize as *mut std::ffi::c_void),
+        Any::from(1i64),
+        Any::from(1i64),
+        Any::from(1i64),
+    ];
+    let views: Vec<AnyView<'_>> = values.iter().map(Any::as_view).collect();
+    for _ in 0..launches {
+        add_one.call_packed(&views)?;
+    }
+    Ok(())
+}
+
+/// One block of one thread, no dynamic shared memory: the `bare` launches of the launch-cost
+/// examples.
+pub fn one_thread() -> LaunchDims {
+    LaunchDims {
+        grid: [1; 3],
+        block: [1; 3],
+        cluster: [1; 3],
+        preferred_cluster: [1; 3],
+        dyn_shared_memory: 0,
+        cooperative: false,
+        programmatic_dependent_launch: false,
+    }
 }

@@ -43,6 +43,7 @@ pub type LaunchCooperativeFn = unsafe extern "C" fn(
 /// `launch` is the vendor's entry point, `function` a kernel of code loaded on the current
 /// device, `stream` a stream of that device, and `params` or `extra` (one of them not null)
 /// describe the kernel's arguments, alive across the call.
+#[inline]
 pub unsafe fn launch_kernel(
     launch: LaunchKernelFn,
     function: *mut c_void,
@@ -65,6 +66,7 @@ pub unsafe fn launch_kernel(
 ///
 /// # Safety
 /// As for [`launch_kernel`], with the arguments in `params`.
+#[inline]
 pub unsafe fn launch_cooperative(
     launch: LaunchCooperativeFn,
     function: *mut c_void,
