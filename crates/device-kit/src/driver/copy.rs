@@ -122,14 +122,14 @@ unsafe fn stage(
     let mut buffer = vec![0u8; len];
     let device_start = (t.data as u64).wrapping_add(extent.start as i64 as u64);
     if fill {
-        // SAFETY: the span lies in the tensor's memory (the caller's contract) and the buffer
-        // holds it; the stream is synchronized before the buffer is read or dropped.
         let dst = buffer.as_mut_ptr();
         let copy = FlatCopy::DeviceToHost {
             dst,
             src: device_start,
             len,
         };
+        // SAFETY: the span lies in the tensor's memory (the caller's contract) and the buffer
+        // holds it; the stream is synchronized before the buffer is read or dropped.
         unsafe { copies.copy(copy, stream)? };
         copies.synchronize(stream)?;
     }
@@ -210,13 +210,13 @@ pub unsafe fn copy_tensor(
     let target = unsafe { stage(copies, to, !is_compact(to), stream)? };
     // SAFETY: both descriptors address host memory holding their elements.
     unsafe { copy_host_strided(source_host, &target.host) };
-    // SAFETY: the staging buffer spans the destination's elements on the device; it lives until
-    // the stream is synchronized below.
     let copy = FlatCopy::HostToDevice {
         dst: target.device_start,
         src: target.buffer.as_ptr(),
         len: target.buffer.len(),
     };
+    // SAFETY: the staging buffer spans the destination's elements on the device; it lives until
+    // the stream is synchronized below.
     unsafe { copies.copy(copy, stream)? };
     copies.synchronize(stream)?;
     debug_assert_eq!(target.host.device.device_type, kDLCPU);

@@ -147,7 +147,8 @@ impl<B: RuntimeSource> GpuHostDeviceApi<B> {
 
 impl<B: RuntimeSource> DeviceApi for GpuHostDeviceApi<B> {
     fn name(&self) -> &str {
-        B::Runtime::NAMES.host_name
+        let names = B::Runtime::NAMES;
+        names.host_name
     }
 
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
