@@ -14,6 +14,7 @@ use std::sync::Arc;
 use device_cuda::CudaBackend;
 use device_kit::driver::launch::launch_kernel;
 use device_kit::driver::module::{DeviceModule, KernelBackend};
+use device_kit::driver::runtime::RuntimeSource;
 use device_kit::testing::{add_one_info, launch_cost_args, launch_packed, one_thread};
 use tvm_ffi::{Device, Result};
 use tvm_runtime::Module;

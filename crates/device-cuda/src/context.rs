@@ -1,7 +1,6 @@
 //! The loaded driver with a primary context per device, opened on first use.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use device_kit::driver::PerDevice;
 use device_kit::driver::runtime::{LazyRuntime, RuntimeSource, check_device_index};
@@ -154,13 +153,6 @@ impl CudaBackend {
         CudaBackend {
             lazy: LazyRuntime::with_library(library),
         }
-    }
-
-    /// The runtime, opening the driver the first time; a `RuntimeError` saying which library
-    /// was looked for and why it did not load.
-    #[inline]
-    pub fn runtime(&self) -> Result<&Arc<CudaRuntime>> {
-        self.lazy.runtime()
     }
 }
 

@@ -14,6 +14,7 @@ use device_kit::driver::args::KernelCall;
 use device_kit::driver::launch::{launch_cooperative, launch_kernel};
 use device_kit::driver::module::{KernelBackend, register_bytes_loader, register_loaders};
 use device_kit::driver::runtime::GpuRuntime;
+use device_kit::driver::runtime::RuntimeSource;
 use device_kit::kernel::LaunchDims;
 use tvm_ffi::{Device, Error, ErrorKind, Result};
 use tvm_runtime::device::current_stream;

@@ -3,7 +3,6 @@
 
 use std::ffi::c_void;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use device_kit::driver::DriverLibrary;
 use device_kit::driver::copy::FlatCopy;
@@ -285,13 +284,6 @@ impl RocmBackend {
         RocmBackend {
             lazy: LazyRuntime::with_library(library),
         }
-    }
-
-    /// The runtime, opening HIP the first time; a `RuntimeError` saying which library was
-    /// looked for and why it did not load.
-    #[inline]
-    pub fn runtime(&self) -> Result<&Arc<HipRuntime>> {
-        self.lazy.runtime()
     }
 }
 

@@ -1,6 +1,7 @@
 //! Loading the driver: missing, too old, without devices, missing entry points, index range.
 
 use device_cuda::CudaBackend;
+use device_kit::driver::runtime::RuntimeSource;
 use tvm_ffi::DataType;
 use tvm_runtime::device::{DeviceApi, DeviceAttr};
 

@@ -231,4 +231,11 @@ pub trait RuntimeSource: Send + Sync + 'static {
     type Runtime: GpuRuntime;
     /// The lazily opened runtime.
     fn lazy(&self) -> &LazyRuntime<Self::Runtime>;
+
+    /// The runtime, opening its library the first time; a `RuntimeError` saying which library
+    /// was looked for and why it did not load.
+    #[inline]
+    fn runtime(&self) -> Result<&Arc<Self::Runtime>> {
+        self.lazy().runtime()
+    }
 }

@@ -1,6 +1,7 @@
 //! Loading HIP: missing, too old, without devices, missing entry points, index range, and the
 //! attributes it reports.
 
+use device_kit::driver::runtime::RuntimeSource;
 use tvm_ffi::DataType;
 use tvm_runtime::device::DeviceAttr;
 
