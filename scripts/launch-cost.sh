@@ -2,8 +2,9 @@
 # Kernel launch overhead: instructions per launch through a packed call of a `cuda` module
 # against a bare cuLaunchKernel, and of a `hip` module against a bare hipModuleLaunchKernel,
 # counted with callgrind on the fake drivers of crates/device-kit/fake (or the CUDA driver in
-# $TVM_CUDA_DRIVER; the ROCm row always uses the fake, whose code object is text). Per launch = (instructions of a run of 20,000
-# launches - those of a run of 10,000) / 10,000, so start-up and module loading cancel out.
+# $TVM_CUDA_DRIVER; the ROCm row always uses the fake, whose code object is text). Per launch =
+# (instructions of a run of 20,000 launches - those of a run of 10,000) / 10,000, so start-up
+# and module loading cancel out.
 # Prints one table with the ratio of each backend (issue 13's target: at most 1.2x).
 # Needs valgrind and gcc. Usage: scripts/launch-cost.sh
 set -euo pipefail

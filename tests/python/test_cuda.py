@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fake_gpu import FAKE_DIR, REPO_ROOT, build_fake_library
+from fake_gpu import FAKE_DIR, build_fake_library
 from fake_gpu import run_python as run_with_env
-
 
 PTX = (
     ".version 7.0\n.target sm_52\n.visible .entry add_one(.param .u64 x, .param .u32 n) { ret; }\n"

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fake_gpu import FAKE_DIR, REPO_ROOT, build_fake_library
+from fake_gpu import FAKE_DIR, build_fake_library
 from fake_gpu import run_python as run_with_env
-
 
 #: A code object stand-in the fake reads: each `.entry name(` is a kernel of its kernels library.
 # NUL-terminated: the fake reads its stand-in code object as a C string.
