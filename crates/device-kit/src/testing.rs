@@ -1,7 +1,8 @@
 //! What the backends' tests share (feature `testing`): the fake drivers of the driver-API
 //! backends, built from C into a directory of each test's own over the host-memory GPU of
 //! `fake/gpu_fake.h` and the kernels library `fake/kernels.c`, and what their launch-cost
-//! examples share; the check that a buffer-handle backend has the default stream only.
+//! examples share, and checks every driver-API backend passes over its fake; the check that a
+//! buffer-handle backend has the default stream only.
 
 use std::ffi::{CString, c_char};
 use std::path::{Path, PathBuf};
@@ -10,8 +11,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tvm_ffi::abi::{DLDataType, DLDevice, DLTensor, kDLFloat};
 use tvm_ffi::{Any, AnyView, DataType, Device};
 use tvm_runtime::Module;
+use tvm_runtime::device::{DeviceApi, DeviceAttr};
 
 use crate::driver::DriverLibrary;
+use crate::driver::device_api::GpuDeviceApi;
+use crate::driver::runtime::{GpuRuntime, RuntimeSource};
 use crate::kernel::{FunctionInfo, LaunchDims};
 
 /// The directory of the shared fake sources (`gpu_fake.h`, `kernels.c`).
@@ -195,4 +199,52 @@ pub fn one_thread() -> LaunchDims {
         cooperative: false,
         programmatic_dependent_launch: false,
     }
+}
+
+/// Whether `device` exists for `api`.
+fn exists(api: &dyn DeviceApi, device: Device) -> bool {
+    let value = api.attr(device, DeviceAttr::Exist).unwrap().unwrap();
+    value.try_as::<i64>() == Some(1)
+}
+
+/// Checks a driver-API backend over a fake with two devices: indices 0 and 1 exist, 2 and -1
+/// do not and say they are out of range of `what` (the runtime's name in messages) in their
+/// reason, in an allocation and in an attribute, while the others keep working.
+pub fn assert_two_devices<B: RuntimeSource>(api: &GpuDeviceApi<B>, what: &str) {
+    let names = B::Runtime::NAMES;
+    let device = |id: i32| Device::new(names.device_type, id);
+    assert!(exists(api, device(0)) && exists(api, device(1)));
+    assert!(!exists(api, device(2)) && !exists(api, device(-1)));
+    let reason = api.unavailable_reason(device(2)).unwrap();
+    let expected = format!(
+        "{}:2 is out of range: the {what} reports 2 device(s)",
+        names.name
+    );
+    assert!(reason.contains(&expected), "{reason}");
+    let err = api.alloc(device(2), 16, 64, DataType::uint(8)).unwrap_err();
+    assert!(err.message().contains("out of range"), "{err}");
+    let err = api.attr(device(5), DeviceAttr::WarpSize).unwrap_err();
+    let expected = format!("{}:5 is out of range", names.name);
+    assert!(err.message().contains(&expected), "{err}");
+    let ptr = api.alloc(device(1), 16, 64, DataType::uint(8)).unwrap();
+    // SAFETY: allocated above on device 1.
+    unsafe { api.free(device(1), ptr).unwrap() };
+}
+
+/// Checks that allocations on `device` of `api` are released: three made, three live in
+/// `fake`, none once freed.
+pub fn assert_allocations_released<B: RuntimeSource>(
+    api: &GpuDeviceApi<B>,
+    fake: &FakeDriver,
+    device: Device,
+) {
+    let ptrs: Vec<_> = (0..3)
+        .map(|_| api.alloc(device, 40, 64, DataType::float(32)).unwrap())
+        .collect();
+    assert_eq!(fake.live("allocations"), 3);
+    for ptr in ptrs {
+        // SAFETY: allocated above, freed once.
+        unsafe { api.free(device, ptr).unwrap() };
+    }
+    assert_eq!(fake.live("allocations"), 0);
 }

@@ -23,7 +23,8 @@ pub struct Fake {
     pub driver: PathBuf,
     /// The directory of this build, for the test's own files.
     pub dir: PathBuf,
-    build: FakeDriver,
+    /// The build, for the kit's checks.
+    pub build: FakeDriver,
 }
 
 /// Builds the fake driver with extra `-D` switches (`FAKE_DEVICE_COUNT=0`, ...).
