@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tvm_ffi::abi::{DLDataType, DLDevice, DLTensor, kDLFloat};
-use tvm_ffi::{Any, AnyView, DataType, Device};
+use tvm_ffi::{Any, AnyView, DataType, Device, Function};
 use tvm_runtime::Module;
-use tvm_runtime::device::{DeviceApi, DeviceAttr};
+use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle};
 
 use crate::driver::DriverLibrary;
 use crate::driver::device_api::GpuDeviceApi;
@@ -247,4 +247,39 @@ pub fn assert_allocations_released<B: RuntimeSource>(
         unsafe { api.free(device, ptr).unwrap() };
     }
     assert_eq!(fake.live("allocations"), 0);
+}
+
+/// Checks `scalars`, a kernel of the fake kernels library taking `(out, int32, uint32,
+/// float32, float64, int64)` and writing each scalar to `out` as a double, launched through
+/// `api`'s device 0: the call's values are narrowed to those types and packed, and values
+/// outside them are refused naming the argument.
+pub fn assert_scalars_packed<B: RuntimeSource>(api: &GpuDeviceApi<B>, scalars: &Function) {
+    let device = Device::new(B::Runtime::NAMES.device_type, 0);
+    let out = api.alloc(device, 64, 64, DataType::uint(8)).unwrap();
+    let values = (-7i64, 4_000_000_000i64, 0.5f64, 2.25f64, -(1i64 << 40));
+    let (a, b, c, d, e) = values;
+    scalars.call((Any::from(out), a, b, c, d, e)).unwrap();
+    let mut written = [0f32; 10];
+    let mut shape = [written.len() as i64];
+    let cpu = Device::new(tvm_ffi::abi::kDLCPU, 0);
+    let host = f32_tensor(written.as_mut_ptr().cast(), cpu, &mut shape, None);
+    let on_device = f32_tensor(out.cast(), device, &mut shape, None);
+    // SAFETY: both hold ten floats; the stream is synchronized before they are read.
+    unsafe { api.copy(&on_device, &host, StreamHandle::NULL).unwrap() };
+    api.sync_stream(device, StreamHandle::NULL).unwrap();
+    let doubles: Vec<f64> = written
+        .chunks(2)
+        .map(|p| f64::from_bits(u64::from(p[0].to_bits()) | (u64::from(p[1].to_bits()) << 32)))
+        .collect();
+    assert_eq!(doubles, [-7.0, 4e9, 0.5, 2.25, -(2f64.powi(40))]);
+    let refused = |args: (i64, i64), says: &str| {
+        let err = scalars
+            .call((Any::from(out), args.0, args.1, 0.0f64, 0.0f64, 0i64))
+            .unwrap_err();
+        assert!(err.message().contains(says), "{err}");
+    };
+    refused((1 << 40, 0), "argument 1 is 1099511627776, outside int32");
+    refused((0, -1), "argument 2 is -1, outside uint32");
+    // SAFETY: allocated above on device 0, freed once.
+    unsafe { api.free(device, out).unwrap() };
 }

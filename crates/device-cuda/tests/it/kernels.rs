@@ -209,32 +209,7 @@ fn kernels_run_on_the_current_stream() {
 #[test]
 fn scalars_are_narrowed_and_packed() {
     let setup = setup(PTX, &[]);
-    let out = alloc(&setup.api, 64);
-    kernel(&setup, "scalars")
-        .call((
-            ptr(out),
-            -7i64,
-            4_000_000_000i64,
-            0.5f64,
-            2.25f64,
-            -(1i64 << 40),
-        ))
-        .unwrap();
-    let mut values = [0f32; 10];
-    transfer(&setup.api, &mut values, out, false);
-    let doubles: Vec<f64> = values
-        .chunks(2)
-        .map(|p| f64::from_bits(u64::from(p[0].to_bits()) | (u64::from(p[1].to_bits()) << 32)))
-        .collect();
-    assert_eq!(doubles, [-7.0, 4e9, 0.5, 2.25, -(2f64.powi(40))]);
-    let err = kernel(&setup, "scalars")
-        .call((ptr(out), 1i64 << 40, 0i64, 0.0f64, 0.0f64, 0i64))
-        .unwrap_err();
-    assert!(
-        err.message()
-            .contains("argument 1 is 1099511627776, outside int32"),
-        "{err}"
-    );
+    device_kit::testing::assert_scalars_packed(&setup.api, &kernel(&setup, "scalars"));
 }
 
 #[test]

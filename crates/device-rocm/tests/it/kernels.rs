@@ -317,39 +317,7 @@ fn cluster_and_programmatic_launches_are_refused_by_name() {
 #[test]
 fn scalars_are_narrowed_and_packed_aligned_into_one_blob() {
     let setup = setup(HSACO);
-    let out = alloc(&setup.api, rocm(0), 10);
-    let scalars = setup.kernel("scalars");
-    scalars
-        .call((
-            ptr(out),
-            -7i64,
-            4_000_000_000i64,
-            0.5f64,
-            2.25f64,
-            -(1i64 << 40),
-        ))
-        .unwrap();
-    let mut values = [0f32; 10];
-    transfer(
-        &setup.api,
-        rocm(0),
-        &mut values,
-        out,
-        false,
-        StreamHandle::NULL,
-    );
-    let doubles: Vec<f64> = values
-        .chunks(2)
-        .map(|p| f64::from_bits(u64::from(p[0].to_bits()) | (u64::from(p[1].to_bits()) << 32)))
-        .collect();
-    assert_eq!(doubles, [-7.0, 4e9, 0.5, 2.25, -(2f64.powi(40))]);
-    let err = scalars
-        .call((ptr(out), 0i64, -1i64, 0.0f64, 0.0f64, 0i64))
-        .unwrap_err();
-    assert!(
-        err.message().contains("argument 2 is -1, outside uint32"),
-        "{err}"
-    );
+    device_kit::testing::assert_scalars_packed(&setup.api, &setup.kernel("scalars"));
 }
 
 #[test]
