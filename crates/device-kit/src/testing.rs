@@ -4,17 +4,20 @@
 //! examples share, and checks every driver-API backend passes over its fake; the check that a
 //! buffer-handle backend has the default stream only.
 
-use std::ffi::{CString, c_char};
+use std::collections::BTreeMap;
+use std::ffi::{CString, c_char, c_void};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tvm_ffi::abi::{DLDataType, DLDevice, DLTensor, kDLFloat};
-use tvm_ffi::{Any, AnyView, DataType, Device, Function};
+use tvm_ffi::{Any, AnyView, DataType, Device, ErrorKind, Function};
 use tvm_runtime::Module;
 use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle};
 
 use crate::driver::DriverLibrary;
 use crate::driver::device_api::GpuDeviceApi;
+use crate::driver::module::{DeviceModule, KernelBackend, serialize};
 use crate::driver::runtime::{GpuRuntime, RuntimeSource};
 use crate::kernel::{FunctionInfo, LaunchDims};
 
@@ -282,4 +285,106 @@ pub fn assert_scalars_packed<B: RuntimeSource>(api: &GpuDeviceApi<B>, scalars: &
     refused((0, -1), "argument 2 is -1, outside uint32");
     // SAFETY: allocated above on device 0, freed once.
     unsafe { api.free(device, out).unwrap() };
+}
+
+/// Copies `host.len()` floats between the host and `memory` on `device` of `api`, then waits.
+fn transfer<B: RuntimeSource>(
+    api: &GpuDeviceApi<B>,
+    device: Device,
+    host: &mut [f32],
+    memory: *mut c_void,
+    to_device: bool,
+) {
+    let mut shape = [host.len() as i64];
+    let cpu = Device::new(tvm_ffi::abi::kDLCPU, 0);
+    let on_host = f32_tensor(host.as_mut_ptr().cast(), cpu, &mut shape, None);
+    let on_device = f32_tensor(memory.cast(), device, &mut shape, None);
+    let (from, to) = if to_device {
+        (&on_host, &on_device)
+    } else {
+        (&on_device, &on_host)
+    };
+    // SAFETY: both hold `host.len()` floats; the stream is synchronized before returning.
+    unsafe { api.copy(from, to, StreamHandle::NULL).unwrap() };
+    api.sync_stream(device, StreamHandle::NULL).unwrap();
+}
+
+/// Checks a module loaded from the code file `kernels.<extension>` (holding `code`) and its
+/// `kernels.tvm_meta.json` (`meta`), written into `fake`'s directory: of the backend's kind,
+/// its `add_one` (x, n) adds one to the first `grid * block` of ten floats on device 0, the code
+/// stays loaded while a function of it lives and is unloaded with the last, and an absent file
+/// is a `FileNotFoundError`.
+pub fn assert_add_one_from_file<B: KernelBackend>(
+    api: &GpuDeviceApi<B>,
+    fake: &FakeDriver,
+    code_file: (&str, &[u8]),
+    meta: &str,
+    [grid, block]: [i64; 2],
+) {
+    let (extension, code) = code_file;
+    let backend = Arc::clone(api.backend());
+    let path = fake.dir.join(format!("kernels.{extension}"));
+    std::fs::write(&path, code).unwrap();
+    std::fs::write(fake.dir.join("kernels.tvm_meta.json"), meta).unwrap();
+    let module = Module::new(DeviceModule::from_file(backend.clone(), &path, extension).unwrap());
+    assert_eq!(module.kind(), backend.kind());
+    let add_one = module.get_function_required("add_one").unwrap();
+    let device = Device::new(B::Runtime::NAMES.device_type, 0);
+    let memory = api.alloc(device, 40, 64, DataType::float(32)).unwrap();
+    let mut data: Vec<f32> = (0..10).map(|v| v as f32).collect();
+    transfer(api, device, &mut data, memory, true);
+    add_one
+        .call((Any::from(memory), 10i64, grid, block))
+        .unwrap();
+    transfer(api, device, &mut data, memory, false);
+    let covered = (grid * block) as usize;
+    let expected: Vec<f32> = (0..10)
+        .map(|v| v as f32 + if v < covered { 1.0 } else { 0.0 })
+        .collect();
+    assert_eq!(data, expected, "the launch dimensions reach the kernel");
+    assert_eq!(fake.live("modules"), 1);
+    drop((add_one, module));
+    assert_eq!(fake.live("modules"), 0, "unloaded with its last function");
+    // SAFETY: allocated above.
+    unsafe { api.free(device, memory).unwrap() };
+    let absent = fake.dir.join(format!("absent.{extension}"));
+    let err = DeviceModule::from_file(backend, &absent, extension)
+        .err()
+        .unwrap();
+    assert_eq!(err.kind(), "FileNotFoundError");
+}
+
+/// Checks the serialized form of a module of `functions` with `code` in `format`: it loads
+/// again with its functions (`present` among them), cut short by one or three bytes it is a
+/// `ValueError` naming the module kind, and code in the `foreign` format is refused by name.
+pub fn assert_round_trip<B: KernelBackend>(
+    backend: Arc<B>,
+    (format, code): (&str, &[u8]),
+    functions: &BTreeMap<String, FunctionInfo>,
+    present: &str,
+    foreign: &str,
+) {
+    let bytes = serialize(format, functions, code);
+    let module = Module::new(DeviceModule::from_bytes(backend.clone(), &bytes).unwrap());
+    assert!(module.implements_function(present).unwrap());
+    assert!(!module.implements_function("nothing").unwrap());
+    let kind = format!("{} module", backend.kind());
+    for cut in [1, 3] {
+        let short = &bytes[..bytes.len() - cut];
+        let err = DeviceModule::from_bytes(backend.clone(), short)
+            .err()
+            .unwrap();
+        assert!(
+            err.is_kind(ErrorKind::ValueError) && err.message().contains(&kind),
+            "{err}"
+        );
+    }
+    let err = DeviceModule::new(backend, foreign, functions.clone(), Vec::new())
+        .err()
+        .unwrap();
+    let says = format!("not \"{foreign}\"");
+    assert!(
+        err.is_kind(ErrorKind::ValueError) && err.message().contains(&says),
+        "{err}"
+    );
 }

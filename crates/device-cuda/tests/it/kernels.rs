@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 
-use device_kit::driver::module::{DeviceModule, serialize};
+use device_kit::driver::module::DeviceModule;
 use device_kit::kernel::{FunctionInfo, function_map_from_json};
 use tvm_ffi::{Any, DataType, ErrorKind, Function, Tensor};
 use tvm_runtime::device::{DeviceApi, StreamHandle, set_current_stream};
@@ -92,55 +92,17 @@ fn alloc(api: &CudaDeviceApi, bytes: usize) -> *mut u8 {
 #[test]
 fn add_one_from_a_ptx_file_and_its_metadata() {
     let fake = build_fake(&[]);
-    let backend = fake.backend();
-    let api = CudaDeviceApi::new(backend.clone());
-    let path = fake.dir.join("kernels.ptx");
-    std::fs::write(&path, PTX).unwrap();
-    std::fs::write(fake.dir.join("kernels.tvm_meta.json"), META).unwrap();
-    let module = Module::new(DeviceModule::from_file(backend, &path, "ptx").unwrap());
-    assert_eq!(module.kind(), "cuda");
-    let add_one = module.get_function_required("add_one").unwrap();
-    let device = alloc(&api, 40);
-    let mut data: Vec<f32> = (0..10).map(|v| v as f32).collect();
-    transfer(&api, &mut data, device, true);
-    // Grid 2 x block 4 covers 8 of the 10 elements: the launch dimensions reach the kernel.
-    add_one.call((ptr(device), 10i64, 2i64, 4i64)).unwrap();
-    transfer(&api, &mut data, device, false);
-    assert_eq!(data, [1., 2., 3., 4., 5., 6., 7., 8., 8., 9.]);
-    assert_eq!(fake.live("modules"), 1);
-    drop((add_one, module));
-    assert_eq!(
-        fake.live("modules"),
-        0,
-        "the module is unloaded with its last function"
-    );
-    // SAFETY: allocated above.
-    unsafe { api.free(cuda(0), device.cast()).unwrap() };
-    let err = DeviceModule::from_file(fake.backend(), &fake.dir.join("absent.ptx"), "ptx")
-        .err()
-        .unwrap();
-    assert_eq!(err.kind(), "FileNotFoundError");
+    let api = CudaDeviceApi::new(fake.backend());
+    let code = ("ptx", PTX.as_bytes());
+    // Grid 2 x block 4 covers 8 of the 10 elements.
+    device_kit::testing::assert_add_one_from_file(&api, &fake.build, code, META, [2, 4]);
 }
 
 #[test]
 fn modules_round_trip_through_their_serialized_form() {
     let fake = build_fake(&[]);
-    let backend = fake.backend();
-    let bytes = serialize("ptx", &functions(&[]), PTX.as_bytes());
-    let module = Module::new(DeviceModule::from_bytes(backend.clone(), &bytes).unwrap());
-    assert!(module.implements_function("vadd").unwrap());
-    assert!(!module.implements_function("nothing").unwrap());
-    let err = DeviceModule::from_bytes(backend.clone(), &bytes[..bytes.len() - 3])
-        .err()
-        .unwrap();
-    assert!(
-        err.is_kind(ErrorKind::ValueError) && err.message().contains("cuda module"),
-        "{err}"
-    );
-    let err = DeviceModule::new(backend, "sass", BTreeMap::new(), Vec::new())
-        .err()
-        .unwrap();
-    assert!(err.message().contains("\"sass\""), "{err}");
+    let code = ("ptx", PTX.as_bytes());
+    device_kit::testing::assert_round_trip(fake.backend(), code, &functions(&[]), "vadd", "sass");
 }
 
 /// Launches `record_launch` under `tags` with `launch_args` and returns the 16 dims it saw.

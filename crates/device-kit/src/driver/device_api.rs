@@ -39,6 +39,11 @@ impl<B: RuntimeSource> GpuDeviceApi<B> {
         GpuDeviceApi { backend }
     }
 
+    /// The backend behind it.
+    pub fn backend(&self) -> &Arc<B> {
+        &self.backend
+    }
+
     fn runtime(&self) -> Result<&Arc<B::Runtime>> {
         self.backend.lazy().runtime()
     }

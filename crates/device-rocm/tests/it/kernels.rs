@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 
-use device_kit::driver::module::{DeviceModule, serialize};
+use device_kit::driver::module::DeviceModule;
 use device_kit::kernel::{FunctionInfo, function_map_from_json};
 use tvm_ffi::{Any, AnyView, ErrorKind, Function, Tensor};
 use tvm_runtime::Module;
@@ -91,52 +91,17 @@ fn ptr(p: *mut u8) -> Any {
 
 #[test]
 fn add_one_from_an_hsaco_file_and_its_metadata() {
-    let (fake, backend, api) = fake_api();
-    let path = fake.dir.join("kernels.hsaco");
-    std::fs::write(&path, HSACO).unwrap();
-    std::fs::write(fake.dir.join("kernels.tvm_meta.json"), META).unwrap();
-    let module = Module::new(DeviceModule::from_file(backend.clone(), &path, "hsaco").unwrap());
-    assert_eq!(module.kind(), "hip");
-    let add_one = module.get_function_required("add_one").unwrap();
-    let device = alloc(&api, rocm(0), 10);
-    let mut data: Vec<f32> = (0..10).map(|v| v as f32).collect();
-    transfer(&api, rocm(0), &mut data, device, true, StreamHandle::NULL);
-    // Grid 3 x block 2 covers 6 of the 10 elements: the launch dimensions reach the kernel.
-    add_one.call((ptr(device), 10i64, 3i64, 2i64)).unwrap();
-    transfer(&api, rocm(0), &mut data, device, false, StreamHandle::NULL);
-    assert_eq!(data, [1., 2., 3., 4., 5., 6., 6., 7., 8., 9.]);
-    assert_eq!(fake.live("modules"), 1);
-    drop((add_one, module));
-    assert_eq!(fake.live("modules"), 0, "unloaded with its last function");
-    // SAFETY: allocated above.
-    unsafe { api.free(rocm(0), device.cast()).unwrap() };
-    let err = DeviceModule::from_file(backend, &fake.dir.join("absent.hsaco"), "hsaco")
-        .err()
-        .unwrap();
-    assert_eq!(err.kind(), "FileNotFoundError");
+    let (fake, _backend, api) = fake_api();
+    let code = ("hsaco", HSACO.as_bytes());
+    // Grid 3 x block 2 covers 6 of the 10 elements.
+    device_kit::testing::assert_add_one_from_file(&api, &fake, code, META, [3, 2]);
 }
 
 #[test]
 fn modules_round_trip_through_their_serialized_form() {
     let (_fake, backend, _api) = fake_api();
-    let bytes = serialize("hsaco", &functions(), HSACO.as_bytes());
-    let module = Module::new(DeviceModule::from_bytes(backend.clone(), &bytes).unwrap());
-    assert!(module.implements_function("scalars").unwrap());
-    assert!(!module.implements_function("nothing").unwrap());
-    let err = DeviceModule::from_bytes(backend.clone(), &bytes[..bytes.len() - 1])
-        .err()
-        .unwrap();
-    assert!(
-        err.is_kind(ErrorKind::ValueError) && err.message().contains("hip module"),
-        "{err}"
-    );
-    let err = DeviceModule::new(backend, "ptx", functions(), Vec::new())
-        .err()
-        .unwrap();
-    assert!(
-        err.is_kind(ErrorKind::ValueError) && err.message().contains("not \"ptx\""),
-        "{err}"
-    );
+    let code = ("hsaco", HSACO.as_bytes());
+    device_kit::testing::assert_round_trip(backend, code, &functions(), "scalars", "ptx");
 }
 
 #[test]
