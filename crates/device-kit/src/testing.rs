@@ -388,3 +388,20 @@ pub fn assert_round_trip<B: KernelBackend>(
         "{err}"
     );
 }
+
+/// The `.tvm_meta.json` of `add_one(x, n)` of the fake kernels library.
+pub const ADD_ONE_META: &str = r#"{"func_info": {"add_one": {"name": "add_one", "arg_types": ["handle", "int32"],
+    "launch_param_tags": ["blockIdx.x", "threadIdx.x"]}}}"#;
+
+/// The `.tvm_meta.json` of the fake kernels library's kernels that both fake drivers' code
+/// holds (`add_one`, `scalars`, `launch_fails`, `faults`), and of `not_in_code`, which no code
+/// holds.
+pub const FAKE_KERNELS_META: &str = r#"{"func_info": {
+  "add_one": {"name": "add_one", "arg_types": ["handle", "int32"],
+              "launch_param_tags": ["blockIdx.x", "threadIdx.x"]},
+  "scalars": {"name": "scalars", "arg_types": ["handle", "int32", "uint32", "float32", "float64", "int64"],
+              "launch_param_tags": []},
+  "launch_fails": {"name": "launch_fails", "arg_types": [], "launch_param_tags": ["blockIdx.x"]},
+  "faults": {"name": "faults", "arg_types": [], "launch_param_tags": []},
+  "not_in_code": {"name": "not_in_code", "arg_types": [], "launch_param_tags": []}
+}}"#;

@@ -5,6 +5,7 @@ use std::ffi::c_void;
 
 use device_kit::driver::module::DeviceModule;
 use device_kit::kernel::{FunctionInfo, function_map_from_json};
+use device_kit::testing::FAKE_KERNELS_META;
 use tvm_ffi::{Any, DataType, ErrorKind, Function, Tensor};
 use tvm_runtime::device::{DeviceApi, StreamHandle, set_current_stream};
 use tvm_runtime::{Module, ModuleImpl};
@@ -20,20 +21,21 @@ const PTX: &str = "//\n.version 7.0\n.target sm_52\n.address_size 64\n\
     .visible .entry launch_fails() { ret; }\n\
     .visible .entry faults() { ret; }\n";
 
-const META: &str = r#"{"func_info": {
-  "add_one": {"name": "add_one", "arg_types": ["handle", "int32"],
-              "launch_param_tags": ["blockIdx.x", "threadIdx.x"]},
-  "vadd": {"name": "vadd", "arg_types": ["handle", "handle", "handle", "int32"],
-           "launch_param_tags": ["blockIdx.x", "threadIdx.x"]},
-  "scalars": {"name": "scalars", "arg_types": ["handle", "int32", "uint32", "float32", "float64", "int64"],
-              "launch_param_tags": []},
-  "launch_fails": {"name": "launch_fails", "arg_types": [], "launch_param_tags": ["blockIdx.x"]},
-  "faults": {"name": "faults", "arg_types": [], "launch_param_tags": []},
-  "not_in_code": {"name": "not_in_code", "arg_types": [], "launch_param_tags": []}
-}}"#;
-
 fn functions(extra: &[(&str, &[&str])]) -> BTreeMap<String, FunctionInfo> {
-    let mut map = function_map_from_json(META).unwrap();
+    let mut map = function_map_from_json(FAKE_KERNELS_META).unwrap();
+    // `vadd`, which the PTX holds as well.
+    let vadd = FunctionInfo {
+        name: "vadd".into(),
+        arg_types: vec![
+            DataType::handle(),
+            DataType::handle(),
+            DataType::handle(),
+            DataType::int(32),
+        ],
+        launch_param_tags: vec!["blockIdx.x".into(), "threadIdx.x".into()],
+        arg_extra_tags: Vec::new(),
+    };
+    map.insert("vadd".to_owned(), vadd);
     for (name, tags) in extra {
         map.insert(
             name.to_string(),
@@ -95,7 +97,13 @@ fn add_one_from_a_ptx_file_and_its_metadata() {
     let api = CudaDeviceApi::new(fake.backend());
     let code = ("ptx", PTX.as_bytes());
     // Grid 2 x block 4 covers 8 of the 10 elements.
-    device_kit::testing::assert_add_one_from_file(&api, &fake.build, code, META, [2, 4]);
+    device_kit::testing::assert_add_one_from_file(
+        &api,
+        &fake.build,
+        code,
+        FAKE_KERNELS_META,
+        [2, 4],
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@ use std::ffi::c_void;
 
 use device_kit::driver::module::DeviceModule;
 use device_kit::kernel::{FunctionInfo, function_map_from_json};
+use device_kit::testing::FAKE_KERNELS_META;
 use tvm_ffi::{Any, AnyView, ErrorKind, Function, Tensor};
 use tvm_runtime::Module;
 use tvm_runtime::device::set_current_stream;
@@ -18,19 +19,9 @@ use super::*;
 const HSACO: &str = "amdgcn-amd-amdhsa--gfx90a\n.entry add_one(\n.entry scalars(\n\
     .entry record_launch(\n.entry launch_fails(\n.entry faults(\n\0";
 
-const META: &str = r#"{"func_info": {
-  "add_one": {"name": "add_one", "arg_types": ["handle", "int32"],
-              "launch_param_tags": ["blockIdx.x", "threadIdx.x"]},
-  "scalars": {"name": "scalars", "arg_types": ["handle", "int32", "uint32", "float32", "float64", "int64"],
-              "launch_param_tags": []},
-  "launch_fails": {"name": "launch_fails", "arg_types": [], "launch_param_tags": ["blockIdx.x"]},
-  "faults": {"name": "faults", "arg_types": [], "launch_param_tags": []},
-  "not_in_code": {"name": "not_in_code", "arg_types": [], "launch_param_tags": []}
-}}"#;
-
 /// The metadata, with kernels that run `record_launch` under other launch tags.
 fn functions() -> BTreeMap<String, FunctionInfo> {
-    let mut map = function_map_from_json(META).unwrap();
+    let mut map = function_map_from_json(FAKE_KERNELS_META).unwrap();
     let probes: [(&str, &[&str]); 4] = [
         (
             "probe",
@@ -94,7 +85,7 @@ fn add_one_from_an_hsaco_file_and_its_metadata() {
     let (fake, _backend, api) = fake_api();
     let code = ("hsaco", HSACO.as_bytes());
     // Grid 3 x block 2 covers 6 of the 10 elements.
-    device_kit::testing::assert_add_one_from_file(&api, &fake, code, META, [3, 2]);
+    device_kit::testing::assert_add_one_from_file(&api, &fake, code, FAKE_KERNELS_META, [3, 2]);
 }
 
 #[test]
