@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tvm_ffi::abi::{DLDataType, DLDevice, DLTensor, kDLFloat};
-use tvm_ffi::{Any, AnyView, DataType, Device, ErrorKind, Function};
+use tvm_ffi::{Any, AnyView, DataType, Device, ErrorKind, Function, Tensor};
 use tvm_runtime::Module;
 use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle};
 
@@ -405,3 +405,21 @@ pub const FAKE_KERNELS_META: &str = r#"{"func_info": {
   "faults": {"name": "faults", "arg_types": [], "launch_param_tags": []},
   "not_in_code": {"name": "not_in_code", "arg_types": [], "launch_param_tags": []}
 }}"#;
+
+/// Checks that `add_one` (x, n, then its launch arguments) refuses a host tensor, naming the
+/// argument and its device, and a call with too few arguments, naming how many it takes.
+pub fn assert_argument_refusals(add_one: &Function) {
+    let host = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
+    let err = add_one.call((host, 2i64, 1i64, 2i64)).unwrap_err();
+    assert!(
+        err.is_kind(ErrorKind::ValueError)
+            && err.message().contains("argument 0 is a tensor on cpu:0"),
+        "{err}"
+    );
+    let null = Any::from(std::ptr::null_mut::<c_void>());
+    let err = add_one.call((null, 2i64)).unwrap_err();
+    assert!(
+        err.is_kind(ErrorKind::TypeError) && err.message().contains("takes 4"),
+        "{err}"
+    );
+}
