@@ -6,7 +6,7 @@
 //! - [`hip`]: the library's entry points, versions and error text;
 //! - [`runtime`]: memory, copies with strides, streams and events, through device-kit's
 //!   device API;
-//! - [`attributes`]: device attributes, the `gfx...` architecture among them;
+//! - `attributes`: device attributes, the `gfx...` architecture among them;
 //! - [`module`]: kernel modules of HSACO code objects and launches following the shared launch
 //!   convention with the arguments packed into one aligned blob, on the thread's current stream.
 

@@ -2,13 +2,10 @@
 //! copies, streams and the event that hands work from one stream to another.
 
 use std::ffi::c_void;
-use std::path::PathBuf;
 
 use device_kit::driver::DriverLibrary;
 use device_kit::driver::copy::FlatCopy;
-use device_kit::driver::runtime::{
-    GpuRuntime, LazyRuntime, RuntimeNames, RuntimeSource, check_alignment, check_device_index,
-};
+use device_kit::driver::runtime::{GpuRuntime, RuntimeNames, check_alignment, check_device_index};
 use tvm_ffi::abi::{kDLROCM, kDLROCMHost};
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::{DeviceAttr, StreamHandle};
@@ -264,33 +261,4 @@ impl GpuRuntime for HipRuntime {
     }
 }
 
-/// The ROCm backend: the HIP runtime, opened on first use.
-#[derive(Debug)]
-pub struct RocmBackend {
-    lazy: LazyRuntime<HipRuntime>,
-}
-
-impl RocmBackend {
-    /// A backend that opens `$TVM_ROCM_DRIVER`, else the first of [`LIBRARY_CANDIDATES`] that
-    /// loads, on first use.
-    pub fn from_env() -> RocmBackend {
-        RocmBackend {
-            lazy: LazyRuntime::from_env(),
-        }
-    }
-
-    /// A backend that opens the HIP runtime at `library` on first use.
-    pub fn with_library(library: impl Into<PathBuf>) -> RocmBackend {
-        RocmBackend {
-            lazy: LazyRuntime::with_library(library),
-        }
-    }
-}
-
-impl RuntimeSource for RocmBackend {
-    type Runtime = HipRuntime;
-
-    fn lazy(&self) -> &LazyRuntime<HipRuntime> {
-        &self.lazy
-    }
-}
+device_kit::driver_backend!(RocmBackend, HipRuntime, "ROCm");

@@ -239,3 +239,43 @@ pub trait RuntimeSource: Send + Sync + 'static {
         self.lazy().runtime()
     }
 }
+
+/// A driver-API backend type over runtime `$runtime`, in one shape for all: the runtime opened
+/// on first use ([`LazyRuntime`]), `from_env()` (the library the runtime's `override_var`
+/// names, else the first of its candidates that loads), `with_library(path)`, and its
+/// [`RuntimeSource`]. `$title` names the backend in the docs.
+#[macro_export]
+macro_rules! driver_backend {
+    ($backend:ident, $runtime:ty, $title:literal) => {
+        #[doc = concat!("The ", $title, " backend: its vendor runtime, opened on first use.")]
+        #[derive(Debug)]
+        pub struct $backend {
+            lazy: $crate::driver::runtime::LazyRuntime<$runtime>,
+        }
+
+        impl $backend {
+            /// A backend that opens the library the runtime's override variable names, else
+            /// the first of its candidates that loads, on first use.
+            pub fn from_env() -> $backend {
+                $backend {
+                    lazy: $crate::driver::runtime::LazyRuntime::from_env(),
+                }
+            }
+
+            /// A backend that opens the library at `library` on first use.
+            pub fn with_library(library: impl Into<::std::path::PathBuf>) -> $backend {
+                $backend {
+                    lazy: $crate::driver::runtime::LazyRuntime::with_library(library),
+                }
+            }
+        }
+
+        impl $crate::driver::runtime::RuntimeSource for $backend {
+            type Runtime = $runtime;
+
+            fn lazy(&self) -> &$crate::driver::runtime::LazyRuntime<$runtime> {
+                &self.lazy
+            }
+        }
+    };
+}
