@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Kernel launch overhead: instructions per launch through a packed call of a `cuda` module
 # against a bare cuLaunchKernel, and of a `hip` module against a bare hipModuleLaunchKernel,
-# counted with callgrind on the fake drivers of crates/device-cuda/tests/fake and
-# crates/device-rocm/tests/fake (or the CUDA driver in $TVM_CUDA_DRIVER; the ROCm row always
-# uses the fake, whose code object is text). Per launch = (instructions of a run of 20,000
-# launches - those of a run of 10,000) / 10,000, so start-up and module loading cancel out.
+# counted with callgrind on the fake drivers of crates/device-kit/fake (or the CUDA driver in
+# $TVM_CUDA_DRIVER; the ROCm row always uses the fake, whose code object is text). Per launch =
+# (instructions of a run of 20,000 launches - those of a run of 10,000) / 10,000, so start-up
+# and module loading cancel out.
 # Prints one table with the ratio of each backend (issue 13's target: at most 1.2x).
 # Needs valgrind and gcc. Usage: scripts/launch-cost.sh
 set -euo pipefail
@@ -14,16 +14,16 @@ command -v valgrind >/dev/null || { echo "launch-cost: valgrind is needed (apt-g
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-shared=crates/device-common/fake
-gcc -shared -fPIC -O2 -o "$work/libfake_kernels.so" "$shared/kernels.c"
+fakes=crates/device-kit/fake
+gcc -shared -fPIC -O2 -o "$work/libfake_kernels.so" "$fakes/kernels.c"
 fake() { # fake <source> <library>: a fake driver over the kernels library above
-    gcc -shared -fPIC -O2 -I"$shared" -DFAKE_KERNELS_LIBRARY="\"$work/libfake_kernels.so\"" \
+    gcc -shared -fPIC -O2 -I"$fakes" -DFAKE_KERNELS_LIBRARY="\"$work/libfake_kernels.so\"" \
         -o "$work/$2" "$1" -ldl -lpthread
     echo "$work/$2"
 }
 cuda_driver=${TVM_CUDA_DRIVER:-}
-[[ -n $cuda_driver ]] || cuda_driver=$(fake crates/device-cuda/tests/fake/libcuda_fake.c libcuda_fake.so)
-hip_runtime=$(fake crates/device-rocm/tests/fake/libhip_fake.c libamdhip64_fake.so)
+[[ -n $cuda_driver ]] || cuda_driver=$(fake "$fakes/libcuda_fake.c" libcuda_fake.so)
+hip_runtime=$(fake "$fakes/libhip_fake.c" libamdhip64_fake.so)
 cargo build -q --release -p device-cuda --example cuda_launch_cost
 cargo build -q --release -p device-rocm --example rocm_launch_cost
 

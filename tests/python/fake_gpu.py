@@ -1,5 +1,5 @@
 """Helpers of the GPU backend tests: fake vendor libraries built with gcc from the C sources of
-``crates/device-*/tests/fake`` over the shared host-memory GPU of ``crates/device-common/fake``,
+``crates/device-kit/fake`` (one vendor library each over the shared host-memory GPU),
 and fresh interpreters to run checks in (a backend opens its library once per process)."""
 
 import os
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED_FAKE_DIR = REPO_ROOT / "crates" / "device-common" / "fake"
+FAKE_DIR = REPO_ROOT / "crates" / "device-kit" / "fake"
 
 
 def build_fake_library(out: Path, source: Path, name: str) -> Path:
@@ -24,13 +24,13 @@ def build_fake_library(out: Path, source: Path, name: str) -> Path:
     kernels = out / "libfake_kernels.so"
     library = out / name
     common = [compiler, "-shared", "-fPIC", "-O1", "-o"]
-    subprocess.run([*common, str(kernels), str(SHARED_FAKE_DIR / "kernels.c")], check=True)
+    subprocess.run([*common, str(kernels), str(FAKE_DIR / "kernels.c")], check=True)
     subprocess.run(
         [
             *common,
             str(library),
             f'-DFAKE_KERNELS_LIBRARY="{kernels}"',
-            f"-I{SHARED_FAKE_DIR}",
+            f"-I{FAKE_DIR}",
             str(source),
             "-ldl",
             "-lpthread",

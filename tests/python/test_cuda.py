@@ -1,5 +1,5 @@
-"""The CUDA backend from Python, against the fake driver of ``crates/device-cuda/tests/fake``
-(over the host-memory GPU of ``crates/device-common/fake``).
+"""The CUDA backend from Python, against the fake driver ``crates/device-kit/fake/libcuda_fake.c``
+(over the host-memory GPU of the same folder).
 
 The driver is chosen once per process (``TVM_CUDA_DRIVER``, read on first use), so each test runs
 its checks in a fresh interpreter with the environment it needs.
@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fake_gpu import REPO_ROOT, build_fake_library
+from fake_gpu import FAKE_DIR, build_fake_library
 from fake_gpu import run_python as run_with_env
-
-FAKE_DIR = REPO_ROOT / "crates" / "device-cuda" / "tests" / "fake"
 
 PTX = (
     ".version 7.0\n.target sm_52\n.visible .entry add_one(.param .u64 x, .param .u32 n) { ret; }\n"

@@ -1,5 +1,5 @@
-"""The ROCm backend from Python, against the fake HIP runtime of ``crates/device-rocm/tests/fake``
-(over the host-memory GPU of ``crates/device-common/fake``).
+"""The ROCm backend from Python, against the fake HIP runtime
+``crates/device-kit/fake/libhip_fake.c`` (over the host-memory GPU of the same folder).
 
 HIP is opened once per process (``TVM_ROCM_DRIVER``, read on first use), so each test runs its
 checks in a fresh interpreter with the environment it needs.
@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fake_gpu import REPO_ROOT, build_fake_library
+from fake_gpu import FAKE_DIR, build_fake_library
 from fake_gpu import run_python as run_with_env
-
-FAKE_DIR = REPO_ROOT / "crates" / "device-rocm" / "tests" / "fake"
 
 #: A code object stand-in the fake reads: each `.entry name(` is a kernel of its kernels library.
 # NUL-terminated: the fake reads its stand-in code object as a C string.

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use device_kit::kernel::FunctionInfo;
 use tvm_ffi::DataType;
-use tvm_runtime::kernel::FunctionInfo;
 
 // The binaries link the runtime's process state through this library.
 use tvm_ffi_capi as _;

@@ -2,7 +2,7 @@
 //! `cuda_launch_cost <driver> <packed|bare> <launches>`.
 //!
 //! Both modes launch `add_one(x, n)` on a grid of 1 x 1 on the null stream of `cuda:0` of the
-//! driver at `<driver>` (the fake of `tests/fake`, or a real `libcuda.so.1`): `packed` through
+//! driver at `<driver>` (the fake of device-kit's `fake/`, or a real `libcuda.so.1`): `packed` through
 //! the module's packed function (argument reading, device choice, the kernel cache, argument
 //! addresses, `cuLaunchKernel`), `bare` by calling `cuLaunchKernel` itself with prepared
 //! arguments. The work queued is never waited for: what is counted is the launch calls.
@@ -11,76 +11,45 @@ use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use device_common::module::{DeviceModule, KernelBackend};
 use device_cuda::CudaBackend;
-use tvm_ffi::{Any, AnyView, DataType, Device, Result};
+use device_kit::driver::launch::launch_kernel;
+use device_kit::driver::module::{DeviceModule, KernelBackend};
+use device_kit::driver::runtime::RuntimeSource;
+use device_kit::testing::{add_one_info, launch_cost_args, launch_packed, one_thread};
+use tvm_ffi::{Device, Result};
 use tvm_runtime::Module;
-use tvm_runtime::kernel::FunctionInfo;
 
 use tvm_ffi_capi as _;
 
 const PTX: &str = ".version 7.0\n.target sm_52\n.visible .entry add_one(.param .u64 x) { ret; }\n";
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let [_, driver, mode, launches] = args.as_slice() else {
-        eprintln!("usage: cuda_launch_cost <driver> <packed|bare> <launches>");
-        std::process::exit(2);
-    };
-    let launches: u64 = launches.parse().expect("<launches> is a count");
+    let (driver, mode, launches) = launch_cost_args("cuda_launch_cost", "driver");
     let backend = Arc::new(CudaBackend::with_library(driver));
     let device = Device::new(tvm_ffi::abi::kDLCUDA, 0);
     let runtime = backend.runtime()?;
     let data = runtime.alloc_device(device, 4, 64)?;
     match mode.as_str() {
         "packed" => {
-            let info = FunctionInfo {
-                name: "add_one".into(),
-                arg_types: vec![DataType::handle(), DataType::int(32)],
-                launch_param_tags: vec!["blockIdx.x".into(), "threadIdx.x".into()],
-                arg_extra_tags: Vec::new(),
-            };
-            let functions = BTreeMap::from([("add_one".to_owned(), info)]);
+            let functions = BTreeMap::from([("add_one".to_owned(), add_one_info())]);
             let module = DeviceModule::new(backend.clone(), "ptx", functions, PTX.into())?;
-            let add_one = Module::new(module).get_function_required("add_one")?;
-            let values = [
-                Any::from(data as usize as *mut c_void),
-                Any::from(1i64),
-                Any::from(1i64),
-                Any::from(1i64),
-            ];
-            let views: Vec<AnyView<'_>> = values.iter().map(Any::as_view).collect();
-            for _ in 0..launches {
-                add_one.call_packed(&views)?;
-            }
+            launch_packed(Module::new(module), data, launches)?;
         }
         "bare" => {
             let code = backend.load(device, "ptx", &[PTX.as_bytes(), b"\0"].concat())?;
-            let kernel = backend.kernel(device, code, "add_one")?;
-            let function = kernel.handle();
+            let function = backend.kernel(device, code, "add_one")?.handle();
             let (mut x, mut n) = (data, 1i32);
             let mut params = [
                 (&mut x as *mut u64).cast::<c_void>(),
                 (&mut n as *mut i32).cast::<c_void>(),
             ];
-            let launch = runtime.driver.api.launch_kernel;
+            let (launch, dims) = (runtime.driver.api.launch_kernel, one_thread());
+            let (stream, extra) = (std::ptr::null_mut(), std::ptr::null_mut());
             for _ in 0..launches {
                 // SAFETY: a kernel of a module loaded on cuda:0, whose context the load made
                 // current; `params` points at the two argument values.
                 let rc = unsafe {
-                    launch(
-                        function,
-                        1,
-                        1,
-                        1,
-                        1,
-                        1,
-                        1,
-                        0,
-                        std::ptr::null_mut(),
-                        params.as_mut_ptr(),
-                        std::ptr::null_mut(),
-                    )
+                    launch_kernel(launch, function, &dims, stream, params.as_mut_ptr(), extra)
                 };
                 assert_eq!(rc, 0, "cuLaunchKernel failed");
             }

@@ -2,7 +2,7 @@
 
 use std::ffi::c_char;
 
-use device_common::device_api::{GpuDeviceApi, GpuHostDeviceApi};
+use device_kit::driver::device_api::{GpuDeviceApi, GpuHostDeviceApi};
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::DeviceAttr;
 
@@ -11,7 +11,7 @@ use crate::driver::version_text;
 
 /// `CUdevice_attribute` numbers the attributes are read with.
 mod attribute {
-    use device_common::attributes::VendorAttributeIds;
+    use device_kit::driver::attributes::VendorAttributeIds;
 
     pub const COMPUTE_CAPABILITY_MAJOR: i32 = 75;
     pub const COMPUTE_CAPABILITY_MINOR: i32 = 76;

@@ -1,10 +1,7 @@
 //! The loaded driver with a primary context per device, opened on first use.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
-use device_common::PerDevice;
-use device_common::runtime::{LazyRuntime, RuntimeSource, check_device_index};
+use device_kit::driver::PerDevice;
+use device_kit::driver::runtime::check_device_index;
 use tvm_ffi::abi::kDLCUDA;
 use tvm_ffi::{Device, Result};
 
@@ -134,40 +131,4 @@ impl Drop for CudaRuntime {
     }
 }
 
-/// The CUDA backend: the driver, opened on first use.
-#[derive(Debug)]
-pub struct CudaBackend {
-    lazy: LazyRuntime<CudaRuntime>,
-}
-
-impl CudaBackend {
-    /// A backend that opens `$TVM_CUDA_DRIVER`, else `libcuda.so.1`, else `libcuda.so`, on first
-    /// use.
-    pub fn from_env() -> CudaBackend {
-        CudaBackend {
-            lazy: LazyRuntime::from_env(),
-        }
-    }
-
-    /// A backend that opens the driver at `library` on first use.
-    pub fn with_library(library: impl Into<PathBuf>) -> CudaBackend {
-        CudaBackend {
-            lazy: LazyRuntime::with_library(library),
-        }
-    }
-
-    /// The runtime, opening the driver the first time; a `RuntimeError` saying which library
-    /// was looked for and why it did not load.
-    #[inline]
-    pub fn runtime(&self) -> Result<&Arc<CudaRuntime>> {
-        self.lazy.runtime()
-    }
-}
-
-impl RuntimeSource for CudaBackend {
-    type Runtime = CudaRuntime;
-
-    fn lazy(&self) -> &LazyRuntime<CudaRuntime> {
-        &self.lazy
-    }
-}
+device_kit::driver_backend!(CudaBackend, CudaRuntime, "CUDA");

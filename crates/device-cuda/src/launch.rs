@@ -2,10 +2,11 @@
 //! `cuLaunchCooperativeKernel` for the cooperative tag, `cuLaunchKernelEx` for clusters and
 //! programmatic dependent launch.
 
-use device_common::args::KernelCall;
+use device_kit::driver::args::KernelCall;
+use device_kit::driver::launch::{launch_cooperative, launch_kernel};
+use device_kit::kernel::LaunchDims;
 use tvm_ffi::{Device, Error, ErrorKind, Result};
 use tvm_runtime::device::current_stream;
-use tvm_runtime::kernel::LaunchDims;
 
 use crate::context::CudaRuntime;
 use crate::driver::{CUDA_SUCCESS, CuFunction, LaunchAttribute, LaunchConfigEx};
@@ -86,12 +87,11 @@ impl CudaRuntime {
         // Clusters and programmatic dependent launch take the extended launch.
         let mut extended =
             needs_extended_launch(&call.dims).then(|| extended_attributes(&call.dims));
-        let [gx, gy, gz] = grid;
-        let [bx, by, bz] = block;
+        let dims = call.dims;
         // In the three launches below: a kernel of a module loaded on this device; `params`
         // holds one address per kernel argument, each pointing at its value, alive across the
         // call (the driver copies the values at launch); the stream belongs to this device.
-        let rc = call.with_addresses(|params| {
+        let rc = call.with_addresses(|params| -> Result<_> {
             if let Some(attributes) = &mut extended {
                 let launch_ex = api.launch_kernel_ex.ok_or_else(|| {
                     missing("cuLaunchKernelEx", "a cluster or programmatic launch")
@@ -111,25 +111,12 @@ impl CudaRuntime {
                     .launch_cooperative_kernel
                     .ok_or_else(|| missing("cuLaunchCooperativeKernel", "a cooperative launch"))?;
                 // SAFETY: as above.
-                Ok(unsafe {
-                    cooperative(function, gx, gy, gz, bx, by, bz, shared, stream.0, params)
-                })
+                Ok(unsafe { launch_cooperative(cooperative, function, &dims, stream.0, params) })
             } else {
+                let extra = std::ptr::null_mut();
                 // SAFETY: as above.
                 Ok(unsafe {
-                    (api.launch_kernel)(
-                        function,
-                        gx,
-                        gy,
-                        gz,
-                        bx,
-                        by,
-                        bz,
-                        shared,
-                        stream.0,
-                        params,
-                        std::ptr::null_mut(),
-                    )
+                    launch_kernel(api.launch_kernel, function, &dims, stream.0, params, extra)
                 })
             }
         })?;

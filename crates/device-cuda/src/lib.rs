@@ -20,10 +20,10 @@ pub mod nvrtc;
 mod runtime;
 mod stream;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
+use device_kit::registration::install_driver_backend;
 use tvm_ffi::Result;
-use tvm_ffi::abi::{kDLCUDA, kDLCUDAHost};
 
 pub use api::{CudaDeviceApi, CudaHostDeviceApi};
 pub use context::CudaBackend;
@@ -32,26 +32,12 @@ pub use context::CudaBackend;
 #[cfg(test)]
 use tvm_ffi_capi as _;
 
-/// Registers the backend for `cuda` and `cuda_host` devices and the loaders of `cuda` modules.
-/// Loads nothing: the driver is opened on the first use of a CUDA device. Later calls do
-/// nothing.
-pub fn register() -> Result<()> {
-    static DONE: OnceLock<Result<()>> = OnceLock::new();
-    DONE.get_or_init(|| register_backend(Arc::new(CudaBackend::from_env())))
-        .clone()
-}
+device_kit::backend_registration!(CudaBackend, install, "CUDA");
 
-/// Registers `backend` for `cuda` and `cuda_host` devices and its module loaders.
-pub fn register_backend(backend: Arc<CudaBackend>) -> Result<()> {
-    tvm_runtime::device::register_device_api(
-        kDLCUDA,
-        Arc::new(CudaDeviceApi::new(backend.clone())),
-    )?;
-    tvm_runtime::device::register_device_api(
-        kDLCUDAHost,
-        Arc::new(CudaHostDeviceApi::new(backend.clone())),
-    )?;
-    module::register_module_loaders(backend);
+/// Installs `backend`: the kit's device APIs, its module loaders and NVRTC.
+fn install(backend: &Arc<CudaBackend>) -> Result<()> {
+    install_driver_backend(backend)?;
+    module::register_module_loaders(backend.clone());
     nvrtc::register_nvrtc_compile();
     Ok(())
 }

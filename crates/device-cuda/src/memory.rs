@@ -11,7 +11,7 @@ use crate::driver::CuDevicePtr;
 pub const DRIVER_ALIGNMENT: usize = 256;
 
 fn check_alignment(alignment: usize) -> Result<()> {
-    device_common::runtime::check_alignment("CUDA", DRIVER_ALIGNMENT, alignment)
+    device_kit::driver::runtime::check_alignment("CUDA", DRIVER_ALIGNMENT, alignment)
 }
 
 impl CudaRuntime {

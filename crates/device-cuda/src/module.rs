@@ -5,9 +5,10 @@
 use std::ffi::{CString, c_void};
 use std::sync::Arc;
 
-use device_common::args::{KernelCall, TensorPlacement};
-use device_common::module::KernelBackend;
-use tvm_ffi::abi::{self, kDLCUDA};
+use device_kit::driver::args::{KernelCall, TensorPlacement};
+use device_kit::driver::module::KernelBackend;
+use device_kit::driver::runtime::RuntimeSource;
+use tvm_ffi::abi;
 use tvm_ffi::{Bytes, Device, Error, ErrorKind, Function, Result};
 
 use crate::context::CudaBackend;
@@ -71,10 +72,6 @@ impl KernelBackend for CudaBackend {
 
     fn kind(&self) -> &'static str {
         "cuda"
-    }
-
-    fn device_type(&self) -> i32 {
-        kDLCUDA
     }
 
     fn prepare(&self, format: &str, code: Vec<u8>) -> Result<(String, Vec<u8>)> {
@@ -159,6 +156,7 @@ impl KernelBackend for CudaBackend {
         }
     }
 
+    /// Managed memory is reachable too, besides pinned host memory.
     #[inline]
     fn placement(&self, device: Device) -> TensorPlacement {
         match device.device_type() {
@@ -169,11 +167,6 @@ impl KernelBackend for CudaBackend {
     }
 
     #[inline]
-    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
-        self.runtime()?.launch_device(tensors_on)
-    }
-
-    #[inline]
     fn launch(&self, device: Device, kernel: Kernel, call: &mut KernelCall<'_>) -> Result<()> {
         self.runtime()?.launch(device, kernel, call)
     }
@@ -181,5 +174,5 @@ impl KernelBackend for CudaBackend {
 
 /// Registers the loaders of `cuda` modules (bytes, and `.ptx`/`.cubin`/`.fatbin` files).
 pub fn register_module_loaders(backend: Arc<CudaBackend>) {
-    device_common::module::register_loaders(backend, &CODE_FORMATS);
+    device_kit::driver::module::register_loaders(backend, &CODE_FORMATS);
 }

@@ -4,7 +4,8 @@
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::sync::OnceLock;
 
-use device_common::{DriverLibrary, driver_table};
+use device_kit::driver::DriverLibrary;
+use device_kit::driver_table;
 use tvm_ffi::{Array, Bytes, Error, ErrorKind, Function, Result};
 
 /// The names NVRTC is looked up by, in order.

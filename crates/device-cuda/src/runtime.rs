@@ -3,22 +3,26 @@
 
 use std::ffi::c_void;
 
-use device_common::DriverLibrary;
-use device_common::runtime::GpuRuntime;
-use tvm_ffi::abi::kDLCUDA;
+use device_kit::driver::DriverLibrary;
+use device_kit::driver::copy::FlatCopy;
+use device_kit::driver::runtime::{GpuRuntime, RuntimeNames};
+use tvm_ffi::abi::{kDLCUDA, kDLCUDAHost};
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::{DeviceAttr, StreamHandle};
 
 use crate::context::{CudaRuntime, DRIVER_CANDIDATES, DRIVER_OVERRIDE_VAR};
-use crate::driver::CudaDriver;
+use crate::driver::{CUDA_SUCCESS, CudaDriver};
 
 impl GpuRuntime for CudaRuntime {
-    const WHAT: &'static str = "CUDA driver";
-    const OVERRIDE_VAR: &'static str = DRIVER_OVERRIDE_VAR;
-    const CANDIDATES: &'static [&'static str] = &DRIVER_CANDIDATES;
-    const DEVICE_TYPE: i32 = kDLCUDA;
-    const NAME: &'static str = "cuda";
-    const HOST_NAME: &'static str = "cuda_host";
+    const NAMES: RuntimeNames = RuntimeNames {
+        what: "CUDA driver",
+        override_var: DRIVER_OVERRIDE_VAR,
+        candidates: &DRIVER_CANDIDATES,
+        device_type: kDLCUDA,
+        host_device_type: kDLCUDAHost,
+        name: "cuda",
+        host_name: "cuda_host",
+    };
 
     fn load(library: DriverLibrary) -> std::result::Result<CudaRuntime, String> {
         Ok(CudaRuntime {
@@ -33,6 +37,11 @@ impl GpuRuntime for CudaRuntime {
 
     fn bind(&self, device: Device) -> Result<()> {
         CudaRuntime::bind(self, device)
+    }
+
+    #[inline]
+    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
+        CudaRuntime::launch_device(self, tensors_on)
     }
 
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
@@ -74,49 +83,26 @@ impl GpuRuntime for CudaRuntime {
         CudaRuntime::stream_wait(self, device, from, to)
     }
 
-    unsafe fn copy_to_device(
-        &self,
-        device: Device,
-        dst: u64,
-        src: *const u8,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()> {
+    unsafe fn copy(&self, device: Device, copy: FlatCopy, stream: StreamHandle) -> Result<()> {
+        let api = &self.driver.api;
+        let stream = stream.0;
         // SAFETY: guaranteed by the caller; the context of `device` is bound.
-        let rc = unsafe { (self.driver.api.memcpy_htod_async)(dst, src.cast(), len, stream.0) };
-        self.driver.check(
-            rc,
-            &format!("copying {len} bytes from the host to {device}"),
-        )
-    }
-
-    unsafe fn copy_to_host(
-        &self,
-        device: Device,
-        dst: *mut u8,
-        src: u64,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()> {
-        // SAFETY: as above.
-        let rc = unsafe { (self.driver.api.memcpy_dtoh_async)(dst.cast(), src, len, stream.0) };
-        self.driver.check(
-            rc,
-            &format!("copying {len} bytes from {device} to the host"),
-        )
-    }
-
-    unsafe fn copy_on_device(
-        &self,
-        device: Device,
-        dst: u64,
-        src: u64,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()> {
-        // SAFETY: as above.
-        let rc = unsafe { (self.driver.api.memcpy_dtod_async)(dst, src, len, stream.0) };
-        self.driver
-            .check(rc, &format!("copying {len} bytes on {device}"))
+        let rc = unsafe {
+            match copy {
+                FlatCopy::HostToDevice { dst, src, len } => {
+                    (api.memcpy_htod_async)(dst, src.cast(), len, stream)
+                }
+                FlatCopy::DeviceToHost { dst, src, len } => {
+                    (api.memcpy_dtoh_async)(dst.cast(), src, len, stream)
+                }
+                FlatCopy::DeviceToDevice { dst, src, len } => {
+                    (api.memcpy_dtod_async)(dst, src, len, stream)
+                }
+            }
+        };
+        if rc == CUDA_SUCCESS {
+            return Ok(());
+        }
+        self.driver.check(rc, &copy.describe(device))
     }
 }

@@ -4,8 +4,8 @@
 
 use std::ffi::{CStr, c_char};
 
-use device_common::attributes::VendorAttributeIds;
-use device_common::runtime::GpuRuntime;
+use device_kit::driver::attributes::VendorAttributeIds;
+use device_kit::driver::runtime::GpuRuntime;
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::DeviceAttr;
 

@@ -4,8 +4,9 @@
 
 use std::ffi::{CStr, c_char, c_void};
 
-use device_common::runtime::{call_error, describe_code};
-use device_common::{DriverLibrary, driver_table};
+use device_kit::driver::DriverLibrary;
+use device_kit::driver::runtime::{call_error, describe_code};
+use device_kit::driver_table;
 
 /// `hipStream_t`.
 pub type HipStream = *mut c_void;

@@ -4,9 +4,9 @@
 //! error that names the library looked for.
 //!
 //! - [`hip`]: the library's entry points, versions and error text;
-//! - [`runtime`]: memory, copies with strides, streams and events, through device-common's
+//! - [`runtime`]: memory, copies with strides, streams and events, through device-kit's
 //!   device API;
-//! - [`attributes`]: device attributes, the `gfx...` architecture among them;
+//! - `attributes`: device attributes, the `gfx...` architecture among them;
 //! - [`module`]: kernel modules of HSACO code objects and launches following the shared launch
 //!   convention with the arguments packed into one aligned blob, on the thread's current stream.
 
@@ -15,11 +15,11 @@ pub mod hip;
 pub mod module;
 pub mod runtime;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use device_common::device_api::{GpuDeviceApi, GpuHostDeviceApi};
+use device_kit::driver::device_api::{GpuDeviceApi, GpuHostDeviceApi};
+use device_kit::registration::install_driver_backend;
 use tvm_ffi::Result;
-use tvm_ffi::abi::{kDLROCM, kDLROCMHost};
 
 pub use runtime::{HipRuntime, RocmBackend};
 
@@ -34,24 +34,11 @@ pub type RocmDeviceApi = GpuDeviceApi<RocmBackend>;
 /// `rocm:i` current.
 pub type RocmHostDeviceApi = GpuHostDeviceApi<RocmBackend>;
 
-/// Registers the backend for `rocm` and `rocm_host` devices and the loaders of `hip` modules.
-/// Loads nothing: HIP is opened on the first use of a ROCm device. Later calls do nothing.
-pub fn register() -> Result<()> {
-    static DONE: OnceLock<Result<()>> = OnceLock::new();
-    DONE.get_or_init(|| register_backend(Arc::new(RocmBackend::from_env())))
-        .clone()
-}
+device_kit::backend_registration!(RocmBackend, install, "ROCm");
 
-/// Registers `backend` for `rocm` and `rocm_host` devices and its module loaders.
-pub fn register_backend(backend: Arc<RocmBackend>) -> Result<()> {
-    tvm_runtime::device::register_device_api(
-        kDLROCM,
-        Arc::new(RocmDeviceApi::new(backend.clone())),
-    )?;
-    tvm_runtime::device::register_device_api(
-        kDLROCMHost,
-        Arc::new(RocmHostDeviceApi::new(backend.clone())),
-    )?;
-    module::register_module_loaders(backend);
+/// Installs `backend`: the kit's device APIs, its module loaders.
+fn install(backend: &Arc<RocmBackend>) -> Result<()> {
+    install_driver_backend(backend)?;
+    module::register_module_loaders(backend.clone());
     Ok(())
 }

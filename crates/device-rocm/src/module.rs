@@ -10,13 +10,14 @@
 use std::ffi::{CString, c_void};
 use std::sync::Arc;
 
-use device_common::args::{KernelCall, TensorPlacement};
-use device_common::module::{KernelBackend, register_bytes_loader, register_loaders};
-use device_common::runtime::GpuRuntime;
-use tvm_ffi::abi::{self, kDLROCM};
+use device_kit::driver::args::KernelCall;
+use device_kit::driver::launch::{launch_cooperative, launch_kernel};
+use device_kit::driver::module::{KernelBackend, register_bytes_loader, register_loaders};
+use device_kit::driver::runtime::GpuRuntime;
+use device_kit::driver::runtime::RuntimeSource;
+use device_kit::kernel::LaunchDims;
 use tvm_ffi::{Device, Error, ErrorKind, Result};
 use tvm_runtime::device::current_stream;
-use tvm_runtime::kernel::LaunchDims;
 
 use crate::hip::{HIP_SUCCESS, HipFunction, HipModule};
 use crate::runtime::{HipRuntime, RocmBackend};
@@ -64,10 +65,6 @@ impl KernelBackend for RocmBackend {
 
     fn kind(&self) -> &'static str {
         MODULE_KIND
-    }
-
-    fn device_type(&self) -> i32 {
-        kDLROCM
     }
 
     fn prepare(&self, format: &str, code: Vec<u8>) -> Result<(String, Vec<u8>)> {
@@ -121,20 +118,6 @@ impl KernelBackend for RocmBackend {
     }
 
     #[inline]
-    fn placement(&self, device: Device) -> TensorPlacement {
-        match device.device_type() {
-            abi::kDLROCM => TensorPlacement::OnDevice,
-            abi::kDLROCMHost => TensorPlacement::Reachable,
-            _ => TensorPlacement::Refused,
-        }
-    }
-
-    #[inline]
-    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
-        self.runtime()?.launch_device(tensors_on)
-    }
-
-    #[inline]
     fn launch(&self, device: Device, kernel: Kernel, call: &mut KernelCall<'_>) -> Result<()> {
         if let Some(what) = unsupported_launch(&call.dims) {
             return Err(Error::new(
@@ -158,18 +141,12 @@ impl HipRuntime {
     pub fn launch(&self, device: Device, kernel: Kernel, call: &mut KernelCall<'_>) -> Result<()> {
         let api = &self.hip.api;
         let function = kernel.handle();
-        let LaunchDims {
-            grid: [gx, gy, gz],
-            block: [bx, by, bz],
-            dyn_shared_memory: shared,
-            cooperative,
-            ..
-        } = call.dims;
+        let dims = call.dims;
         let stream = current_stream(device);
         // In both launches: a kernel of code loaded on this device, which is current; the
         // arguments (blob and size, or addresses and values) are alive across the call (HIP
         // copies them at launch); the stream belongs to this device.
-        let rc = if cooperative {
+        let rc = if dims.cooperative {
             let launch = api.module_launch_cooperative_kernel.ok_or_else(|| {
                 Error::new(
                     ErrorKind::RuntimeError,
@@ -179,7 +156,7 @@ impl HipRuntime {
             })?;
             call.with_addresses(|params| {
                 // SAFETY: as above.
-                unsafe { launch(function, gx, gy, gz, bx, by, bz, shared, stream.0, params) }
+                unsafe { launch_cooperative(launch, function, &dims, stream.0, params) }
             })
         } else {
             call.with_aligned_blob(|blob| {
@@ -191,19 +168,15 @@ impl HipRuntime {
                     (&mut size as *mut usize).cast(),
                     LAUNCH_PARAM_END as *mut c_void,
                 ];
+                let (launch, params) = (api.module_launch_kernel, std::ptr::null_mut());
                 // SAFETY: as above; `extra` describes the blob and its size.
                 unsafe {
-                    (api.module_launch_kernel)(
+                    launch_kernel(
+                        launch,
                         function,
-                        gx,
-                        gy,
-                        gz,
-                        bx,
-                        by,
-                        bz,
-                        shared,
+                        &dims,
                         stream.0,
-                        std::ptr::null_mut(),
+                        params,
                         extra.as_mut_ptr(),
                     )
                 }

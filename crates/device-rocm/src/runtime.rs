@@ -2,14 +2,11 @@
 //! copies, streams and the event that hands work from one stream to another.
 
 use std::ffi::c_void;
-use std::path::PathBuf;
-use std::sync::Arc;
 
-use device_common::DriverLibrary;
-use device_common::runtime::{
-    GpuRuntime, LazyRuntime, RuntimeSource, check_alignment, check_device_index,
-};
-use tvm_ffi::abi::kDLROCM;
+use device_kit::driver::DriverLibrary;
+use device_kit::driver::copy::FlatCopy;
+use device_kit::driver::runtime::{GpuRuntime, RuntimeNames, check_alignment, check_device_index};
+use tvm_ffi::abi::{kDLROCM, kDLROCMHost};
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::{DeviceAttr, StreamHandle};
 
@@ -109,12 +106,15 @@ fn address(ptr: u64) -> *mut c_void {
 }
 
 impl GpuRuntime for HipRuntime {
-    const WHAT: &'static str = "HIP runtime";
-    const OVERRIDE_VAR: &'static str = LIBRARY_OVERRIDE_VAR;
-    const CANDIDATES: &'static [&'static str] = &LIBRARY_CANDIDATES;
-    const DEVICE_TYPE: i32 = kDLROCM;
-    const NAME: &'static str = "rocm";
-    const HOST_NAME: &'static str = "rocm_host";
+    const NAMES: RuntimeNames = RuntimeNames {
+        what: "HIP runtime",
+        override_var: LIBRARY_OVERRIDE_VAR,
+        candidates: &LIBRARY_CANDIDATES,
+        device_type: kDLROCM,
+        host_device_type: kDLROCMHost,
+        name: "rocm",
+        host_name: "rocm_host",
+    };
 
     fn load(library: DriverLibrary) -> std::result::Result<HipRuntime, String> {
         Ok(HipRuntime {
@@ -135,6 +135,11 @@ impl GpuRuntime for HipRuntime {
     fn bind(&self, device: Device) -> Result<()> {
         self.check_device(device)?;
         self.set_device(device)
+    }
+
+    #[inline]
+    fn launch_device(&self, tensors_on: Option<Device>) -> Result<Device> {
+        HipRuntime::launch_device(self, tensors_on)
     }
 
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
@@ -233,107 +238,27 @@ impl GpuRuntime for HipRuntime {
         outcome
     }
 
-    unsafe fn copy_to_device(
-        &self,
-        device: Device,
-        dst: u64,
-        src: *const u8,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()> {
-        let what = || format!("copying {len} bytes from the host to {device}");
-        // SAFETY: forwarded from the caller; `device` is bound.
-        unsafe {
-            self.memcpy(
-                address(dst),
-                src.cast(),
-                len,
-                copy_kind::HOST_TO_DEVICE,
-                stream,
-                what,
-            )
-        }
-    }
-
-    unsafe fn copy_to_host(
-        &self,
-        device: Device,
-        dst: *mut u8,
-        src: u64,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()> {
-        let what = || format!("copying {len} bytes from {device} to the host");
-        // SAFETY: as above.
-        unsafe {
-            self.memcpy(
+    unsafe fn copy(&self, device: Device, copy: FlatCopy, stream: StreamHandle) -> Result<()> {
+        let (dst, src, len, kind) = match copy {
+            FlatCopy::HostToDevice { dst, src, len } => {
+                (address(dst), src.cast(), len, copy_kind::HOST_TO_DEVICE)
+            }
+            FlatCopy::DeviceToHost { dst, src, len } => (
                 dst.cast(),
-                address(src),
+                address(src).cast_const(),
                 len,
                 copy_kind::DEVICE_TO_HOST,
-                stream,
-                what,
-            )
-        }
-    }
-
-    unsafe fn copy_on_device(
-        &self,
-        device: Device,
-        dst: u64,
-        src: u64,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<()> {
-        let what = || format!("copying {len} bytes on {device}");
-        // SAFETY: as above.
-        unsafe {
-            self.memcpy(
+            ),
+            FlatCopy::DeviceToDevice { dst, src, len } => (
                 address(dst),
-                address(src),
+                address(src).cast_const(),
                 len,
                 copy_kind::DEVICE_TO_DEVICE,
-                stream,
-                what,
-            )
-        }
+            ),
+        };
+        // SAFETY: forwarded from the caller; `device` is bound.
+        unsafe { self.memcpy(dst, src, len, kind, stream, || copy.describe(device)) }
     }
 }
 
-/// The ROCm backend: the HIP runtime, opened on first use.
-#[derive(Debug)]
-pub struct RocmBackend {
-    lazy: LazyRuntime<HipRuntime>,
-}
-
-impl RocmBackend {
-    /// A backend that opens `$TVM_ROCM_DRIVER`, else the first of [`LIBRARY_CANDIDATES`] that
-    /// loads, on first use.
-    pub fn from_env() -> RocmBackend {
-        RocmBackend {
-            lazy: LazyRuntime::from_env(),
-        }
-    }
-
-    /// A backend that opens the HIP runtime at `library` on first use.
-    pub fn with_library(library: impl Into<PathBuf>) -> RocmBackend {
-        RocmBackend {
-            lazy: LazyRuntime::with_library(library),
-        }
-    }
-
-    /// The runtime, opening HIP the first time; a `RuntimeError` saying which library was
-    /// looked for and why it did not load.
-    #[inline]
-    pub fn runtime(&self) -> Result<&Arc<HipRuntime>> {
-        self.lazy.runtime()
-    }
-}
-
-impl RuntimeSource for RocmBackend {
-    type Runtime = HipRuntime;
-
-    fn lazy(&self) -> &LazyRuntime<HipRuntime> {
-        &self.lazy
-    }
-}
+device_kit::driver_backend!(RocmBackend, HipRuntime, "ROCm");

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use ash::vk;
 
-use crate::error::{VkResult, VulkanError, vk_error};
+use crate::error::{VkResult, VulkanCall, VulkanError, vk_error};
 use crate::instance::{Instance, PhysicalDevice};
 
 /// Launches recorded in one batch before it is submitted on its own.
@@ -362,10 +362,10 @@ impl VulkanDevice {
                         .map_err(|e| vk_error("vkWaitForFences", e))
                 })
         };
-        if let Err(VulkanError::Call {
+        if let Err(VulkanError::Failed(VulkanCall {
             result: vk::Result::ERROR_DEVICE_LOST,
             ..
-        }) = &result
+        })) = &result
         {
             self.lost.store(true, Ordering::Release);
         }

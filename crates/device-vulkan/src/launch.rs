@@ -1,6 +1,6 @@
 //! Kernel launches: compute pipelines (one per kernel and device, made on first launch) and the
 //! packed function that records a dispatch, by the launch convention GPU backends share
-//! ([`tvm_runtime::kernel`]).
+//! ([`device_kit::kernel`]).
 //!
 //! Call convention of a kernel: its arguments in `arg_types` order (tensors first, bound as
 //! storage buffers 0..n-1 of set 0; then scalars, packed in 8-byte slots as push constants, or
@@ -8,18 +8,18 @@
 //! one int per thread or block tag of `launch_param_tags`, in tag order. The grid is `blockIdx.*`;
 //! the block (`threadIdx.*`) is fixed by the shader and must match its `LocalSize`.
 
-use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use ash::vk;
-use tvm_ffi::abi::{self, kDLOpaqueHandle};
-use tvm_ffi::{Any, AnyView, Device};
-use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig, StorageBinding, tensor_arg};
+use device_kit::buffer::ShaderKernel;
+use device_kit::buffer::kernel::{BoundBuffer, KernelShape, PipelineCache};
+use device_kit::kernel::{FunctionInfo, StorageBinding};
+use tvm_ffi::{AnyView, Device};
 
-use crate::api::VulkanDeviceApi;
+use crate::backend::VulkanBackend;
 use crate::device::VulkanDevice;
-use crate::error::{VkResult, VulkanError, vk_error};
+use crate::error::{VkResult, vk_error};
 use crate::memory::VulkanBuffer;
 use crate::set_cache::SetCache;
 use crate::spirv::EntryPoint;
@@ -61,130 +61,50 @@ impl Drop for Pipeline {
     }
 }
 
-/// A kernel of a module, ready to launch on any device of its backend.
-pub(crate) struct Kernel {
-    api: Arc<VulkanDeviceApi>,
-    info: FunctionInfo,
+/// A kernel of a `vulkan` module, ready to launch on any device of its backend.
+pub struct VulkanKernel {
+    backend: Arc<VulkanBackend>,
+    shape: KernelShape,
     words: Arc<Vec<u32>>,
     entry: EntryPoint,
-    launch: LaunchConfig,
-    num_buffers: usize,
-    scalars: Vec<ArgKind>,
     passing: ScalarPassing,
     /// By [`VulkanDevice::id`].
-    pipelines: Mutex<HashMap<u64, Arc<Pipeline>>>,
+    pipelines: PipelineCache<Pipeline>,
 }
 
-/// A tensor argument: its buffer and the byte offset its binding starts at.
-struct BoundBuffer {
-    buffer: Arc<VulkanBuffer>,
-    offset: u64,
-}
-
-impl Kernel {
+impl VulkanKernel {
     /// Checks `info` against the convention: tensors first, then supported scalars, known tags.
     pub(crate) fn new(
-        api: Arc<VulkanDeviceApi>,
+        backend: Arc<VulkanBackend>,
         info: FunctionInfo,
         words: Arc<Vec<u32>>,
         entry: EntryPoint,
         passing: ScalarPassing,
-    ) -> VkResult<Kernel> {
-        let name = &info.name;
-        let launch = LaunchConfig::of(&info)?;
-        if launch.uses_dyn_shared_memory() || launch.uses_launch_features() {
-            return Err(VulkanError::invalid(format!(
-                "kernel `{name}`: Vulkan launches take grid and block sizes only (launch tags {:?})",
-                info.launch_param_tags
-            )));
-        }
-        let num_buffers = info
-            .arg_types
-            .iter()
-            .take_while(|t| t.code() == kDLOpaqueHandle)
-            .count();
-        let scalars = info.arg_types[num_buffers..]
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                if t.code() == kDLOpaqueHandle {
-                    return Err(VulkanError::invalid(format!(
-                        "kernel `{name}`: tensor argument {} comes after a scalar; tensors must \
-                         come first (Device function need to be organized)",
-                        num_buffers + i
-                    )));
-                }
-                Ok(ArgKind::of(name, num_buffers + i, *t)?)
-            })
-            .collect::<VkResult<Vec<_>>>()?;
-        Ok(Kernel {
-            api,
-            info,
+    ) -> VkResult<VulkanKernel> {
+        let shape = KernelShape::new(info, |_, kind, _| Ok(kind))?;
+        Ok(VulkanKernel {
+            backend,
+            shape,
             words,
             entry,
-            launch,
-            num_buffers,
-            scalars,
             passing,
-            pipelines: Mutex::default(),
+            pipelines: PipelineCache::default(),
         })
-    }
-
-    fn name(&self) -> &str {
-        &self.info.name
-    }
-
-    fn fail(&self, what: String) -> VulkanError {
-        VulkanError::invalid(format!("kernel `{}`: {what}", self.name()))
-    }
-
-    /// The buffer behind tensor argument `index`.
-    fn bind(&self, index: usize, value: &AnyView<'_>) -> VkResult<BoundBuffer> {
-        if let Some(t) = tensor_arg(self.name(), index, value, abi::kDLVulkan, "Vulkan")? {
-            let buffer = self.api.buffer(t.data, t.device.device_id)?;
-            return Ok(BoundBuffer {
-                buffer,
-                offset: t.byte_offset,
-            });
-        }
-        let raw = value.as_raw();
-        if raw.type_index != abi::kTVMFFIOpaquePtr {
-            return Err(VulkanError::WrongType(format!(
-                "kernel `{}`: argument {index} must be a Vulkan tensor or buffer handle, got {}",
-                self.name(),
-                value.type_name()
-            )));
-        }
-        // SAFETY: opaque pointers store `v_ptr`.
-        let handle = unsafe { raw.payload.v_ptr };
-        let buffer = self
-            .api
-            .buffer_anywhere(handle)
-            .map_err(|e| self.fail(format!("argument {index}: {e}")))?;
-        Ok(BoundBuffer { buffer, offset: 0 })
     }
 
     /// The pipeline of this kernel on `device`, made on first use.
     fn pipeline(&self, device: &Arc<VulkanDevice>) -> VkResult<Arc<Pipeline>> {
-        let mut cache = self
-            .pipelines
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = cache.get(&device.id) {
-            return Ok(Arc::clone(p));
-        }
-        let pipeline = Arc::new(self.create_pipeline(device)?);
-        cache.insert(device.id, Arc::clone(&pipeline));
-        Ok(pipeline)
+        self.pipelines
+            .get_or_make(device.id, || self.create_pipeline(device))
     }
 
     /// Whether scalars travel in a uniform buffer (and there are any).
     fn uses_uniform_buffer(&self) -> bool {
-        self.passing == ScalarPassing::UniformBuffer && !self.scalars.is_empty()
+        self.passing == ScalarPassing::UniformBuffer && !self.shape.scalars.is_empty()
     }
 
     fn create_pipeline(&self, device: &Arc<VulkanDevice>) -> VkResult<Pipeline> {
-        let scalar_bytes = (self.scalars.len() * 8) as u32;
+        let scalar_bytes = (self.shape.scalars.len() * 8) as u32;
         let limits = &device.physical.properties.limits;
         let (push_bytes, limit, what) = match self.passing {
             ScalarPassing::PushConstants => (
@@ -197,15 +117,15 @@ impl Kernel {
             }
         };
         if scalar_bytes > limit {
-            return Err(self.fail(format!(
+            return Err(self.shape.fail(format!(
                 "{} scalar arguments take {scalar_bytes} bytes of {what}; the device allows \
                  {limit}",
-                self.scalars.len()
+                self.shape.scalars.len()
             )));
         }
         let sets = match self.passing {
             ScalarPassing::PushConstants => {
-                Some(Arc::new(SetCache::new(device, self.num_buffers)?))
+                Some(Arc::new(SetCache::new(device, self.shape.num_buffers)?))
             }
             ScalarPassing::UniformBuffer => None,
         };
@@ -225,20 +145,20 @@ impl Kernel {
                 .descriptor_count(1)
                 .stage_flags(vk::ShaderStageFlags::COMPUTE)
         };
-        let mut bindings: Vec<_> = (0..self.num_buffers)
+        let mut bindings: Vec<_> = (0..self.shape.num_buffers)
             .map(|b| binding(b, vk::DescriptorType::STORAGE_BUFFER))
             .collect();
         if self.uses_uniform_buffer() {
             bindings.push(binding(
-                self.num_buffers,
+                self.shape.num_buffers,
                 vk::DescriptorType::UNIFORM_BUFFER,
             ));
         }
         let push = [vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
             .size(push_bytes)];
-        let entry = CString::new(self.name())
-            .map_err(|_| self.fail("the name contains a NUL byte".to_owned()))?;
+        let entry = CString::new(self.shape.name())
+            .map_err(|_| self.shape.fail("the name contains a NUL byte".to_owned()))?;
         // SAFETY: creations on a live device from infos that live across each call; each
         // handle is stored at once so that Drop destroys it if a later step fails.
         unsafe {
@@ -274,7 +194,7 @@ impl Kernel {
 
     /// The grid of a launch from its launch arguments, checked against the shader and device.
     fn grid(&self, device: &VulkanDevice, values: &[AnyView<'_>]) -> VkResult<[u32; 3]> {
-        let dims = self.launch.dims(values)?;
+        let dims = self.shape.launch.dims(values)?;
         let limits = &device.physical.properties.limits;
         for (axis, (&blocks, &max)) in dims
             .grid
@@ -283,16 +203,16 @@ impl Kernel {
             .enumerate()
         {
             if blocks > max {
-                return Err(self.fail(format!(
+                return Err(self.shape.fail(format!(
                     "blockIdx.{}={blocks} is outside the device's grid range 1..={max}",
                     ["x", "y", "z"][axis]
                 )));
             }
         }
         if let Some(size) = self.entry.local_size {
-            for axis in (0..3).filter(|&axis| self.launch.sets_block(axis)) {
+            for axis in (0..3).filter(|&axis| self.shape.launch.sets_block(axis)) {
                 if dims.block[axis] != size[axis] {
-                    return Err(self.fail(format!(
+                    return Err(self.shape.fail(format!(
                         "threadIdx.{}={} does not match the shader's work-group size {size:?}",
                         ["x", "y", "z"][axis],
                         dims.block[axis]
@@ -305,19 +225,19 @@ impl Kernel {
 
     /// Launches the kernel with packed arguments (see the module docs for the convention).
     pub(crate) fn call(&self, args: &[AnyView<'_>]) -> VkResult<()> {
-        let nargs = self.info.arg_types.len();
-        self.launch.check_arg_count(&self.info, args.len())?;
-        let buffers = (0..self.num_buffers)
-            .map(|i| self.bind(i, &args[i]))
-            .collect::<VkResult<Vec<_>>>()?;
+        let nargs = self.shape.info.arg_types.len();
+        self.shape
+            .launch
+            .check_arg_count(&self.shape.info, args.len())?;
+        let buffers = self.shape.bind_all(&*self.backend, args, true)?;
         let device = match buffers.first() {
             Some(b) => Arc::clone(&b.buffer.device),
-            None => self.api.device(Device::vulkan(0))?,
+            None => self.backend.device(Device::vulkan(0))?,
         };
-        let mut push = Vec::with_capacity(self.scalars.len() * 8);
-        for (i, scalar) in self.scalars.iter().enumerate() {
-            let index = self.num_buffers + i;
-            let bytes = scalar.scalar_bytes(self.name(), index, &args[index])?;
+        let mut push = Vec::with_capacity(self.shape.scalars.len() * 8);
+        for (i, scalar) in self.shape.scalars.iter().enumerate() {
+            let index = self.shape.num_buffers + i;
+            let bytes = scalar.scalar_bytes(self.shape.name(), index, &args[index])?;
             push.extend_from_slice(&bytes);
         }
         let grid = self.grid(&device, &args[nargs..])?;
@@ -408,7 +328,7 @@ impl Kernel {
             .collect();
         if let Some(info) = params {
             writes.push(write(
-                self.num_buffers,
+                self.shape.num_buffers,
                 vk::DescriptorType::UNIFORM_BUFFER,
                 info,
             ));
@@ -421,25 +341,19 @@ impl Kernel {
     fn buffer_infos(
         &self,
         device: &Arc<VulkanDevice>,
-        buffers: &[BoundBuffer],
+        buffers: &[BoundBuffer<VulkanBuffer>],
     ) -> VkResult<Vec<vk::DescriptorBufferInfo>> {
         let limits = &device.physical.properties.limits;
         buffers
             .iter()
             .enumerate()
             .map(|(i, b)| {
-                if !Arc::ptr_eq(&b.buffer.device, device) {
-                    return Err(self.fail(format!(
-                        "argument {i} is on vulkan:{}, argument 0 on vulkan:{}",
-                        b.buffer.device.physical_index, device.physical_index
-                    )));
-                }
                 let binding = StorageBinding {
                     buffer_size: b.buffer.size.max(1),
                     offset: b.offset,
                 };
                 let range = binding.range(
-                    self.name(),
+                    self.shape.name(),
                     i,
                     limits.min_storage_buffer_offset_alignment,
                     u64::from(limits.max_storage_buffer_range),
@@ -455,10 +369,11 @@ impl Kernel {
     }
 }
 
-/// The packed function of a kernel: launches it and returns None.
-pub(crate) fn kernel_function(kernel: Arc<Kernel>) -> tvm_ffi::Function {
-    tvm_ffi::Function::from_packed(move |args| {
-        kernel.call(args)?;
-        Ok(Any::default())
-    })
+impl ShaderKernel for VulkanKernel {
+    const FILE_EXTENSION: &'static str = "spv";
+    const MODULE_KIND: &'static str = "vulkan";
+
+    fn launch(&self, args: &[AnyView<'_>]) -> tvm_ffi::Result<()> {
+        Ok(self.call(args)?)
+    }
 }

@@ -6,13 +6,14 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use ash::vk;
+use device_kit::buffer::{DeviceBuffer, HostAccess, Placement};
 
 use crate::device::VulkanDevice;
-use crate::error::{VkResult, VulkanError, vk_error};
+use crate::error::{VkResult, VulkanCall, VulkanError, vk_error};
 
 /// A buffer and the memory bound to it. The tensor `data` of a Vulkan tensor is the address of
 /// one of these (an opaque handle, as `VulkanBuffer*` is in Apache TVM's runtime).
-pub(crate) struct VulkanBuffer {
+pub struct VulkanBuffer {
     pub(crate) device: Arc<VulkanDevice>,
     pub(crate) raw: vk::Buffer,
     memory: vk::DeviceMemory,
@@ -125,17 +126,6 @@ impl VulkanBuffer {
         self.mapped.is_some()
     }
 
-    /// Checks that `range` (bytes from the buffer's start) lies inside the buffer.
-    pub(crate) fn check_range(&self, range: &Range<i128>, what: &str) -> VkResult<()> {
-        if range.start < 0 || range.end > i128::from(self.size) {
-            return Err(VulkanError::invalid(format!(
-                "{what} reaches bytes {}..{} of a Vulkan buffer of {} bytes",
-                range.start, range.end, self.size
-            )));
-        }
-        Ok(())
-    }
-
     /// Runs `f` on a host view of `range` of this buffer (checked by the caller): the mapping
     /// itself, or a staging buffer that holds the range's bytes first when `read` and is copied
     /// back afterwards when `write`. Work queued on the device finishes first.
@@ -175,6 +165,65 @@ impl VulkanBuffer {
             copy(staging.raw, 0, self.raw, range.start)?;
         }
         Ok(out)
+    }
+}
+
+impl DeviceBuffer for VulkanBuffer {
+    type Failure = VulkanCall;
+
+    fn placement(&self) -> Placement {
+        let (device_index, device_id) = (self.device.physical_index, self.device.id);
+        let size = self.size;
+        Placement {
+            device_index,
+            device_id,
+            size,
+        }
+    }
+
+    fn access(self: &Arc<Self>, access: HostAccess<'_>) -> VkResult<()> {
+        // A mapped buffer is read and written in place; the others through staging.
+        match access {
+            HostAccess::Read { extent, f } => {
+                let start = extent.start;
+                self.with_host_view(extent, true, false, |view| f(view, start))
+            }
+            HostAccess::Update {
+                extent,
+                read_first,
+                f,
+            } => {
+                let start = extent.start;
+                self.with_host_view(extent, read_first, true, |view| f(view, start))
+            }
+            HostAccess::Write { offset, bytes } => {
+                let extent = offset..offset + bytes.len() as u64;
+                self.with_host_view(extent, false, true, |view| {
+                    // SAFETY: the view holds the extent, `bytes.len()` bytes.
+                    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), view, bytes.len()) }
+                })
+            }
+        }
+    }
+
+    fn copy_to(self: &Arc<Self>, dst: &Arc<Self>, ranges: [&Range<u64>; 2]) -> VkResult<bool> {
+        let [from, to] = ranges;
+        let region = [vk::BufferCopy {
+            src_offset: from.start,
+            dst_offset: to.start,
+            size: from.end - from.start,
+        }];
+        let keep: Vec<Arc<dyn std::any::Any + Send + Sync>> = vec![self.clone(), dst.clone()];
+        self.device.record(keep, |cmd, _| {
+            // SAFETY: both buffers are live (the batch keeps them) and hold the region.
+            unsafe {
+                self.device
+                    .raw
+                    .cmd_copy_buffer(cmd, self.raw, dst.raw, &region)
+            };
+            Ok(true)
+        })?;
+        Ok(true)
     }
 }
 

@@ -15,28 +15,28 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Wake, Waker};
 
+use device_kit::buffer::copy::DeviceSide;
 use tvm_ffi::abi::{DLTensor, kDLCPU, kDLWebGPU};
 use tvm_ffi::{Any, AnyView, Device, Error, ErrorKind, Function, Result, Tensor, TryFromAnyView};
 use tvm_runtime::async_functions::register_async_function;
 use tvm_runtime::device::{check_copy_shapes, copy_host_strided, host_view};
 
-use crate::api::WebGpuDeviceApi;
-use crate::copy::DeviceSide;
+use crate::backend::WebGpuBackend;
 use crate::memory::aligned;
 
 /// A future that completes when the work queued on `device` so far is done.
 pub fn sync_async(
-    api: &WebGpuDeviceApi,
+    backend: &WebGpuBackend,
     device: Device,
 ) -> Result<impl Future<Output = Result<()>> + Send + 'static + use<>> {
-    let sync = api.device(device)?.sync();
+    let sync = backend.device(device)?.sync();
     Ok(async move { Ok(sync.await?) })
 }
 
 /// A future that copies WebGPU tensor `src` into host tensor `dst` (same shape and dtype, any
 /// strides) once its bytes arrive, after the work queued before it.
 pub fn copy_to_host_async(
-    api: &WebGpuDeviceApi,
+    backend: &WebGpuBackend,
     src: Tensor,
     dst: Tensor,
 ) -> Result<impl Future<Output = Result<()>> + Send + 'static + use<>> {
@@ -52,7 +52,7 @@ pub fn copy_to_host_async(
     // SAFETY: both descriptors belong to live tensors.
     unsafe { check_copy_shapes(from, to) }?;
     // SAFETY: as above.
-    let side = unsafe { DeviceSide::resolve(api, from, "the copy's source") }?;
+    let side = unsafe { DeviceSide::resolve(backend, from, "the copy's source") }?;
     let read = side.buffer.read(&side.extent);
     let start = aligned(&side.extent).start;
     Ok(async move {
@@ -145,8 +145,8 @@ fn arg<T: TryFromAnyView>(args: &[Any], index: usize, name: &str, what: &str) ->
         })
 }
 
-/// Registers the asynchronous global functions of `api` (see the module docs).
-pub(crate) fn register_async_globals(api: &Arc<WebGpuDeviceApi>) {
+/// Registers the asynchronous global functions of `backend` (see the module docs).
+pub(crate) fn register_async_globals(api: &Arc<WebGpuBackend>) {
     let backend = Arc::clone(api);
     let _ = register_async_function(
         "webgpu.sync_async",

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tvm_runtime::async_functions::block_on;
 
 use crate::completion::{Poller, signal};
-use crate::error::{WebGpuError, WgResult};
+use crate::error::{WebGpuError, WgResult, device_error, wgpu_error};
 
 /// Optional shader features requested whenever the adapter offers them (wider tensor dtypes).
 const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
@@ -60,9 +60,8 @@ impl Staged {
     /// Runs `f` on the bytes; the buffer is unmapped when `self` goes.
     pub(crate) fn with_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> WgResult<R> {
         let view = self.buffer.slice(self.range.clone()).get_mapped_range();
-        let view = view.map_err(|e| {
-            WebGpuError::device(format!("reading a mapped WebGPU buffer failed: {e}"))
-        })?;
+        let view =
+            view.map_err(|e| device_error(format!("reading a mapped WebGPU buffer failed: {e}")))?;
         Ok(f(&view))
     }
 
@@ -70,9 +69,8 @@ impl Staged {
     /// unmapped, and the bytes go to the device, when `self` goes.
     pub(crate) fn write_at(self, at: usize, bytes: &[u8]) -> WgResult<()> {
         let view = self.buffer.slice(self.range.clone()).get_mapped_range_mut();
-        let mut view = view.map_err(|e| {
-            WebGpuError::device(format!("writing a mapped WebGPU buffer failed: {e}"))
-        })?;
+        let mut view =
+            view.map_err(|e| device_error(format!("writing a mapped WebGPU buffer failed: {e}")))?;
         view.slice(at..at + bytes.len()).copy_from_slice(bytes);
         Ok(())
     }
@@ -125,9 +123,8 @@ impl WebGpuDevice {
         raw.set_device_lost_callback(move |reason, message| {
             *lock(&recorder) = Some(format!("{reason:?}: {message}"));
         });
-        let poller = Poller::start(raw.clone(), format!("tvm-webgpu-{index}")).map_err(|e| {
-            WebGpuError::device(format!("cannot start the WebGPU poller thread: {e}"))
-        })?;
+        let poller = Poller::start(raw.clone(), format!("tvm-webgpu-{index}"))
+            .map_err(|e| device_error(format!("cannot start the WebGPU poller thread: {e}")))?;
         Ok(WebGpuDevice {
             index,
             id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
@@ -151,7 +148,7 @@ impl WebGpuDevice {
     /// An error when the device was lost or its poller failed; the device is unusable then.
     pub(crate) fn check_alive(&self) -> WgResult<()> {
         if let Some(reason) = lock(&self.lost).clone().or_else(|| self.poller.failure()) {
-            return Err(WebGpuError::device(format!(
+            return Err(device_error(format!(
                 "the WebGPU device {} was lost ({reason})",
                 self.label()
             )));
@@ -185,7 +182,7 @@ impl WebGpuDevice {
         f: impl FnOnce() -> T,
     ) -> WgResult<T> {
         self.check_alive()
-            .map_err(|lost| WebGpuError::device(format!("{what}: {lost}")))?;
+            .map_err(|lost| device_error(format!("{what}: {lost}")))?;
         let out_of_memory = self.raw.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.raw.push_error_scope(wgpu::ErrorFilter::Validation);
         let value = f();
@@ -193,7 +190,7 @@ impl WebGpuDevice {
         let invalid = block_on(validation.pop());
         let exhausted = block_on(out_of_memory.pop());
         match invalid.or(exhausted) {
-            Some(error) => Err(WebGpuError::from_wgpu(&what, &error)),
+            Some(error) => Err(wgpu_error(&what, &error)),
             None => Ok(value),
         }
     }
@@ -239,9 +236,9 @@ impl WebGpuDevice {
             finished
         })?;
         block_on(finished).map_err(|e| {
-            self.check_alive().err().unwrap_or_else(|| {
-                WebGpuError::device(format!("mapping a WebGPU buffer failed: {e}"))
-            })
+            self.check_alive()
+                .err()
+                .unwrap_or_else(|| device_error(format!("mapping a WebGPU buffer failed: {e}")))
         })?;
         Ok(Staged {
             buffer: buffer.clone(),
@@ -282,7 +279,7 @@ impl WebGpuDevice {
             finished.await.map_err(|e| {
                 let lost = device.check_alive().err();
                 lost.unwrap_or_else(|| {
-                    WebGpuError::device(format!("mapping a WebGPU readback buffer failed: {e}"))
+                    device_error(format!("mapping a WebGPU readback buffer failed: {e}"))
                 })
             })?;
             let range = 0..staging.size();

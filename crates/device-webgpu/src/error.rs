@@ -1,90 +1,43 @@
-//! The backend's errors and their one conversion into the runtime's [`tvm_ffi::Error`].
+//! The backend's errors: the kit's [`BackendError`] with wgpu's (or the device's) message as
+//! its failure.
 
 use std::fmt;
 
-use tvm_ffi::ErrorKind;
+use device_kit::buffer::{BackendError, BackendFailure};
+
+/// wgpu refused an operation or the device failed (the message is wgpu's or naga's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WgpuFailure(pub String);
+
+impl fmt::Display for WgpuFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl BackendFailure for WgpuFailure {
+    const TITLE: &'static str = "WebGPU";
+    const DEVICE_NAME: &'static str = "webgpu";
+}
 
 /// What can go wrong in the WebGPU backend.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WebGpuError {
-    /// No adapter, no driver or no such device: the message says which.
-    Unavailable(String),
-    /// wgpu refused an operation or the device failed (the message is wgpu's or naga's).
-    Device(String),
-    /// Device or host memory ran out.
-    OutOfMemory(String),
-    /// A value the caller passed is wrong (the message names it).
-    InvalidValue(String),
-    /// A value of the wrong type (the message names it).
-    WrongType(String),
+pub type WebGpuError = BackendError<WgpuFailure>;
+
+/// A failure of the device or of wgpu, described in `message`.
+pub(crate) fn device_error(message: impl Into<String>) -> WebGpuError {
+    WebGpuError::Failed(WgpuFailure(message.into()))
 }
 
-impl WebGpuError {
-    /// A device or driver that is not there.
-    pub(crate) fn unavailable(message: impl Into<String>) -> WebGpuError {
-        WebGpuError::Unavailable(message.into())
-    }
-
-    /// A wrong value, named in `message`.
-    pub(crate) fn invalid(message: impl Into<String>) -> WebGpuError {
-        WebGpuError::InvalidValue(message.into())
-    }
-
-    /// A failure of the device or of wgpu, described in `message`.
-    pub(crate) fn device(message: impl Into<String>) -> WebGpuError {
-        WebGpuError::Device(message.into())
-    }
-
-    /// The error wgpu reported for `what`, by its kind.
-    pub(crate) fn from_wgpu(what: &dyn std::fmt::Display, error: &wgpu::Error) -> WebGpuError {
-        match error {
-            wgpu::Error::OutOfMemory { .. } => {
-                WebGpuError::OutOfMemory(format!("{what}: the WebGPU device is out of memory"))
-            }
-            wgpu::Error::Validation { description, .. } => {
-                WebGpuError::InvalidValue(format!("{what}: {description}"))
-            }
-            wgpu::Error::Internal { description, .. } => {
-                WebGpuError::Device(format!("{what}: {description}"))
-            }
+/// The error wgpu reported for `what`, by its kind.
+pub(crate) fn wgpu_error(what: &dyn fmt::Display, error: &wgpu::Error) -> WebGpuError {
+    match error {
+        wgpu::Error::OutOfMemory { .. } => {
+            WebGpuError::OutOfMemory(format!("{what}: the WebGPU device is out of memory"))
         }
-    }
-}
-
-impl fmt::Display for WebGpuError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WebGpuError::Unavailable(m) => write!(f, "WebGPU is unavailable: {m}"),
-            WebGpuError::Device(m)
-            | WebGpuError::OutOfMemory(m)
-            | WebGpuError::InvalidValue(m)
-            | WebGpuError::WrongType(m) => f.write_str(m),
+        wgpu::Error::Validation { description, .. } => {
+            WebGpuError::InvalidValue(format!("{what}: {description}"))
         }
-    }
-}
-
-impl std::error::Error for WebGpuError {}
-
-impl From<WebGpuError> for tvm_ffi::Error {
-    fn from(e: WebGpuError) -> tvm_ffi::Error {
-        let kind = match &e {
-            WebGpuError::Unavailable(_) | WebGpuError::Device(_) => ErrorKind::RuntimeError,
-            WebGpuError::OutOfMemory(_) => ErrorKind::MemoryError,
-            WebGpuError::InvalidValue(_) => ErrorKind::ValueError,
-            WebGpuError::WrongType(_) => ErrorKind::TypeError,
-        };
-        tvm_ffi::Error::new(kind, e.to_string())
-    }
-}
-
-impl From<tvm_ffi::Error> for WebGpuError {
-    /// A refusal of the runtime's shared code (metadata, launch arguments, copies), by its kind.
-    fn from(e: tvm_ffi::Error) -> WebGpuError {
-        if e.kind() == "TypeError" {
-            WebGpuError::WrongType(e.message().into_owned())
-        } else {
-            WebGpuError::InvalidValue(e.message().into_owned())
-        }
+        wgpu::Error::Internal { description, .. } => device_error(format!("{what}: {description}")),
     }
 }
 

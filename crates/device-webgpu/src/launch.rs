@@ -1,6 +1,6 @@
 //! Kernel launches: compute pipelines (one per kernel and device, made on first launch) and the
 //! packed function that dispatches a kernel by the launch convention GPU backends share
-//! ([`tvm_runtime::kernel`]).
+//! ([`device_kit::kernel`]).
 //!
 //! Call convention of a WGSL kernel: its arguments in `arg_types` order (tensors first, bound
 //! as storage buffers at `@group(0) @binding(0..n-1)`; then scalars), then one int per launch
@@ -12,15 +12,16 @@
 //! fits), and such a kernel computes its block as `wid.z * nwg.x + wid.x` and returns when that
 //! reaches `packGridDimX`. The block (`threadIdx.*`) is the shader's `@workgroup_size`.
 
-use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use tvm_ffi::abi::{self, kDLOpaqueHandle};
-use tvm_ffi::{Any, AnyView, Device};
-use tvm_runtime::kernel::{ArgKind, FunctionInfo, LaunchConfig, StorageBinding, tensor_arg};
+use device_kit::buffer::ShaderKernel;
+use device_kit::buffer::kernel::{BoundBuffer, KernelShape, PipelineCache};
+use device_kit::kernel::{ArgKind, FunctionInfo, StorageBinding};
+use tvm_ffi::AnyView;
+use tvm_ffi::Device;
 
-use crate::api::WebGpuDeviceApi;
+use crate::backend::WebGpuBackend;
 use crate::device::WebGpuDevice;
 use crate::error::{WebGpuError, WgResult};
 use crate::memory::WebGpuBuffer;
@@ -62,7 +63,7 @@ struct BindingKey {
 }
 
 impl BindingKey {
-    fn matches(&self, bound: &BoundBuffer, size: NonZeroU64) -> bool {
+    fn matches(&self, bound: &BoundBuffer<WebGpuBuffer>, size: NonZeroU64) -> bool {
         Weak::as_ptr(&self.buffer) == Arc::as_ptr(&bound.buffer)
             && self.offset == bound.offset
             && self.size == size
@@ -81,82 +82,54 @@ impl std::fmt::Display for Launching<'_> {
     }
 }
 
-/// A kernel of a module, ready to launch on any device of its backend.
-pub(crate) struct Kernel {
-    api: Arc<WebGpuDeviceApi>,
-    info: FunctionInfo,
+/// A kernel of a `webgpu` module, ready to launch on any device of its backend.
+pub struct WebGpuKernel {
+    backend: Arc<WebGpuBackend>,
+    shape: KernelShape,
     source: Arc<str>,
     entry: EntryPoint,
-    launch: LaunchConfig,
-    num_buffers: usize,
-    scalars: Vec<ArgKind>,
     /// Whether the entry point uses the params block.
     uses_params: bool,
     /// By [`WebGpuDevice::id`].
-    pipelines: Mutex<HashMap<u64, Arc<Pipeline>>>,
+    pipelines: PipelineCache<Pipeline>,
 }
 
-/// A tensor argument: its buffer and the byte offset its binding starts at.
-struct BoundBuffer {
-    buffer: Arc<WebGpuBuffer>,
-    offset: u64,
-}
-
-impl Kernel {
+impl WebGpuKernel {
     /// Checks `info` against the convention and against the shader's entry point: tensors first
     /// bound as storage, scalars WGSL can take, the params block a uniform, known tags.
     pub(crate) fn new(
-        api: Arc<WebGpuDeviceApi>,
+        backend: Arc<WebGpuBackend>,
         mut info: FunctionInfo,
         source: Arc<str>,
         entry: EntryPoint,
-    ) -> WgResult<Kernel> {
+    ) -> WgResult<WebGpuKernel> {
         // TVM's code generator records which buffers are written; the shader says it too.
         info.launch_param_tags
             .retain(|tag| !tag.starts_with(WRITE_ACCESS_TAG));
         let name = info.name.clone();
-        let fail = |what: String| WebGpuError::invalid(format!("kernel `{name}`: {what}"));
-        let launch = LaunchConfig::of(&info)?;
-        if launch.uses_dyn_shared_memory() || launch.uses_launch_features() {
-            return Err(fail(format!(
-                "WebGPU launches take grid and block sizes only (launch tags {:?})",
-                info.launch_param_tags
-            )));
-        }
-        if info.launch_param_tags.iter().any(|t| t == "blockIdx.z") {
-            return Err(fail(
-                "blockIdx.z is reserved on WebGPU (a large grid x folds into z)".to_owned(),
-            ));
-        }
-        let num_buffers = info
-            .arg_types
+        let shape = KernelShape::new(info, |index, kind, t| match kind {
+            ArgKind::Int32 | ArgKind::UInt32 | ArgKind::Float32 => Ok(kind),
+            _ => Err(WebGpuError::WrongType(format!(
+                "kernel `{name}`: argument {index} has type {t}; WGSL kernels take int32, \
+                 uint32 and float32 scalars"
+            ))),
+        })?;
+        if shape
+            .info
+            .launch_param_tags
             .iter()
-            .take_while(|t| t.code() == kDLOpaqueHandle)
-            .count();
-        let scalars = info.arg_types[num_buffers..]
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let index = num_buffers + i;
-                if t.code() == kDLOpaqueHandle {
-                    return Err(fail(format!(
-                        "tensor argument {index} comes after a scalar; tensors must come first"
-                    )));
-                }
-                match ArgKind::of(&name, index, *t)? {
-                    kind @ (ArgKind::Int32 | ArgKind::UInt32 | ArgKind::Float32) => Ok(kind),
-                    _ => Err(WebGpuError::WrongType(format!(
-                        "kernel `{name}`: argument {index} has type {t}; WGSL kernels take \
-                         int32, uint32 and float32 scalars"
-                    ))),
-                }
-            })
-            .collect::<WgResult<Vec<_>>>()?;
+            .any(|t| t == "blockIdx.z")
+        {
+            return Err(
+                shape.fail("blockIdx.z is reserved on WebGPU (a large grid x folds into z)")
+            );
+        }
         if let Some(group) = entry.other_group {
-            return Err(fail(format!(
+            return Err(shape.fail(format!(
                 "the shader uses bind group {group}; kernels bind group 0 only"
             )));
         }
+        let num_buffers = shape.num_buffers;
         let params_binding = num_buffers as u32;
         for (&binding, &kind) in &entry.bindings {
             let fits = match kind {
@@ -165,93 +138,67 @@ impl Kernel {
                 BindingKind::Other => false,
             };
             if !fits {
-                return Err(fail(format!(
+                return Err(shape.fail(format!(
                     "the shader's @binding({binding}) is {kind:?}, but the metadata ({} tensor \
                      arguments, {} scalars) gives storage buffers at bindings 0..{} and the \
                      params uniform at {params_binding}: the metadata does not match the shader",
                     num_buffers,
-                    scalars.len(),
+                    shape.scalars.len(),
                     num_buffers
                 )));
             }
         }
         let uses_params = entry.bindings.contains_key(&params_binding);
-        Ok(Kernel {
-            api,
-            info,
+        Ok(WebGpuKernel {
+            backend,
+            shape,
             source,
             entry,
-            launch,
-            num_buffers,
-            scalars,
             uses_params,
-            pipelines: Mutex::default(),
+            pipelines: PipelineCache::default(),
         })
     }
 
-    fn name(&self) -> &str {
-        &self.info.name
+    /// The WGSL source of the kernel's shader.
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
-    fn fail(&self, what: String) -> WebGpuError {
-        WebGpuError::invalid(format!("kernel `{}`: {what}", self.name()))
-    }
-
-    /// The buffer behind tensor argument `index`.
-    fn bind(&self, index: usize, value: &AnyView<'_>) -> WgResult<BoundBuffer> {
-        let Some(t) = tensor_arg(self.name(), index, value, abi::kDLWebGPU, "WebGPU")? else {
-            return Err(WebGpuError::WrongType(format!(
-                "kernel `{}`: argument {index} must be a WebGPU tensor, got {}",
-                self.name(),
-                value.type_name()
-            )));
-        };
-        // The shader says which bindings it writes (`var<storage, read_write>`): a read-only
-        // tensor there is refused, as a copy into it is.
-        let writes = matches!(
-            self.entry.bindings.get(&(index as u32)),
-            Some(BindingKind::Storage { read_only: false })
-        );
-        if writes && t.read_only {
-            return Err(WebGpuError::invalid(format!(
-                "kernel `{}`: argument {index} is read-only, but binding {index} is \
-                 `var<storage, read_write>` (assignment destination is read-only)",
-                self.name()
-            )));
+    /// The buffers behind the tensor arguments. The shader says which bindings it writes
+    /// (`var<storage, read_write>`): a read-only tensor there is refused, as a copy into it is.
+    fn bind(&self, args: &[AnyView<'_>]) -> WgResult<Vec<BoundBuffer<WebGpuBuffer>>> {
+        let bound = self.shape.bind_all(&*self.backend, args, false)?;
+        for (index, b) in bound.iter().enumerate() {
+            let writes = matches!(
+                self.entry.bindings.get(&(index as u32)),
+                Some(BindingKind::Storage { read_only: false })
+            );
+            if writes && b.read_only {
+                return Err(self.shape.fail(format!(
+                    "argument {index} is read-only, but binding {index} is \
+                     `var<storage, read_write>` (assignment destination is read-only)"
+                )));
+            }
         }
-        let buffer = self
-            .api
-            .buffer(t.data, t.device.device_id)
-            .map_err(|e| self.fail(format!("argument {index}: {e}")))?;
-        Ok(BoundBuffer {
-            buffer,
-            offset: t.byte_offset,
-        })
+        Ok(bound)
     }
 
     /// The pipeline of this kernel on `device`, made on first use; WGSL the device refuses is
     /// a `ValueError` naming the kernel with wgpu's message.
     fn pipeline(&self, device: &Arc<WebGpuDevice>) -> WgResult<Arc<Pipeline>> {
-        let mut cache = self
-            .pipelines
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = cache.get(&device.id) {
-            return Ok(Arc::clone(p));
-        }
-        let what = Launching {
-            kernel: self.name(),
-            device: device.index,
-        };
-        let pipeline = Arc::new(device.capture(what, || self.create_pipeline(device))?);
-        cache.insert(device.id, Arc::clone(&pipeline));
-        Ok(pipeline)
+        self.pipelines.get_or_make(device.id, || {
+            let what = Launching {
+                kernel: self.shape.name(),
+                device: device.index,
+            };
+            device.capture(what, || self.create_pipeline(device))
+        })
     }
 
     fn create_pipeline(&self, device: &WebGpuDevice) -> Pipeline {
         let raw = &device.raw;
         let module = raw.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(self.name()),
+            label: Some(self.shape.name()),
             source: wgpu::ShaderSource::Wgsl(std::borrow::Cow::Borrowed(&self.source)),
         });
         let storage = |binding: u32| {
@@ -270,10 +217,10 @@ impl Kernel {
                 count: None,
             }
         };
-        let mut entries: Vec<_> = (0..self.num_buffers as u32).map(storage).collect();
+        let mut entries: Vec<_> = (0..self.shape.num_buffers as u32).map(storage).collect();
         if self.uses_params {
             entries.push(wgpu::BindGroupLayoutEntry {
-                binding: self.num_buffers as u32,
+                binding: self.shape.num_buffers as u32,
                 visibility: wgpu::ShaderStages::COMPUTE,
                 ty: wgpu::BindingType::Buffer {
                     ty: wgpu::BufferBindingType::Uniform,
@@ -284,19 +231,19 @@ impl Kernel {
             });
         }
         let layout = raw.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(self.name()),
+            label: Some(self.shape.name()),
             entries: &entries,
         });
         let pipeline_layout = raw.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(self.name()),
+            label: Some(self.shape.name()),
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
         let pipeline = raw.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(self.name()),
+            label: Some(self.shape.name()),
             layout: Some(&pipeline_layout),
             module: &module,
-            entry_point: Some(self.name()),
+            entry_point: Some(self.shape.name()),
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             cache: None,
         });
@@ -321,7 +268,7 @@ impl Kernel {
 
     /// Bytes of the params block: the scalars and `packGridDimX`, 4 bytes each, padded.
     fn params_size(&self) -> usize {
-        ((self.scalars.len() + 1) * 4).next_multiple_of(PARAMS_ALIGNMENT)
+        ((self.shape.scalars.len() + 1) * 4).next_multiple_of(PARAMS_ALIGNMENT)
     }
 
     /// The work groups to dispatch and the grid's x extent, from the launch arguments, checked
@@ -331,11 +278,11 @@ impl Kernel {
         device: &WebGpuDevice,
         values: &[AnyView<'_>],
     ) -> WgResult<([u32; 3], u32)> {
-        let dims = self.launch.dims(values)?;
+        let dims = self.shape.launch.dims(values)?;
         let size = self.entry.workgroup_size;
-        for axis in (0..3).filter(|&axis| self.launch.sets_block(axis)) {
+        for axis in (0..3).filter(|&axis| self.shape.launch.sets_block(axis)) {
             if dims.block[axis] != size[axis] {
-                return Err(self.fail(format!(
+                return Err(self.shape.fail(format!(
                     "threadIdx.{}={} does not match the shader's @workgroup_size {size:?}",
                     AXES[axis], dims.block[axis]
                 )));
@@ -344,7 +291,7 @@ impl Kernel {
         let max = device.limits.max_compute_workgroups_per_dimension;
         let [grid_x, grid_y, _] = dims.grid;
         if grid_y > max {
-            return Err(self.fail(format!(
+            return Err(self.shape.fail(format!(
                 "blockIdx.y={grid_y} is outside the device's grid range 1..={max}"
             )));
         }
@@ -359,9 +306,9 @@ impl Kernel {
     /// The params block: the scalars, 4 bytes each, then `packGridDimX`, padded to 16 bytes.
     fn params(&self, args: &[AnyView<'_>], grid_x: u32) -> WgResult<Vec<u8>> {
         let mut bytes = Vec::with_capacity(self.params_size());
-        for (i, scalar) in self.scalars.iter().enumerate() {
-            let index = self.num_buffers + i;
-            let packed = scalar.scalar_bytes(self.name(), index, &args[index])?;
+        for (i, scalar) in self.shape.scalars.iter().enumerate() {
+            let index = self.shape.num_buffers + i;
+            let packed = scalar.scalar_bytes(self.shape.name(), index, &args[index])?;
             bytes.extend_from_slice(&packed[..4]);
         }
         bytes.extend_from_slice(&grid_x.to_le_bytes());
@@ -373,49 +320,43 @@ impl Kernel {
     fn binding_sizes(
         &self,
         device: &Arc<WebGpuDevice>,
-        buffers: &[BoundBuffer],
+        buffers: &[BoundBuffer<WebGpuBuffer>],
     ) -> WgResult<Vec<NonZeroU64>> {
         buffers
             .iter()
             .enumerate()
             .map(|(i, b)| {
-                if !Arc::ptr_eq(&b.buffer.device, device) {
-                    return Err(self.fail(format!(
-                        "argument {i} is on {}, argument 0 on {}",
-                        b.buffer.device.label(),
-                        device.label()
-                    )));
-                }
                 let binding = StorageBinding {
                     buffer_size: b.buffer.padded_size(),
                     offset: b.offset,
                 };
                 let range = binding.range(
-                    self.name(),
+                    self.shape.name(),
                     i,
                     u64::from(device.limits.min_storage_buffer_offset_alignment),
                     device.limits.max_storage_buffer_binding_size,
                     &device.info.name,
                 )?;
-                NonZeroU64::new(range).ok_or_else(|| self.fail(format!("argument {i} is empty")))
+                NonZeroU64::new(range)
+                    .ok_or_else(|| self.shape.fail(format!("argument {i} is empty")))
             })
             .collect()
     }
 
     /// Launches the kernel with packed arguments (see the module docs for the convention).
     pub(crate) fn call(&self, args: &[AnyView<'_>]) -> WgResult<()> {
-        let nargs = self.info.arg_types.len();
-        self.launch.check_arg_count(&self.info, args.len())?;
-        let buffers = (0..self.num_buffers)
-            .map(|i| self.bind(i, &args[i]))
-            .collect::<WgResult<Vec<_>>>()?;
+        let nargs = self.shape.info.arg_types.len();
+        self.shape
+            .launch
+            .check_arg_count(&self.shape.info, args.len())?;
+        let buffers = self.bind(args)?;
         let device = match buffers.first() {
             Some(b) => Arc::clone(&b.buffer.device),
-            None => self.api.device(Device::webgpu(0))?,
+            None => self.backend.device(Device::webgpu(0))?,
         };
         let (groups, grid_x) = self.dispatch_size(&device, &args[nargs..])?;
         if groups[2] > device.limits.max_compute_workgroups_per_dimension {
-            return Err(self.fail(format!(
+            return Err(self.shape.fail(format!(
                 "blockIdx.x={grid_x} is past what the device dispatches, even folded into z"
             )));
         }
@@ -427,7 +368,7 @@ impl Kernel {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let what = Launching {
-            kernel: self.name(),
+            kernel: self.shape.name(),
             device: device.index,
         };
         let launched = device.capture(what, || {
@@ -451,7 +392,7 @@ impl Kernel {
         device: &WebGpuDevice,
         pipeline: &Pipeline,
         reuse: &mut MutexGuard<'_, Reuse>,
-        buffers: &[BoundBuffer],
+        buffers: &[BoundBuffer<WebGpuBuffer>],
         sizes: &[NonZeroU64],
         params: &[u8],
         groups: [u32; 3],
@@ -488,12 +429,12 @@ impl Kernel {
                 .collect();
             if let Some(buffer) = &reuse.params {
                 entries.push(wgpu::BindGroupEntry {
-                    binding: self.num_buffers as u32,
+                    binding: self.shape.num_buffers as u32,
                     resource: buffer.as_entire_binding(),
                 });
             }
             let group = raw.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(self.name()),
+                label: Some(self.shape.name()),
                 layout: &pipeline.layout,
                 entries: &entries,
             });
@@ -512,11 +453,11 @@ impl Kernel {
             return;
         };
         let mut encoder = raw.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some(self.name()),
+            label: Some(self.shape.name()),
         });
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(self.name()),
+                label: Some(self.shape.name()),
                 timestamp_writes: None,
             });
             pass.set_pipeline(&pipeline.raw);
@@ -527,10 +468,11 @@ impl Kernel {
     }
 }
 
-/// The packed function of a kernel: launches it and returns None.
-pub(crate) fn kernel_function(kernel: Arc<Kernel>) -> tvm_ffi::Function {
-    tvm_ffi::Function::from_packed(move |args| {
-        kernel.call(args)?;
-        Ok(Any::default())
-    })
+impl ShaderKernel for WebGpuKernel {
+    const FILE_EXTENSION: &'static str = "wgsl";
+    const MODULE_KIND: &'static str = "webgpu";
+
+    fn launch(&self, args: &[AnyView<'_>]) -> tvm_ffi::Result<()> {
+        Ok(self.call(args)?)
+    }
 }

@@ -2,24 +2,30 @@
 //! Metal on macOS, DX12 or Vulkan on Windows): nothing is loaded until a WebGPU device is first
 //! used, and a missing driver is an error that says so (while `webgpu:N` simply does not exist).
 //!
-//! - [`WebGpuDeviceApi`]: adapters by index, one storage buffer per allocation (sizes padded to
-//!   4 bytes), strided copies (unaligned ends through the host), one queue per device as its
-//!   stream, attributes from the adapter's limits.
-//! - Kernel modules of kind `webgpu`: WGSL shaders with their function metadata, from the
-//!   serialized form a compiled library embeds (`ffi.Module.load_from_bytes.webgpu`) or from a
-//!   `.wgsl` file and its `.tvm_meta.json` (`ffi.Module.load_from_file.wgsl`). Tensors bind as
-//!   storage buffers 0..n-1 of group 0, scalars in one uniform params block at binding n (see
-//!   the `launch` module docs), and the grid comes from the launch arguments.
-//! - Asynchronous at heart: synchronization and readback are futures completed by a poller
-//!   thread per device ([`sync_async`], [`copy_to_host_async`]), served as global functions for
-//!   the RPC server's asynchronous mode and for Python's asyncio.
+//! A buffer-handle backend of the kit (`device_kit::buffer`), with its file map:
+//!
+//! - [`WebGpuBackend`] (`backend`): adapters by index, attributes from the adapter's limits,
+//!   allocation; the kit's `BufferDeviceApi` serves it to the runtime (strided copies, one
+//!   queue per device as its stream). `instance` lists the adapters, `device` holds a device
+//!   and its queue, `memory` its buffers (one storage buffer per allocation, sizes padded to 4
+//!   bytes; unaligned ends through the host).
+//! - Kernel modules of kind `webgpu` (`module`, `launch`, `wgsl`): WGSL shaders with their
+//!   function metadata, from the serialized form a compiled library embeds
+//!   (`ffi.Module.load_from_bytes.webgpu`) or from a `.wgsl` file and its `.tvm_meta.json`
+//!   (`ffi.Module.load_from_file.wgsl`). Tensors bind as storage buffers 0..n-1 of group 0,
+//!   scalars in one uniform params block at binding n (see the `launch` module docs), and the
+//!   grid comes from the launch arguments.
+//! - Asynchronous at heart (`async_api`, `completion`): synchronization and readback are
+//!   futures completed by a poller thread per device ([`sync_async`], [`copy_to_host_async`]),
+//!   served as global functions for the RPC server's asynchronous mode and for Python's
+//!   asyncio.
+//! - `error`: the kit's error with wgpu's message as its failure.
 //!
 //! [`register`] installs the backend for `kDLWebGPU` and its global functions.
 
-mod api;
 mod async_api;
+mod backend;
 mod completion;
-mod copy;
 mod device;
 mod error;
 mod instance;
@@ -28,13 +34,17 @@ mod memory;
 mod module;
 mod wgsl;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
+use device_kit::buffer::BufferDeviceApi;
+use device_kit::registration::{install_buffer_backend, register_global};
 use tvm_ffi::{Any, Array, Function, Result};
 
-pub use api::WebGpuDeviceApi;
 pub use async_api::{copy_to_host_async, sync_async};
-pub use error::WebGpuError;
+pub use backend::WebGpuBackend;
+pub use error::{WebGpuError, WgpuFailure};
+pub use launch::WebGpuKernel;
+pub use memory::WebGpuBuffer;
 pub use module::{WebGpuModule, load_wgsl_file, module_from_bytes, module_to_bytes};
 
 // Unit tests run in a binary of their own, which links the process state.
@@ -44,60 +54,31 @@ use tvm_ffi_capi as _;
 /// DLPack's device type of WebGPU devices.
 pub const WEBGPU_DEVICE_TYPE: i32 = tvm_ffi::abi::kDLWebGPU;
 
-static BACKEND: OnceLock<Arc<WebGpuDeviceApi>> = OnceLock::new();
+/// The runtime's device API of WebGPU devices.
+pub type WebGpuDeviceApi = BufferDeviceApi<WebGpuBackend>;
 
-/// The registered backend, once [`register`] ran.
-pub fn registered_backend() -> Option<Arc<WebGpuDeviceApi>> {
-    BACKEND.get().cloned()
-}
+device_kit::backend_registration!(WebGpuBackend, install, "WebGPU");
 
-fn register_global(name: &str, f: Function) {
-    // A name taken by someone else keeps their function.
-    let _ = f.register_global(name, false);
-}
-
-/// Registers the backend for `kDLWebGPU`, the `webgpu` module loaders and the asynchronous
-/// functions; returns the backend (the first one, when called again). Loads nothing.
-pub fn register() -> Result<Arc<WebGpuDeviceApi>> {
-    let mut outcome = Ok(());
-    let api = BACKEND.get_or_init(|| {
-        let api = Arc::new(WebGpuDeviceApi::new());
-        outcome = tvm_runtime::device::register_device_api(WEBGPU_DEVICE_TYPE, api.clone());
-        let (from_bytes, from_file) = (api.clone(), api.clone());
-        tvm_runtime::kernel::register_module_loaders(
-            "webgpu",
-            "wgsl",
-            move |bytes| module_from_bytes(from_bytes.clone(), bytes),
-            move |path| load_wgsl_file(from_file.clone(), path),
-        );
-        let name = "runtime.webgpu.device_names";
-        let backend = api.clone();
-        register_global(
-            name,
-            Function::from_typed(name, move || {
-                let names = backend.device_names()?;
-                Ok::<_, tvm_ffi::Error>(names.into_iter().map(Any::from).collect::<Array>())
-            }),
-        );
-        let name = "runtime.webgpu.supported_dtypes";
-        let backend = api.clone();
-        register_global(
-            name,
-            Function::from_typed(name, move |device: tvm_ffi::Device| {
-                let names = backend.supported_dtypes(device)?;
-                Ok::<_, tvm_ffi::Error>(names.into_iter().map(Any::from).collect::<Array>())
-            }),
-        );
-        let name = "runtime.webgpu.max_storage_binding_size";
-        let backend = api.clone();
-        register_global(
-            name,
-            Function::from_typed(name, move |device: tvm_ffi::Device| {
-                backend.max_storage_binding_size(device).map(|n| n as i64)
-            }),
-        );
-        async_api::register_async_globals(&api);
-        api
-    });
-    outcome.map(|()| Arc::clone(api))
+/// The kit's installation of a buffer-handle backend, and WebGPU's own global functions.
+fn install(backend: &Arc<WebGpuBackend>) -> Result<()> {
+    let outcome = install_buffer_backend(backend);
+    let name = "runtime.webgpu.supported_dtypes";
+    let listed = Arc::clone(backend);
+    register_global(
+        name,
+        Function::from_typed(name, move |device: tvm_ffi::Device| {
+            let names = listed.supported_dtypes(device)?;
+            Ok::<_, tvm_ffi::Error>(names.into_iter().map(Any::from).collect::<Array>())
+        }),
+    );
+    let name = "runtime.webgpu.max_storage_binding_size";
+    let limited = Arc::clone(backend);
+    register_global(
+        name,
+        Function::from_typed(name, move |device: tvm_ffi::Device| {
+            limited.max_storage_binding_size(device).map(|n| n as i64)
+        }),
+    );
+    async_api::register_async_globals(backend);
+    outcome
 }

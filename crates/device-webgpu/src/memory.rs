@@ -5,10 +5,11 @@ use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
 
+use device_kit::buffer::{DeviceBuffer, HostAccess, Placement};
 use tvm_runtime::async_functions::block_on;
 
 use crate::device::{Staged, WebGpuDevice};
-use crate::error::{WebGpuError, WgResult};
+use crate::error::{WebGpuError, WgResult, WgpuFailure};
 
 /// wgpu's alignment of copy offsets and sizes.
 const COPY_ALIGNMENT: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
@@ -25,8 +26,9 @@ pub(crate) fn is_aligned(range: &Range<u64>) -> bool {
     range.start.is_multiple_of(COPY_ALIGNMENT) && range.end.is_multiple_of(COPY_ALIGNMENT)
 }
 
-/// One allocation: a buffer usable as storage and as copy source and destination.
-pub(crate) struct WebGpuBuffer {
+/// One allocation: a buffer usable as storage and as copy source and destination. The tensor
+/// `data` of a WebGPU tensor is the address of one of these.
+pub struct WebGpuBuffer {
     /// The device that owns it.
     pub(crate) device: Arc<WebGpuDevice>,
     /// The wgpu buffer, destroyed with this allocation (wgpu frees it once the work queued on
@@ -82,17 +84,6 @@ impl WebGpuBuffer {
         self.raw.size()
     }
 
-    /// Refuses a range of bytes that is not inside the allocation, naming `what`.
-    pub(crate) fn check_range(&self, range: &Range<u64>, what: &str) -> WgResult<()> {
-        if range.start > range.end || range.end > self.size {
-            return Err(WebGpuError::invalid(format!(
-                "{what} spans bytes {}..{} of a WebGPU buffer of {} bytes",
-                range.start, range.end, self.size
-            )));
-        }
-        Ok(())
-    }
-
     /// A future of bytes `range` (any ends; the staged bytes cover [`aligned`]`(range)`),
     /// after the work queued before it, through a staging buffer (the buffer itself stays free
     /// for the device while the future is pending).
@@ -144,6 +135,61 @@ impl WebGpuBuffer {
                 .queue
                 .write_buffer(&self.raw, wide.start, &patched);
         })
+    }
+}
+
+impl DeviceBuffer for WebGpuBuffer {
+    type Failure = WgpuFailure;
+
+    fn placement(&self) -> Placement {
+        Placement {
+            device_index: self.device.index,
+            device_id: self.device.id,
+            size: self.size,
+        }
+    }
+
+    fn access(self: &Arc<Self>, access: HostAccess<'_>) -> WgResult<()> {
+        match access {
+            HostAccess::Read { extent, f } => {
+                let (staged, start) = self.read_now(&extent)?;
+                staged.with_bytes(|bytes| f(bytes.as_ptr(), start))
+            }
+            // Patched on the host and written back: what lies around the elements stays.
+            HostAccess::Update {
+                extent,
+                read_first: true,
+                f,
+            } => {
+                let (staged, start) = self.read_now(&extent)?;
+                let mut patched = staged.with_bytes(<[u8]>::to_vec)?;
+                f(patched.as_mut_ptr(), start);
+                self.write(start, &patched)
+            }
+            HostAccess::Update { extent, f, .. } => {
+                let mut filled = vec![0u8; (extent.end - extent.start) as usize];
+                f(filled.as_mut_ptr(), extent.start);
+                self.write(extent.start, &filled)
+            }
+            HostAccess::Write { offset, bytes } => self.write(offset, bytes),
+        }
+    }
+
+    fn copy_to(self: &Arc<Self>, dst: &Arc<Self>, ranges: [&Range<u64>; 2]) -> WgResult<bool> {
+        if !ranges.iter().all(|r| is_aligned(r)) {
+            return Ok(false);
+        }
+        let device = &self.device;
+        device.capture("a copy between WebGPU buffers", || {
+            let mut encoder = device
+                .raw
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+            let [from, to] = ranges;
+            let len = from.end - from.start;
+            encoder.copy_buffer_to_buffer(&self.raw, from.start, &dst.raw, to.start, len);
+            device.queue.submit([encoder.finish()]);
+        })?;
+        Ok(true)
     }
 }
 

@@ -8,10 +8,11 @@ use tvm_ffi_capi as _;
 mod common;
 
 use common::{add_one_info, api, assert_quiet, device_tensor, info, load, shader, webgpu0};
+use device_kit::buffer::BufferBackend;
+use device_kit::kernel::FunctionInfo;
 use tvm_ffi::{DataType, Device};
 use tvm_runtime::async_functions::block_on;
 use tvm_runtime::device::{TensorDeviceExt, empty_on};
-use tvm_runtime::kernel::FunctionInfo;
 
 #[test]
 fn devices_have_names_and_missing_indices_say_what_is_present() {
@@ -113,18 +114,8 @@ fn bad_shaders_and_metadata_are_refused_naming_the_kernel() {
 
 #[test]
 fn set_raw_stream_refuses_what_sync_refuses() {
-    use tvm_runtime::device::{StreamHandle, current_stream, set_current_stream, sync_stream};
     let Some(api) = api() else { return };
-    let foreign = StreamHandle(0x5150 as *mut std::ffi::c_void);
-    let refused = set_current_stream(webgpu0(), foreign).unwrap_err();
-    let by_sync = sync_stream(webgpu0(), Some(foreign)).unwrap_err();
-    assert_eq!(refused.kind(), "ValueError");
-    assert_eq!(refused.message(), by_sync.message());
-    assert!(
-        refused.message().contains("WebGPU devices have one queue"),
-        "{refused}"
-    );
-    assert_eq!(current_stream(webgpu0()), StreamHandle::NULL);
+    device_kit::testing::assert_default_stream_only(webgpu0(), "WebGPU");
     assert_quiet(&api);
 }
 

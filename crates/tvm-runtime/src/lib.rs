@@ -11,7 +11,6 @@ pub mod backend;
 mod blob;
 pub mod device;
 mod elf;
-pub mod kernel;
 mod library;
 mod module;
 mod module_cxx;

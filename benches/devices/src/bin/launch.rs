@@ -138,8 +138,7 @@ fn race(
 fn vulkan(options: &Options, scratch: &std::path::Path) -> Result<(String, [Timings; 2]), String> {
     let words = add_one_spirv(scratch)?;
     let bare = BareVulkan::new(&words)?;
-    device_vulkan::register().map_err(|e| e.to_string())?;
-    let api = device_vulkan::registered_backend().ok_or("the Vulkan backend is not registered")?;
+    let api = device_vulkan::register().map_err(|e| e.to_string())?;
     let shader = device_vulkan::SpirvShader { flag: 0, words };
     let bytes = device_vulkan::module_to_bytes(&[(add_one_info(), shader)]);
     let module = device_vulkan::module_from_bytes(api, &bytes).map_err(|e| e.to_string())?;

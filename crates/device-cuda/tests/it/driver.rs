@@ -1,6 +1,7 @@
 //! Loading the driver: missing, too old, without devices, missing entry points, index range.
 
 use device_cuda::CudaBackend;
+use device_kit::driver::runtime::RuntimeSource;
 use tvm_ffi::DataType;
 use tvm_runtime::device::{DeviceApi, DeviceAttr};
 
@@ -54,18 +55,7 @@ fn a_driver_without_devices_says_so() {
 #[test]
 fn device_indices_out_of_range_do_not_exist_and_others_keep_working() {
     let (_fake, _backend, api) = fake_api();
-    assert!(exists(&api, cuda(0)) && exists(&api, cuda(1)));
-    assert!(!exists(&api, cuda(2)) && !exists(&api, cuda(-1)));
-    let reason = api.unavailable_reason(cuda(2)).unwrap();
-    assert!(
-        reason.contains("cuda:2 is out of range: the CUDA driver reports 2 device(s)"),
-        "{reason}"
-    );
-    let err = api.alloc(cuda(2), 16, 64, DataType::uint(8)).unwrap_err();
-    assert!(err.message().contains("out of range"), "{err}");
-    let ptr = api.alloc(cuda(1), 16, 64, DataType::uint(8)).unwrap();
-    // SAFETY: allocated above on cuda:1.
-    unsafe { api.free(cuda(1), ptr).unwrap() };
+    device_kit::testing::assert_two_devices(&api, "CUDA driver");
 }
 
 #[test]

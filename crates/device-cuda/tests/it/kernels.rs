@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 
-use device_common::module::{DeviceModule, serialize};
-use tvm_ffi::{Any, DataType, ErrorKind, Function, Tensor};
+use device_kit::driver::module::DeviceModule;
+use device_kit::kernel::{FunctionInfo, function_map_from_json};
+use device_kit::testing::FAKE_KERNELS_META;
+use tvm_ffi::{Any, DataType, Function};
 use tvm_runtime::device::{DeviceApi, StreamHandle, set_current_stream};
-use tvm_runtime::kernel::{FunctionInfo, function_map_from_json};
 use tvm_runtime::{Module, ModuleImpl};
 
 use super::*;
@@ -20,20 +21,21 @@ const PTX: &str = "//\n.version 7.0\n.target sm_52\n.address_size 64\n\
     .visible .entry launch_fails() { ret; }\n\
     .visible .entry faults() { ret; }\n";
 
-const META: &str = r#"{"func_info": {
-  "add_one": {"name": "add_one", "arg_types": ["handle", "int32"],
-              "launch_param_tags": ["blockIdx.x", "threadIdx.x"]},
-  "vadd": {"name": "vadd", "arg_types": ["handle", "handle", "handle", "int32"],
-           "launch_param_tags": ["blockIdx.x", "threadIdx.x"]},
-  "scalars": {"name": "scalars", "arg_types": ["handle", "int32", "uint32", "float32", "float64", "int64"],
-              "launch_param_tags": []},
-  "launch_fails": {"name": "launch_fails", "arg_types": [], "launch_param_tags": ["blockIdx.x"]},
-  "faults": {"name": "faults", "arg_types": [], "launch_param_tags": []},
-  "not_in_code": {"name": "not_in_code", "arg_types": [], "launch_param_tags": []}
-}}"#;
-
 fn functions(extra: &[(&str, &[&str])]) -> BTreeMap<String, FunctionInfo> {
-    let mut map = function_map_from_json(META).unwrap();
+    let mut map = function_map_from_json(FAKE_KERNELS_META).unwrap();
+    // `vadd`, which the PTX holds as well.
+    let vadd = FunctionInfo {
+        name: "vadd".into(),
+        arg_types: vec![
+            DataType::handle(),
+            DataType::handle(),
+            DataType::handle(),
+            DataType::int(32),
+        ],
+        launch_param_tags: vec!["blockIdx.x".into(), "threadIdx.x".into()],
+        arg_extra_tags: Vec::new(),
+    };
+    map.insert("vadd".to_owned(), vadd);
     for (name, tags) in extra {
         map.insert(
             name.to_string(),
@@ -92,55 +94,23 @@ fn alloc(api: &CudaDeviceApi, bytes: usize) -> *mut u8 {
 #[test]
 fn add_one_from_a_ptx_file_and_its_metadata() {
     let fake = build_fake(&[]);
-    let backend = fake.backend();
-    let api = CudaDeviceApi::new(backend.clone());
-    let path = fake.dir.join("kernels.ptx");
-    std::fs::write(&path, PTX).unwrap();
-    std::fs::write(fake.dir.join("kernels.tvm_meta.json"), META).unwrap();
-    let module = Module::new(DeviceModule::from_file(backend, &path, "ptx").unwrap());
-    assert_eq!(module.kind(), "cuda");
-    let add_one = module.get_function_required("add_one").unwrap();
-    let device = alloc(&api, 40);
-    let mut data: Vec<f32> = (0..10).map(|v| v as f32).collect();
-    transfer(&api, &mut data, device, true);
-    // Grid 2 x block 4 covers 8 of the 10 elements: the launch dimensions reach the kernel.
-    add_one.call((ptr(device), 10i64, 2i64, 4i64)).unwrap();
-    transfer(&api, &mut data, device, false);
-    assert_eq!(data, [1., 2., 3., 4., 5., 6., 7., 8., 8., 9.]);
-    assert_eq!(fake.live("modules"), 1);
-    drop((add_one, module));
-    assert_eq!(
-        fake.live("modules"),
-        0,
-        "the module is unloaded with its last function"
+    let api = CudaDeviceApi::new(fake.backend());
+    let code = ("ptx", PTX.as_bytes());
+    // Grid 2 x block 4 covers 8 of the 10 elements.
+    device_kit::testing::assert_add_one_from_file(
+        &api,
+        &fake.build,
+        code,
+        FAKE_KERNELS_META,
+        [2, 4],
     );
-    // SAFETY: allocated above.
-    unsafe { api.free(cuda(0), device.cast()).unwrap() };
-    let err = DeviceModule::from_file(fake.backend(), &fake.dir.join("absent.ptx"), "ptx")
-        .err()
-        .unwrap();
-    assert_eq!(err.kind(), "FileNotFoundError");
 }
 
 #[test]
 fn modules_round_trip_through_their_serialized_form() {
     let fake = build_fake(&[]);
-    let backend = fake.backend();
-    let bytes = serialize("ptx", &functions(&[]), PTX.as_bytes());
-    let module = Module::new(DeviceModule::from_bytes(backend.clone(), &bytes).unwrap());
-    assert!(module.implements_function("vadd").unwrap());
-    assert!(!module.implements_function("nothing").unwrap());
-    let err = DeviceModule::from_bytes(backend.clone(), &bytes[..bytes.len() - 3])
-        .err()
-        .unwrap();
-    assert!(
-        err.is_kind(ErrorKind::ValueError) && err.message().contains("cuda module"),
-        "{err}"
-    );
-    let err = DeviceModule::new(backend, "sass", BTreeMap::new(), Vec::new())
-        .err()
-        .unwrap();
-    assert!(err.message().contains("\"sass\""), "{err}");
+    let code = ("ptx", PTX.as_bytes());
+    device_kit::testing::assert_round_trip(fake.backend(), code, &functions(&[]), "vadd", "sass");
 }
 
 /// Launches `record_launch` under `tags` with `launch_args` and returns the 16 dims it saw.
@@ -209,32 +179,7 @@ fn kernels_run_on_the_current_stream() {
 #[test]
 fn scalars_are_narrowed_and_packed() {
     let setup = setup(PTX, &[]);
-    let out = alloc(&setup.api, 64);
-    kernel(&setup, "scalars")
-        .call((
-            ptr(out),
-            -7i64,
-            4_000_000_000i64,
-            0.5f64,
-            2.25f64,
-            -(1i64 << 40),
-        ))
-        .unwrap();
-    let mut values = [0f32; 10];
-    transfer(&setup.api, &mut values, out, false);
-    let doubles: Vec<f64> = values
-        .chunks(2)
-        .map(|p| f64::from_bits(u64::from(p[0].to_bits()) | (u64::from(p[1].to_bits()) << 32)))
-        .collect();
-    assert_eq!(doubles, [-7.0, 4e9, 0.5, 2.25, -(2f64.powi(40))]);
-    let err = kernel(&setup, "scalars")
-        .call((ptr(out), 1i64 << 40, 0i64, 0.0f64, 0.0f64, 0i64))
-        .unwrap_err();
-    assert!(
-        err.message()
-            .contains("argument 1 is 1099511627776, outside int32"),
-        "{err}"
-    );
+    device_kit::testing::assert_scalars_packed(&setup.api, &kernel(&setup, "scalars"));
 }
 
 #[test]
@@ -315,22 +260,7 @@ fn code_the_device_cannot_run_is_refused_with_the_jit_log() {
 #[test]
 fn tensors_the_kernel_cannot_use_are_refused() {
     let setup = setup(PTX, &[]);
-    let host = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
-    let err = kernel(&setup, "add_one")
-        .call((host, 2i64, 1i64, 2i64))
-        .unwrap_err();
-    assert!(
-        err.is_kind(ErrorKind::ValueError)
-            && err.message().contains("argument 0 is a tensor on cpu:0"),
-        "{err}"
-    );
-    let err = kernel(&setup, "add_one")
-        .call((ptr(std::ptr::null_mut()), 2i64))
-        .unwrap_err();
-    assert!(
-        err.is_kind(ErrorKind::TypeError) && err.message().contains("takes 4"),
-        "{err}"
-    );
+    device_kit::testing::assert_argument_refusals(&kernel(&setup, "add_one"));
 }
 
 #[test]

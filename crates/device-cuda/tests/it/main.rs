@@ -1,4 +1,4 @@
-//! The CUDA backend against fake drivers built from C by the tests (`tests/fake` over device-common's `fake`): every path
+//! The CUDA backend against fake drivers built from C by the tests (`libcuda_fake.c` of device-kit's `fake`): every path
 //! of the backend without a GPU.
 
 mod driver;
@@ -6,12 +6,12 @@ mod kernels;
 mod memory;
 mod registry;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use device_common::testing::FakeDriver;
-pub use device_common::testing::f32_tensor;
 use device_cuda::{CudaBackend, CudaDeviceApi};
+pub use device_kit::testing::f32_tensor;
+use device_kit::testing::{FakeDriver, fake_sources};
 use tvm_ffi::Device;
 use tvm_ffi::abi::{kDLCPU, kDLCUDA};
 
@@ -23,12 +23,13 @@ pub struct Fake {
     pub driver: PathBuf,
     /// The directory of this build, for the test's own files.
     pub dir: PathBuf,
-    build: FakeDriver,
+    /// The build, for the kit's checks.
+    pub build: FakeDriver,
 }
 
 /// Builds the fake driver with extra `-D` switches (`FAKE_DEVICE_COUNT=0`, ...).
 pub fn build_fake(defines: &[&str]) -> Fake {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/libcuda_fake.c");
+    let source = fake_sources().join("libcuda_fake.c");
     let build = FakeDriver::build(
         "device-cuda-tests",
         &source,

@@ -20,13 +20,7 @@ fn alloc(api: &CudaDeviceApi, device: Device, n: usize) -> *mut u8 {
 #[test]
 fn allocations_are_freed_and_refusals_name_the_reason() {
     let (fake, _backend, api) = fake_api();
-    let ptrs: Vec<_> = (0..3).map(|_| alloc(&api, cuda(0), 10)).collect();
-    assert_eq!(fake.live("allocations"), 3);
-    for ptr in ptrs {
-        // SAFETY: allocated above, freed once.
-        unsafe { api.free(cuda(0), ptr.cast()).unwrap() };
-    }
-    assert_eq!(fake.live("allocations"), 0);
+    device_kit::testing::assert_allocations_released(&api, &fake.build, cuda(0));
     let err = api.alloc(cuda(0), 16, 512, DataType::uint(8)).unwrap_err();
     assert!(
         err.is_kind(ErrorKind::ValueError) && err.message().contains("512"),

@@ -3,16 +3,15 @@
 
 use std::sync::OnceLock;
 
-use device_common::module::serialize;
+use device_kit::driver::module::serialize;
+use device_kit::kernel::function_map_from_json;
+use device_kit::testing::ADD_ONE_META;
 use tvm_ffi::{Bytes, DataType, Function, Tensor};
 use tvm_runtime::device::{TensorDeviceExt, device_exists};
-use tvm_runtime::kernel::function_map_from_json;
 
 use super::*;
 
 const PTX: &str = ".version 7.0\n.target sm_52\n.visible .entry add_one(.param .u64 x) { ret; }\n";
-const META: &str = r#"{"func_info": {"add_one": {"name": "add_one", "arg_types": ["handle", "int32"],
-    "launch_param_tags": ["blockIdx.x", "threadIdx.x"]}}}"#;
 
 /// Registers a fake driver as the process's CUDA backend (once).
 fn registered() -> &'static Fake {
@@ -35,7 +34,7 @@ fn tensors_copy_through_the_registry_and_kernels_take_them() {
     assert_eq!(on_device.device(), cuda(1));
     let path = fake.dir.join("registered.ptx");
     std::fs::write(&path, PTX).unwrap();
-    std::fs::write(fake.dir.join("registered.tvm_meta.json"), META).unwrap();
+    std::fs::write(fake.dir.join("registered.tvm_meta.json"), ADD_ONE_META).unwrap();
     let module = tvm_runtime::load_module(&path).unwrap();
     let add_one = module.get_function_required("add_one").unwrap();
     add_one.call((on_device.clone(), 3i64, 1i64, 3i64)).unwrap();
@@ -60,7 +59,7 @@ fn embedded_modules_load_through_the_bytes_loader() {
     let loader = Function::get_global("ffi.Module.load_from_bytes.cuda").unwrap();
     let bytes = serialize(
         "ptx",
-        &function_map_from_json(META).unwrap(),
+        &function_map_from_json(ADD_ONE_META).unwrap(),
         PTX.as_bytes(),
     );
     let module: tvm_runtime::Module = loader.call((Bytes::from(bytes),)).unwrap().cast().unwrap();

@@ -1,6 +1,7 @@
 //! Loading HIP: missing, too old, without devices, missing entry points, index range, and the
 //! attributes it reports.
 
+use device_kit::driver::runtime::RuntimeSource;
 use tvm_ffi::DataType;
 use tvm_runtime::device::DeviceAttr;
 
@@ -66,20 +67,7 @@ fn a_runtime_without_devices_says_so() {
 #[test]
 fn device_indices_out_of_range_do_not_exist_and_others_keep_working() {
     let (_fake, _backend, api) = fake_api();
-    assert!(exists(&api, rocm(0)) && exists(&api, rocm(1)));
-    assert!(!exists(&api, rocm(2)) && !exists(&api, rocm(-1)));
-    let reason = api.unavailable_reason(rocm(2)).unwrap();
-    assert!(
-        reason.contains("rocm:2 is out of range: the HIP runtime reports 2 device(s)"),
-        "{reason}"
-    );
-    let err = api.alloc(rocm(2), 16, 64, DataType::uint(8)).unwrap_err();
-    assert!(err.message().contains("out of range"), "{err}");
-    let err = api.attr(rocm(5), DeviceAttr::WarpSize).unwrap_err();
-    assert!(err.message().contains("rocm:5 is out of range"), "{err}");
-    let ptr = api.alloc(rocm(1), 16, 64, DataType::uint(8)).unwrap();
-    // SAFETY: allocated above on rocm:1.
-    unsafe { api.free(rocm(1), ptr).unwrap() };
+    device_kit::testing::assert_two_devices(&api, "HIP runtime");
 }
 
 #[test]

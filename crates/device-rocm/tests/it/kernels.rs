@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 
-use device_common::module::{DeviceModule, serialize};
-use tvm_ffi::{Any, AnyView, ErrorKind, Function, Tensor};
+use device_kit::driver::module::DeviceModule;
+use device_kit::kernel::{FunctionInfo, function_map_from_json};
+use device_kit::testing::FAKE_KERNELS_META;
+use tvm_ffi::{Any, AnyView, ErrorKind, Function};
 use tvm_runtime::Module;
 use tvm_runtime::device::set_current_stream;
-use tvm_runtime::kernel::{FunctionInfo, function_map_from_json};
 
 use super::*;
 
@@ -18,19 +19,9 @@ use super::*;
 const HSACO: &str = "amdgcn-amd-amdhsa--gfx90a\n.entry add_one(\n.entry scalars(\n\
     .entry record_launch(\n.entry launch_fails(\n.entry faults(\n\0";
 
-const META: &str = r#"{"func_info": {
-  "add_one": {"name": "add_one", "arg_types": ["handle", "int32"],
-              "launch_param_tags": ["blockIdx.x", "threadIdx.x"]},
-  "scalars": {"name": "scalars", "arg_types": ["handle", "int32", "uint32", "float32", "float64", "int64"],
-              "launch_param_tags": []},
-  "launch_fails": {"name": "launch_fails", "arg_types": [], "launch_param_tags": ["blockIdx.x"]},
-  "faults": {"name": "faults", "arg_types": [], "launch_param_tags": []},
-  "not_in_code": {"name": "not_in_code", "arg_types": [], "launch_param_tags": []}
-}}"#;
-
 /// The metadata, with kernels that run `record_launch` under other launch tags.
 fn functions() -> BTreeMap<String, FunctionInfo> {
-    let mut map = function_map_from_json(META).unwrap();
+    let mut map = function_map_from_json(FAKE_KERNELS_META).unwrap();
     let probes: [(&str, &[&str]); 4] = [
         (
             "probe",
@@ -91,52 +82,17 @@ fn ptr(p: *mut u8) -> Any {
 
 #[test]
 fn add_one_from_an_hsaco_file_and_its_metadata() {
-    let (fake, backend, api) = fake_api();
-    let path = fake.dir.join("kernels.hsaco");
-    std::fs::write(&path, HSACO).unwrap();
-    std::fs::write(fake.dir.join("kernels.tvm_meta.json"), META).unwrap();
-    let module = Module::new(DeviceModule::from_file(backend.clone(), &path, "hsaco").unwrap());
-    assert_eq!(module.kind(), "hip");
-    let add_one = module.get_function_required("add_one").unwrap();
-    let device = alloc(&api, rocm(0), 10);
-    let mut data: Vec<f32> = (0..10).map(|v| v as f32).collect();
-    transfer(&api, rocm(0), &mut data, device, true, StreamHandle::NULL);
-    // Grid 3 x block 2 covers 6 of the 10 elements: the launch dimensions reach the kernel.
-    add_one.call((ptr(device), 10i64, 3i64, 2i64)).unwrap();
-    transfer(&api, rocm(0), &mut data, device, false, StreamHandle::NULL);
-    assert_eq!(data, [1., 2., 3., 4., 5., 6., 6., 7., 8., 9.]);
-    assert_eq!(fake.live("modules"), 1);
-    drop((add_one, module));
-    assert_eq!(fake.live("modules"), 0, "unloaded with its last function");
-    // SAFETY: allocated above.
-    unsafe { api.free(rocm(0), device.cast()).unwrap() };
-    let err = DeviceModule::from_file(backend, &fake.dir.join("absent.hsaco"), "hsaco")
-        .err()
-        .unwrap();
-    assert_eq!(err.kind(), "FileNotFoundError");
+    let (fake, _backend, api) = fake_api();
+    let code = ("hsaco", HSACO.as_bytes());
+    // Grid 3 x block 2 covers 6 of the 10 elements.
+    device_kit::testing::assert_add_one_from_file(&api, &fake, code, FAKE_KERNELS_META, [3, 2]);
 }
 
 #[test]
 fn modules_round_trip_through_their_serialized_form() {
     let (_fake, backend, _api) = fake_api();
-    let bytes = serialize("hsaco", &functions(), HSACO.as_bytes());
-    let module = Module::new(DeviceModule::from_bytes(backend.clone(), &bytes).unwrap());
-    assert!(module.implements_function("scalars").unwrap());
-    assert!(!module.implements_function("nothing").unwrap());
-    let err = DeviceModule::from_bytes(backend.clone(), &bytes[..bytes.len() - 1])
-        .err()
-        .unwrap();
-    assert!(
-        err.is_kind(ErrorKind::ValueError) && err.message().contains("hip module"),
-        "{err}"
-    );
-    let err = DeviceModule::new(backend, "ptx", functions(), Vec::new())
-        .err()
-        .unwrap();
-    assert!(
-        err.is_kind(ErrorKind::ValueError) && err.message().contains("not \"ptx\""),
-        "{err}"
-    );
+    let code = ("hsaco", HSACO.as_bytes());
+    device_kit::testing::assert_round_trip(backend, code, &functions(), "scalars", "ptx");
 }
 
 #[test]
@@ -317,39 +273,7 @@ fn cluster_and_programmatic_launches_are_refused_by_name() {
 #[test]
 fn scalars_are_narrowed_and_packed_aligned_into_one_blob() {
     let setup = setup(HSACO);
-    let out = alloc(&setup.api, rocm(0), 10);
-    let scalars = setup.kernel("scalars");
-    scalars
-        .call((
-            ptr(out),
-            -7i64,
-            4_000_000_000i64,
-            0.5f64,
-            2.25f64,
-            -(1i64 << 40),
-        ))
-        .unwrap();
-    let mut values = [0f32; 10];
-    transfer(
-        &setup.api,
-        rocm(0),
-        &mut values,
-        out,
-        false,
-        StreamHandle::NULL,
-    );
-    let doubles: Vec<f64> = values
-        .chunks(2)
-        .map(|p| f64::from_bits(u64::from(p[0].to_bits()) | (u64::from(p[1].to_bits()) << 32)))
-        .collect();
-    assert_eq!(doubles, [-7.0, 4e9, 0.5, 2.25, -(2f64.powi(40))]);
-    let err = scalars
-        .call((ptr(out), 0i64, -1i64, 0.0f64, 0.0f64, 0i64))
-        .unwrap_err();
-    assert!(
-        err.message().contains("argument 2 is -1, outside uint32"),
-        "{err}"
-    );
+    device_kit::testing::assert_scalars_packed(&setup.api, &setup.kernel("scalars"));
 }
 
 #[test]
@@ -421,22 +345,5 @@ fn a_kernel_missing_from_the_code_and_code_for_another_gpu_are_errors() {
 #[test]
 fn tensors_of_other_devices_are_refused() {
     let setup = setup(HSACO);
-    let host = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
-    let err = setup
-        .kernel("add_one")
-        .call((host, 2i64, 1i64, 2i64))
-        .unwrap_err();
-    assert!(
-        err.is_kind(ErrorKind::ValueError)
-            && err.message().contains("argument 0 is a tensor on cpu:0"),
-        "{err}"
-    );
-    let err = setup
-        .kernel("add_one")
-        .call((ptr(std::ptr::null_mut()), 2i64))
-        .unwrap_err();
-    assert!(
-        err.is_kind(ErrorKind::TypeError) && err.message().contains("takes 4"),
-        "{err}"
-    );
+    device_kit::testing::assert_argument_refusals(&setup.kernel("add_one"));
 }

@@ -1,16 +1,15 @@
-//! The ROCm backend against a fake HIP runtime built from C by the tests (`tests/fake` over
-//! device-common's `fake`): every path of the backend without a GPU.
+//! The ROCm backend against a fake HIP runtime built from C by the tests (`libhip_fake.c`
+//! of device-kit's `fake`): every path of the backend without a GPU.
 
 mod driver;
 mod kernels;
 mod memory;
 mod registry;
 
-use std::path::Path;
 use std::sync::Arc;
 
-use device_common::testing::FakeDriver;
-pub use device_common::testing::f32_tensor;
+pub use device_kit::testing::f32_tensor;
+use device_kit::testing::{FakeDriver, fake_sources};
 use device_rocm::{RocmBackend, RocmDeviceApi};
 use tvm_ffi::abi::{kDLCPU, kDLROCM};
 use tvm_ffi::{DataType, Device};
@@ -20,7 +19,7 @@ use tvm_ffi_capi as _;
 
 /// Builds the fake HIP runtime with extra `-D` switches (`FAKE_DEVICE_COUNT=0`, ...).
 pub fn build_fake(defines: &[&str]) -> FakeDriver {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/libhip_fake.c");
+    let source = fake_sources().join("libhip_fake.c");
     FakeDriver::build(
         "device-rocm-tests",
         &source,

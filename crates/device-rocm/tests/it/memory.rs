@@ -9,13 +9,7 @@ use super::*;
 #[test]
 fn allocations_are_released_and_refusals_name_the_reason() {
     let (fake, _backend, api) = fake_api();
-    let ptrs: Vec<_> = (0..3).map(|_| alloc(&api, rocm(1), 10)).collect();
-    assert_eq!(fake.live("allocations"), 3);
-    for ptr in ptrs {
-        // SAFETY: allocated above, freed once.
-        unsafe { api.free(rocm(1), ptr.cast()).unwrap() };
-    }
-    assert_eq!(fake.live("allocations"), 0);
+    device_kit::testing::assert_allocations_released(&api, &fake, rocm(1));
     let err = api.alloc(rocm(0), 16, 1024, DataType::uint(8)).unwrap_err();
     assert!(
         err.is_kind(ErrorKind::ValueError)

@@ -3,17 +3,16 @@
 
 use std::sync::OnceLock;
 
-use device_common::module::serialize;
+use device_kit::driver::module::serialize;
+use device_kit::kernel::function_map_from_json;
+use device_kit::testing::ADD_ONE_META;
 use tvm_ffi::{Bytes, DataType, Function, Tensor};
 use tvm_runtime::device::{TensorDeviceExt, device_exists};
-use tvm_runtime::kernel::function_map_from_json;
 
 use super::*;
 
 // NUL-terminated: the fake reads its stand-in code object as a C string.
 const HSACO: &str = "amdgcn-amd-amdhsa--gfx90a\n.entry add_one(\n\0";
-const META: &str = r#"{"func_info": {"add_one": {"name": "add_one", "arg_types": ["handle", "int32"],
-    "launch_param_tags": ["blockIdx.x", "threadIdx.x"]}}}"#;
 
 /// Registers a fake HIP runtime as the process's ROCm backend (once).
 fn registered() -> &'static FakeDriver {
@@ -33,7 +32,7 @@ fn tensors_copy_through_the_registry_and_kernels_take_them() {
     assert!(device_exists(Device::new(tvm_ffi::abi::kDLROCMHost, 0)));
     let path = fake.dir.join("registered.hsaco");
     std::fs::write(&path, HSACO).unwrap();
-    std::fs::write(fake.dir.join("registered.tvm_meta.json"), META).unwrap();
+    std::fs::write(fake.dir.join("registered.tvm_meta.json"), ADD_ONE_META).unwrap();
     let module = tvm_runtime::load_module(&path).unwrap();
     assert_eq!(module.kind(), "hip");
     let add_one = module.get_function_required("add_one").unwrap();
@@ -54,7 +53,7 @@ fn embedded_modules_load_under_each_key() {
     registered();
     let bytes = serialize(
         "hsaco",
-        &function_map_from_json(META).unwrap(),
+        &function_map_from_json(ADD_ONE_META).unwrap(),
         HSACO.as_bytes(),
     );
     for key in ["hip", "hsaco", "rocm"] {

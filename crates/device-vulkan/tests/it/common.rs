@@ -7,7 +7,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use device_vulkan::{VulkanDeviceApi, VulkanOptions};
+use device_kit::buffer::BufferBackend;
+use device_vulkan::{VulkanBackend, VulkanDeviceApi, VulkanOptions};
 use tvm_ffi::abi::{DLDataType, DLDevice, DLTensor};
 use tvm_ffi::{DataType, Device};
 use tvm_runtime::device::DeviceApi;
@@ -41,7 +42,9 @@ pub fn api() -> Option<Arc<VulkanDeviceApi>> {
     static API: OnceLock<Arc<VulkanDeviceApi>> = OnceLock::new();
     let api = API.get_or_init(|| {
         tvm_runtime::init();
-        device_vulkan::register_with(options(false)).expect("registered once")
+        let backend = Arc::new(VulkanBackend::new(options(false)));
+        let registered = device_vulkan::register_backend(backend).expect("registered once");
+        Arc::new(VulkanDeviceApi::new(registered))
     });
     usable(api).then(|| Arc::clone(api))
 }
@@ -49,7 +52,7 @@ pub fn api() -> Option<Arc<VulkanDeviceApi>> {
 /// A backend of its own that treats memory as not host-visible, if a device is present.
 pub fn staged_api() -> Option<&'static VulkanDeviceApi> {
     static API: OnceLock<VulkanDeviceApi> = OnceLock::new();
-    let api = API.get_or_init(|| VulkanDeviceApi::new(options(true)));
+    let api = API.get_or_init(|| VulkanDeviceApi::new(Arc::new(VulkanBackend::new(options(true)))));
     usable(api).then_some(api)
 }
 

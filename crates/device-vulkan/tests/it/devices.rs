@@ -1,7 +1,10 @@
 //! Device selection and attributes, and the errors where no driver is installed.
 
 use std::process::Command;
+use std::sync::Arc;
 
+use device_kit::buffer::BufferBackend;
+use device_vulkan::{VulkanBackend, VulkanDeviceApi, VulkanOptions};
 use tvm_ffi::Device;
 use tvm_runtime::device::{DeviceApi, DeviceAttr, alloc_data, device_attr, device_exists};
 
@@ -68,7 +71,7 @@ fn a_missing_index_does_not_exist_and_names_what_is_present() {
 #[test]
 #[ignore = "run in a child process without a Vulkan driver"]
 fn no_driver_child() {
-    let api = device_vulkan::VulkanDeviceApi::new(Default::default());
+    let api = VulkanDeviceApi::new(Arc::new(VulkanBackend::new(Default::default())));
     tvm_runtime::device::register_device_api(7, std::sync::Arc::new(api)).unwrap();
     assert!(!device_exists(vulkan0()));
     let err = alloc_data(vulkan0(), 16, 64, tvm_ffi::DataType::float(32)).unwrap_err();
@@ -104,10 +107,10 @@ fn with_no_driver_exist_is_false_and_allocation_names_the_driver() {
 
 #[test]
 fn a_missing_loader_is_an_error_naming_the_library() {
-    let api = device_vulkan::VulkanDeviceApi::new(device_vulkan::VulkanOptions {
+    let api = VulkanDeviceApi::new(Arc::new(VulkanBackend::new(VulkanOptions {
         loader: Some("/nonexistent/libvulkan.so.1".into()),
         ..Default::default()
-    });
+    })));
     let err = tvm_ffi::Error::from(api.device_names().unwrap_err());
     assert_eq!(err.kind(), "RuntimeError", "{err}");
     assert!(
@@ -130,18 +133,7 @@ fn a_missing_loader_is_an_error_naming_the_library() {
 
 #[test]
 fn set_raw_stream_refuses_what_sync_refuses() {
-    use tvm_runtime::device::{StreamHandle, current_stream, set_current_stream, sync_stream};
     let Some(api) = api() else { return };
-    let foreign = StreamHandle(0x5150 as *mut std::ffi::c_void);
-    let refused = set_current_stream(vulkan0(), foreign).unwrap_err();
-    let by_sync = sync_stream(vulkan0(), Some(foreign)).unwrap_err();
-    assert_eq!(refused.kind(), "ValueError");
-    assert_eq!(refused.message(), by_sync.message());
-    assert!(refused.message().contains("one queue"), "{refused}");
-    assert_eq!(current_stream(vulkan0()), StreamHandle::NULL);
-    assert_eq!(
-        set_current_stream(vulkan0(), StreamHandle::NULL).unwrap(),
-        StreamHandle::NULL
-    );
+    device_kit::testing::assert_default_stream_only(vulkan0(), "Vulkan");
     assert_quiet(&api);
 }

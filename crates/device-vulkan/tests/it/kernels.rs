@@ -6,8 +6,8 @@ use tvm_runtime::Module;
 use tvm_runtime::device::{TensorDeviceExt, empty_on};
 
 use crate::common::{api, assert_quiet, compile_shader, shader_words, vulkan0};
+use device_kit::kernel::FunctionInfo;
 use device_vulkan::{SpirvShader, module_to_bytes};
-use tvm_runtime::kernel::FunctionInfo;
 
 /// The metadata of `add_one(a, b, n)`.
 pub fn add_one_info() -> FunctionInfo {
@@ -184,7 +184,7 @@ fn ubo_module() -> Option<Module> {
     };
     let bytes = module_to_bytes(&[(info, shader)]);
     let api = api()?;
-    Some(device_vulkan::module_from_bytes(api, &bytes).unwrap())
+    Some(device_vulkan::module_from_bytes(api.backend().clone(), &bytes).unwrap())
 }
 
 #[test]

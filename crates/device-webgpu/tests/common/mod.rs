@@ -5,18 +5,21 @@
 
 use std::sync::{Arc, OnceLock};
 
+use device_kit::buffer::BufferBackend;
+use device_kit::kernel::FunctionInfo;
 use device_webgpu::{WebGpuDeviceApi, module_to_bytes};
 use tvm_ffi::{DataType, Device, Function, Tensor};
 use tvm_runtime::Module;
 use tvm_runtime::device::{TensorDeviceExt, empty_on};
-use tvm_runtime::kernel::FunctionInfo;
 
 /// The registered backend, if an adapter is present (prints why not otherwise).
 pub fn api() -> Option<Arc<WebGpuDeviceApi>> {
     static API: OnceLock<Arc<WebGpuDeviceApi>> = OnceLock::new();
     let api = API.get_or_init(|| {
         tvm_runtime::init();
-        device_webgpu::register().expect("registered once")
+        Arc::new(WebGpuDeviceApi::new(
+            device_webgpu::register().expect("registered once"),
+        ))
     });
     match api.device_names() {
         Ok(_) => Some(Arc::clone(api)),

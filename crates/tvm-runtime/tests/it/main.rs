@@ -8,7 +8,6 @@ use tvm_ffi_testing as _;
 mod backend;
 mod device;
 mod globals;
-mod kernel;
 mod module;
 mod parallel;
 mod profiling;
