@@ -5,7 +5,7 @@
 # $TVM_CUDA_DRIVER; the ROCm row always uses the fake, whose code object is text). Per launch =
 # (instructions of a run of 20,000 launches - those of a run of 10,000) / 10,000, so start-up
 # and module loading cancel out.
-# Prints one table with the ratio of each backend (issue 13's target: at most 1.2x).
+# Prints one table with the ratio of each backend (target: at most 1.2x).
 # Needs valgrind and gcc. Usage: scripts/launch-cost.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +24,7 @@ fake() { # fake <source> <library>: a fake driver over the kernels library above
 cuda_driver=${TVM_CUDA_DRIVER:-}
 [[ -n $cuda_driver ]] || cuda_driver=$(fake "$fakes/libcuda_fake.c" libcuda_fake.so)
 hip_runtime=$(fake "$fakes/libhip_fake.c" libamdhip64_fake.so)
-cargo build -q --release -p device-cuda --example cuda_launch_cost
-cargo build -q --release -p device-rocm --example rocm_launch_cost
+cargo build -q --release -p device-bench --bin cuda_launch_cost --bin rocm_launch_cost
 
 # Instructions of one run: callgrind's total ("summary:" line of its output file).
 instructions() { # instructions <program> <driver> <mode> <launches>
@@ -43,8 +42,8 @@ per_launch() { # per_launch <program> <driver> <mode>
 
 row() { # row <backend> <program> <driver> <bare entry point>
     local bare packed ratio
-    bare=$(per_launch "target/release/examples/$2" "$3" bare)
-    packed=$(per_launch "target/release/examples/$2" "$3" packed)
+    bare=$(per_launch "target/release/$2" "$3" bare)
+    packed=$(per_launch "target/release/$2" "$3" packed)
     ratio=$(awk -v p="$packed" -v b="$bare" 'BEGIN { printf "%.2f", p / b }')
     printf '%-6s %-22s %-24s %8s %8s %7s\n' "$1" "$(basename "$3")" "$4" "$bare" "$packed" "${ratio}x"
 }

@@ -80,3 +80,17 @@ def test_the_scripts_index_names_every_script():
             named |= set(re.findall(r"`([\w.-]+)`", line.split("|")[1]))
     files = {p.name for p in (ROOT / "scripts").iterdir() if p.is_file()} - {"README.md"}
     assert named == files
+
+
+def test_the_architecture_page_names_every_crate_and_only_files_that_exist():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    layers = _table_rows(text, "| layer |")
+    named = {c for _, (crates, _) in layers.items() for c in re.findall(r"`([\w-]+)`", crates)}
+    in_crates_folder = {
+        n for n, p in _workspace().items() if str(p["folder"]).startswith("crates/")
+    }
+    assert named == in_crates_folder
+    paths = set(re.findall(r"`((?:crates|python|docs|scripts|benches)/[\w./-]+)`", text))
+    assert paths, "the walks name the files they pass through"
+    missing = sorted(p for p in paths if not (ROOT / p).exists())
+    assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
