@@ -81,9 +81,11 @@ unsafe fn view(
     lent: &mut Option<Lent>,
 ) -> bool {
     // SAFETY: per the contract.
-    let Some(plain) = (unsafe { plain::read(obj) }) else {
-        // SAFETY: per the contract.
-        return unsafe { object_view(py, obj, ffi::Py_TYPE(obj), slot, owned, lent) };
+    let ty = unsafe { ffi::Py_TYPE(obj) };
+    // SAFETY: per the contract; `ty` is the object's type.
+    let Some(plain) = (unsafe { plain::read(obj, ty) }) else {
+        // SAFETY: as above.
+        return unsafe { object_view(py, obj, ty, slot, owned, lent) };
     };
     // Longer bytes are borrowed on the general path, which keeps a byte array for the view.
     if matches!(plain, Plain::Bytes(bytes) if bytes.len() > MAX_SMALL_LEN) {
@@ -343,8 +345,8 @@ unsafe fn other_plain_to_python(raw: &TVMFFIAny) -> Option<*mut ffi::PyObject> {
 /// `obj` is a live object; the thread holds the interpreter lock.
 #[inline]
 pub(crate) unsafe fn plain_from_python(obj: *mut ffi::PyObject) -> Option<Any> {
-    // SAFETY: per the contract.
-    unsafe { plain::read(obj) }.and_then(|plain| plain.to_any().ok())
+    // SAFETY: per the contract, with the object's own type.
+    unsafe { plain::read(obj, ffi::Py_TYPE(obj)) }.and_then(|plain| plain.to_any().ok())
 }
 
 /// [`to_python`] for the other types.

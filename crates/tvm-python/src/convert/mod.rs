@@ -93,8 +93,9 @@ enum Kind {
 /// wrapped objects, then everything else (numpy arrays and devices included) by its cached kind.
 #[inline(always)]
 fn route<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> PyResult<Route<'a, 'py>> {
-    // SAFETY: `obj` is alive for `'a`; the thread holds the interpreter lock (`Bound`).
-    if let Some(plain) = unsafe { plain::read(obj.as_ptr()) } {
+    // SAFETY: `obj` is alive for `'a`, with its own type; the thread holds the interpreter lock
+    // (`Bound`).
+    if let Some(plain) = unsafe { plain::read(obj.as_ptr(), obj.get_type_ptr()) } {
         return Ok(Route::Plain(plain));
     }
     // A type check that, unlike a failed `cast`, makes no error object for the other types.

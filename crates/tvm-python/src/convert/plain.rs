@@ -32,16 +32,20 @@ pub(super) enum Plain<'a> {
     Bytes(&'a [u8]),
 }
 
-/// Reads `obj` as a plain value if its type is exactly one of the built-ins and its value has a
-/// plain form; `None` otherwise, with no error set. The hottest types are checked first.
+/// Reads `obj`, of type `ty`, as a plain value if that type is exactly one of the built-ins and
+/// the value has a plain form; `None` otherwise, with no error set. The hottest types are
+/// checked first. (The caller passes the type it has read, for its own checks after this one.)
 ///
 /// # Safety
-/// `obj` is a live object that outlives `'a`; the thread holds the interpreter lock.
+/// `obj` is a live object that outlives `'a`, and `ty` its type; the thread holds the
+/// interpreter lock.
 #[inline(always)]
-pub(super) unsafe fn read<'a>(obj: *mut ffi::PyObject) -> Option<Plain<'a>> {
+pub(super) unsafe fn read<'a>(
+    obj: *mut ffi::PyObject,
+    ty: *mut ffi::PyTypeObject,
+) -> Option<Plain<'a>> {
     // SAFETY: per the contract; each call takes an object of the type just checked.
     unsafe {
-        let ty = ffi::Py_TYPE(obj);
         if ty == &raw mut ffi::PyLong_Type {
             return exact_int_value(obj).map(Plain::Int);
         }
