@@ -36,7 +36,7 @@
 //!
 //! | file | holds |
 //! | --- | --- |
-//! | `lib.rs` | the crate's map, `<Name>DeviceApi` (= [`buffer::BufferDeviceApi`]`<<Name>Backend>`), [`backend_registration!`] |
+//! | `lib.rs` | the crate's map, `<Name>DeviceApi` (= [`buffer::BufferDeviceApi`]`<<Name>Backend>`), `install` ([`registration::install_buffer_backend`] with `module.rs`'s loaders) behind [`backend_registration!`] |
 //! | `backend.rs` | `<Name>Backend`: the [`buffer::BufferBackend`] (devices by index, attributes, allocation) |
 //! | `instance.rs` | the vendor library opened and its devices listed, on first use |
 //! | `device.rs` | one device and its queue, created on first use (again after a loss) |

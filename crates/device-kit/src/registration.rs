@@ -3,9 +3,11 @@
 //! `registered_backend()` returns it. The first registration wins and its outcome is kept:
 //! later calls return it and register nothing.
 
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use tvm_ffi::{Any, Array, Function, Result};
+use tvm_runtime::Module;
 
 use crate::buffer::{BufferBackend, BufferDeviceApi, ShaderKernel};
 use crate::driver::device_api::{GpuDeviceApi, GpuHostDeviceApi};
@@ -67,18 +69,28 @@ pub fn register_global(name: &str, f: Function) {
     let _ = f.register_global(name, false);
 }
 
+/// Loads a module of a buffer-handle backend `B`: from its serialized form (what
+/// `ffi.Module.load_from_bytes.<kind>` receives), or from a kernel file and its
+/// `.tvm_meta.json`.
+pub type ModuleLoader<B, Source> = fn(Arc<B>, &Source) -> Result<Module>;
+
 /// Installs buffer-handle backend `backend`: its device API for its device type, the loaders of
-/// its modules, and `runtime.<device name>.device_names`.
-pub fn install_buffer_backend<B: BufferBackend>(backend: &Arc<B>) -> Result<()> {
+/// its modules (of kernel type `K`, whose module kind and file extension name them), and
+/// `runtime.<device name>.device_names`.
+pub fn install_buffer_backend<B: BufferBackend, K: ShaderKernel>(
+    backend: &Arc<B>,
+    from_bytes: ModuleLoader<B, [u8]>,
+    from_file: ModuleLoader<B, Path>,
+) -> Result<()> {
     use crate::buffer::BackendFailure;
     let api = Arc::new(BufferDeviceApi::new(Arc::clone(backend)));
     let outcome = tvm_runtime::device::register_device_api(B::DEVICE_TYPE, api);
-    let (from_bytes, from_file) = (Arc::clone(backend), Arc::clone(backend));
+    let (bytes_backend, file_backend) = (Arc::clone(backend), Arc::clone(backend));
     register_module_loaders(
-        B::Kernel::MODULE_KIND,
-        B::Kernel::FILE_EXTENSION,
-        move |bytes| Arc::clone(&from_bytes).module_from_bytes(bytes),
-        move |path| Arc::clone(&from_file).module_from_file(path),
+        K::MODULE_KIND,
+        K::FILE_EXTENSION,
+        move |bytes| from_bytes(Arc::clone(&bytes_backend), bytes),
+        move |path| from_file(Arc::clone(&file_backend), path),
     );
     let name = format!("runtime.{}.device_names", B::Failure::DEVICE_NAME);
     let listed = Arc::clone(backend);

@@ -2,19 +2,16 @@
 //! the instance created, on first use; logical devices are created on their first use.
 
 use std::ffi::c_void;
-use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use ash::vk;
 use device_kit::buffer::{BufferBackend, BufferTable, DeviceSlots};
 use tvm_ffi::{Any, DataType, Device};
-use tvm_runtime::Module;
 use tvm_runtime::device::DeviceAttr;
 
 use crate::device::VulkanDevice;
 use crate::error::{VkResult, VulkanCall, VulkanError};
 use crate::instance::{Instance, VulkanOptions};
-use crate::launch::VulkanKernel;
 use crate::memory::VulkanBuffer;
 
 /// The Vulkan backend (device type `kDLVulkan`, 7): devices by their index in the loader's list.
@@ -101,8 +98,6 @@ impl BufferBackend for VulkanBackend {
     type Failure = VulkanCall;
     type Buffer = VulkanBuffer;
 
-    type Kernel = VulkanKernel;
-
     const DEVICE_TYPE: i32 = tvm_ffi::abi::kDLVulkan;
 
     fn buffers(&self) -> &BufferTable<VulkanBuffer> {
@@ -164,13 +159,5 @@ impl BufferBackend for VulkanBackend {
 
     fn synchronize(&self, device: Device) -> VkResult<()> {
         self.device(device)?.finish()
-    }
-
-    fn module_from_bytes(self: Arc<Self>, bytes: &[u8]) -> tvm_ffi::Result<Module> {
-        crate::module::module_from_bytes(self, bytes)
-    }
-
-    fn module_from_file(self: Arc<Self>, path: &Path) -> tvm_ffi::Result<Module> {
-        crate::module::load_spv_file(self, path)
     }
 }

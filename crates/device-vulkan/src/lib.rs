@@ -48,4 +48,9 @@ pub const VULKAN_DEVICE_TYPE: i32 = tvm_ffi::abi::kDLVulkan;
 /// The runtime's device API of Vulkan devices.
 pub type VulkanDeviceApi = BufferDeviceApi<VulkanBackend>;
 
-device_kit::backend_registration!(VulkanBackend, install_buffer_backend, "Vulkan");
+device_kit::backend_registration!(VulkanBackend, install, "Vulkan");
+
+/// The kit's installation of a buffer-handle backend, with the loaders of `vulkan` modules.
+fn install(backend: &std::sync::Arc<VulkanBackend>) -> tvm_ffi::Result<()> {
+    install_buffer_backend::<_, VulkanKernel>(backend, module_from_bytes, load_spv_file)
+}

@@ -1,19 +1,16 @@
 //! [`WebGpuBackend`]: WebGPU as a buffer-handle backend of the kit. The instance is created,
 //! and its adapters listed, on first use; a device is created on the first use of its index.
 
-use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use device_kit::buffer::{BufferBackend, BufferTable, DeviceSlots};
 use tvm_ffi::abi::{kDLFloat, kDLInt, kDLUInt};
 use tvm_ffi::{Any, DataType, Device, Result};
-use tvm_runtime::Module;
 use tvm_runtime::device::DeviceAttr;
 
 use crate::device::WebGpuDevice;
 use crate::error::{WebGpuError, WgResult, WgpuFailure};
 use crate::instance::Instance;
-use crate::launch::WebGpuKernel;
 use crate::memory::WebGpuBuffer;
 
 /// The WebGPU backend (device type `kDLWebGPU`, 15): devices by their adapter's index.
@@ -128,8 +125,6 @@ impl BufferBackend for WebGpuBackend {
     type Failure = WgpuFailure;
     type Buffer = WebGpuBuffer;
 
-    type Kernel = WebGpuKernel;
-
     const DEVICE_TYPE: i32 = tvm_ffi::abi::kDLWebGPU;
 
     fn device_attr(&self, device: Device, attr: DeviceAttr) -> WgResult<Option<Any>> {
@@ -188,13 +183,5 @@ impl BufferBackend for WebGpuBackend {
 
     fn synchronize(&self, device: Device) -> WgResult<()> {
         self.device(device)?.finish()
-    }
-
-    fn module_from_bytes(self: Arc<Self>, bytes: &[u8]) -> Result<Module> {
-        crate::module::module_from_bytes(self, bytes)
-    }
-
-    fn module_from_file(self: Arc<Self>, path: &Path) -> Result<Module> {
-        crate::module::load_wgsl_file(self, path)
     }
 }

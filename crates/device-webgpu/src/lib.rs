@@ -61,7 +61,8 @@ device_kit::backend_registration!(WebGpuBackend, install, "WebGPU");
 
 /// The kit's installation of a buffer-handle backend, and WebGPU's own global functions.
 fn install(backend: &Arc<WebGpuBackend>) -> Result<()> {
-    let outcome = install_buffer_backend(backend);
+    let outcome =
+        install_buffer_backend::<_, WebGpuKernel>(backend, module_from_bytes, load_wgsl_file);
     let name = "runtime.webgpu.supported_dtypes";
     let listed = Arc::clone(backend);
     register_global(

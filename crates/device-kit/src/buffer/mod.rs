@@ -23,11 +23,9 @@ mod module;
 mod table;
 
 use std::ops::Range;
-use std::path::Path;
 use std::sync::Arc;
 
 use tvm_ffi::{Any, DataType, Device};
-use tvm_runtime::Module;
 use tvm_runtime::device::DeviceAttr;
 
 pub use device_api::BufferDeviceApi;
@@ -103,9 +101,6 @@ pub trait BufferBackend: Send + Sync + Sized + 'static {
     /// Its allocations.
     type Buffer: DeviceBuffer<Failure = Self::Failure>;
 
-    /// Its kernels (their module kind and file extension name the module loaders).
-    type Kernel: ShaderKernel;
-
     /// DLPack's device type of its devices.
     const DEVICE_TYPE: i32;
 
@@ -147,11 +142,4 @@ pub trait BufferBackend: Send + Sync + Sized + 'static {
 
     /// Waits for the work queued on `device` so far.
     fn synchronize(&self, device: Device) -> BackendResult<(), Self::Failure>;
-
-    /// Loads the serialized form of a module (what `ffi.Module.load_from_bytes.<kind>`
-    /// receives).
-    fn module_from_bytes(self: Arc<Self>, bytes: &[u8]) -> tvm_ffi::Result<Module>;
-
-    /// Loads a kernel file and its `.tvm_meta.json`.
-    fn module_from_file(self: Arc<Self>, path: &Path) -> tvm_ffi::Result<Module>;
 }
