@@ -8,7 +8,7 @@
 # tests, libtvm_ffi_testing) from the directory that `tvm-ffi-config --libdir` prints. Here that
 # is the package's own tvm-ffi-config, run from a private copy of the installed package and its
 # dist-info (its RECORD is how the package finds lib/libtvm_ffi.so) put first on PYTHONPATH:
-# site-original as installed, site-ours with our library as lib/libtvm_ffi.so. Apache-tvm-ffi's
+# site-apache as installed, site-ours with our library as lib/libtvm_ffi.so. Apache-tvm-ffi's
 # lib/libtvm_ffi_testing.so stays in both: it must load on ours. The same directory is the
 # loader path of the test binaries (LD_LIBRARY_PATH), and the script checks that it holds the
 # library asked for and that the binaries do not load libpython.
@@ -25,7 +25,7 @@
 # Prints cargo's own lines (`Running ...`, `test result: ...`) per side, then a total per side;
 # full logs in target/apache-rust/logs/<side>.log. Exits non-zero when a side fails.
 #
-# Usage: bash scripts/apache-rust-tests.sh [--lib PATH] [--side ours|original|both] [--fresh]
+# Usage: bash scripts/apache-rust-tests.sh [--lib PATH] [--side ours|apache|both] [--fresh]
 #   --lib   our library (default: tvm/lib/libtvm_ffi.so of the worktree's .venv, the dev wheel);
 #           pass a private copy when the wheel may be rebuilt during the run
 #   --side  which library to test (default: both)
@@ -46,10 +46,10 @@ while (($#)); do
     esac
 done
 case $side in
-ours | original | both) ;;
-*) echo "apache-rust-tests: --side must be ours, original or both, got '$side'" >&2; exit 2 ;;
+ours | apache | both) ;;
+*) echo "apache-rust-tests: --side must be ours, apache or both, got '$side'" >&2; exit 2 ;;
 esac
-if [[ $side != original ]]; then
+if [[ $side != apache ]]; then
     if [[ -z $lib ]]; then
         mapfile -t found < <(compgen -G ".venv/lib/python3*/site-packages/tvm/lib/libtvm_ffi.so" || true)
         if ((${#found[@]} != 1)); then
@@ -104,8 +104,8 @@ make_site() { # make_site DIR [LIBRARY]
 
 mkdir -p "$work/logs"
 sides=()
-[[ $side != ours ]] && sides+=(original)
-[[ $side != original ]] && sides+=(ours)
+[[ $side != ours ]] && sides+=(apache)
+[[ $side != apache ]] && sides+=(ours)
 status=0
 totals=()
 for s in "${sides[@]}"; do

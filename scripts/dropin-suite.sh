@@ -8,7 +8,7 @@
 #     pytest, numpy and ml_dtypes;
 #   - the sdist, fetched with `pip download` and unpacked (the tests);
 #   - two private site directories holding a copy of the installed package and its dist-info
-#     (whose RECORD is how the package finds lib/libtvm_ffi.so): site-original as installed,
+#     (whose RECORD is how the package finds lib/libtvm_ffi.so): site-apache as installed,
 #     site-ours with our library as lib/libtvm_ffi.so. apache-tvm-ffi's testing library
 #     (lib/libtvm_ffi_testing.so) stays in both: it must load on ours.
 #
@@ -16,7 +16,7 @@
 # file's remaining tests, never the run; logs go to target/dropin/logs/<side>/. Exits non-zero
 # when a test fails or a file crashes on either side (both pass the whole suite).
 #
-# Usage: bash scripts/dropin-suite.sh [--lib PATH] [--side ours|original|both] [--timeout S]
+# Usage: bash scripts/dropin-suite.sh [--lib PATH] [--side ours|apache|both] [--timeout S]
 #                                     [--stub-missing] [--fresh] [TEST_FILE...]
 #   --lib      the library to test (default: tvm/lib/libtvm_ffi.so of the worktree's .venv, the dev
 #              wheel that `source scripts/python-env.sh && install_python_package` installs)
@@ -51,8 +51,8 @@ while (($#)); do
     esac
 done
 case $side in
-ours | original | both) ;;
-*) echo "dropin-suite: --side must be ours, original or both, got '$side'" >&2; exit 2 ;;
+ours | apache | both) ;;
+*) echo "dropin-suite: --side must be ours, apache or both, got '$side'" >&2; exit 2 ;;
 esac
 
 if [[ -z $lib ]]; then
@@ -64,7 +64,7 @@ if [[ -z $lib ]]; then
     fi
     lib=${found[0]}
 fi
-if [[ $side != original && ! -f $lib ]]; then
+if [[ $side != apache && ! -f $lib ]]; then
     echo "dropin-suite: the library '$lib' does not exist" >&2
     exit 1
 fi
@@ -102,8 +102,8 @@ make_site() { # make_site DIR [LIBRARY]
 
 status=0
 sides=()
-[[ $side != ours ]] && sides+=(original)
-[[ $side != original ]] && sides+=(ours)
+[[ $side != ours ]] && sides+=(apache)
+[[ $side != apache ]] && sides+=(ours)
 for s in "${sides[@]}"; do
     if [[ $s == ours ]]; then
         make_site "$work/site-ours" "$lib"
@@ -111,14 +111,14 @@ for s in "${sides[@]}"; do
         if ((stub)); then
             make_site "$work/site-spec"
             PYTHONPATH=$work/site-spec "$py" scripts/dropin_stub.py dump \
-                "$work/site-spec/tvm_ffi/lib/libtvm_ffi.so" "$work/original-spec.json"
+                "$work/site-spec/tvm_ffi/lib/libtvm_ffi.so" "$work/apache-spec.json"
             cp scripts/dropin_stub.py "$work/site-ours/sitecustomize.py"
-            export STUB_SPEC=$work/original-spec.json STUB_LIB=$work/site-ours/tvm_ffi/lib/libtvm_ffi.so
+            export STUB_SPEC=$work/apache-spec.json STUB_LIB=$work/site-ours/tvm_ffi/lib/libtvm_ffi.so
             echo "== with apache-tvm-ffi's missing ffi.* globals and types stubbed (--stub-missing)"
         fi
     else
-        make_site "$work/site-original"
-        echo "== original: apache-tvm-ffi $version"
+        make_site "$work/site-apache"
+        echo "== apache: apache-tvm-ffi $version"
     fi
     "$py" scripts/dropin_suite.py --site "$work/site-$s" --tests "$src/tests/python" \
         --logs "$work/logs/$s" --timeout "$timeout" "${files[@]}" || status=1

@@ -3,7 +3,7 @@
 Each file runs in a process of its own with a time limit, so a crash (a signal) or a hang costs
 that file only. Prints one line per file (passed, failed, errors, skipped, and how it ended) and
 the totals, and writes every test's outcome to LOGS/results.json. When the other side's
-results.json is there (logs/original beside logs/ours), it also prints how many of the tests
+results.json is there (logs/apache beside logs/ours), it also prints how many of the tests
 that pass on apache-tvm-ffi pass here, and the files where they do not.
 """
 
@@ -113,18 +113,18 @@ def main() -> int:
     args.logs.mkdir(parents=True, exist_ok=True)
     (args.logs / "results.json").write_text(json.dumps(results, indent=1))
 
-    other = args.logs.parent / "original" / "results.json"
-    if args.logs.name != "original" and other.is_file():
+    other = args.logs.parent / "apache" / "results.json"
+    if args.logs.name != "apache" and other.is_file():
         compare(json.loads(other.read_text()), results)
     # A failed test, an error or a lost file fails the run (both sides pass the whole suite).
     return 1 if totals["failed"] or totals["error"] or crashed else 0
 
 
-def compare(original: dict, ours: dict) -> None:
+def compare(apache: dict, ours: dict) -> None:
     """Prints how many tests passing on apache-tvm-ffi pass on ours, and where the rest are."""
     passing = total = 0
     lost = {}
-    for name, result in original.items():
+    for name, result in apache.items():
         mine = ours.get(name, {"tests": {}})["tests"]
         for test, outcome in result["tests"].items():
             if outcome != "passed":

@@ -3,7 +3,7 @@
 The interpreter of :mod:`apache_tvm_env` (apache-tvm 0.27 with apache-tvm-ffi) runs the workloads of
 ``tests/apache_tvm/workloads.py``, one case per process, on two sides:
 
-- ``original``: the environment as pip installed it;
+- ``apache``: the environment as pip installed it;
 - ``ours``: the same environment with ``PYTHONPATH`` naming a private site directory that holds a
   copy of the ``tvm_ffi`` package and its dist-info (whose RECORD is how the package finds
   ``lib/libtvm_ffi.so``) with our library in place of ``tvm_ffi/lib/libtvm_ffi.so``. Apache TVM's
@@ -46,7 +46,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = REPO_ROOT / "tests" / "apache_tvm" / "workloads.py"
 CACHE_DIR = REPO_ROOT / "target" / "apache-tvm"
 LIBRARY_ENV_VAR = "TVM_TEST_LIBTVM_FFI"
-SIDES = ("original", "ours")
+SIDES = ("apache", "ours")
 #: Seconds one case may run (the compiler's first use of LLVM, a debug build of our library).
 CASE_TIMEOUT = 600
 #: Outcomes of a case: it returned, it raised, it died by a signal (or exited without a result),
@@ -200,9 +200,9 @@ def _innermost_frame(stderr: str) -> str:
 def run_both(python: Path, case: str, site: Path) -> dict[str, dict]:
     """Runs a case on apache-tvm-ffi and on ours at the same time."""
     with ThreadPoolExecutor(max_workers=2) as pool:
-        original = pool.submit(run_case, python, case, None)
+        apache = pool.submit(run_case, python, case, None)
         ours = pool.submit(run_case, python, case, site)
-        return {"original": original.result(), "ours": ours.result()}
+        return {"apache": apache.result(), "ours": ours.result()}
 
 
 def save_result(side: str, result: dict) -> None:
@@ -215,7 +215,7 @@ def save_result(side: str, result: dict) -> None:
 def table(results: dict[str, dict[str, dict]]) -> str:
     """The per-case table of both sides, then the counts of each outcome."""
     width = max(len(c) for c in results) + 2
-    lines = [f"{'case':<{width}}{'original':<10}{'ours':<10}notes"]
+    lines = [f"{'case':<{width}}{'apache':<10}{'ours':<10}notes"]
     for case, sides in results.items():
         notes = [
             f"{side}: {sides[side].get('detail', '')[:110]}"
@@ -255,7 +255,7 @@ def main() -> int:
         return 2
     library = our_library()
     site = our_site(python, library)
-    print(f"original: {library_in(None, python)}")
+    print(f"apache: {library_in(None, python)}")
     print(f"ours:     {library} (as {library_in(site, python)})")
     results = {}
     for case in args.cases or names:

@@ -5,7 +5,7 @@ against numpy, a parallel loop, TVMScript round trips, structural equality and h
 graphs, a Relax MLP on the Relax VM, ``export_library`` and reload, ``time_evaluator``, tensors,
 the global registry, errors, Python passes) runs in a process of its own on both libraries at
 once (:mod:`apache_tvm_sides`). Ours must pass every case; apache-tvm-ffi's outcome is recorded
-(``record_property("original", ...)``, ``target/apache-tvm/results/``), not required: with
+(``record_property("apache", ...)``, ``target/apache-tvm/results/``), not required: with
 apache-tvm-ffi 0.1.15.post2 dies by SIGSEGV in ``ToJSONGraph`` (the
 ``save_load_json`` cases).
 
@@ -73,18 +73,18 @@ def test_our_site_loads_our_library(site: Path):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_case_on_ours_and_original(case: str, apache_python: Path, site: Path, record_property):
+def test_case_on_ours_and_apache(case: str, apache_python: Path, site: Path, record_property):
     results = apache_tvm_sides.run_both(apache_python, case, site)
     for side, result in results.items():
         apache_tvm_sides.save_result(side, result)
-    original, ours = results["original"], results["ours"]
-    record_property("original", f"{original['status']}: {original.get('detail', '')}")
+    apache, ours = results["apache"], results["ours"]
+    record_property("apache", f"{apache['status']}: {apache.get('detail', '')}")
     record_property("ours", f"{ours['status']}: {ours.get('detail', '')}")
-    print(f"original: {original['status']}: {original.get('detail', '')}")
+    print(f"apache: {apache['status']}: {apache.get('detail', '')}")
 
     # Each side ran on its own library (a result says which libtvm_ffi.so the process mapped).
     expected = {
-        "original": apache_tvm_sides.library_in(None, apache_python),
+        "apache": apache_tvm_sides.library_in(None, apache_python),
         "ours": apache_tvm_sides.library_in(site, apache_python),
     }
     for side, result in results.items():
@@ -93,7 +93,7 @@ def test_case_on_ours_and_original(case: str, apache_python: Path, site: Path, r
 
     assert ours["status"] == "passed", (
         f"{case} {ours['status']} on ours ({ours.get('detail')}); on apache-tvm-ffi it "
-        f"{original['status']}\n{ours.get('traceback') or ours['log']}"
+        f"{apache['status']}\n{ours.get('traceback') or ours['log']}"
     )
 
 
