@@ -14,14 +14,18 @@ fi
 
 # The test executables cargo builds, each with its package's directory, from its JSON messages
 # (several packages have a test target named `it`: the name alone does not say whose it is).
+# Largest first: the big suites start at once, and the small ones fill in beside them.
 mapfile -t binaries < <(
     cargo test --workspace --locked --no-run --message-format=json "$@" 2>/dev/null |
         python3 -c '
 import json, os, sys
+found = []
 for line in sys.stdin:
     msg = json.loads(line)
     if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["profile"]["test"]:
-        print(msg["executable"] + "\t" + os.path.dirname(msg["manifest_path"]))
+        found.append((msg["executable"], os.path.dirname(msg["manifest_path"])))
+for executable, package_dir in sorted(found, key=lambda f: -os.path.getsize(f[0])):
+    print(executable + "\t" + package_dir)
 '
 )
 if ((${#binaries[@]} == 0)); then
