@@ -46,14 +46,17 @@ export RUSTFLAGS="${RUSTFLAGS:-} -C instrument-coverage"
 # example) and load shared libraries.
 export LLVM_PROFILE_FILE=$profile_dir/%p-%8m.profraw
 
-# The WebGPU backend's tests exercise wgpu far more than the core: leaving them out spares the
-# instrumented build of wgpu and naga (minutes on 2 cores) and changes the core's figure little.
-excluded=(--exclude device-webgpu)
+# wgpu and naga are left out of the instrumented build (minutes on 2 cores; the WebGPU tests
+# exercise wgpu far more than the core): the packages that pull them in are excluded from the
+# workspace run (the WebGPU backend, the device benchmarks) or built without the `webgpu`
+# feature (the runtime library, whose tests run as a second set).
+excluded=(--exclude device-webgpu --exclude device-bench --exclude tvm-ffi-shared)
+library=(-p tvm-ffi-shared --no-default-features --features vulkan,cuda,rocm)
 
-# Build first, and list every executable the tests run (test binaries and the examples that
-# tests start as subprocesses), for llvm-cov's mapping.
-mapfile -t objects < <(
-    cargo test --workspace "${excluded[@]}" --locked --no-run --message-format=json 2>/dev/null |
+# Builds one set and lists every executable it runs (test binaries and the examples that tests
+# start as subprocesses), for llvm-cov's mapping.
+test_executables() {
+    cargo test "$@" --locked --no-run --message-format=json 2>/dev/null |
         python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -61,13 +64,15 @@ for line in sys.stdin:
     if msg.get("reason") == "compiler-artifact" and msg.get("executable"):
         print(msg["executable"])
 '
-)
+}
+mapfile -t objects < <(test_executables --workspace "${excluded[@]}"; test_executables "${library[@]}")
 if ((${#objects[@]} == 0)); then
     echo "coverage.sh: cargo built no test executables" >&2
     exit 1
 fi
 # Doctests are not instrumented (that needs nightly rustdoc flags); `cargo test` runs them.
 cargo test --workspace "${excluded[@]}" --locked --lib --bins --tests --quiet
+cargo test "${library[@]}" --locked --lib --bins --tests --quiet
 
 shopt -s nullglob
 profiles=("$profile_dir"/*.profraw)
