@@ -15,7 +15,8 @@ use device_cuda::CudaBackend;
 use device_kit::driver::launch::launch_kernel;
 use device_kit::driver::module::{DeviceModule, KernelBackend};
 use device_kit::driver::runtime::RuntimeSource;
-use device_kit::testing::{add_one_info, launch_cost_args, launch_packed, one_thread};
+use device_kit::kernel::LaunchDims;
+use device_kit::testing::{add_one_info, launch_cost_args, launch_packed};
 use tvm_ffi::{Device, Result};
 use tvm_runtime::Module;
 
@@ -43,7 +44,7 @@ fn main() -> Result<()> {
                 (&mut x as *mut u64).cast::<c_void>(),
                 (&mut n as *mut i32).cast::<c_void>(),
             ];
-            let (launch, dims) = (runtime.driver.api.launch_kernel, one_thread());
+            let (launch, dims) = (runtime.driver.api.launch_kernel, LaunchDims::default());
             let (stream, extra) = (std::ptr::null_mut(), std::ptr::null_mut());
             for _ in 0..launches {
                 // SAFETY: a kernel of a module loaded on cuda:0, whose context the load made

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use device_kit::driver::launch::launch_kernel;
 use device_kit::driver::module::{DeviceModule, KernelBackend};
 use device_kit::driver::runtime::{GpuRuntime, RuntimeSource};
-use device_kit::testing::{add_one_info, launch_cost_args, launch_packed, one_thread};
+use device_kit::kernel::LaunchDims;
+use device_kit::testing::{add_one_info, launch_cost_args, launch_packed};
 use device_rocm::RocmBackend;
 use tvm_ffi::{Device, Result};
 use tvm_runtime::Module;
@@ -57,7 +58,11 @@ fn main() -> Result<()> {
         END as *mut c_void,
     ];
     let launch = runtime.hip.api.module_launch_kernel;
-    let (dims, stream, params) = (one_thread(), std::ptr::null_mut(), std::ptr::null_mut());
+    let (dims, stream, params) = (
+        LaunchDims::default(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    );
     for _ in 0..launches {
         // SAFETY: a kernel of code loaded on rocm:0, which the load made current; `extra`
         // describes the argument blob and its size.

@@ -4,7 +4,7 @@
 use tvm_ffi::{Any, AnyView, DataType};
 use tvm_runtime::Module;
 
-use crate::kernel::{FunctionInfo, LaunchDims};
+use crate::kernel::FunctionInfo;
 
 /// The command line of a launch-cost example, `<example> <library> <packed|bare> <launches>`:
 /// the library, the mode and the count (the usage is printed, and the process exits, otherwise).
@@ -44,18 +44,4 @@ pub fn launch_packed(module: Module, data: u64, launches: u64) -> tvm_ffi::Resul
         add_one.call_packed(&views)?;
     }
     Ok(())
-}
-
-/// One block of one thread, no dynamic shared memory: the `bare` launches of the launch-cost
-/// examples.
-pub fn one_thread() -> LaunchDims {
-    LaunchDims {
-        grid: [1; 3],
-        block: [1; 3],
-        cluster: [1; 3],
-        preferred_cluster: [1; 3],
-        dyn_shared_memory: 0,
-        cooperative: false,
-        programmatic_dependent_launch: false,
-    }
 }

@@ -14,4 +14,4 @@ pub use driver_checks::{
     assert_argument_refusals, assert_round_trip, assert_scalars_packed, assert_two_devices,
 };
 pub use fake::{FakeDriver, compile_library, f32_tensor, fake_sources};
-pub use launch_cost::{add_one_info, launch_cost_args, launch_packed, one_thread};
+pub use launch_cost::{add_one_info, launch_cost_args, launch_packed};
