@@ -40,6 +40,23 @@ def build_fake_library(out: Path, source: Path, name: str) -> Path:
     return library
 
 
+#: The metadata of ``add_one(x, n)``, the kernel of the modules the backend tests load.
+ADD_ONE_META = (
+    '{"func_info": {"add_one": {"name": "add_one", "arg_types": ["handle", "int32"], '
+    '"launch_param_tags": ["blockIdx.x", "threadIdx.x"]}}}'
+)
+
+
+def build_fake_backend(out: Path, source: str, name: str, code_file: str, code: str) -> Path:
+    """Builds the fake vendor library ``source`` (a file of the fake folder) as ``out/name``, and
+    writes the module ``out/code_file`` holding ``code`` with the metadata of ``add_one`` next to
+    it; returns the library."""
+    library = build_fake_library(out, FAKE_DIR / source, name)
+    (out / code_file).write_text(code)
+    (out / code_file).with_suffix(".tvm_meta.json").write_text(ADD_ONE_META)
+    return library
+
+
 def run_python(code: str, env: dict[str, str]) -> None:
     """Runs ``code`` in a fresh interpreter with ``env`` added to the environment; fails with its
     output when it fails."""

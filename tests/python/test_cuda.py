@@ -9,15 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from fake_gpu import FAKE_DIR, build_fake_library
+from fake_gpu import build_fake_backend
 from fake_gpu import run_python as run_with_env
 
 PTX = (
     ".version 7.0\n.target sm_52\n.visible .entry add_one(.param .u64 x, .param .u32 n) { ret; }\n"
-)
-META = (
-    '{"func_info": {"add_one": {"name": "add_one", "arg_types": ["handle", "int32"], '
-    '"launch_param_tags": ["blockIdx.x", "threadIdx.x"]}}}'
 )
 
 
@@ -25,10 +21,7 @@ META = (
 def fake_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fake driver and its kernels library, built with gcc."""
     out = tmp_path_factory.mktemp("fake-cuda")
-    driver = build_fake_library(out, FAKE_DIR / "libcuda_fake.c", "libcuda_fake.so")
-    (out / "kernels.ptx").write_text(PTX)
-    (out / "kernels.tvm_meta.json").write_text(META)
-    return driver
+    return build_fake_backend(out, "libcuda_fake.c", "libcuda_fake.so", "kernels.ptx", PTX)
 
 
 def run_python(code: str, driver: str | Path) -> None:

@@ -9,26 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from fake_gpu import FAKE_DIR, build_fake_library
+from fake_gpu import build_fake_backend
 from fake_gpu import run_python as run_with_env
 
 #: A code object stand-in the fake reads: each `.entry name(` is a kernel of its kernels library.
 # NUL-terminated: the fake reads its stand-in code object as a C string.
 HSACO = "amdgcn-amd-amdhsa--gfx90a\n.entry add_one(\n\0"
-META = (
-    '{"func_info": {"add_one": {"name": "add_one", "arg_types": ["handle", "int32"], '
-    '"launch_param_tags": ["blockIdx.x", "threadIdx.x"]}}}'
-)
 
 
 @pytest.fixture(scope="module")
 def fake_hip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fake HIP runtime and its kernels library, built with gcc, with a module next to it."""
     out = tmp_path_factory.mktemp("fake-rocm")
-    library = build_fake_library(out, FAKE_DIR / "libhip_fake.c", "libamdhip64_fake.so")
-    (out / "kernels.hsaco").write_text(HSACO)
-    (out / "kernels.tvm_meta.json").write_text(META)
-    return library
+    return build_fake_backend(out, "libhip_fake.c", "libamdhip64_fake.so", "kernels.hsaco", HSACO)
 
 
 def run_python(code: str, library: str | Path) -> None:

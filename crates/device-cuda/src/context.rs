@@ -1,6 +1,7 @@
 //! The loaded driver with a primary context per device, opened on first use.
 
 use device_kit::driver::PerDevice;
+use device_kit::driver::runtime::VendorErrors;
 use device_kit::driver::runtime::check_device_index;
 use tvm_ffi::abi::kDLCUDA;
 use tvm_ffi::{Device, Result};

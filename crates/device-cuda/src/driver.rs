@@ -5,15 +5,17 @@
 use std::ffi::{CStr, c_char, c_void};
 
 use device_kit::driver::DriverLibrary;
-use device_kit::driver::runtime::{call_error, describe_code};
+use device_kit::driver::runtime::{RuntimeNames, VendorErrors, describe_code};
+use device_kit::driver::shared_calls::{SharedCallNames, SharedCalls};
 use device_kit::driver_table;
+use tvm_ffi::abi::{kDLCUDA, kDLCUDAHost};
+
+use crate::context::{DRIVER_CANDIDATES, DRIVER_OVERRIDE_VAR};
 
 /// `CUcontext`.
 pub type CuContext = *mut c_void;
 /// `CUstream`.
 pub type CuStream = *mut c_void;
-/// `CUevent`.
-pub type CuEvent = *mut c_void;
 /// `CUmodule`.
 pub type CuModule = *mut c_void;
 /// `CUfunction`.
@@ -68,9 +70,6 @@ driver_table! {
             init: "cuInit" => fn(u32) -> i32;
             driver_get_version: "cuDriverGetVersion" => fn(*mut i32) -> i32;
             device_get_count: "cuDeviceGetCount" => fn(*mut i32) -> i32;
-            device_get_name: "cuDeviceGetName" => fn(*mut c_char, i32, i32) -> i32;
-            device_get_attribute: "cuDeviceGetAttribute" => fn(*mut i32, i32, i32) -> i32;
-            device_total_mem: "cuDeviceTotalMem_v2" => fn(*mut usize, i32) -> i32;
             primary_ctx_retain: "cuDevicePrimaryCtxRetain" => fn(*mut CuContext, i32) -> i32;
             primary_ctx_release: "cuDevicePrimaryCtxRelease_v2" => fn(i32) -> i32;
             ctx_set_current: "cuCtxSetCurrent" => fn(CuContext) -> i32;
@@ -79,25 +78,14 @@ driver_table! {
             mem_free: "cuMemFree_v2" => fn(CuDevicePtr) -> i32;
             mem_alloc_host: "cuMemAllocHost_v2" => fn(*mut *mut c_void, usize) -> i32;
             mem_free_host: "cuMemFreeHost" => fn(*mut c_void) -> i32;
-            mem_get_info: "cuMemGetInfo_v2" => fn(*mut usize, *mut usize) -> i32;
             memcpy_htod_async: "cuMemcpyHtoDAsync_v2" =>
                 fn(CuDevicePtr, *const c_void, usize, CuStream) -> i32;
             memcpy_dtoh_async: "cuMemcpyDtoHAsync_v2" =>
                 fn(*mut c_void, CuDevicePtr, usize, CuStream) -> i32;
             memcpy_dtod_async: "cuMemcpyDtoDAsync_v2" =>
                 fn(CuDevicePtr, CuDevicePtr, usize, CuStream) -> i32;
-            stream_create: "cuStreamCreate" => fn(*mut CuStream, u32) -> i32;
-            stream_destroy: "cuStreamDestroy_v2" => fn(CuStream) -> i32;
-            stream_synchronize: "cuStreamSynchronize" => fn(CuStream) -> i32;
-            stream_wait_event: "cuStreamWaitEvent" => fn(CuStream, CuEvent, u32) -> i32;
-            event_create: "cuEventCreate" => fn(*mut CuEvent, u32) -> i32;
-            event_record: "cuEventRecord" => fn(CuEvent, CuStream) -> i32;
-            event_destroy: "cuEventDestroy_v2" => fn(CuEvent) -> i32;
             module_load_data_ex: "cuModuleLoadDataEx" =>
                 fn(*mut CuModule, *const c_void, u32, *mut i32, *mut *mut c_void) -> i32;
-            module_unload: "cuModuleUnload" => fn(CuModule) -> i32;
-            module_get_function: "cuModuleGetFunction" =>
-                fn(*mut CuFunction, CuModule, *const c_char) -> i32;
             launch_kernel: "cuLaunchKernel" => fn(
                 CuFunction, u32, u32, u32, u32, u32, u32, u32, CuStream,
                 *mut *mut c_void, *mut *mut c_void
@@ -117,12 +105,42 @@ driver_table! {
     }
 }
 
+/// The names of the driver and of its devices.
+pub const RUNTIME_NAMES: RuntimeNames = RuntimeNames {
+    what: "CUDA driver",
+    override_var: DRIVER_OVERRIDE_VAR,
+    candidates: &DRIVER_CANDIDATES,
+    device_type: kDLCUDA,
+    host_device_type: kDLCUDAHost,
+    name: "cuda",
+    host_name: "cuda_host",
+};
+
+/// The driver's names of the entry points CUDA and HIP have in one shape.
+pub const SHARED_CALL_NAMES: SharedCallNames = SharedCallNames {
+    device_get_attribute: "cuDeviceGetAttribute",
+    device_get_name: "cuDeviceGetName",
+    device_total_mem: "cuDeviceTotalMem_v2",
+    mem_get_info: "cuMemGetInfo_v2",
+    stream_create_with_flags: "cuStreamCreate",
+    stream_destroy: "cuStreamDestroy_v2",
+    stream_synchronize: "cuStreamSynchronize",
+    stream_wait_event: "cuStreamWaitEvent",
+    event_create_with_flags: "cuEventCreate",
+    event_record: "cuEventRecord",
+    event_destroy: "cuEventDestroy_v2",
+    module_unload: "cuModuleUnload",
+    module_get_function: "cuModuleGetFunction",
+};
+
 /// The loaded driver.
 #[derive(Debug)]
 pub struct CudaDriver {
     library: DriverLibrary,
     /// Its entry points.
     pub api: CudaFunctions,
+    /// The entry points shared with HIP.
+    pub calls: SharedCalls,
     /// `cuDriverGetVersion`.
     pub version: i32,
     /// Devices the driver sees (0 when `cuInit` found none).
@@ -141,6 +159,7 @@ impl CudaDriver {
     /// version from [`MIN_DRIVER_VERSION`] on, `cuInit` done.
     pub fn load(library: DriverLibrary) -> Result<CudaDriver, String> {
         let api = CudaFunctions::load(&library)?;
+        let calls = SharedCalls::load(&library, &SHARED_CALL_NAMES)?;
         let mut version = 0;
         // SAFETY: an out-parameter for an int.
         unsafe { (api.driver_get_version)(&mut version) };
@@ -155,6 +174,7 @@ impl CudaDriver {
         let mut driver = CudaDriver {
             library,
             api,
+            calls,
             version,
             device_count: 0,
             no_device_reason: None,
@@ -199,23 +219,14 @@ impl CudaDriver {
                 .into_owned()
         })
     }
+}
+
+impl VendorErrors for CudaDriver {
+    const OUT_OF_MEMORY: i32 = CUDA_ERROR_OUT_OF_MEMORY;
 
     /// "CUDA_ERROR_X (code): text" for a result code.
-    pub fn describe(&self, rc: i32) -> String {
+    fn describe(&self, rc: i32) -> String {
         let (name, text) = (self.error_text(rc, true), self.error_text(rc, false));
         describe_code(rc, name, text, "unknown CUDA error")
-    }
-
-    /// `Ok` for `CUDA_SUCCESS`; otherwise an error saying what failed (`what`) and how.
-    pub fn check(&self, rc: i32, what: &str) -> tvm_ffi::Result<()> {
-        if rc == CUDA_SUCCESS {
-            return Ok(());
-        }
-        Err(self.error(rc, what))
-    }
-
-    /// The error of a failed call (`rc` is not `CUDA_SUCCESS`): what failed (`what`) and how.
-    pub fn error(&self, rc: i32, what: &str) -> tvm_ffi::Error {
-        call_error(rc, CUDA_ERROR_OUT_OF_MEMORY, what, &self.describe(rc))
     }
 }

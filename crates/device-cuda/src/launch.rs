@@ -4,13 +4,14 @@
 
 use device_kit::driver::args::KernelCall;
 use device_kit::driver::launch::{launch_cooperative, launch_kernel};
+use device_kit::driver::runtime::VendorErrors;
+use device_kit::driver::shared_calls::Kernel;
 use device_kit::kernel::LaunchDims;
 use tvm_ffi::{Device, Error, ErrorKind, Result};
 use tvm_runtime::device::current_stream;
 
 use crate::context::CudaRuntime;
 use crate::driver::{CUDA_SUCCESS, CuFunction, LaunchAttribute, LaunchConfigEx};
-use crate::module::Kernel;
 
 /// Dynamic shared memory above this needs the kernel's permission (`cuFuncSetAttribute`).
 const DEFAULT_DYN_SHARED_MEMORY: u32 = 48 << 10;

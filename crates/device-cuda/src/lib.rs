@@ -18,7 +18,6 @@ mod memory;
 pub mod module;
 pub mod nvrtc;
 mod runtime;
-mod stream;
 
 use std::sync::Arc;
 

@@ -2,6 +2,7 @@
 
 use std::ffi::c_void;
 
+use device_kit::driver::runtime::VendorErrors;
 use tvm_ffi::{Device, Result};
 
 use crate::context::CudaRuntime;
@@ -67,16 +68,5 @@ impl CudaRuntime {
         let rc = unsafe { (self.driver.api.mem_free_host)(ptr) };
         self.driver
             .check(rc, &format!("freeing pinned host memory {ptr:p}"))
-    }
-
-    /// Free and total bytes of `device`'s memory.
-    pub fn memory_info(&self, device: Device) -> Result<(usize, usize)> {
-        self.bind(device)?;
-        let (mut free, mut total) = (0, 0);
-        // SAFETY: out-parameters; the context of `device` is current.
-        let rc = unsafe { (self.driver.api.mem_get_info)(&mut free, &mut total) };
-        self.driver
-            .check(rc, &format!("querying the memory of {device}"))?;
-        Ok((free, total))
     }
 }

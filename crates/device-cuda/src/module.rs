@@ -2,17 +2,19 @@
 //! function `tvm_callback_cuda_compile`), loaded with `cuModuleLoadDataEx` on each device at
 //! the first launch there.
 
-use std::ffi::{CString, c_void};
+use std::ffi::c_void;
 use std::sync::Arc;
 
 use device_kit::driver::args::{KernelCall, TensorPlacement};
 use device_kit::driver::module::KernelBackend;
 use device_kit::driver::runtime::RuntimeSource;
+use device_kit::driver::runtime::VendorErrors;
+use device_kit::driver::shared_calls::{Kernel, LoadedCode};
 use tvm_ffi::abi;
 use tvm_ffi::{Bytes, Device, Error, ErrorKind, Function, Result};
 
 use crate::context::CudaBackend;
-use crate::driver::{CuFunction, CuModule};
+use crate::driver::CuModule;
 
 /// The code formats a `cuda` module holds, which are also the extensions of its files.
 pub const CODE_FORMATS: [&str; 3] = ["ptx", "cubin", "fatbin"];
@@ -21,21 +23,6 @@ pub const CODE_FORMATS: [&str; 3] = ["ptx", "cubin", "fatbin"];
 const JIT_ERROR_LOG_BUFFER: i32 = 5;
 const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: i32 = 6;
 const JIT_LOG_BYTES: usize = 8192;
-
-/// Loaded code on one device (`CUmodule`, as an address).
-#[derive(Clone, Copy, Debug)]
-pub struct LoadedCode(usize);
-
-/// A kernel of loaded code (`CUfunction`, as an address).
-#[derive(Clone, Copy, Debug)]
-pub struct Kernel(pub(crate) usize);
-
-impl Kernel {
-    /// The driver's `CUfunction`.
-    pub fn handle(self) -> CuFunction {
-        self.0 as CuFunction
-    }
-}
 
 fn compile_source(code: Vec<u8>) -> Result<(String, Vec<u8>)> {
     let source = String::from_utf8(code)
@@ -67,9 +54,6 @@ fn with_terminator(format: &str, mut code: Vec<u8>) -> Result<(String, Vec<u8>)>
 }
 
 impl KernelBackend for CudaBackend {
-    type LoadedCode = LoadedCode;
-    type Kernel = Kernel;
-
     fn kind(&self) -> &'static str {
         "cuda"
     }
@@ -120,40 +104,6 @@ impl KernelBackend for CudaBackend {
                 }
             })?;
         Ok(LoadedCode(module as usize))
-    }
-
-    fn kernel(&self, device: Device, code: LoadedCode, name: &str) -> Result<Kernel> {
-        let runtime = self.runtime()?;
-        runtime.bind(device)?;
-        let c_name = CString::new(name).map_err(|_| {
-            Error::new(
-                ErrorKind::ValueError,
-                format!("kernel name {name:?} has a NUL"),
-            )
-        })?;
-        let mut function: CuFunction = std::ptr::null_mut();
-        // SAFETY: loaded code of this device and a NUL-terminated name.
-        let rc = unsafe {
-            (runtime.driver.api.module_get_function)(
-                &mut function,
-                code.0 as CuModule,
-                c_name.as_ptr(),
-            )
-        };
-        runtime.driver.check(
-            rc,
-            &format!("kernel `{name}` is not in the module loaded on {device}"),
-        )?;
-        Ok(Kernel(function as usize))
-    }
-
-    fn unload(&self, device: Device, code: LoadedCode) {
-        if let Ok(runtime) = self.runtime()
-            && runtime.bind(device).is_ok()
-        {
-            // SAFETY: loaded on this device and unloaded once.
-            unsafe { (runtime.driver.api.module_unload)(code.0 as CuModule) };
-        }
     }
 
     /// Managed memory is reachable too, besides pinned host memory.

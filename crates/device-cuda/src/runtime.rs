@@ -1,34 +1,35 @@
 //! The CUDA driver as the backend's [`GpuRuntime`]: the methods of [`CudaRuntime`] in
-//! `memory.rs`, `stream.rs` and `api.rs`, and the driver's flat copies.
+//! `memory.rs` and `api.rs`, and the driver's flat copies.
 
 use std::ffi::c_void;
 
 use device_kit::driver::DriverLibrary;
 use device_kit::driver::copy::FlatCopy;
+use device_kit::driver::runtime::VendorErrors;
 use device_kit::driver::runtime::{GpuRuntime, RuntimeNames};
-use tvm_ffi::abi::{kDLCUDA, kDLCUDAHost};
+use device_kit::driver::shared_calls::SharedCalls;
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::{DeviceAttr, StreamHandle};
 
-use crate::context::{CudaRuntime, DRIVER_CANDIDATES, DRIVER_OVERRIDE_VAR};
-use crate::driver::{CUDA_SUCCESS, CudaDriver};
+use crate::context::CudaRuntime;
+use crate::driver::{CUDA_SUCCESS, CudaDriver, RUNTIME_NAMES};
 
 impl GpuRuntime for CudaRuntime {
-    const NAMES: RuntimeNames = RuntimeNames {
-        what: "CUDA driver",
-        override_var: DRIVER_OVERRIDE_VAR,
-        candidates: &DRIVER_CANDIDATES,
-        device_type: kDLCUDA,
-        host_device_type: kDLCUDAHost,
-        name: "cuda",
-        host_name: "cuda_host",
-    };
+    const NAMES: RuntimeNames = RUNTIME_NAMES;
 
     fn load(library: DriverLibrary) -> std::result::Result<CudaRuntime, String> {
         Ok(CudaRuntime {
             driver: CudaDriver::load(library)?,
             contexts: Default::default(),
         })
+    }
+
+    fn calls(&self) -> &SharedCalls {
+        &self.driver.calls
+    }
+
+    fn check(&self, rc: i32, what: &str) -> Result<()> {
+        self.driver.check(rc, what)
     }
 
     fn check_device(&self, device: Device) -> Result<()> {
@@ -64,23 +65,6 @@ impl GpuRuntime for CudaRuntime {
     unsafe fn free_host(&self, ptr: *mut c_void) -> Result<()> {
         // SAFETY: forwarded from the caller.
         unsafe { CudaRuntime::free_host(self, ptr) }
-    }
-
-    fn create_stream(&self, device: Device) -> Result<StreamHandle> {
-        CudaRuntime::create_stream(self, device)
-    }
-
-    unsafe fn destroy_stream(&self, device: Device, stream: StreamHandle) -> Result<()> {
-        // SAFETY: forwarded from the caller.
-        unsafe { CudaRuntime::destroy_stream(self, device, stream) }
-    }
-
-    fn synchronize(&self, device: Device, stream: StreamHandle) -> Result<()> {
-        CudaRuntime::synchronize(self, device, stream)
-    }
-
-    fn stream_wait(&self, device: Device, from: StreamHandle, to: StreamHandle) -> Result<()> {
-        CudaRuntime::stream_wait(self, device, from, to)
     }
 
     unsafe fn copy(&self, device: Device, copy: FlatCopy, stream: StreamHandle) -> Result<()> {

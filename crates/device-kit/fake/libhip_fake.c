@@ -93,6 +93,8 @@ hipError_t hipStreamCreateWithFlags(void **s, unsigned flags) { return flags > 1
 hipError_t hipStreamDestroy(void *s) { return stream_destroy(s); }
 hipError_t hipStreamSynchronize(void *s) { return stream_synchronize(s); }
 hipError_t hipEventCreate(void **e) { return event_create(e); }
+/* hipEventDefault (0) and the flags up to hipEventInterprocess (4) combined. */
+hipError_t hipEventCreateWithFlags(void **e, unsigned flags) { return flags > 7 ? INVALID_VALUE : event_create(e); }
 hipError_t hipEventRecord(void *e, void *s) { return event_record(e, s); }
 hipError_t hipEventSynchronize(void *e) { return event_synchronize(e); }
 hipError_t hipEventDestroy(void *e) { return event_destroy(e); }

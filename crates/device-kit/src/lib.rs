@@ -6,7 +6,8 @@
 //!   modules ([`kernel::BinaryReader`], [`kernel::KernelCodeMap`]);
 //! - [`driver`]: the half for backends that drive a vendor library through its C API (CUDA's
 //!   driver API, HIP): the library opened at run time, state per device, launch arguments,
-//!   copies through the driver, the device module loaded per device;
+//!   copies through the driver, the device module loaded per device, and streams, events,
+//!   device queries and kernel lookup through the entry points both vendors share;
 //! - [`buffer`]: the half for backends whose tensors hold buffer handles (Vulkan, WebGPU): the
 //!   handle → buffer table, the copy plan, the default-stream-only device API, kernel binding,
 //!   the shader-map module, the backend's errors;
@@ -26,9 +27,9 @@
 //! | file | holds |
 //! | --- | --- |
 //! | `lib.rs` | the crate's map, `<Name>Backend`, its device API aliases over [`driver::device_api`], and `install` behind [`backend_registration!`] |
-//! | the driver table (`driver.rs`, `hip.rs`) | the vendor library's entry points ([`driver_table!`]), versions and error text |
-//! | `runtime.rs` | the vendor runtime as a [`driver::runtime::GpuRuntime`]: memory, streams, events, flat copies |
-//! | `module.rs` | the [`driver::module::KernelBackend`]: code loaded per device, kernels, launches, the module loaders |
+//! | the driver table (`driver.rs`, `hip.rs`) | the vendor library's entry points ([`driver_table!`] and the names of the [`driver::shared_calls::SharedCalls`]), its [`driver::runtime::RuntimeNames`], versions and error text ([`driver::runtime::VendorErrors`]) |
+//! | `runtime.rs` | the vendor runtime as a [`driver::runtime::GpuRuntime`]: device binding, memory, flat copies (streams, events and kernel lookup come from [`driver::shared_calls::SharedOps`]) |
+//! | `module.rs` | the [`driver::module::KernelBackend`]: code loaded per device, launches, the module loaders |
 //! | attributes (`api.rs`, `attributes.rs`) | the device attributes through [`driver::attributes`] |
 //!
 //! A buffer-handle backend (`device-vulkan`, `device-webgpu`; a Metal backend over buffers

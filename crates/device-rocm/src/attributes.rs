@@ -2,10 +2,10 @@
 //! from ROCm 5.0), the name, the memory, and the `gfx...` architecture from the device
 //! properties.
 
-use std::ffi::{CStr, c_char};
-
 use device_kit::driver::attributes::VendorAttributeIds;
 use device_kit::driver::runtime::GpuRuntime;
+use device_kit::driver::runtime::VendorErrors;
+use device_kit::driver::shared_calls::c_string;
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::DeviceAttr;
 
@@ -22,10 +22,9 @@ const COMMON: VendorAttributeIds = VendorAttributeIds {
     clock_rate: 5,
     multiprocessor_count: 63,
     l2_cache_size: 19,
+    // `hipDeviceAttributeComputeCapabilityMajor` and `...Minor`.
+    compute_capability: [23, 61],
 };
-/// `hipDeviceAttributeComputeCapabilityMajor` and `...Minor`.
-const COMPUTE_CAPABILITY_MAJOR: i32 = 23;
-const COMPUTE_CAPABILITY_MINOR: i32 = 61;
 
 /// Where `gcnArchName` (`char[256]`) lies in the properties struct: `hipDeviceProp_tR0600`
 /// (ROCm 6) and the older layout the unversioned `hipGetDeviceProperties` fills.
@@ -33,44 +32,9 @@ const GCN_ARCH_NAME_OFFSET_R0600: usize = 1160;
 const GCN_ARCH_NAME_OFFSET_R0000: usize = 396;
 /// Room for either properties struct (R0600 is about 1.5 KiB).
 const PROPERTIES_BYTES: usize = 4096;
-const NAME_BYTES: usize = 256;
-
-/// The string in `bytes` up to its first NUL (or all of it).
-fn c_string(bytes: &[u8]) -> String {
-    CStr::from_bytes_until_nul(bytes)
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| String::from_utf8_lossy(bytes).into_owned())
-}
+const ARCH_NAME_BYTES: usize = 256;
 
 impl HipRuntime {
-    /// `hipDeviceGetAttribute` of an existing device.
-    pub fn device_attribute(&self, device: Device, attribute: i32) -> Result<i32> {
-        self.check_device(device)?;
-        let mut value = 0;
-        // SAFETY: an out-parameter; the index was checked.
-        let rc = unsafe {
-            (self.hip.api.device_get_attribute)(&mut value, attribute, device.device_id())
-        };
-        let what = format!("reading attribute {attribute} of {device}");
-        self.hip.check(rc, &what).map(|()| value)
-    }
-
-    /// The device's marketing name (`hipDeviceGetName`).
-    pub fn device_name(&self, device: Device) -> Result<String> {
-        self.check_device(device)?;
-        let mut name = [0u8; NAME_BYTES];
-        // SAFETY: a buffer of the length given; the index was checked.
-        let rc = unsafe {
-            (self.hip.api.device_get_name)(
-                name.as_mut_ptr().cast::<c_char>(),
-                NAME_BYTES as i32,
-                device.device_id(),
-            )
-        };
-        let what = format!("reading the name of {device}");
-        self.hip.check(rc, &what).map(|()| c_string(&name))
-    }
-
     /// The GPU architecture with its feature flags ("gfx90a:sramecc+:xnack-"), from
     /// `hipGetDevicePropertiesR0600` where HIP has it, else the legacy properties call.
     pub fn gcn_arch_name(&self, device: Device) -> Result<Option<String>> {
@@ -86,44 +50,25 @@ impl HipRuntime {
         let rc = unsafe { get(properties.as_mut_ptr(), device.device_id()) };
         let what = format!("reading the properties of {device}");
         self.hip.check(rc, &what)?;
-        Ok(Some(c_string(&properties[offset..offset + NAME_BYTES])))
-    }
-
-    /// Total bytes of memory of `device` (`hipDeviceTotalMem`).
-    pub fn total_memory(&self, device: Device) -> Result<usize> {
-        self.check_device(device)?;
-        let mut bytes = 0;
-        // SAFETY: an out-parameter; the index was checked.
-        let rc = unsafe { (self.hip.api.device_total_mem)(&mut bytes, device.device_id()) };
-        let what = format!("reading the memory size of {device}");
-        self.hip.check(rc, &what).map(|()| bytes)
+        Ok(Some(c_string(
+            &properties[offset..offset + ARCH_NAME_BYTES],
+        )))
     }
 }
 
 /// An attribute of `device`, as the device API reports it. `GcnArch` is the architecture
 /// without its feature flags ("gfx90a"), what `-mcpu` takes.
 pub fn read(runtime: &HipRuntime, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
-    if let Some(answer) = COMMON.answer(attr, |id| runtime.device_attribute(device, id)) {
+    if let Some(answer) = COMMON.answer(runtime, device, attr) {
         return answer;
     }
     let hip = &runtime.hip;
-    let value = match attr {
-        DeviceAttr::Exist => Any::from(i64::from(runtime.check_device(device).is_ok())),
-        DeviceAttr::ComputeVersion => {
-            let major = runtime.device_attribute(device, COMPUTE_CAPABILITY_MAJOR)?;
-            let minor = runtime.device_attribute(device, COMPUTE_CAPABILITY_MINOR)?;
-            Any::from(format!("{major}.{minor}"))
-        }
-        DeviceAttr::GcnArch => match runtime.gcn_arch_name(device)? {
-            Some(name) => Any::from(name.split(':').next().unwrap_or_default().to_owned()),
-            None => return Ok(None),
-        },
-        DeviceAttr::DeviceName => Any::from(runtime.device_name(device)?),
-        DeviceAttr::ApiVersion => Any::from(i64::from(hip.runtime_version)),
-        DeviceAttr::DriverVersion => Any::from(version_text(hip.driver_version)),
-        DeviceAttr::TotalGlobalMemory => Any::from(runtime.total_memory(device)? as i64),
-        DeviceAttr::AvailableGlobalMemory => Any::from(runtime.memory_info(device)?.0 as i64),
-        _ => return Ok(None),
-    };
-    Ok(Some(value))
+    Ok(match attr {
+        DeviceAttr::GcnArch => runtime
+            .gcn_arch_name(device)?
+            .map(|name| Any::from(name.split(':').next().unwrap_or_default().to_owned())),
+        DeviceAttr::ApiVersion => Some(Any::from(i64::from(hip.runtime_version))),
+        DeviceAttr::DriverVersion => Some(Any::from(version_text(hip.driver_version))),
+        _ => None,
+    })
 }

@@ -5,13 +5,13 @@
 use std::ffi::{CStr, c_char, c_void};
 
 use device_kit::driver::DriverLibrary;
-use device_kit::driver::runtime::{call_error, describe_code};
+use device_kit::driver::runtime::{RuntimeNames, VendorErrors, describe_code};
+use device_kit::driver::shared_calls::{SharedCallNames, SharedCalls};
 use device_kit::driver_table;
+use tvm_ffi::abi::{kDLROCM, kDLROCMHost};
 
 /// `hipStream_t`.
 pub type HipStream = *mut c_void;
-/// `hipEvent_t`.
-pub type HipEvent = *mut c_void;
 /// `hipModule_t`.
 pub type HipModule = *mut c_void;
 /// `hipFunction_t`.
@@ -50,27 +50,13 @@ driver_table! {
             get_device_count: "hipGetDeviceCount" => fn(*mut i32) -> i32;
             set_device: "hipSetDevice" => fn(i32) -> i32;
             get_device: "hipGetDevice" => fn(*mut i32) -> i32;
-            device_get_attribute: "hipDeviceGetAttribute" => fn(*mut i32, i32, i32) -> i32;
-            device_get_name: "hipDeviceGetName" => fn(*mut c_char, i32, i32) -> i32;
-            device_total_mem: "hipDeviceTotalMem" => fn(*mut usize, i32) -> i32;
-            mem_get_info: "hipMemGetInfo" => fn(*mut usize, *mut usize) -> i32;
             malloc: "hipMalloc" => fn(*mut *mut c_void, usize) -> i32;
             free: "hipFree" => fn(*mut c_void) -> i32;
             host_malloc: "hipHostMalloc" => fn(*mut *mut c_void, usize, u32) -> i32;
             host_free: "hipHostFree" => fn(*mut c_void) -> i32;
             memcpy_async: "hipMemcpyAsync" =>
                 fn(*mut c_void, *const c_void, usize, i32, HipStream) -> i32;
-            stream_create_with_flags: "hipStreamCreateWithFlags" => fn(*mut HipStream, u32) -> i32;
-            stream_destroy: "hipStreamDestroy" => fn(HipStream) -> i32;
-            stream_synchronize: "hipStreamSynchronize" => fn(HipStream) -> i32;
-            stream_wait_event: "hipStreamWaitEvent" => fn(HipStream, HipEvent, u32) -> i32;
-            event_create: "hipEventCreate" => fn(*mut HipEvent) -> i32;
-            event_record: "hipEventRecord" => fn(HipEvent, HipStream) -> i32;
-            event_destroy: "hipEventDestroy" => fn(HipEvent) -> i32;
             module_load_data: "hipModuleLoadData" => fn(*mut HipModule, *const c_void) -> i32;
-            module_unload: "hipModuleUnload" => fn(HipModule) -> i32;
-            module_get_function: "hipModuleGetFunction" =>
-                fn(*mut HipFunction, HipModule, *const c_char) -> i32;
             module_launch_kernel: "hipModuleLaunchKernel" => fn(
                 HipFunction, u32, u32, u32, u32, u32, u32, u32, HipStream,
                 *mut *mut c_void, *mut *mut c_void
@@ -93,6 +79,40 @@ driver_table! {
     }
 }
 
+/// The names the HIP runtime is looked up by, in order.
+pub const LIBRARY_CANDIDATES: [&str; 3] =
+    ["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"];
+/// The environment variable naming the HIP runtime library to use instead.
+pub const LIBRARY_OVERRIDE_VAR: &str = "TVM_ROCM_DRIVER";
+
+/// The names of the runtime and of its devices.
+pub const RUNTIME_NAMES: RuntimeNames = RuntimeNames {
+    what: "HIP runtime",
+    override_var: LIBRARY_OVERRIDE_VAR,
+    candidates: &LIBRARY_CANDIDATES,
+    device_type: kDLROCM,
+    host_device_type: kDLROCMHost,
+    name: "rocm",
+    host_name: "rocm_host",
+};
+
+/// HIP's names of the entry points CUDA and HIP have in one shape.
+pub const SHARED_CALL_NAMES: SharedCallNames = SharedCallNames {
+    device_get_attribute: "hipDeviceGetAttribute",
+    device_get_name: "hipDeviceGetName",
+    device_total_mem: "hipDeviceTotalMem",
+    mem_get_info: "hipMemGetInfo",
+    stream_create_with_flags: "hipStreamCreateWithFlags",
+    stream_destroy: "hipStreamDestroy",
+    stream_synchronize: "hipStreamSynchronize",
+    stream_wait_event: "hipStreamWaitEvent",
+    event_create_with_flags: "hipEventCreateWithFlags",
+    event_record: "hipEventRecord",
+    event_destroy: "hipEventDestroy",
+    module_unload: "hipModuleUnload",
+    module_get_function: "hipModuleGetFunction",
+};
+
 /// "5.2.21153" from 50221153.
 pub fn version_text(version: i32) -> String {
     format!(
@@ -109,6 +129,8 @@ pub struct HipLibrary {
     library: DriverLibrary,
     /// Its entry points.
     pub api: HipFunctions,
+    /// The entry points shared with CUDA.
+    pub calls: SharedCalls,
     /// `hipRuntimeGetVersion`.
     pub runtime_version: i32,
     /// `hipDriverGetVersion`.
@@ -125,6 +147,7 @@ impl HipLibrary {
     /// an error (the reason is kept).
     pub fn load(library: DriverLibrary) -> Result<HipLibrary, String> {
         let api = HipFunctions::load(&library)?;
+        let calls = SharedCalls::load(&library, &SHARED_CALL_NAMES)?;
         let (mut runtime_version, mut driver_version) = (0, 0);
         // SAFETY: out-parameters for ints.
         unsafe {
@@ -142,6 +165,7 @@ impl HipLibrary {
         let mut hip = HipLibrary {
             library,
             api,
+            calls,
             runtime_version,
             driver_version,
             device_count: 0,
@@ -172,9 +196,13 @@ impl HipLibrary {
     pub fn library_name(&self) -> &str {
         self.library.name()
     }
+}
+
+impl VendorErrors for HipLibrary {
+    const OUT_OF_MEMORY: i32 = HIP_ERROR_OUT_OF_MEMORY;
 
     /// "hipErrorX (code): text" for a result code.
-    pub fn describe(&self, rc: i32) -> String {
+    fn describe(&self, rc: i32) -> String {
         let read = |text: *const c_char| {
             (!text.is_null()).then(|| {
                 // SAFETY: HIP returns NULL (checked) or a static NUL-terminated string.
@@ -191,18 +219,5 @@ impl HipLibrary {
             )
         };
         describe_code(rc, read(name), read(text), "unknown HIP error")
-    }
-
-    /// `Ok` for `hipSuccess`; otherwise an error saying what failed (`what`) and how.
-    pub fn check(&self, rc: i32, what: &str) -> tvm_ffi::Result<()> {
-        if rc == HIP_SUCCESS {
-            return Ok(());
-        }
-        Err(self.error(rc, what))
-    }
-
-    /// The error of a failed call (`rc` is not `hipSuccess`): what failed (`what`) and how.
-    pub fn error(&self, rc: i32, what: &str) -> tvm_ffi::Error {
-        call_error(rc, HIP_ERROR_OUT_OF_MEMORY, what, &self.describe(rc))
     }
 }

@@ -7,7 +7,7 @@
 //! The module kind is `hip`, as TVM's ROCm modules are saved; their serialized form loads
 //! through `ffi.Module.load_from_bytes.hip` and the aliases `.hsaco` and `.rocm`.
 
-use std::ffi::{CString, c_void};
+use std::ffi::c_void;
 use std::sync::Arc;
 
 use device_kit::driver::args::KernelCall;
@@ -15,11 +15,13 @@ use device_kit::driver::launch::{launch_cooperative, launch_kernel};
 use device_kit::driver::module::{KernelBackend, register_bytes_loader, register_loaders};
 use device_kit::driver::runtime::GpuRuntime;
 use device_kit::driver::runtime::RuntimeSource;
+use device_kit::driver::runtime::VendorErrors;
+use device_kit::driver::shared_calls::{Kernel, LoadedCode};
 use device_kit::kernel::LaunchDims;
 use tvm_ffi::{Device, Error, ErrorKind, Result};
 use tvm_runtime::device::current_stream;
 
-use crate::hip::{HIP_SUCCESS, HipFunction, HipModule};
+use crate::hip::{HIP_SUCCESS, HipModule};
 use crate::runtime::{HipRuntime, RocmBackend};
 
 /// The code format a module holds, which is also the extension of its files.
@@ -33,21 +35,6 @@ const LAUNCH_PARAM_BUFFER_POINTER: usize = 1;
 const LAUNCH_PARAM_BUFFER_SIZE: usize = 2;
 const LAUNCH_PARAM_END: usize = 3;
 
-/// Loaded code on one device (`hipModule_t`, as an address).
-#[derive(Clone, Copy, Debug)]
-pub struct LoadedCode(usize);
-
-/// A kernel of loaded code (`hipFunction_t`, as an address).
-#[derive(Clone, Copy, Debug)]
-pub struct Kernel(usize);
-
-impl Kernel {
-    /// HIP's `hipFunction_t`.
-    pub fn handle(self) -> HipFunction {
-        self.0 as HipFunction
-    }
-}
-
 /// The launch tags HIP cannot honour, named for the error.
 fn unsupported_launch(dims: &LaunchDims) -> Option<&'static str> {
     if dims.cluster != [1; 3] || dims.preferred_cluster != [1; 3] {
@@ -60,9 +47,6 @@ fn unsupported_launch(dims: &LaunchDims) -> Option<&'static str> {
 }
 
 impl KernelBackend for RocmBackend {
-    type LoadedCode = LoadedCode;
-    type Kernel = Kernel;
-
     fn kind(&self) -> &'static str {
         MODULE_KIND
     }
@@ -86,35 +70,6 @@ impl KernelBackend for RocmBackend {
         let what = format!("loading the {format} module on {device}");
         runtime.hip.check(rc, &what)?;
         Ok(LoadedCode(module as usize))
-    }
-
-    fn kernel(&self, device: Device, code: LoadedCode, name: &str) -> Result<Kernel> {
-        let runtime = self.runtime()?;
-        runtime.bind(device)?;
-        let Ok(c_name) = CString::new(name) else {
-            tvm_ffi::bail!(ErrorKind::ValueError, "kernel name {name:?} has a NUL");
-        };
-        let mut function: HipFunction = std::ptr::null_mut();
-        // SAFETY: code loaded on this device and a NUL-terminated name.
-        let rc = unsafe {
-            (runtime.hip.api.module_get_function)(
-                &mut function,
-                code.0 as HipModule,
-                c_name.as_ptr(),
-            )
-        };
-        let what = format!("kernel `{name}` is not in the module loaded on {device}");
-        runtime.hip.check(rc, &what)?;
-        Ok(Kernel(function as usize))
-    }
-
-    fn unload(&self, device: Device, code: LoadedCode) {
-        if let Ok(runtime) = self.runtime()
-            && runtime.bind(device).is_ok()
-        {
-            // SAFETY: loaded on this device and unloaded once.
-            unsafe { (runtime.hip.api.module_unload)(code.0 as HipModule) };
-        }
     }
 
     #[inline]

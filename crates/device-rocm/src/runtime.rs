@@ -1,27 +1,21 @@
-//! HIP as the backend's [`GpuRuntime`]: devices bound per thread with `hipSetDevice`, memory,
-//! copies, streams and the event that hands work from one stream to another.
+//! HIP as the backend's [`GpuRuntime`]: devices bound per thread with `hipSetDevice`, memory
+//! and copies.
 
 use std::ffi::c_void;
 
 use device_kit::driver::DriverLibrary;
 use device_kit::driver::copy::FlatCopy;
+use device_kit::driver::runtime::VendorErrors;
 use device_kit::driver::runtime::{GpuRuntime, RuntimeNames, check_alignment, check_device_index};
-use tvm_ffi::abi::{kDLROCM, kDLROCMHost};
+use device_kit::driver::shared_calls::SharedCalls;
+use tvm_ffi::abi::kDLROCM;
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::{DeviceAttr, StreamHandle};
 
-use crate::hip::{HIP_SUCCESS, HipEvent, HipLibrary, copy_kind};
-
-/// The names the HIP runtime is looked up by, in order.
-pub const LIBRARY_CANDIDATES: [&str; 3] =
-    ["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"];
-/// The environment variable naming the HIP runtime library to use instead.
-pub const LIBRARY_OVERRIDE_VAR: &str = "TVM_ROCM_DRIVER";
+use crate::hip::{HIP_SUCCESS, HipLibrary, RUNTIME_NAMES, copy_kind};
 
 /// The alignment of every HIP allocation.
 pub const HIP_ALIGNMENT: usize = 256;
-/// `hipStreamNonBlocking`: the stream does not wait for the null stream.
-const STREAM_NON_BLOCKING: u32 = 1;
 /// `hipHostMallocDefault`.
 const HOST_MALLOC_DEFAULT: u32 = 0;
 
@@ -71,17 +65,6 @@ impl HipRuntime {
         Ok(device)
     }
 
-    /// Free and total bytes of `device`'s memory.
-    pub fn memory_info(&self, device: Device) -> Result<(usize, usize)> {
-        self.bind(device)?;
-        let (mut free, mut total) = (0, 0);
-        // SAFETY: out-parameters; `device` is current.
-        let rc = unsafe { (self.hip.api.mem_get_info)(&mut free, &mut total) };
-        self.hip
-            .check(rc, &format!("querying the memory of {device}"))?;
-        Ok((free, total))
-    }
-
     /// Queues `len` bytes from `src` to `dst` on `stream` (`hipMemcpyAsync` of `kind`).
     ///
     /// # Safety
@@ -106,20 +89,20 @@ fn address(ptr: u64) -> *mut c_void {
 }
 
 impl GpuRuntime for HipRuntime {
-    const NAMES: RuntimeNames = RuntimeNames {
-        what: "HIP runtime",
-        override_var: LIBRARY_OVERRIDE_VAR,
-        candidates: &LIBRARY_CANDIDATES,
-        device_type: kDLROCM,
-        host_device_type: kDLROCMHost,
-        name: "rocm",
-        host_name: "rocm_host",
-    };
+    const NAMES: RuntimeNames = RUNTIME_NAMES;
 
     fn load(library: DriverLibrary) -> std::result::Result<HipRuntime, String> {
         Ok(HipRuntime {
             hip: HipLibrary::load(library)?,
         })
+    }
+
+    fn calls(&self) -> &SharedCalls {
+        &self.hip.calls
+    }
+
+    fn check(&self, rc: i32, what: &str) -> Result<()> {
+        self.hip.check(rc, what)
     }
 
     #[inline]
@@ -183,59 +166,6 @@ impl GpuRuntime for HipRuntime {
         let rc = unsafe { (self.hip.api.host_free)(ptr) };
         self.hip
             .check(rc, &format!("freeing pinned host memory {ptr:p}"))
-    }
-
-    fn create_stream(&self, device: Device) -> Result<StreamHandle> {
-        self.bind(device)?;
-        let mut stream = std::ptr::null_mut();
-        // SAFETY: an out-parameter; `device` is current.
-        let rc =
-            unsafe { (self.hip.api.stream_create_with_flags)(&mut stream, STREAM_NON_BLOCKING) };
-        self.hip
-            .check(rc, &format!("creating a stream on {device}"))?;
-        Ok(StreamHandle(stream))
-    }
-
-    unsafe fn destroy_stream(&self, device: Device, stream: StreamHandle) -> Result<()> {
-        self.bind(device)?;
-        // SAFETY: a stream of `create_stream`, destroyed once (the caller's contract).
-        let rc = unsafe { (self.hip.api.stream_destroy)(stream.0) };
-        self.hip
-            .check(rc, &format!("destroying stream {stream:p} of {device}"))
-    }
-
-    fn synchronize(&self, device: Device, stream: StreamHandle) -> Result<()> {
-        self.bind(device)?;
-        // SAFETY: a stream of this device (or NULL, the null stream).
-        let rc = unsafe { (self.hip.api.stream_synchronize)(stream.0) };
-        self.hip
-            .check(rc, &format!("synchronizing stream {stream:p} of {device}"))
-    }
-
-    fn stream_wait(&self, device: Device, from: StreamHandle, to: StreamHandle) -> Result<()> {
-        self.bind(device)?;
-        let api = &self.hip.api;
-        let mut event: HipEvent = std::ptr::null_mut();
-        // SAFETY: an out-parameter; `device` is current.
-        let created = unsafe { (api.event_create)(&mut event) };
-        self.hip
-            .check(created, &format!("creating an event on {device}"))?;
-        // Record on `from`, make `to` wait for it, then release the event (HIP keeps it alive
-        // until the wait is done) whatever happened.
-        // SAFETY: a live event and streams of this device.
-        let recorded = unsafe { (api.event_record)(event, from.0) };
-        let outcome = self
-            .hip
-            .check(recorded, &format!("recording an event on stream {from:p}"))
-            .and_then(|()| {
-                // SAFETY: as above.
-                let waited = unsafe { (api.stream_wait_event)(to.0, event, 0) };
-                let what = format!("making stream {to:p} wait for stream {from:p}");
-                self.hip.check(waited, &what)
-            });
-        // SAFETY: created above, destroyed once.
-        unsafe { (api.event_destroy)(event) };
-        outcome
     }
 
     unsafe fn copy(&self, device: Device, copy: FlatCopy, stream: StreamHandle) -> Result<()> {

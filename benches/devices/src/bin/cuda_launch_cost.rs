@@ -15,6 +15,7 @@ use device_cuda::CudaBackend;
 use device_kit::driver::launch::launch_kernel;
 use device_kit::driver::module::{DeviceModule, KernelBackend};
 use device_kit::driver::runtime::RuntimeSource;
+use device_kit::driver::shared_calls::SharedOps;
 use device_kit::kernel::LaunchDims;
 use device_kit::testing::{add_one_info, launch_cost_args, launch_packed};
 use tvm_ffi::{Device, Result};
@@ -38,7 +39,7 @@ fn main() -> Result<()> {
         }
         "bare" => {
             let code = backend.load(device, "ptx", &[PTX.as_bytes(), b"\0"].concat())?;
-            let function = backend.kernel(device, code, "add_one")?.handle();
+            let function = runtime.kernel(device, code, "add_one")?.handle();
             let (mut x, mut n) = (data, 1i32);
             let mut params = [
                 (&mut x as *mut u64).cast::<c_void>(),

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use device_kit::driver::launch::launch_kernel;
 use device_kit::driver::module::{DeviceModule, KernelBackend};
 use device_kit::driver::runtime::{GpuRuntime, RuntimeSource};
+use device_kit::driver::shared_calls::SharedOps;
 use device_kit::kernel::LaunchDims;
 use device_kit::testing::{add_one_info, launch_cost_args, launch_packed};
 use device_rocm::RocmBackend;
@@ -44,7 +45,7 @@ fn main() -> Result<()> {
     }
     assert_eq!(mode, "bare", "mode {mode:?} is neither packed nor bare");
     let code = backend.load(device, "hsaco", HSACO.as_bytes())?;
-    let function = backend.kernel(device, code, "add_one")?.handle();
+    let function = runtime.kernel(device, code, "add_one")?.handle();
     // `x` (a pointer) at 0 and `n` (an int32) at 8: 12 bytes in C struct layout.
     let mut blob = [0u8; 12];
     blob[..8].copy_from_slice(&data.to_le_bytes());

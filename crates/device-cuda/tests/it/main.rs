@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use device_cuda::{CudaBackend, CudaDeviceApi};
-pub use device_kit::testing::f32_tensor;
 use device_kit::testing::{FakeDriver, fake_sources};
+pub use device_kit::testing::{cpu, f32_tensor};
 use tvm_ffi::Device;
-use tvm_ffi::abi::{kDLCPU, kDLCUDA};
+use tvm_ffi::abi::kDLCUDA;
 
 use tvm_ffi_capi as _;
 
@@ -68,9 +68,4 @@ pub fn fake_api() -> (Fake, Arc<CudaBackend>, CudaDeviceApi) {
 /// Device `cuda:id`.
 pub fn cuda(id: i32) -> Device {
     Device::new(kDLCUDA, id)
-}
-
-/// The host.
-pub fn cpu() -> Device {
-    Device::new(kDLCPU, 0)
 }

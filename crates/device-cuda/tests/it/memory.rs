@@ -67,36 +67,7 @@ fn pinned_host_memory_is_host_addressable() {
 #[test]
 fn flat_copies_round_trip_and_stay_queued_until_the_stream_is_synchronized() {
     let (fake, _backend, api) = fake_api();
-    let stream = api.create_stream(cuda(0)).unwrap();
-    let device = alloc(&api, cuda(0), 8);
-    let other = alloc(&api, cuda(0), 8);
-    let mut input = floats(8);
-    let mut output = vec![0f32; 8];
-    let mut shape = [8i64];
-    let host_in = f32_tensor(input.as_mut_ptr().cast(), cpu(), &mut shape, None);
-    let on_device = f32_tensor(device, cuda(0), &mut shape, None);
-    let on_other = f32_tensor(other, cuda(0), &mut shape, None);
-    let host_out = f32_tensor(output.as_mut_ptr().cast(), cpu(), &mut shape, None);
-    // SAFETY: every descriptor holds 8 floats, alive until the stream is synchronized.
-    unsafe {
-        api.copy(&host_in, &on_device, stream).unwrap();
-        api.copy(&on_device, &on_other, stream).unwrap();
-        api.copy(&on_other, &host_out, stream).unwrap();
-    }
-    assert_eq!(
-        output,
-        vec![0f32; 8],
-        "copies run only when the stream is synchronized"
-    );
-    api.sync_stream(cuda(0), stream).unwrap();
-    assert_eq!(output, input);
-    // SAFETY: created and allocated above, released once.
-    unsafe {
-        api.free_stream(cuda(0), stream).unwrap();
-        api.free(cuda(0), device.cast()).unwrap();
-        api.free(cuda(0), other.cast()).unwrap();
-    }
-    assert_eq!((fake.live("streams"), fake.live("allocations")), (0, 0));
+    device_kit::testing::assert_copies_wait_for_their_stream(&api, &fake.build, cuda(0));
 }
 
 #[test]
@@ -155,64 +126,15 @@ fn strided_and_offset_copies_go_through_host_staging() {
 #[test]
 fn a_copy_outside_an_allocation_is_a_driver_error() {
     let (_fake, _backend, api) = fake_api();
-    let device = alloc(&api, cuda(0), 4);
-    let mut data = floats(8);
-    let mut shape = [8i64];
-    let host = f32_tensor(data.as_mut_ptr().cast(), cpu(), &mut shape, None);
-    let too_long = f32_tensor(device, cuda(0), &mut shape, None);
-    // SAFETY: the host side holds 8 floats; the device side is checked by the driver.
-    let err = unsafe { api.copy(&host, &too_long, StreamHandle::NULL) }.unwrap_err();
-    assert!(
-        err.message()
-            .contains("copying 32 bytes from the host to cuda:0")
-            && err.message().contains("CUDA_ERROR_INVALID_VALUE"),
-        "{err}"
+    device_kit::testing::assert_copies_past_an_allocation_fail(
+        &api,
+        cuda(0),
+        "CUDA_ERROR_INVALID_VALUE (1)",
     );
-    // SAFETY: allocated above.
-    unsafe { api.free(cuda(0), device.cast()).unwrap() };
 }
 
 #[test]
 fn stream_hand_off_makes_the_consumer_wait_for_the_producer() {
     let (fake, _backend, api) = fake_api();
-    let producer = api.create_stream(cuda(0)).unwrap();
-    let consumer = api.create_stream(cuda(0)).unwrap();
-    let device = alloc(&api, cuda(0), 4);
-    let mut input = floats(4);
-    let mut shape = [4i64];
-    let host_in = f32_tensor(input.as_mut_ptr().cast(), cpu(), &mut shape, None);
-    let on_device = f32_tensor(device, cuda(0), &mut shape, None);
-    let read = |stream| {
-        let mut output = vec![0f32; 4];
-        let mut out_shape = [4i64];
-        let host_out = f32_tensor(output.as_mut_ptr().cast(), cpu(), &mut out_shape, None);
-        // SAFETY: both hold 4 floats; the stream is synchronized before `output` is read.
-        unsafe { api.copy(&on_device, &host_out, stream).unwrap() };
-        api.sync_stream(cuda(0), stream).unwrap();
-        output
-    };
-    let mut zeros = [0f32; 4];
-    let host_zeros = f32_tensor(zeros.as_mut_ptr().cast(), cpu(), &mut shape, None);
-    // SAFETY: all hold 4 floats, alive until the streams are synchronized.
-    unsafe {
-        api.copy(&host_zeros, &on_device, StreamHandle::NULL)
-            .unwrap();
-        api.sync_stream(cuda(0), StreamHandle::NULL).unwrap();
-        api.copy(&host_in, &on_device, producer).unwrap();
-    }
-    assert_eq!(
-        read(consumer),
-        [0.0; 4],
-        "without the hand-off the consumer runs first"
-    );
-    api.sync_stream_from_to(cuda(0), producer, consumer)
-        .unwrap();
-    assert_eq!(read(consumer), input);
-    assert_eq!(fake.live("events"), 0);
-    // SAFETY: created and allocated above, released once.
-    unsafe {
-        api.free_stream(cuda(0), producer).unwrap();
-        api.free_stream(cuda(0), consumer).unwrap();
-        api.free(cuda(0), device.cast()).unwrap();
-    }
+    device_kit::testing::assert_stream_hand_off(&api, &fake.build, cuda(0));
 }

@@ -18,14 +18,10 @@ use tvm_runtime::{Module, ModuleImpl};
 use crate::driver::PerDevice;
 use crate::driver::args::{KernelCall, KernelSignature, TensorPlacement};
 use crate::driver::runtime::{GpuRuntime, RuntimeSource};
+use crate::driver::shared_calls::{Kernel, LoadedCode, SharedOps};
 
 /// What a backend does with device code; [`DeviceModule`] does the rest.
 pub trait KernelBackend: RuntimeSource {
-    /// Code loaded on one device (a driver handle).
-    type LoadedCode: Copy + Send + Sync + 'static;
-    /// A kernel of loaded code (a driver handle).
-    type Kernel: Copy + Send + Sync + 'static;
-
     /// The module kind ("cuda", "rocm").
     fn kind(&self) -> &'static str;
 
@@ -34,13 +30,7 @@ pub trait KernelBackend: RuntimeSource {
     fn prepare(&self, format: &str, code: Vec<u8>) -> Result<(String, Vec<u8>)>;
 
     /// Loads `code` on `device`.
-    fn load(&self, device: Device, format: &str, code: &[u8]) -> Result<Self::LoadedCode>;
-
-    /// Kernel `name` of loaded code; an error naming it when the code has no such kernel.
-    fn kernel(&self, device: Device, code: Self::LoadedCode, name: &str) -> Result<Self::Kernel>;
-
-    /// Releases loaded code; errors are ignored (the device may be gone).
-    fn unload(&self, device: Device, code: Self::LoadedCode);
+    fn load(&self, device: Device, format: &str, code: &[u8]) -> Result<LoadedCode>;
 
     /// Where a tensor argument on `device` may live: on the runtime's devices, or reachable
     /// from them in its pinned host memory.
@@ -63,8 +53,7 @@ pub trait KernelBackend: RuntimeSource {
 
     /// Launches `kernel` on `device`, which [`KernelBackend::launch_device`] made current, on
     /// the calling thread's current stream.
-    fn launch(&self, device: Device, kernel: Self::Kernel, call: &mut KernelCall<'_>)
-    -> Result<()>;
+    fn launch(&self, device: Device, kernel: Kernel, call: &mut KernelCall<'_>) -> Result<()>;
 }
 
 struct ModuleState<B: KernelBackend> {
@@ -72,20 +61,24 @@ struct ModuleState<B: KernelBackend> {
     format: String,
     functions: BTreeMap<String, FunctionInfo>,
     code: Vec<u8>,
-    loaded: PerDevice<B::LoadedCode>,
+    loaded: PerDevice<LoadedCode>,
 }
 
 impl<B: KernelBackend> Drop for ModuleState<B> {
     fn drop(&mut self) {
+        // Loaded code implies an opened runtime; a failed unload is ignored (the device may
+        // be gone).
+        let Ok(runtime) = self.backend.runtime() else {
+            return;
+        };
         for (id, code) in self.loaded.drain() {
-            let device = Device::new(B::Runtime::NAMES.device_type, id);
-            self.backend.unload(device, code);
+            runtime.unload(Device::new(B::Runtime::NAMES.device_type, id), code);
         }
     }
 }
 
 impl<B: KernelBackend> ModuleState<B> {
-    fn loaded_on(&self, device: Device) -> Result<B::LoadedCode> {
+    fn loaded_on(&self, device: Device) -> Result<LoadedCode> {
         self.loaded.get_or_try_init(device.device_id(), || {
             self.backend.load(device, &self.format, &self.code)
         })
@@ -188,7 +181,7 @@ impl<B: KernelBackend> ModuleImpl for DeviceModule<B> {
         };
         let signature = KernelSignature::new(info)?;
         let state = Arc::clone(&self.state);
-        let kernels = PerDevice::<B::Kernel>::default();
+        let kernels = PerDevice::<Kernel>::default();
         // The code-side name: the map's key names the function, the metadata the entry point.
         let entry = info.name.clone();
         Ok(Some(Function::from_packed(
@@ -206,7 +199,8 @@ impl<B: KernelBackend> ModuleImpl for DeviceModule<B> {
                         let kernel = match kernels.get(id) {
                             Some(kernel) => kernel,
                             None => kernels.get_or_try_init(id, || {
-                                backend.kernel(device, state.loaded_on(device)?, &entry)
+                                let code = state.loaded_on(device)?;
+                                backend.runtime()?.kernel(device, code, &entry)
                             })?,
                         };
                         backend.launch(device, kernel, call)

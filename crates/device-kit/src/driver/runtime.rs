@@ -10,6 +10,7 @@ use tvm_runtime::device::{DeviceAttr, StreamHandle};
 
 use crate::driver::DriverLibrary;
 use crate::driver::copy::FlatCopy;
+use crate::driver::shared_calls::SharedCalls;
 
 /// The names of a vendor runtime and of its devices.
 #[derive(Clone, Copy, Debug)]
@@ -37,6 +38,15 @@ pub trait GpuRuntime: Send + Sync + Sized + 'static {
 
     /// Opens the runtime from its loaded library.
     fn load(library: DriverLibrary) -> std::result::Result<Self, String>;
+
+    /// The entry points both vendors have in one shape, through which
+    /// [`SharedOps`](crate::driver::shared_calls::SharedOps) runs streams, device queries and
+    /// kernel lookup.
+    fn calls(&self) -> &SharedCalls;
+
+    /// `Ok` for the vendor's success code; otherwise the error of `what` failing with `rc`
+    /// ([`call_error`]).
+    fn check(&self, rc: i32, what: &str) -> Result<()>;
 
     /// Checks that `device` is one of the runtime's; the error says why not.
     fn check_device(&self, device: Device) -> Result<()>;
@@ -69,22 +79,6 @@ pub trait GpuRuntime: Send + Sync + Sized + 'static {
     /// `ptr` came from `alloc_host` and is freed once.
     unsafe fn free_host(&self, ptr: *mut c_void) -> Result<()>;
 
-    /// A new stream on `device`.
-    fn create_stream(&self, device: Device) -> Result<StreamHandle>;
-
-    /// Destroys a stream from [`GpuRuntime::create_stream`].
-    ///
-    /// # Safety
-    /// `stream` came from `create_stream` on `device` and is destroyed once.
-    unsafe fn destroy_stream(&self, device: Device, stream: StreamHandle) -> Result<()>;
-
-    /// Waits for the work queued on `stream`.
-    fn synchronize(&self, device: Device, stream: StreamHandle) -> Result<()>;
-
-    /// Makes the work queued on `to` from now on wait for the work queued on `from` so far,
-    /// without blocking the host.
-    fn stream_wait(&self, device: Device, from: StreamHandle, to: StreamHandle) -> Result<()>;
-
     /// Queues `copy` on `stream` of `device` (which is bound).
     ///
     /// # Safety
@@ -111,6 +105,31 @@ pub fn call_error(rc: i32, out_of_memory: i32, what: &str, description: &str) ->
         ErrorKind::RuntimeError
     };
     Error::new(kind, format!("{what}: {description}"))
+}
+
+/// A vendor library's result codes: `0` is success, and the library names and explains the
+/// others ([`VendorErrors::describe`]).
+pub trait VendorErrors {
+    /// The code of a failed allocation, which is a `MemoryError`.
+    const OUT_OF_MEMORY: i32;
+
+    /// "NAME (code): text" for a result code ([`describe_code`]).
+    fn describe(&self, rc: i32) -> String;
+
+    /// `Ok` for success (0); otherwise the error of `what` failing with `rc`.
+    #[inline]
+    fn check(&self, rc: i32, what: &str) -> Result<()> {
+        if rc == 0 {
+            return Ok(());
+        }
+        Err(self.error(rc, what))
+    }
+
+    /// The error of a failed call (`rc` is not 0): what failed (`what`) and how.
+    #[cold]
+    fn error(&self, rc: i32, what: &str) -> Error {
+        call_error(rc, Self::OUT_OF_MEMORY, what, &self.describe(rc))
+    }
 }
 
 /// Checks that `device`'s index is one of the `count` devices the vendor library reports

@@ -8,10 +8,10 @@ mod registry;
 
 use std::sync::Arc;
 
-pub use device_kit::testing::f32_tensor;
 use device_kit::testing::{FakeDriver, fake_sources};
+pub use device_kit::testing::{alloc_floats as alloc, cpu, f32_tensor, transfer};
 use device_rocm::{RocmBackend, RocmDeviceApi};
-use tvm_ffi::abi::{kDLCPU, kDLROCM};
+use tvm_ffi::abi::kDLROCM;
 use tvm_ffi::{DataType, Device};
 use tvm_runtime::device::{DeviceApi, StreamHandle};
 
@@ -45,38 +45,4 @@ pub fn fake_api() -> (FakeDriver, Arc<RocmBackend>, RocmDeviceApi) {
 /// Device `rocm:id`.
 pub fn rocm(id: i32) -> Device {
     Device::new(kDLROCM, id)
-}
-
-/// The host.
-pub fn cpu() -> Device {
-    Device::new(kDLCPU, 0)
-}
-
-/// `n` floats of memory on `device`.
-pub fn alloc(api: &RocmDeviceApi, device: Device, n: usize) -> *mut u8 {
-    api.alloc(device, n * 4, 64, DataType::float(32))
-        .unwrap()
-        .cast()
-}
-
-/// Copies `host.len()` floats between the host and `device` memory on `stream`, then waits.
-pub fn transfer(
-    api: &RocmDeviceApi,
-    device: Device,
-    host: &mut [f32],
-    memory: *mut u8,
-    to_device: bool,
-    stream: StreamHandle,
-) {
-    let mut shape = [host.len() as i64];
-    let on_host = f32_tensor(host.as_mut_ptr().cast(), cpu(), &mut shape, None);
-    let on_device = f32_tensor(memory, device, &mut shape, None);
-    let (from, to) = if to_device {
-        (&on_host, &on_device)
-    } else {
-        (&on_device, &on_host)
-    };
-    // SAFETY: both hold `host.len()` floats; the stream is synchronized before returning.
-    unsafe { api.copy(from, to, stream).unwrap() };
-    api.sync_stream(device, stream).unwrap();
 }
