@@ -1,17 +1,11 @@
 //! The loaded driver with a primary context per device, opened on first use.
 
 use device_kit::driver::PerDevice;
-use device_kit::driver::runtime::VendorErrors;
-use device_kit::driver::runtime::check_device_index;
+use device_kit::driver::runtime::{VendorErrors, check_device_index};
 use tvm_ffi::abi::kDLCUDA;
 use tvm_ffi::{Device, Result};
 
 use crate::driver::{CUDA_SUCCESS, CuContext, CudaDriver};
-
-/// The names the driver is looked up by, in order.
-pub const DRIVER_CANDIDATES: [&str; 2] = ["libcuda.so.1", "libcuda.so"];
-/// The environment variable naming the driver library to use instead.
-pub const DRIVER_OVERRIDE_VAR: &str = "TVM_CUDA_DRIVER";
 
 /// The driver and the primary contexts retained so far.
 #[derive(Debug)]

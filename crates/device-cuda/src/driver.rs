@@ -10,8 +10,6 @@ use device_kit::driver::shared_calls::{SharedCallNames, SharedCalls};
 use device_kit::driver_table;
 use tvm_ffi::abi::{kDLCUDA, kDLCUDAHost};
 
-use crate::context::{DRIVER_CANDIDATES, DRIVER_OVERRIDE_VAR};
-
 /// `CUcontext`.
 pub type CuContext = *mut c_void;
 /// `CUstream`.
@@ -104,6 +102,11 @@ driver_table! {
         }
     }
 }
+
+/// The names the driver is looked up by, in order.
+pub const DRIVER_CANDIDATES: [&str; 2] = ["libcuda.so.1", "libcuda.so"];
+/// The environment variable naming the driver library to use instead.
+pub const DRIVER_OVERRIDE_VAR: &str = "TVM_CUDA_DRIVER";
 
 /// The names of the driver and of its devices.
 pub const RUNTIME_NAMES: RuntimeNames = RuntimeNames {

@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use device_kit::driver::args::{KernelCall, TensorPlacement};
 use device_kit::driver::module::KernelBackend;
-use device_kit::driver::runtime::RuntimeSource;
-use device_kit::driver::runtime::VendorErrors;
+use device_kit::driver::runtime::{RuntimeSource, VendorErrors};
 use device_kit::driver::shared_calls::{Kernel, LoadedCode};
 use tvm_ffi::abi;
 use tvm_ffi::{Bytes, Device, Error, ErrorKind, Function, Result};

@@ -5,8 +5,7 @@ use std::ffi::c_void;
 
 use device_kit::driver::DriverLibrary;
 use device_kit::driver::copy::FlatCopy;
-use device_kit::driver::runtime::VendorErrors;
-use device_kit::driver::runtime::{GpuRuntime, RuntimeNames};
+use device_kit::driver::runtime::{GpuRuntime, RuntimeNames, VendorErrors};
 use device_kit::driver::shared_calls::SharedCalls;
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::{DeviceAttr, StreamHandle};

@@ -28,7 +28,7 @@
 //! | --- | --- |
 //! | `lib.rs` | the crate's map, `<Name>Backend`, its device API aliases over [`driver::device_api`], and `install` behind [`backend_registration!`] |
 //! | the driver table (`driver.rs`, `hip.rs`) | the vendor library's entry points ([`driver_table!`] and the names of the [`driver::shared_calls::SharedCalls`]), its [`driver::runtime::RuntimeNames`], versions and error text ([`driver::runtime::VendorErrors`]) |
-//! | `runtime.rs` | the vendor runtime as a [`driver::runtime::GpuRuntime`]: device binding, memory, flat copies (streams, events and kernel lookup come from [`driver::shared_calls::SharedOps`]) |
+//! | `runtime.rs` | the vendor runtime as a [`driver::runtime::GpuRuntime`]: device binding, memory, flat copies (streams, events and kernel lookup come from [`driver::shared_ops::SharedOps`]) |
 //! | `module.rs` | the [`driver::module::KernelBackend`]: code loaded per device, launches, the module loaders |
 //! | attributes (`api.rs`, `attributes.rs`) | the device attributes through [`driver::attributes`] |
 //!

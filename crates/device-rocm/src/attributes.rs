@@ -3,9 +3,8 @@
 //! properties.
 
 use device_kit::driver::attributes::VendorAttributeIds;
-use device_kit::driver::runtime::GpuRuntime;
-use device_kit::driver::runtime::VendorErrors;
-use device_kit::driver::shared_calls::c_string;
+use device_kit::driver::runtime::{GpuRuntime, VendorErrors};
+use device_kit::driver::shared_ops::c_string;
 use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::DeviceAttr;
 
@@ -54,21 +53,21 @@ impl HipRuntime {
             &properties[offset..offset + ARCH_NAME_BYTES],
         )))
     }
-}
 
-/// An attribute of `device`, as the device API reports it. `GcnArch` is the architecture
-/// without its feature flags ("gfx90a"), what `-mcpu` takes.
-pub fn read(runtime: &HipRuntime, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
-    if let Some(answer) = COMMON.answer(runtime, device, attr) {
-        return answer;
+    /// An attribute of `device`, as the device API reports it. `GcnArch` is the architecture
+    /// without its feature flags ("gfx90a"), what `-mcpu` takes.
+    pub fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
+        if let Some(answer) = COMMON.answer(self, device, attr) {
+            return answer;
+        }
+        let hip = &self.hip;
+        Ok(match attr {
+            DeviceAttr::GcnArch => self
+                .gcn_arch_name(device)?
+                .map(|name| Any::from(name.split(':').next().unwrap_or_default().to_owned())),
+            DeviceAttr::ApiVersion => Some(Any::from(i64::from(hip.runtime_version))),
+            DeviceAttr::DriverVersion => Some(Any::from(version_text(hip.driver_version))),
+            _ => None,
+        })
     }
-    let hip = &runtime.hip;
-    Ok(match attr {
-        DeviceAttr::GcnArch => runtime
-            .gcn_arch_name(device)?
-            .map(|name| Any::from(name.split(':').next().unwrap_or_default().to_owned())),
-        DeviceAttr::ApiVersion => Some(Any::from(i64::from(hip.runtime_version))),
-        DeviceAttr::DriverVersion => Some(Any::from(version_text(hip.driver_version))),
-        _ => None,
-    })
 }

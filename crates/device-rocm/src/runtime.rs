@@ -5,8 +5,9 @@ use std::ffi::c_void;
 
 use device_kit::driver::DriverLibrary;
 use device_kit::driver::copy::FlatCopy;
-use device_kit::driver::runtime::VendorErrors;
-use device_kit::driver::runtime::{GpuRuntime, RuntimeNames, check_alignment, check_device_index};
+use device_kit::driver::runtime::{
+    GpuRuntime, RuntimeNames, VendorErrors, check_alignment, check_device_index,
+};
 use device_kit::driver::shared_calls::SharedCalls;
 use tvm_ffi::abi::kDLROCM;
 use tvm_ffi::{Any, Device, Result};
@@ -126,7 +127,7 @@ impl GpuRuntime for HipRuntime {
     }
 
     fn attr(&self, device: Device, attr: DeviceAttr) -> Result<Option<Any>> {
-        crate::attributes::read(self, device, attr)
+        HipRuntime::attr(self, device, attr)
     }
 
     fn alloc_device(&self, device: Device, nbytes: usize, alignment: usize) -> Result<u64> {

@@ -151,7 +151,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(list_global_func_names, m)?)?;
     m.add_function(wrap_pyfunction!(convert_value, m)?)?;
     m.add_function(wrap_pyfunction!(type_key_to_index, m)?)?;
-    dlpack::add_from_dlpack(m)?;
+    tensor::add_from_dlpack(m)?;
     m.add_function(wrap_pyfunction!(dlpack::_numpy_arrays_read_directly, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::empty, m)?)?;
     m.add_function(wrap_pyfunction!(objects::_register_object_class, m)?)?;

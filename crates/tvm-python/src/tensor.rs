@@ -1,14 +1,16 @@
 //! `tvm.ffi.Tensor`: shape, dtype, device and data, shared with other frameworks through DLPack
-//! and copied between devices through the runtime's device registry.
+//! (`Tensor.__dlpack__` and the `tvm.ffi.from_dlpack` builtin, over `dlpack/`) and copied
+//! between devices through the runtime's device registry.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use tvm_ffi::{DataType, Device, Tensor};
 
 use crate::device::PyDevice;
-use crate::dlpack::{export_capsule, from_dlpack_object};
-use crate::errors::raise_error;
+use crate::dlpack::{export_capsule, from_dlpack_arguments, from_dlpack_object};
+use crate::errors::{python_entry, raise_error};
 use crate::exit_gate;
 use crate::objects::{Borrowed, PyObjectRef, new_wrapped};
 use crate::runtime_calls;
@@ -204,4 +206,41 @@ impl PyTensor {
             self.0.device()
         )
     }
+}
+
+/// `tvm.ffi.from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)` as a
+/// vectorcall builtin: the import is a few hundred instructions, and PyO3's argument extraction
+/// would add a tenth to it.
+unsafe extern "C" fn from_dlpack_vectorcall(
+    _module: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: the interpreter calls builtins with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    python_entry(py, "tvm.ffi.from_dlpack", || {
+        // SAFETY: the interpreter's vectorcall arguments.
+        let tensor = unsafe { from_dlpack_arguments(py, args, nargs, kwnames)? };
+        wrap(py, tensor).map(Py::into_ptr)
+    })
+}
+
+/// Adds `from_dlpack` ([`from_dlpack_vectorcall`]) to module `m`.
+pub(crate) fn add_from_dlpack(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let def = Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: c"from_dlpack".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunctionFastWithKeywords: from_dlpack_vectorcall,
+        },
+        ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+        ml_doc: c"from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)\n--\n\nA tensor sharing memory with DLPack producer `x` (a numpy array, a torch tensor, a tvm Tensor, any object with `__dlpack__`, or an unconsumed DLPack capsule). `require_alignment` (bytes: 0 for none, or a power of two) and `require_contiguous` are checked before the producer's capsule is consumed; a tensor that falls short raises ValueError.".as_ptr(),
+    }));
+    let name = m.name()?;
+    // SAFETY: a method definition that lives for the process, the module as `self` and its
+    // name as `__module__`.
+    let function = unsafe { ffi::PyCFunction_NewEx(def, m.as_ptr(), name.as_ptr()) };
+    // SAFETY: a new reference or NULL with the error set.
+    let function = unsafe { Bound::from_owned_ptr_or_err(m.py(), function)? };
+    m.add("from_dlpack", function)
 }

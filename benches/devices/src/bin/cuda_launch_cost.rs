@@ -15,7 +15,7 @@ use device_cuda::CudaBackend;
 use device_kit::driver::launch::launch_kernel;
 use device_kit::driver::module::{DeviceModule, KernelBackend};
 use device_kit::driver::runtime::RuntimeSource;
-use device_kit::driver::shared_calls::SharedOps;
+use device_kit::driver::shared_ops::SharedOps;
 use device_kit::kernel::LaunchDims;
 use device_kit::testing::{add_one_info, launch_cost_args, launch_packed};
 use tvm_ffi::{Device, Result};

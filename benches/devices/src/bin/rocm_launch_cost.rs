@@ -15,7 +15,7 @@ use std::sync::Arc;
 use device_kit::driver::launch::launch_kernel;
 use device_kit::driver::module::{DeviceModule, KernelBackend};
 use device_kit::driver::runtime::{GpuRuntime, RuntimeSource};
-use device_kit::driver::shared_calls::SharedOps;
+use device_kit::driver::shared_ops::SharedOps;
 use device_kit::kernel::LaunchDims;
 use device_kit::testing::{add_one_info, launch_cost_args, launch_packed};
 use device_rocm::RocmBackend;

@@ -6,7 +6,7 @@ use tvm_ffi::{Any, Device, Result};
 use tvm_runtime::device::DeviceAttr;
 
 use crate::driver::runtime::GpuRuntime;
-use crate::driver::shared_calls::SharedOps;
+use crate::driver::shared_ops::SharedOps;
 
 /// The vendor's numbers of the attributes read one integer each (CUDA's `CUdevice_attribute`
 /// and HIP's `hipDeviceAttribute_t` number them differently).

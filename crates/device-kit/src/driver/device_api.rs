@@ -9,7 +9,7 @@ use tvm_runtime::device::{DeviceApi, DeviceAttr, StreamHandle, copy_host_strided
 
 use crate::driver::copy::{FlatCopy, RawCopies};
 use crate::driver::runtime::{GpuRuntime, RuntimeSource};
-use crate::driver::shared_calls::SharedOps;
+use crate::driver::shared_ops::SharedOps;
 
 /// The runtime's flat copies through one bound device.
 struct BoundCopies<'a, R> {

@@ -12,8 +12,8 @@
 //!   copies straight through the driver and the others through host staging;
 //! - [`runtime`] and [`device_api`]: a vendor runtime behind one interface, opened on first
 //!   use, and the device API of its devices and of its pinned host memory;
-//! - [`shared_calls`]: the entry points both vendor APIs have in one shape, and what the kit
-//!   does through them (streams, events, device queries, kernel lookup);
+//! - [`shared_calls`] and [`shared_ops`]: the entry points both vendor APIs have in one shape,
+//!   and what the kit does through them (streams, events, device queries, kernel lookup);
 //! - [`launch`]: the launch entry points both vendor APIs have, called with a launch's
 //!   dimensions;
 //! - [`module`]: a device module (kind, format, kernel metadata, code) whose code is loaded on
@@ -29,6 +29,7 @@ pub mod module;
 mod per_device;
 pub mod runtime;
 pub mod shared_calls;
+pub mod shared_ops;
 
 pub use library::DriverLibrary;
 pub use per_device::PerDevice;

@@ -18,7 +18,8 @@ use tvm_runtime::{Module, ModuleImpl};
 use crate::driver::PerDevice;
 use crate::driver::args::{KernelCall, KernelSignature, TensorPlacement};
 use crate::driver::runtime::{GpuRuntime, RuntimeSource};
-use crate::driver::shared_calls::{Kernel, LoadedCode, SharedOps};
+use crate::driver::shared_calls::{Kernel, LoadedCode};
+use crate::driver::shared_ops::SharedOps;
 
 /// What a backend does with device code; [`DeviceModule`] does the rest.
 pub trait KernelBackend: RuntimeSource {

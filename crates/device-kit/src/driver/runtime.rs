@@ -40,7 +40,7 @@ pub trait GpuRuntime: Send + Sync + Sized + 'static {
     fn load(library: DriverLibrary) -> std::result::Result<Self, String>;
 
     /// The entry points both vendors have in one shape, through which
-    /// [`SharedOps`](crate::driver::shared_calls::SharedOps) runs streams, device queries and
+    /// [`SharedOps`](crate::driver::shared_ops::SharedOps) runs streams, device queries and
     /// kernel lookup.
     fn calls(&self) -> &SharedCalls;
 

@@ -1,6 +1,6 @@
-//! Tensors in Python and the DLPack protocol both ways, without copies: `from_dlpack` and the
-//! argument conversion import here (numpy arrays through [`numpy`]), `Tensor.__dlpack__`
-//! exports in [`export`].
+//! The DLPack protocol both ways, without copies: `from_dlpack` (whose builtin `tensor.rs`
+//! defines, with the tensor class it returns) and the argument conversion import here (numpy
+//! arrays through [`numpy`]), `Tensor.__dlpack__` exports in [`export`].
 
 use std::ffi::CStr;
 
@@ -12,9 +12,8 @@ use pyo3::types::PyDict;
 use tvm_ffi::Tensor;
 use tvm_ffi::abi::{self, DLManagedTensor, DLManagedTensorVersioned};
 
-use crate::errors::{python_entry, raise_error};
-use crate::objects::new_wrapped;
-use crate::tensor::PyTensor;
+use crate::errors::raise_error;
+use crate::objects::PyObjectRef;
 
 mod export;
 mod keywords;
@@ -105,8 +104,11 @@ fn import(obj: &Bound<'_, PyAny>, requirements: Requirements) -> PyResult<Tensor
             return requirements.check(py, tensor);
         }
     }
-    if let Ok(wrapped) = obj.cast::<PyTensor>() {
-        return requirements.check(py, Tensor::clone(&wrapped.get().0));
+    // A tensor of this runtime already (`tvm.ffi.Tensor`, or a subclass).
+    if let Ok(wrapped) = obj.cast::<PyObjectRef>()
+        && let Some(tensor) = wrapped.get().any().try_as::<Tensor>()
+    {
+        return requirements.check(py, tensor);
     }
     from_producer(obj, requirements)
 }
@@ -205,54 +207,33 @@ fn byte_alignment(value: &Bound<'_, PyAny>) -> PyResult<i32> {
         })
 }
 
-/// `tvm.ffi.from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)` as a
-/// vectorcall builtin: the import is a few hundred instructions, and PyO3's argument extraction
-/// would add a tenth to it.
-unsafe extern "C" fn from_dlpack_vectorcall(
-    _module: *mut ffi::PyObject,
+/// The tensor `tvm.ffi.from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)`
+/// returns, from its arguments as a vectorcall passes them (one positional, then the keyword
+/// values `kwnames` names).
+///
+/// # Safety
+/// As for [`keywords::keyword_arguments`].
+pub(crate) unsafe fn from_dlpack_arguments(
+    py: Python<'_>,
     args: *const *mut ffi::PyObject,
     nargs: ffi::Py_ssize_t,
     kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: the interpreter calls builtins with the GIL held.
-    let py = unsafe { Python::assume_attached() };
-    python_entry(py, "tvm.ffi.from_dlpack", || {
-        if nargs != 1 {
-            return Err(PyTypeError::new_err(format!(
-                "from_dlpack() takes 1 positional argument (the DLPack producer, positional-only) \
-                 but {nargs} were given"
-            )));
-        }
-        // SAFETY: one positional argument, then the keyword values `kwnames` names.
-        let (obj, requirements) = unsafe {
-            let obj = Bound::from_borrowed_ptr(py, *args);
-            let requirements = if kwnames.is_null() {
-                Requirements::NONE
-            } else {
-                requirements_of(py, args, nargs, kwnames)?
-            };
-            (obj, requirements)
+) -> PyResult<Tensor> {
+    if nargs != 1 {
+        return Err(PyTypeError::new_err(format!(
+            "from_dlpack() takes 1 positional argument (the DLPack producer, positional-only) \
+             but {nargs} were given"
+        )));
+    }
+    // SAFETY: one positional argument, then the keyword values `kwnames` names.
+    let (obj, requirements) = unsafe {
+        let obj = Bound::from_borrowed_ptr(py, *args);
+        let requirements = if kwnames.is_null() {
+            Requirements::NONE
+        } else {
+            requirements_of(py, args, nargs, kwnames)?
         };
-        let tensor = import(&obj, requirements)?;
-        new_wrapped(py, tensor, PyTensor).map(Py::into_ptr)
-    })
-}
-
-/// Adds `from_dlpack` ([`from_dlpack_vectorcall`]) to module `m`.
-pub(crate) fn add_from_dlpack(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let def = Box::leak(Box::new(ffi::PyMethodDef {
-        ml_name: c"from_dlpack".as_ptr(),
-        ml_meth: ffi::PyMethodDefPointer {
-            PyCFunctionFastWithKeywords: from_dlpack_vectorcall,
-        },
-        ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
-        ml_doc: c"from_dlpack(x, /, *, require_alignment=0, require_contiguous=False)\n--\n\nA tensor sharing memory with DLPack producer `x` (a numpy array, a torch tensor, a tvm Tensor, any object with `__dlpack__`, or an unconsumed DLPack capsule). `require_alignment` (bytes: 0 for none, or a power of two) and `require_contiguous` are checked before the producer's capsule is consumed; a tensor that falls short raises ValueError.".as_ptr(),
-    }));
-    let name = m.name()?;
-    // SAFETY: a method definition that lives for the process, the module as `self` and its
-    // name as `__module__`.
-    let function = unsafe { ffi::PyCFunction_NewEx(def, m.as_ptr(), name.as_ptr()) };
-    // SAFETY: a new reference or NULL with the error set.
-    let function = unsafe { Bound::from_owned_ptr_or_err(m.py(), function)? };
-    m.add("from_dlpack", function)
+        (obj, requirements)
+    };
+    import(&obj, requirements)
 }

@@ -7,9 +7,8 @@ use std::ptr::addr_of_mut;
 use crate::any::Any;
 
 use super::dense::{Dense, is_live};
-use super::layout::{Kv, MapBaseObj, NO_SLOT, cell};
-use super::object::{clone_raw, map_ptr_of};
-use super::table::{is_small, lock_if_dict};
+use super::layout::{Kv, MapBaseObj, NO_SLOT, cell, is_small};
+use super::object::{clone_raw, lock_if_dict, map_ptr_of};
 
 /// A position in a table's insertion order. Every step re-validates against the table, so a
 /// table changed behind the cursor (a dict mutated during iteration) ends or skips entries but

@@ -1,5 +1,6 @@
 //! The memory layout shared with C++ header code: size and offset constants, the jump table
-//! [`PROBE`], and the `repr(C)` structs of the common object part, pairs and dense items.
+//! [`PROBE`], the `repr(C)` structs of the common object part, pairs and dense items, and the
+//! reads of the common part (layout, size).
 
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
@@ -178,6 +179,26 @@ pub(super) struct Item {
 pub(super) unsafe fn cell(p: *mut MapBaseObj) -> *mut MapCell {
     // SAFETY: per the caller; the cell is an `UnsafeCell`, so writing through it is allowed.
     unsafe { UnsafeCell::raw_get(ptr::addr_of!((*p).cell)) }
+}
+
+/// Whether the object uses the small layout.
+///
+/// # Safety
+/// `p` points at a live map object.
+#[inline]
+pub(super) unsafe fn is_small(p: *mut MapBaseObj) -> bool {
+    // SAFETY: per the caller.
+    unsafe { (*cell(p)).slots & SMALL_FLAG != 0 }
+}
+
+/// Number of entries.
+///
+/// # Safety
+/// `p` points at a live map object.
+#[inline]
+pub(super) unsafe fn raw_len(p: *mut MapBaseObj) -> usize {
+    // SAFETY: per the caller.
+    unsafe { (*cell(p)).size as usize }
 }
 
 #[cfg(test)]

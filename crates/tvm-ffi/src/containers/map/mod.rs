@@ -48,5 +48,5 @@ pub use iter::Iter;
 pub(crate) use iter::{Cursor, cursor_of};
 pub use keys::{KeyArg, MapKey};
 pub use layout::{DataDeleter, MapBaseObj, PROBE};
+pub(crate) use object::lock_if_dict;
 pub use read::MapRead;
-pub(crate) use table::lock_if_dict;

@@ -1,6 +1,6 @@
 //! Allocation, ownership and release of map objects: objects made here (recognised by their
 //! deleter, always with room for the inline pairs), the release of their entries and blocks,
-//! and the map behind a view.
+//! the map behind a view, and the lock of a dict.
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicU64;
 
 use crate::abi::{TVMFFIAny, TVMFFIObject, kTVMFFIDict, kTVMFFIMap, kTVMFFIObjectBothOne};
 use crate::any::{Any, AnyView};
+use crate::containers::sync::ObjectLock;
 use crate::object::Object;
 
 use super::dense::{Dense, is_live};
@@ -160,4 +161,23 @@ pub(super) fn alloc_empty(type_index: i32) -> NonNull<MapBaseObj> {
 pub(super) fn map_ptr_of(view: &AnyView<'_>) -> Option<*mut MapBaseObj> {
     let obj = view.as_object_ptr()?;
     matches!(view.type_index(), kTVMFFIMap | kTVMFFIDict).then_some(obj.cast())
+}
+
+/// The lock of a dict (`ffi.Dict` is shared-mutable, see [`crate::containers::sync`]); maps
+/// are never mutated once shared and need none.
+///
+/// # Safety
+/// `p` points at a live map object.
+pub(crate) unsafe fn lock_if_dict(p: *mut MapBaseObj) -> Option<ObjectLock> {
+    // SAFETY: per the caller.
+    unsafe { is_dict(p) }.then(|| ObjectLock::acquire(p.cast()))
+}
+
+/// Whether the object is an `ffi.Dict`.
+///
+/// # Safety
+/// `p` points at a live map object.
+pub(super) unsafe fn is_dict(p: *mut MapBaseObj) -> bool {
+    // SAFETY: per the caller; the header comes first.
+    unsafe { (*p.cast::<TVMFFIObject>()).type_index == kTVMFFIDict }
 }

@@ -6,8 +6,10 @@ use crate::any::Any;
 use super::iter::Iter;
 use super::keys::MapKey;
 use super::layout::MapBaseObj;
+use super::layout::raw_len;
 use super::object::clone_raw;
-use super::table::{find_kv, lock_if_dict, raw_len};
+use super::object::lock_if_dict;
+use super::table::find_kv;
 
 /// The accessor [`MapRead`] is written over; private to the crate, so that only `Map` and
 /// `Dict` implement [`MapRead`].

@@ -12,49 +12,10 @@ use super::dense::{Dense, is_live, table_size_for};
 use super::iter::Cursor;
 use super::layout::{
     BASE_SIZE, BLOCK_CAP, BLOCK_SIZE, DENSE_MIN_SLOTS, DENSE_OBJECT_SIZE, Kv, META_EMPTY,
-    MapBaseObj, NO_SLOT, SMALL_FLAG, SMALL_INIT, SMALL_MAX, cell,
+    MapBaseObj, NO_SLOT, SMALL_FLAG, SMALL_INIT, SMALL_MAX, cell, is_small, raw_len,
 };
-use super::object::{alloc_empty, clone_raw, free_blocks, small_room};
+use super::object::{alloc_empty, clone_raw, free_blocks, is_dict, lock_if_dict, small_room};
 use crate::containers::sync::ObjectLock;
-
-/// The lock of a dict (`ffi.Dict` is shared-mutable, see [`crate::containers::sync`]); maps
-/// are never mutated once shared and need none.
-///
-/// # Safety
-/// `p` points at a live map object.
-pub(crate) unsafe fn lock_if_dict(p: *mut MapBaseObj) -> Option<ObjectLock> {
-    // SAFETY: per the caller.
-    unsafe { is_dict(p) }.then(|| ObjectLock::acquire(p.cast()))
-}
-
-/// Whether the object is an `ffi.Dict`.
-///
-/// # Safety
-/// `p` points at a live map object.
-unsafe fn is_dict(p: *mut MapBaseObj) -> bool {
-    // SAFETY: per the caller; the header comes first.
-    unsafe { (*p.cast::<crate::abi::TVMFFIObject>()).type_index == crate::abi::kTVMFFIDict }
-}
-
-/// Whether the object uses the small layout.
-///
-/// # Safety
-/// `p` points at a live map object.
-#[inline]
-pub(super) unsafe fn is_small(p: *mut MapBaseObj) -> bool {
-    // SAFETY: per the caller.
-    unsafe { (*cell(p)).slots & SMALL_FLAG != 0 }
-}
-
-/// Number of entries.
-///
-/// # Safety
-/// `p` points at a live map object.
-#[inline]
-pub(super) unsafe fn raw_len(p: *mut MapBaseObj) -> usize {
-    // SAFETY: per the caller.
-    unsafe { (*cell(p)).size as usize }
-}
 
 /// The pair holding `key`, if any (valid until the object changes). The small layout's scan is
 /// inline; the dense probe is one call.
