@@ -54,9 +54,11 @@ runtime_library="$PWD/target/debug/libtvm_ffi_shared.so"
 step "the wheel and the Python tools"
 # shellcheck source=scripts/python-env.sh
 source scripts/python-env.sh
-# (cmake: a C host is built with the package's CMake package, test_runtime_library.py)
+# (cmake: a C host is built with the package's CMake package, test_runtime_library.py; ninja:
+# tvm.support.cpp builds through it when it is installed, test_support_cpp.py)
 TVM_FFI_LIBRARY="$runtime_library" install_python_package numpy ml_dtypes pytest pytest-cov \
-    pytest-xdist "coverage>=7.10" hypothesis ruff abi3audit setuptools wheel mypy tqdm mkdocs cmake
+    pytest-xdist "coverage>=7.10" hypothesis ruff abi3audit setuptools wheel mypy tqdm mkdocs cmake \
+    ninja
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 

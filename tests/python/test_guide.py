@@ -43,6 +43,8 @@ def test_guide_examples_run(page: Path, tmp_path: Path):
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("CARGO_TARGET_DIR", str(REPO_ROOT / "target" / "guide"))
+    # Inline C++ builds (tvm.support.cpp) go into the page's directory, not the user's cache.
+    env["TVM_FFI_CACHE_DIR"] = str(tmp_path / "cpp-cache")
     programs: list[str] = []
     commands: list[str] = []
     for lang, body in _blocks(page):

@@ -15,6 +15,7 @@ from tvm.support import _exit_guard
 SUBMODULES = [
     "cc",
     "clang",
+    "cpp",
     "emcc",
     "libinfo",
     "ndk",

@@ -18,6 +18,8 @@ from .dtype import dtype
 from .module import Module, load_module, system_lib
 from .registry import (
     get_global_func,
+    get_global_func_doc,
+    get_global_func_metadata,
     list_global_func_names,
     register_func,
     register_object,
@@ -76,6 +78,8 @@ __all__ = [
     "from_json_graph_str",
     "get_first_structural_mismatch",
     "get_global_func",
+    "get_global_func_doc",
+    "get_global_func_metadata",
     "list_global_func_names",
     "load_module",
     "register_func",

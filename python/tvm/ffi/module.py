@@ -83,6 +83,21 @@ class Module(Object):
                 func.__signature__ = signature
         return func
 
+    def get_function_metadata(self, name: str) -> dict[str, Any] | None:
+        """The metadata the library exported with function ``name`` (``__tvm_ffi__metadata_``:
+        ``{"type_schema": "<JSON>"}`` for a typed C++ export), or None when it exported none."""
+        from .registry import _metadata_dict
+
+        text = _api("ffi.ModuleGetFunctionMetadata")(self, name)
+        if text is None:
+            return None
+        return _metadata_dict(text, f"function `{name}` of Module[{self.kind}]")
+
+    def get_function_doc(self, name: str) -> str | None:
+        """The documentation the library exported with function ``name``
+        (``TVM_FFI_DLL_EXPORT_TYPED_FUNC_DOC``), or None when it exported none."""
+        return _api("ffi.ModuleGetFunctionDoc")(self, name)
+
     def _optional_export(self, getter: str, name: str, what: str) -> str | None:
         try:
             return _api(getter)(self, name)

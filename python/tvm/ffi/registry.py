@@ -67,6 +67,36 @@ def get_global_func(name: str, allow_missing: bool = False) -> Function | None:
     return func
 
 
+def get_global_func_metadata(name: str) -> dict[str, Any]:
+    """The metadata recorded with global function ``name``, parsed from its JSON (``{}`` when
+    none was recorded; a typed C++ export records ``{"type_schema": "<JSON>"}``); a
+    ``KeyError`` naming it if no such function is registered."""
+    text = get_global_func("ffi.GetGlobalFuncMetadata")(name)
+    return _metadata_dict(text, f"global function `{name}`")
+
+
+def get_global_func_doc(name: str) -> str | None:
+    """The documentation recorded with global function ``name`` (None when it has none); a
+    ``KeyError`` naming it if no such function is registered."""
+    return get_global_func("ffi.GetGlobalFuncDoc")(name) or None
+
+
+def _metadata_dict(text: str | None, what: str) -> dict[str, Any]:
+    """Recorded metadata JSON as a dict; a ``ValueError`` naming ``what`` if it is not a JSON
+    object."""
+    import json
+
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise ValueError(f"the metadata of {what} is not JSON ({err}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"the metadata of {what} is not a JSON object: {text!r}")
+    return value
+
+
 def list_global_func_names() -> list[str]:
     """The names of all global functions, sorted."""
     return _native.list_global_func_names()

@@ -9,6 +9,7 @@ Modules (each imported on first use, so ``import tvm`` does not pay for them):
 
 ========================  ===================================================================
 ``cc``                    host C/C++ compiler: shared libraries, executables, static archives
+``cpp``                   C++/CUDA/HIP built against tvm's headers, cached, loaded as modules
 ``nvcc``                  CUDA compilation (nvcc or NVRTC), CUDA toolkit and GPU queries
 ``rocm``                  ROCm: ld.lld linking, device bitcode, GPU architecture
 ``ndk``                   Android NDK compiler (``$TVM_NDK_CC``)
@@ -31,6 +32,7 @@ from types import ModuleType
 __all__ = [
     "cc",
     "clang",
+    "cpp",
     "describe",
     "emcc",
     "libinfo",
@@ -43,9 +45,7 @@ __all__ = [
     "xcode",
 ]
 
-_SUBMODULES = frozenset(
-    {"cc", "clang", "emcc", "libinfo", "ndk", "nvcc", "popen_pool", "rocm", "tar", "utils", "xcode"}
-)
+_SUBMODULES = frozenset(__all__) - {"describe"}
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -43,6 +43,7 @@ __all__ = [
     "find_lib_path",
     "find_pkgconfig_dir",
     "libinfo",
+    "link_flags",
     "main",
 ]
 
@@ -156,7 +157,9 @@ def device_drivers() -> dict[str, bool]:
     return {name: bool(runtime.device(name, 0).exist) for name in sorted(compiled)}
 
 
-def _link_flags() -> list[str]:
+def link_flags() -> list[str]:
+    """Flags that link native code against the runtime library: ``-L``, an rpath to its
+    directory, ``-ltvm_ffi`` (what ``--libs`` prints)."""
     library = Path(find_lib_path()[0])
     directory = str(library.parent)
     return [f"-L{directory}", f"-Wl,-rpath,{directory}", "-ltvm_ffi"]
@@ -195,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmakedir:
         words.append(find_cmake_dir())
     if args.libs:
-        words += _link_flags()
+        words += link_flags()
     if not words:
         print(f"tvm {__version__}")
         print(f"headers: {' '.join(find_include_path())}")
