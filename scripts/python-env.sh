@@ -15,6 +15,10 @@ install_python_package() {
     if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
         apt_packages+=(python3-venv)
     fi
+    # Python's C headers: test_dlpack_exchange.py builds a CPython extension with gcc.
+    if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import os, sysconfig; os.stat(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' >/dev/null 2>&1; then
+        apt_packages+=(python3-dev)
+    fi
     if ((${#apt_packages[@]})); then
         sudo=""
         [[ $(id -u) -eq 0 ]] || sudo="sudo"

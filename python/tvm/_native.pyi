@@ -1,7 +1,7 @@
 """Type stub of ``tvm._native``, the PyO3 extension built from ``crates/tvm-python``."""
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, final
+from typing import Any, ClassVar, final
 
 from typing_extensions import disjoint_base
 
@@ -30,6 +30,7 @@ __all__ = [
     "_set_error_hooks",
     "_shallow_copy",
     "_type_field_names",
+    "_type_fields",
     "convert",
     "empty",
     "from_dlpack",
@@ -145,6 +146,8 @@ class Shape(Object):
 
 @final
 class Tensor(Object):
+    #: The DLPack C exchange table (a capsule named "dlpack_exchange_api").
+    __dlpack_c_exchange_api__: ClassVar[object]
     @property
     def shape(self) -> tuple[int, ...]: ...
     @property
@@ -216,11 +219,16 @@ class Device:
     def create_raw_stream(self) -> int: ...
     def free_raw_stream(self, stream: int) -> None: ...
     def set_raw_stream(self, stream: int) -> int: ...
+    def get_raw_stream(self) -> int: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
 
 def get_global_func(name: str) -> Function | None: ...
 def register_global_func(
-    name: str, func: Callable[..., Any], allow_override: bool = False
+    name: str,
+    func: Callable[..., Any],
+    allow_override: bool = False,
+    doc: str = "",
+    metadata: str = "",
 ) -> None: ...
 def remove_global_func(name: str) -> bool: ...
 def list_global_func_names() -> list[str]: ...
@@ -235,6 +243,7 @@ def empty(
 ) -> Tensor: ...
 def _object_get_field(obj: Object, name: str) -> Any: ...
 def _type_field_names(type_index: int) -> list[str]: ...
+def _type_fields(type_index: int) -> list[tuple[str, str, str]]: ...
 def _register_object_class(type_key: str, cls: type) -> int: ...
 def _define_object_type(
     type_key: str,

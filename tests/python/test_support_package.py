@@ -22,6 +22,7 @@ SUBMODULES = [
     "nvcc",
     "popen_pool",
     "rocm",
+    "stubgen",
     "tar",
     "utils",
     "xcode",

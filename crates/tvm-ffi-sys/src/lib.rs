@@ -198,6 +198,48 @@ pub struct DLManagedTensorVersioned {
     pub dl_tensor: DLTensor,
 }
 
+/// The error callback of [`DLPackManagedTensorAllocator`]: `(error_ctx, kind, message)`.
+pub type DLPackSetError = Option<
+    unsafe extern "C" fn(error_ctx: *mut c_void, kind: *const c_char, message: *const c_char),
+>;
+/// A framework tensor (`PyObject*`) to a managed tensor the caller owns; 0 on success, else a
+/// Python error set.
+pub type DLPackManagedTensorFromPyObjectNoSync = Option<
+    unsafe extern "C" fn(py_object: *mut c_void, out: *mut *mut DLManagedTensorVersioned) -> c_int,
+>;
+/// A managed tensor to a new framework tensor (`PyObject*`), owning it on success.
+pub type DLPackManagedTensorToPyObjectNoSync = Option<
+    unsafe extern "C" fn(tensor: *mut DLManagedTensorVersioned, out: *mut *mut c_void) -> c_int,
+>;
+/// A borrowed `DLTensor` view of a framework tensor (`PyObject*`).
+pub type DLPackDLTensorFromPyObjectNoSync =
+    Option<unsafe extern "C" fn(py_object: *mut c_void, out: *mut DLTensor) -> c_int>;
+/// The framework's current stream of a device (NULL for the default or none).
+pub type DLPackCurrentWorkStream = Option<
+    unsafe extern "C" fn(device_type: i32, device_id: i32, out_stream: *mut *mut c_void) -> c_int,
+>;
+
+/// `DLPackExchangeAPIHeader`: the version of a table and an older one from the same producer.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLPackExchangeAPIHeader {
+    pub version: DLPackVersion,
+    pub prev_api: *mut DLPackExchangeAPIHeader,
+}
+
+/// `DLPackExchangeAPI`: a framework's C-level DLPack entry points, found on its tensor type as
+/// `__dlpack_c_exchange_api__` (a capsule named `"dlpack_exchange_api"`).
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLPackExchangeAPI {
+    pub header: DLPackExchangeAPIHeader,
+    pub managed_tensor_allocator: DLPackManagedTensorAllocator,
+    pub managed_tensor_from_py_object_no_sync: DLPackManagedTensorFromPyObjectNoSync,
+    pub managed_tensor_to_py_object_no_sync: DLPackManagedTensorToPyObjectNoSync,
+    pub dltensor_from_py_object_no_sync: DLPackDLTensorFromPyObjectNoSync,
+    pub current_work_stream: DLPackCurrentWorkStream,
+}
+
 // ---------------------------------------------------------------------------------------------
 // Any
 // ---------------------------------------------------------------------------------------------
@@ -472,18 +514,14 @@ pub struct TVMFFICustomAllocator {
 
 pub type TVMFFIStreamHandle = *mut c_void;
 
+/// Allocates a tensor shaped like `prototype` (device, ndim, shape, dtype); 0 on success, else
+/// the reason reported through `set_error`.
 pub type DLPackManagedTensorAllocator = Option<
     unsafe extern "C" fn(
         prototype: *mut DLTensor,
         out: *mut *mut DLManagedTensorVersioned,
         error_ctx: *mut c_void,
-        set_error: Option<
-            unsafe extern "C" fn(
-                error_ctx: *mut c_void,
-                kind: *const c_char,
-                message: *const c_char,
-            ),
-        >,
+        set_error: DLPackSetError,
     ) -> c_int,
 >;
 
@@ -759,6 +797,9 @@ const _: () = {
     assert!(offset_of!(TVMFFIObject, type_index) == 8);
     assert!(offset_of!(TVMFFIObject, deleter) == 16);
     assert!(size_of::<DLTensor>() == 48);
+    assert!(size_of::<DLPackExchangeAPIHeader>() == 16);
+    assert!(size_of::<DLPackExchangeAPI>() == 56);
+    assert!(offset_of!(DLPackExchangeAPI, current_work_stream) == 48);
     assert!(size_of::<TVMFFIErrorCell>() == 72);
     assert!(size_of::<TVMFFISeqCell>() == 32);
     assert!(size_of::<TVMFFITypeInfo>() == 72);

@@ -38,26 +38,6 @@ fn testing_functions() -> Vec<(&'static str, Function)> {
     let _ = <TestIntPair as tvm_ffi::ObjectCore>::type_index();
     vec![
         (
-            "testing.make_int_pair",
-            Function::from_typed(
-                "testing.make_int_pair",
-                |a: i64, b: i64, name: tvm_ffi::String| {
-                    ObjectRef::new(TestIntPair {
-                        base: Object::header(),
-                        a,
-                        b,
-                        name,
-                    })
-                },
-            ),
-        ),
-        (
-            "testing.int_pair_sum",
-            Function::from_typed("testing.int_pair_sum", |p: ObjectRef<TestIntPair>| {
-                p.a + p.b
-            }),
-        ),
-        (
             "testing.echo",
             Function::from_packed(|args| match args {
                 [value] => value.try_to_owned(),
@@ -131,6 +111,28 @@ fn testing_functions() -> Vec<(&'static str, Function)> {
     ]
 }
 
+/// Registers the typed functions of [`TestIntPair`] with their documentation and type schemas
+/// (what stub generators read); a name already taken keeps its function.
+fn register_typed_functions() {
+    let _ = Function::register_typed_global(
+        "testing.make_int_pair",
+        |a: i64, b: i64, name: tvm_ffi::String| {
+            ObjectRef::new(TestIntPair {
+                base: Object::header(),
+                a,
+                b,
+                name,
+            })
+        },
+        "A TestIntPair of a, b and a label.",
+    );
+    let _ = Function::register_typed_global(
+        "testing.int_pair_sum",
+        |p: ObjectRef<TestIntPair>| p.a + p.b,
+        "The sum of a pair's two values.",
+    );
+}
+
 /// Registers the testing functions and types in the process's registry, and the simulated
 /// device `ext_dev` when the process's runtime has a device registry (once; later calls do
 /// nothing). A name already taken keeps its function.
@@ -140,6 +142,7 @@ pub fn register() {
         for (name, function) in testing_functions() {
             let _ = function.register_global(name, false);
         }
+        register_typed_functions();
         device::register();
     });
 }

@@ -412,6 +412,50 @@ impl Function {
         self.set_global(name, abi::TVM_FFI_GLOBAL_DEFAULT)
     }
 
+    /// Registers this function as the global `name` with its documentation and metadata (a JSON
+    /// object such as `{"type_schema": "..."}`, see [`schema_metadata`]), which
+    /// `ffi.GetGlobalFuncDoc` and `ffi.GetGlobalFuncMetadata` return; with `allow_override`
+    /// false an existing entry is a `RuntimeError`.
+    pub fn register_global_documented(
+        &self,
+        name: &str,
+        doc: &str,
+        metadata: &str,
+        allow_override: bool,
+    ) -> Result<()> {
+        let method = Any::from(self.clone());
+        let info = abi::TVMFFIMethodInfo {
+            name: TVMFFIByteArray::from_text(name),
+            doc: TVMFFIByteArray::from_text(doc),
+            metadata: TVMFFIByteArray::from_text(metadata),
+            flags: 0,
+            method: *method.as_raw(),
+        };
+        // SAFETY: the record is valid for the call; the registry copies the texts and retains
+        // the function.
+        let rc = unsafe {
+            abi::TVMFFIFunctionSetGlobalFromMethodInfo(&info, c_int::from(allow_override))
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(Error::take_raised_or(ErrorKind::RuntimeError, name))
+        }
+    }
+
+    /// Registers typed closure `f` as the global `name` with documentation `doc` and its type
+    /// schema (return and parameter types) as metadata, so stubs and signatures can be
+    /// generated from the registry; an existing entry is a `RuntimeError`.
+    pub fn register_typed_global<F, Args>(name: &str, f: F, doc: &str) -> Result<Function>
+    where
+        F: TypedFunction<Args>,
+    {
+        let metadata = schema_metadata(&F::type_schema());
+        let function = Function::from_typed(name, f);
+        function.register_global_documented(name, doc, &metadata, false)?;
+        Ok(function)
+    }
+
     fn set_global(&self, name: &str, mode: c_int) -> Result<()> {
         let key = TVMFFIByteArray::from_text(name);
         // SAFETY: the registry retains its own reference.
@@ -494,6 +538,13 @@ impl<T: Into<Any> + TryFromAnyView> IntoFunctionResult for Result<T> {
     fn into_function_result(self) -> Result<Any> {
         self.map(Into::into)
     }
+}
+
+/// The metadata JSON of a member or function whose type schema is `schema` (JSON text):
+/// `{"type_schema": "<schema>"}`, the schema as a JSON string.
+pub fn schema_metadata(schema: &str) -> std::string::String {
+    let quoted = schema.replace('\\', r"\\").replace('"', r#"\""#);
+    format!(r#"{{"type_schema":"{quoted}"}}"#)
 }
 
 /// Closures usable as typed functions, for argument tuples `Args`.

@@ -13,7 +13,7 @@ use crate::abi::{
 };
 use crate::any::{Any, AnyView, TryFromAnyView};
 use crate::error::{Error, ErrorKind, Result};
-use crate::function::Function;
+use crate::function::{Function, schema_metadata};
 use crate::types;
 
 /// Reads a field of type `F` at `field` into an owning value.
@@ -205,13 +205,6 @@ pub fn register_field_with<F: Clone + Into<Any> + TryFromAnyView + FieldDefault>
         unsafe { abi::TVMFFITypeRegisterField(type_index, &info) },
         name,
     )
-}
-
-/// The metadata of a member with type schema `schema` (JSON text): `{"type_schema": "..."}`,
-/// the schema as a JSON string.
-fn schema_metadata(schema: &str) -> std::string::String {
-    let quoted = schema.replace('\\', r"\\").replace('"', r#"\""#);
-    format!(r#"{{"type_schema":"{quoted}"}}"#)
 }
 
 /// Registers method `name` of a type; instance methods take the object as argument 0. Its

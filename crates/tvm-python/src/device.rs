@@ -161,6 +161,13 @@ impl PyDevice {
         device::set_current_stream(self.device(), stream).map_err(|err| raise_error(py, err))
     }
 
+    /// The calling thread's current stream on this device (0: the default stream), the one
+    /// kernels read with `TVMFFIEnvGetStream`.
+    fn get_raw_stream(&self) -> usize {
+        // SAFETY: reads the calling thread's stream table; any device may be asked.
+        unsafe { tvm_ffi::abi::TVMFFIEnvGetStream(self.0.device_type, self.0.device_id) as usize }
+    }
+
     /// Most threads in one block (None when the backend does not say).
     #[getter]
     fn max_threads_per_block(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {

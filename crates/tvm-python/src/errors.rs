@@ -101,6 +101,14 @@ pub(crate) fn python_entry<R: PyFailure>(
     .0
 }
 
+/// The name of `obj`'s type, for messages (empty if it cannot be read).
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|name| name.to_string())
+        .unwrap_or_default()
+}
+
 /// The Python exception carried in an error's extra context, if any.
 fn original_exception<'py>(py: Python<'py>, err: &Error) -> Option<Bound<'py, PyAny>> {
     let context = err.extra_context()?;

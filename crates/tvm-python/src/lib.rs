@@ -29,6 +29,7 @@ mod runtime_calls;
 mod shared_walks;
 mod stack;
 mod tensor;
+mod tensor_exchange;
 
 use convert::{any_to_py, function_of, py_to_any};
 
@@ -40,19 +41,25 @@ fn get_global_func(py: Python<'_>, name: &str) -> PyResult<Option<Py<PyAny>>> {
         .transpose()
 }
 
-/// Registers a function (or any callable) as the global `name`.
+/// Registers a function (or any callable) as the global `name`, with its documentation and
+/// metadata JSON (`{"type_schema": ...}`) when given.
 #[pyfunction]
-#[pyo3(signature = (name, func, allow_override = false))]
+#[pyo3(signature = (name, func, allow_override = false, doc = "", metadata = ""))]
 fn register_global_func(
     py: Python<'_>,
     name: &str,
     func: &Bound<'_, PyAny>,
     allow_override: bool,
+    doc: &str,
+    metadata: &str,
 ) -> PyResult<()> {
     let function = function_of(func)?;
-    function
-        .register_global(name, allow_override)
-        .map_err(|e| errors::raise_error(py, e))
+    let registered = if doc.is_empty() && metadata.is_empty() {
+        function.register_global(name, allow_override)
+    } else {
+        function.register_global_documented(name, doc, metadata, allow_override)
+    };
+    registered.map_err(|e| errors::raise_error(py, e))
 }
 
 /// Removes the global `name`; whether it existed.
@@ -143,7 +150,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<containers::PyDictObj>()?;
     m.add_class::<containers::PyShape>()?;
     m.add_class::<tensor::PyTensor>()?;
-    dlpack::install_fast_dlpack(&m.getattr("Tensor")?.cast_into()?)?;
+    let tensor_type = m.getattr("Tensor")?.cast_into()?;
+    dlpack::install_fast_dlpack(&tensor_type)?;
+    tensor_exchange::install(&tensor_type)?;
     m.add_class::<device::PyDevice>()?;
     m.add_function(wrap_pyfunction!(get_global_func, m)?)?;
     m.add_function(wrap_pyfunction!(register_global_func, m)?)?;
@@ -157,6 +166,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(objects::_register_object_class, m)?)?;
     m.add_function(wrap_pyfunction!(objects::_object_get_field, m)?)?;
     m.add_function(wrap_pyfunction!(objects::_type_field_names, m)?)?;
+    m.add_function(wrap_pyfunction!(objects::_type_fields, m)?)?;
     m.add_function(wrap_pyfunction!(dataclasses::_define_object_type, m)?)?;
     m.add_function(wrap_pyfunction!(dataclasses::_init_object, m)?)?;
     m.add_function(wrap_pyfunction!(dataclasses::_object_set_field, m)?)?;

@@ -239,6 +239,21 @@ pub(crate) fn _type_field_names(type_index: i32) -> Vec<String> {
     reflected_fields(type_index)
 }
 
+/// The reflected fields of a type (with its ancestors'), root first, as (name, doc, metadata
+/// JSON) each: what stub generators read a field's type schema from.
+#[pyfunction]
+pub(crate) fn _type_fields(type_index: i32) -> Vec<(String, String, String)> {
+    reflection::fields_of(type_index)
+        .map(|f| {
+            (
+                f.name().to_owned(),
+                f.doc().to_owned(),
+                f.metadata().to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// A wrapper value (`Array`, `Tensor`, ...) kept by a subclass of `Object` that borrows the
 /// reference held by the object's base part instead of holding a second one.
 pub struct Borrowed<W>(ManuallyDrop<W>);

@@ -20,7 +20,7 @@ use crate::runtime_calls;
 pub struct PyTensor(pub(crate) Borrowed<Tensor>);
 
 /// Wraps a tensor as its Python class.
-fn wrap(py: Python<'_>, tensor: Tensor) -> PyResult<Py<PyAny>> {
+pub(crate) fn wrap(py: Python<'_>, tensor: Tensor) -> PyResult<Py<PyAny>> {
     new_wrapped(py, tensor, PyTensor)
 }
 

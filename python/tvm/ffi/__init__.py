@@ -26,6 +26,7 @@ from .registry import (
     remove_global_func,
 )
 from .serialization import from_json_graph_str, to_json_graph_str
+from .stream import StreamContext, get_raw_stream, use_raw_stream, use_torch_stream
 from .string import Bytes, String
 from .structural import (
     DefRegionKind,
@@ -61,6 +62,7 @@ __all__ = [
     "Module",
     "Object",
     "Shape",
+    "StreamContext",
     "String",
     "StructuralKey",
     "StructuralMutator",
@@ -80,6 +82,7 @@ __all__ = [
     "get_global_func",
     "get_global_func_doc",
     "get_global_func_metadata",
+    "get_raw_stream",
     "list_global_func_names",
     "load_module",
     "register_func",
@@ -93,6 +96,8 @@ __all__ = [
     "structural_walk",
     "system_lib",
     "to_json_graph_str",
+    "use_raw_stream",
+    "use_torch_stream",
 ]
 
 

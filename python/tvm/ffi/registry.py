@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
@@ -38,7 +39,7 @@ def register_func(name=None, f=None, *, override=False):
     """
     if callable(name) and f is None:
         func = name
-        _native.register_global_func(func.__name__, func, override)
+        _register(func.__name__, func, override)
         return func
     if name is not None and not isinstance(name, str):
         raise TypeError(f"register_func: name must be a str, got {name!r}")
@@ -48,10 +49,23 @@ def register_func(name=None, f=None, *, override=False):
     def register(func: F) -> F:
         if not callable(func):
             raise TypeError(f"register_func: {func!r} is not callable")
-        _native.register_global_func(name if name is not None else func.__name__, func, override)
+        _register(name if name is not None else func.__name__, func, override)
         return func
 
     return register(f) if f is not None else register
+
+
+def _register(name: str, func: Callable[..., Any], override: bool) -> None:
+    """Registers ``func`` with the documentation and type schema a Python function carries."""
+    doc, metadata = "", ""
+    if isinstance(func, (types.FunctionType, types.MethodType)):
+        import inspect
+
+        from .type_schema import metadata_of
+
+        doc = inspect.getdoc(func) or ""
+        metadata = metadata_of(func)
+    _native.register_global_func(name, func, override, doc, metadata)
 
 
 @overload

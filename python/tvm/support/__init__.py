@@ -17,6 +17,7 @@ Modules (each imported on first use, so ``import tvm`` does not pay for them):
 ``clang``                 clang to LLVM IR
 ``emcc``                  Emscripten: WebAssembly modules for the web runtime
 ``popen_pool``            worker processes with timeouts, recycling and crash reports
+``stubgen``               ``.pyi`` stubs from recorded type schemas (libraries, globals, types)
 ``utils``                 temporary directories, file locks, ``which``
 ``tar``                   packing and safe unpacking of tar archives
 ``libinfo``               include directories, runtime library, version, build options
@@ -40,6 +41,7 @@ __all__ = [
     "nvcc",
     "popen_pool",
     "rocm",
+    "stubgen",
     "tar",
     "utils",
     "xcode",

@@ -135,7 +135,9 @@ fn classify_type(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Kind> {
         Kind::Int
     } else if obj.is_instance_of::<PyFloat>() {
         Kind::Float
-    } else if has(pyo3::intern!(py, "__dlpack__"))? {
+    } else if has(pyo3::intern!(py, "__dlpack__"))?
+        || has(pyo3::intern!(py, "__dlpack_c_exchange_api__"))?
+    {
         Kind::DLPack
     } else if has(pyo3::intern!(py, "__tvm_ffi_object__"))? {
         Kind::ObjectAttr

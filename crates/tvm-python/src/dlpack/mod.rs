@@ -15,10 +15,12 @@ use tvm_ffi::abi::{self, DLManagedTensor, DLManagedTensorVersioned};
 use crate::errors::raise_error;
 use crate::objects::PyObjectRef;
 
+mod exchange;
 mod export;
 mod keywords;
 mod numpy;
 
+pub(crate) use exchange::CAPSULE_NAME as EXCHANGE_API_CAPSULE_NAME;
 pub(crate) use export::{export_capsule, install_fast_dlpack};
 pub(crate) use numpy::{_numpy_arrays_read_directly, from_numpy_array, is_numpy_array};
 
@@ -120,6 +122,9 @@ pub(crate) fn from_producer(
     requirements: Requirements,
 ) -> PyResult<Tensor> {
     let py = obj.py();
+    if let Some(api) = exchange::api_of(obj) {
+        return exchange::import(api, obj, requirements);
+    }
     let Ok(method) = obj.getattr(pyo3::intern!(py, "__dlpack__")) else {
         // SAFETY: a type check of a live object.
         if unsafe { ffi::PyCapsule_CheckExact(obj.as_ptr()) } == 0 {
