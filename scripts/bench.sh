@@ -126,10 +126,15 @@ cargo build --locked --release --quiet -p tvm-ffi-testing --lib
 TVM_FFI_TESTING_LIB="$PWD/target/release/libtvm_ffi_testing.so" \
     "$py" benches/python/bench_ffi.py "${python_args[@]}" "${bench_args[@]}"
 
+phase "Python: from_dlpack through DLPack's C exchange API (benches/python/bench_exchange.py)"
+exchange_args=(--json target/bench/bench_exchange.json)
+((quick)) && exchange_args+=(--number 2000 --repeat 2)
+"$py" benches/python/bench_exchange.py "${exchange_args[@]}"
+
 # ---- Python: RPC -------------------------------------------------------------------------------
 if ((python_only)); then
     phase "done"
-    echo "JSON results: target/bench/bench_ffi.json"
+    echo "JSON results: target/bench/bench_ffi.json, target/bench/bench_exchange.json"
     exit 0
 fi
 phase "Backend API: tvm vs apache-tvm on kernels Apache TVM compiled (benches/backend/bench_backend.py)"
@@ -143,4 +148,4 @@ rpc_args=(--ours "$py" --apache "$apache_py" --json target/bench/bench_rpc.json)
 "$py" benches/python/bench_rpc.py "${rpc_args[@]}"
 
 phase "done"
-echo "JSON results: target/bench/bench_c_abi.json, target/bench/bench_ffi.json, target/bench/bench_rpc.json; criterion reports: target/criterion/"
+echo "JSON results: target/bench/bench_c_abi.json, target/bench/bench_ffi.json, target/bench/bench_exchange.json, target/bench/bench_rpc.json; criterion reports: target/criterion/"

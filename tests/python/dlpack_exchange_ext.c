@@ -2,9 +2,13 @@
  * dlpack_exchange_ext.c -- a CPython extension for test_dlpack_exchange.py, built by the test with
  * gcc against Python's headers and tvm's dlpack.h. Both sides of the DLPack C exchange API:
  *
- *   Buf(n)           a producer: n floats (0, 1, 2, ...) whose type carries a
- *                    __dlpack_c_exchange_api__ table; its __dlpack__ raises, so an import that
- *                    works went through the table. Buf.set(i, v) writes element i.
+ *   Buf(n, device_type=1)  a producer: n floats (0, 1, 2, ...) in host memory, said to be on
+ *                    device (device_type, 0), whose type carries a __dlpack_c_exchange_api__
+ *                    table; its __dlpack__ raises, so an import that works went through the
+ *                    table. Buf.set(i, v) writes element i. The table's current stream of any
+ *                    device is 0x5678 + its index.
+ *   PlainBuf(n)      a Buf without the table (its type's attribute is None), whose __dlpack__
+ *                    exports a versioned capsule: the same producer through the Python path.
  *   exports()        how many managed tensors the table has handed out; live() how many are not
  *                    released yet. fail_next() makes the next export fail with a ValueError.
  *   consume(t)       a consumer of t's type's table: (shape, dtype code, bits, first float)
@@ -28,13 +32,16 @@ static int g_fail_next = 0;
 typedef struct {
   PyObject_HEAD float* data;
   int64_t n;
+  int device_type;
 } Buf;
 
 static PyTypeObject BufType;
 
 static int Buf_init(Buf* self, PyObject* args, PyObject* kwds) {
   Py_ssize_t n;
-  if (!PyArg_ParseTuple(args, "n", &n)) return -1;
+  int device_type = kDLCPU;
+  if (!PyArg_ParseTuple(args, "n|i", &n, &device_type)) return -1;
+  self->device_type = device_type;
   self->data = (float*)calloc(n > 0 ? n : 1, sizeof(float));
   if (!self->data) {
     PyErr_NoMemory();
@@ -65,6 +72,25 @@ static PyObject* Buf_set(Buf* self, PyObject* args) {
 static PyObject* Buf_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
   PyErr_SetString(PyExc_RuntimeError, "Buf.__dlpack__ must not be called");
   return NULL;
+}
+
+static int Buf_export(void* py_object, DLManagedTensorVersioned** out);
+
+/* A capsule no consumer took releases its tensor. */
+static void capsule_release(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+    DLManagedTensorVersioned* m =
+        (DLManagedTensorVersioned*)PyCapsule_GetPointer(capsule, "dltensor_versioned");
+    m->deleter(m);
+  }
+}
+
+static PyObject* PlainBuf_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
+  DLManagedTensorVersioned* m = NULL;
+  if (Buf_export(self, &m) != 0) return NULL;
+  PyObject* capsule = PyCapsule_New(m, "dltensor_versioned", capsule_release);
+  if (!capsule) m->deleter(m);
+  return capsule;
 }
 
 typedef struct {
@@ -98,7 +124,7 @@ static int Buf_export(void* py_object, DLManagedTensorVersioned** out) {
   e->managed.manager_ctx = buf;
   e->managed.deleter = BufExport_delete;
   e->managed.dl_tensor.data = buf->data;
-  e->managed.dl_tensor.device.device_type = kDLCPU;
+  e->managed.dl_tensor.device.device_type = (DLDeviceType)buf->device_type;
   e->managed.dl_tensor.ndim = 1;
   e->managed.dl_tensor.dtype.code = kDLFloat;
   e->managed.dl_tensor.dtype.bits = 32;
@@ -111,13 +137,30 @@ static int Buf_export(void* py_object, DLManagedTensorVersioned** out) {
   return 0;
 }
 
+static int Buf_stream(DLDeviceType device_type, int32_t device_id, void** out) {
+  *out = (void*)(uintptr_t)(0x5678 + device_id);
+  return 0;
+}
+
 static DLPackExchangeAPI g_buf_api = {
-    {{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION}, NULL}, NULL, Buf_export, NULL, NULL, NULL};
+    {{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION}, NULL}, NULL, Buf_export, NULL, NULL, Buf_stream};
 
 static PyMethodDef Buf_methods[] = {
     {"set", (PyCFunction)Buf_set, METH_VARARGS, "set(i, v)"},
     {"__dlpack__", (PyCFunction)(void (*)(void))Buf_dlpack, METH_VARARGS | METH_KEYWORDS, NULL},
     {NULL, NULL, 0, NULL}};
+
+static PyMethodDef PlainBuf_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))PlainBuf_dlpack, METH_VARARGS | METH_KEYWORDS,
+     NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject PlainBufType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dlpack_exchange_ext.PlainBuf",
+    .tp_basicsize = sizeof(Buf),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_methods = PlainBuf_methods,
+};
 
 static PyTypeObject BufType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dlpack_exchange_ext.Buf",
@@ -258,9 +301,16 @@ PyMODINIT_FUNC PyInit_dlpack_exchange_ext(void) {
     return NULL;
   Py_DECREF(capsule);
   PyType_Modified(&BufType);
+  PlainBufType.tp_base = &BufType;
+  if (PyType_Ready(&PlainBufType) < 0) return NULL;
+  if (PyDict_SetItemString(PlainBufType.tp_dict, "__dlpack_c_exchange_api__", Py_None) < 0)
+    return NULL;
+  PyType_Modified(&PlainBufType);
   PyObject* m = PyModule_Create(&module_def);
   if (!m) return NULL;
   Py_INCREF(&BufType);
   if (PyModule_AddObject(m, "Buf", (PyObject*)&BufType) < 0) return NULL;
+  Py_INCREF(&PlainBufType);
+  if (PyModule_AddObject(m, "PlainBuf", (PyObject*)&PlainBufType) < 0) return NULL;
   return m;
 }

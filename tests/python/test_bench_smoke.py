@@ -132,3 +132,19 @@ def test_unknown_row_is_a_usage_error() -> None:
     )
     assert proc.returncode == 2
     assert "nosuchrow" in proc.stderr
+
+
+def test_the_exchange_benchmark_measures_each_row(tmp_path):
+    """benches/python/bench_exchange.py on tiny counts, tvm only: its producer extension builds
+    and both import paths are measured."""
+    script = BENCH.parent / "bench_exchange.py"
+    out = tmp_path / "exchange.json"
+    command = [sys.executable, str(script), "--impls", "tvm", "--number", "50", "--repeat", "1"]
+    done = subprocess.run(
+        [*command, "--json", str(out)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "from_dlpack(Buf): the exchange table" in done.stdout
+    assert "of the __dlpack__ path" in done.stdout
+    results = json.loads(out.read_text())["tvm"]
+    assert results["table"] > 0 and results["dlpack"] > 0

@@ -53,6 +53,13 @@ def test_from_dlpack_imports_through_the_producers_table(ext: ModuleType):
     assert ext.live() == 0
 
 
+def test_a_type_without_the_table_goes_through_dlpack(ext: ModuleType):
+    plain = ext.PlainBuf(3)
+    plain.set(0, 5.0)
+    assert np.from_dlpack(tvm.ffi.from_dlpack(plain)).tolist() == [5.0, 1.0, 2.0]
+    assert ext.live() == 0
+
+
 def test_arguments_convert_through_the_producers_table(ext: ModuleType):
     @tvm.register_func("testing.exchange_total", override=True)
     def total(t):
@@ -62,6 +69,22 @@ def test_arguments_convert_through_the_producers_table(ext: ModuleType):
     before = ext.exports()
     assert tvm.get_global_func("testing.exchange_total")(buf) == 10.0
     assert ext.exports() == before + 1 and ext.live() == 0
+
+
+def test_calls_run_on_the_producers_stream_for_a_tensor_off_the_cpu(ext: ModuleType):
+    """ext_dev is the testing library's simulated device; the producer's stream for index 0 is
+    0x5678. CPU tensors leave the stream alone."""
+    ext_dev = tvm.device("ext_dev", 0)
+
+    @tvm.register_func("testing.exchange_stream_seen", override=True)
+    def stream_seen(t):
+        return tvm.ffi.get_raw_stream(ext_dev)
+
+    seen = tvm.get_global_func("testing.exchange_stream_seen")
+    assert seen(ext.Buf(2, ext_dev.device_type)) == 0x5678
+    assert tvm.ffi.get_raw_stream(ext_dev) == 0, "the stream before the call is back"
+    assert seen(ext.Buf(2)) == 0
+    assert ext.live() == 0
 
 
 def test_a_failed_export_and_a_failed_requirement_raise_and_release(ext: ModuleType):

@@ -15,6 +15,43 @@ struct SendViews<'a>(&'a [AnyView<'a>]);
 // SAFETY: the views borrow values that stay alive (and untouched) until the call returns.
 unsafe impl Send for SendViews<'_> {}
 
+/// A stream made the calling thread's current stream of a device for one call; the stream
+/// before it comes back when this is dropped.
+struct StreamForCall {
+    device: (i32, i32),
+    previous: *mut std::ffi::c_void,
+}
+
+impl StreamForCall {
+    fn set(device_type: i32, device_id: i32, stream: usize) -> StreamForCall {
+        let mut previous = std::ptr::null_mut();
+        // SAFETY: the thread's stream table takes any device; `previous` is writable. Setting a
+        // stream only fails on a broken runtime, and the call then runs on the current one.
+        unsafe {
+            tvm_ffi::abi::TVMFFIEnvSetStream(device_type, device_id, stream as _, &mut previous)
+        };
+        StreamForCall {
+            device: (device_type, device_id),
+            previous,
+        }
+    }
+}
+
+impl Drop for StreamForCall {
+    fn drop(&mut self) {
+        let (device_type, device_id) = self.device;
+        // SAFETY: as in `set`; the previous stream was current before.
+        unsafe {
+            tvm_ffi::abi::TVMFFIEnvSetStream(
+                device_type,
+                device_id,
+                self.previous,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+}
+
 /// Calls `function` with (borrowed, live) Python arguments, releasing the interpreter lock
 /// during the call if `release_gil`.
 pub(crate) fn call_function(
@@ -43,6 +80,10 @@ pub(crate) fn call_function(
     // at the NUL-terminated UTF-8 cache of a `str`) and `temps`, both alive for the call.
     let views: &[AnyView<'_>] =
         unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<AnyView<'_>>(), n) };
+    // A producer's stream is current for the call, the stream before it after.
+    let _stream = temps
+        .producer_stream()
+        .map(|(t, i, s)| StreamForCall::set(t, i, s));
     let result = if release_gil {
         let views = SendViews(views);
         crate::exit_gate::detach(py, move || {

@@ -35,10 +35,17 @@ pub(super) fn numpy_array(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> Py
 
 /// Any other DLPack producer as a tensor sharing its memory.
 pub(super) fn dlpack(obj: &Bound<'_, PyAny>, temps: &mut Temporaries) -> PyResult<TVMFFIAny> {
-    Ok(keep(
-        temps,
-        crate::dlpack::from_producer(obj, crate::dlpack::Requirements::NONE)?.into(),
-    ))
+    let tensor = crate::dlpack::from_producer(obj, crate::dlpack::Requirements::NONE)?;
+    // The first tensor off the CPU from a producer with an exchange table: kernels run on the
+    // stream the producer has current for its device, as the producer's own operations would.
+    let device = tensor.device();
+    if temps.wants_producer_stream() && device.device_type() != tvm_ffi::abi::kDLCPU {
+        let (device_type, device_id) = (device.device_type(), device.device_id());
+        if let Some(stream) = crate::dlpack::producer_stream(obj, device_type, device_id)? {
+            temps.note_producer_stream(device_type, device_id, stream);
+        }
+    }
+    Ok(keep(temps, tensor.into()))
 }
 
 /// An object that names its runtime form in `__tvm_ffi_object__`, as that form (kept for the

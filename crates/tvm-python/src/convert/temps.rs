@@ -22,6 +22,9 @@ pub(super) struct Temporaries {
     more: Option<Box<More>>,
     /// The function lent for the first callable argument.
     lent: Option<Lent>,
+    /// The stream a producer's exchange table named for the first argument off the CPU:
+    /// (device type, device id, stream), made current for the call.
+    producer_stream: Option<(i32, i32, usize)>,
 }
 
 /// Temporaries past the inline ones.
@@ -40,6 +43,7 @@ impl Default for Temporaries {
             inline_len: 0,
             more: None,
             lent: None,
+            producer_stream: None,
         }
     }
 }
@@ -65,6 +69,21 @@ impl Temporaries {
         let view = lent.view();
         self.lent = Some(lent);
         view
+    }
+
+    /// Whether the call still needs a producer's stream (none was found for an argument).
+    pub(super) fn wants_producer_stream(&self) -> bool {
+        self.producer_stream.is_none()
+    }
+
+    /// Notes the current stream a tensor's producer named for its device.
+    pub(super) fn note_producer_stream(&mut self, device_type: i32, device_id: i32, stream: usize) {
+        self.producer_stream = Some((device_type, device_id, stream));
+    }
+
+    /// The producer's stream to make current for the call, if an argument named one.
+    pub(super) fn producer_stream(&self) -> Option<(i32, i32, usize)> {
+        self.producer_stream
     }
 
     /// Releases the temporaries once the call has returned, giving the lent function back.

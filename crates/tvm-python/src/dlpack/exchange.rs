@@ -102,6 +102,31 @@ fn lookup(ty: &Bound<'_, PyAny>) -> Option<(Py<PyAny>, usize)> {
     (value != 0).then(|| (address.unbind(), value))
 }
 
+/// The current stream `obj`'s producer names for a device through its exchange table (None
+/// without a table or its stream entry point); 0 is the default stream.
+pub(crate) fn producer_stream(
+    obj: &Bound<'_, PyAny>,
+    device_type: i32,
+    device_id: i32,
+) -> PyResult<Option<usize>> {
+    let Some(current) = api_of(obj).and_then(|api| api.current_work_stream) else {
+        return Ok(None);
+    };
+    let mut stream = std::ptr::null_mut();
+    // SAFETY: the producer's entry point, with the GIL held; `stream` is writable.
+    let status = unsafe { current(device_type, device_id, &mut stream) };
+    if status != 0 {
+        return Err(PyErr::take(obj.py()).unwrap_or_else(|| {
+            PyRuntimeError::new_err(format!(
+                "the DLPack exchange API of {} gave no current stream for device type \
+                 {device_type}, index {device_id} (status {status})",
+                crate::errors::type_name(obj)
+            ))
+        }));
+    }
+    Ok(Some(stream as usize))
+}
+
 /// Imports `obj` through `api` without a copy, meeting `requirements`; the managed tensor is
 /// released if a requirement fails.
 pub(super) fn import(

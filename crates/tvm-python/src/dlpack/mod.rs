@@ -20,7 +20,7 @@ mod export;
 mod keywords;
 mod numpy;
 
-pub(crate) use exchange::CAPSULE_NAME as EXCHANGE_API_CAPSULE_NAME;
+pub(crate) use exchange::{CAPSULE_NAME as EXCHANGE_API_CAPSULE_NAME, producer_stream};
 pub(crate) use export::{export_capsule, install_fast_dlpack};
 pub(crate) use numpy::{_numpy_arrays_read_directly, from_numpy_array, is_numpy_array};
 
