@@ -18,6 +18,14 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 C_INCLUDE_DIR = REPO_ROOT / "cpp-abi" / "include"
 
 
+def _cargo_build(package: str) -> None:
+    """``cargo build -p package --lib`` in the repository (a no-op when it is up to date)."""
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        raise RuntimeError(f"cargo is needed to build the crate {package}")
+    subprocess.run([cargo, "build", "--quiet", "-p", package, "--lib"], cwd=REPO_ROOT, check=True)
+
+
 def _testing_library() -> Path:
     """``libtvm_ffi_testing.so``: the ``testing.*`` functions, apart from the runtime.
 
@@ -27,14 +35,7 @@ def _testing_library() -> Path:
     prebuilt = os.environ.get("TVM_FFI_TESTING_LIB")
     if prebuilt:
         return Path(prebuilt)
-    cargo = shutil.which("cargo")
-    if cargo is None:
-        raise RuntimeError(
-            "cargo is needed to build libtvm_ffi_testing.so (or set TVM_FFI_TESTING_LIB)"
-        )
-    subprocess.run(
-        [cargo, "build", "--quiet", "-p", "tvm-ffi-testing", "--lib"], cwd=REPO_ROOT, check=True
-    )
+    _cargo_build("tvm-ffi-testing")
     return REPO_ROOT / "target" / "debug" / "libtvm_ffi_testing.so"
 
 
@@ -44,6 +45,14 @@ os.environ["TVM_FFI_TESTING_LIB"] = str(_testing_library())
 tvm.base.load_backend_libs(os.environ["TVM_FFI_TESTING_LIB"])
 
 CompileC = Callable[..., Path]
+
+
+@pytest.fixture(scope="session")
+def rust_kernels() -> Path:
+    """``librust_kernels.so``: the kernels of ``examples/rust-kernels``, exported from Rust with
+    ``export_typed_func!`` (built by cargo)."""
+    _cargo_build("rust-kernels")
+    return REPO_ROOT / "target" / "debug" / "librust_kernels.so"
 
 
 @pytest.fixture

@@ -112,18 +112,33 @@ def _dynamic_dependencies(program: Path) -> str:
     ).stdout
 
 
-@pytest.mark.parametrize("language", sorted(HOST_LANGUAGES))
-def test_host_built_with_libinfo_flags_runs_without_python(tmp_path, kernel, server, language):
+def _build_host(language: str, out_dir: Path) -> Path:
+    """The host program in ``language``, built with the flags libinfo prints."""
     source, (variable, default), standard = HOST_LANGUAGES[language]
-    host = tmp_path / f"{language}_host"
+    host = out_dir / f"{language}_host"
     flags = _libinfo_flags("--cflags", "--libs")
     compiler = _compiler(variable, default)
     _build([compiler, *standard, "-Wall", "-Werror", str(source), "-o", str(host), *flags])
+    return host
+
+
+@pytest.mark.parametrize("language", sorted(HOST_LANGUAGES))
+def test_host_built_with_libinfo_flags_runs_without_python(tmp_path, kernel, server, language):
+    host = _build_host(language, tmp_path)
     dependencies = _dynamic_dependencies(host)
     assert "libpython" not in dependencies
     runtime = Path(libinfo.find_lib_path()[0])
     assert f"libtvm_ffi.so => {runtime}" in dependencies
     _check_host_output(_run_host(host, kernel, server.port))
+
+
+@pytest.mark.parametrize("language", sorted(HOST_LANGUAGES))
+def test_hosts_load_a_kernel_library_written_in_rust(tmp_path, rust_kernels, server, language):
+    """``examples/rust-kernels`` exports the same ``add_one`` as the C kernel, from Rust."""
+    host = _build_host(language, tmp_path)
+    lines = _run_host(host, rust_kernels, server.port)
+    _check_host_output(lines)
+    assert "Expected `ffi.Tensor` but got `ffi.String`" in lines[2], lines[2]
 
 
 def test_libinfo_libdir_holds_the_runtime_library():

@@ -54,9 +54,9 @@ def test_a_library_stub_types_each_export(kernels: str, tmp_path: Path):
     assert "class StubKernelsModule(Module):" in text
     assert "def add(self, arg0: int, arg1: int, /) -> int:" in text
     assert '"""Adds two integers."""' in text
-    assert "def mean(self, arg0: Tensor, /) -> float:" in text
+    assert "def mean(self, arg0: Tensor | DLPackProducer, /) -> float:" in text
     assert "def shout(self, arg0: str, arg1: bool, /) -> str:" in text
-    assert "def count(self, arg0: Array, /) -> int:" in text
+    assert "def count(self, arg0: Sequence[Any] | Array, /) -> int:" in text
     (tmp_path / "stub_kernels.pyi").write_text(text)
     good = run_mypy(
         tmp_path,
@@ -181,6 +181,12 @@ def test_schemas_of_annotations_and_back():
     assert type_schema.annotation_of(optional, classes) == "bytes | None"
     assert type_schema.annotation_of({"type": "my.Node"}, {"my.Node": "pkg.Node"}) == "pkg.Node"
     assert type_schema.annotation_of({"type": "my.Unknown"}, classes) == "Object"
+    # Parameters accept what converts: any sequence, mapping or DLPack producer.
+    ints = {"type": "ffi.Array", "args": [{"type": "int"}]}
+    assert type_schema.annotation_of(ints, classes, param=True) == "Sequence[int] | Array"
+    assert type_schema.annotation_of(ints, classes) == "Array"
+    tensor = {"type": "ffi.Tensor"}
+    assert type_schema.annotation_of(tensor, classes, param=True) == "Tensor | DLPackProducer"
 
 
 def test_bad_stub_requests_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -504,6 +504,18 @@ pub trait TryFromAnyView: Sized {
 
     /// The converted value, or `None` if the value's type is not accepted.
     fn try_from_view(view: &AnyView<'_>) -> Option<Self>;
+
+    /// The type schema JSON of the type (`{"type":"int"}`; an `Option` or a typed container
+    /// puts its element types in `args`), which typed functions record for stubs.
+    fn type_schema() -> std::string::String {
+        format!(r#"{{"type":"{}"}}"#, Self::TYPE_NAME)
+    }
+
+    /// Why `view` does not convert, beyond its type (a typed container names the element that
+    /// is not of its element type); `None` when the type says it all.
+    fn mismatch(_view: &AnyView<'_>) -> Option<std::string::String> {
+        None
+    }
 }
 
 impl TryFromAnyView for Any {
@@ -645,6 +657,10 @@ impl<T: TryFromAnyView> TryFromAnyView for Option<T> {
         } else {
             T::try_from_view(view).map(Some)
         }
+    }
+
+    fn type_schema() -> std::string::String {
+        format!(r#"{{"type":"Optional","args":[{}]}}"#, T::type_schema())
     }
 }
 

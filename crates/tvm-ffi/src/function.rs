@@ -524,6 +524,8 @@ pub trait IntoFunctionResult {
     const TYPE_NAME: &'static str;
     /// Converts into the packed result.
     fn into_function_result(self) -> Result<Any>;
+    /// The type schema JSON of the returned type.
+    fn result_schema() -> std::string::String;
 }
 
 impl<T: Into<Any> + TryFromAnyView> IntoFunctionResult for T {
@@ -531,12 +533,18 @@ impl<T: Into<Any> + TryFromAnyView> IntoFunctionResult for T {
     fn into_function_result(self) -> Result<Any> {
         Ok(self.into())
     }
+    fn result_schema() -> std::string::String {
+        T::type_schema()
+    }
 }
 
 impl<T: Into<Any> + TryFromAnyView> IntoFunctionResult for Result<T> {
     const TYPE_NAME: &'static str = T::TYPE_NAME;
     fn into_function_result(self) -> Result<Any> {
         self.map(Into::into)
+    }
+    fn result_schema() -> std::string::String {
+        T::type_schema()
     }
 }
 
@@ -570,19 +578,27 @@ fn count_error(signature: &str, expected: usize, got: usize) -> Error {
     )
 }
 
-/// The `TypeError` of a typed call's argument that does not convert.
+/// The `TypeError` of a typed call's argument that does not convert; `detail` says why when
+/// the type alone does not (an element of a typed container).
 #[cold]
 #[inline(never)]
-fn argument_error(signature: &str, index: usize, expected: &str, got: &AnyView<'_>) -> Error {
+fn argument_error(
+    signature: &str,
+    index: usize,
+    expected: &str,
+    got: &AnyView<'_>,
+    detail: Option<std::string::String>,
+) -> Error {
     let context = format!("Argument #{index} when calling `{signature}`");
     if let Some(error) = got.text_error(expected, &context) {
         return error;
     }
+    let why = detail.map(|d| format!(": {d}")).unwrap_or_default();
     Error::new(
         ErrorKind::TypeError,
         format!(
             "Mismatched type on argument #{index} when calling: `{signature}`. \
-             Expected `{expected}` but got `{}`",
+             Expected `{expected}` but got `{}`{why}",
             got.type_name()
         ),
     )
@@ -604,10 +620,9 @@ macro_rules! typed_arities {
             }
 
             fn type_schema() -> std::string::String {
-                let types: [&str; $n + 1] = [Ret::TYPE_NAME, $($arg::TYPE_NAME),*];
-                let args: Vec<std::string::String> =
-                    types.iter().map(|t| format!(r#"{{"type":"{t}"}}"#)).collect();
-                format!(r#"{{"type":"ffi.Function","args":[{}]}}"#, args.join(","))
+                let types: [std::string::String; $n + 1] =
+                    [Ret::result_schema(), $($arg::type_schema()),*];
+                format!(r#"{{"type":"ffi.Function","args":[{}]}}"#, types.join(","))
             }
 
             #[allow(unused_variables)]
@@ -625,6 +640,7 @@ macro_rules! typed_arities {
                                 $idx,
                                 $arg::TYPE_NAME,
                                 &args[$idx],
+                                $arg::mismatch(&args[$idx]),
                             ))
                         }
                     }

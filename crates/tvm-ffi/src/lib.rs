@@ -16,8 +16,8 @@
 //!
 //! - the core: values (`any`, `string`, `containers`, `tensor`, `device`, `dtype`), objects and
 //!   the type table (`object`, `types`, `type_attr`, `reflection`), functions (`function`),
-//!   errors and the panic boundary (`error`, `boundary`), and what they share (`stack`,
-//!   `thread`, `convert`, `opaque`);
+//!   errors and the panic boundary (`error`, `boundary`), functions exported from a `cdylib`
+//!   (`export`), and what they share (`stack`, `thread`, `convert`, `opaque`);
 //! - [`extra`]: the features built on reflection (structural equality and hashing,
 //!   serialization, repr, deep copy, recursive comparison, dataclasses, enums, access paths,
 //!   types defined at run time, cycle breaking) and the `ffi.*` globals that expose them.
@@ -40,6 +40,7 @@ pub mod convert;
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod export;
 pub mod extra;
 pub mod function;
 pub mod object;
@@ -62,6 +63,7 @@ pub use containers::array::{Array, List};
 pub use containers::map::{Dict, Map, MapRead};
 pub use containers::shape::Shape;
 pub use containers::sync::{ReentrantGuard, ReentrantLock};
+pub use containers::typed::{ArrayOf, MapOf};
 pub use device::Device;
 pub use dtype::DataType;
 pub use error::{Error, ErrorKind, Result};

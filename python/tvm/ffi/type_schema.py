@@ -10,7 +10,7 @@ import inspect
 import json
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 #: Schema type names of the Python types that convert to them.
 _SCALARS: dict[Any, str] = {
@@ -44,6 +44,13 @@ _ANNOTATIONS = {
     "ffi.Map": "Map",
     "ffi.Dict": "Dict",
 }
+
+
+class DLPackProducer(Protocol):
+    """What a tensor parameter accepts besides ``Tensor``: any DLPack producer (a numpy array,
+    a torch tensor, ...)."""
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def _class_schema(cls: type) -> str:
@@ -121,18 +128,32 @@ def metadata_of(func: Callable[..., Any]) -> str:
     return "" if schema is None else json.dumps({"type_schema": schema}, separators=(",", ":"))
 
 
-def annotation_of(schema: Mapping[str, Any], classes: Mapping[str, str]) -> str:
+def annotation_of(
+    schema: Mapping[str, Any], classes: Mapping[str, str], param: bool = False
+) -> str:
     """The annotation a stub writes for ``schema``; ``classes`` names the Python classes bound to
-    object type keys (``Object`` stands for one without a class)."""
+    object type keys (``Object`` stands for one without a class). A parameter (``param``)
+    accepts what converts to the type: any sequence for an array, any mapping for a map, any
+    DLPack producer for a tensor."""
     name = schema.get("type", "Any")
     args = schema.get("args") or []
+
+    def inner(index: int) -> str:
+        return annotation_of(args[index], classes, param) if len(args) > index else "Any"
+
     if name == "Optional" and len(args) == 1:
-        return f"{annotation_of(args[0], classes)} | None"
+        return f"{inner(0)} | None"
     if name == "ffi.Function":
         if not args:
             return "Callable[..., Any]"
-        params = ", ".join(annotation_of(a, classes) for a in args[1:])
+        params = ", ".join(annotation_of(a, classes, True) for a in args[1:])
         return f"Callable[[{params}], {annotation_of(args[0], classes)}]"
+    if param and name in ("ffi.Array", "ffi.List"):
+        return f"Sequence[{inner(0)}] | {_ANNOTATIONS[name]}"
+    if param and name in ("ffi.Map", "ffi.Dict"):
+        return f"Mapping[{inner(0)}, {inner(1)}] | {_ANNOTATIONS[name]}"
+    if param and name in ("ffi.Tensor", "DLTensor*"):
+        return "Tensor | DLPackProducer"
     if name in _ANNOTATIONS:
         return _ANNOTATIONS[name]
     return classes.get(name, "Object")

@@ -74,10 +74,10 @@ class _Writer:
         self.lines: list[str] = []
         self.used: set[str] = set()
 
-    def annotation(self, schema: Mapping[str, Any]) -> str:
+    def annotation(self, schema: Mapping[str, Any], param: bool = False) -> str:
         from ..ffi.type_schema import annotation_of
 
-        text = annotation_of(schema, self.classes)
+        text = annotation_of(schema, self.classes, param)
         self.used.update(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", text))
         return text
 
@@ -92,7 +92,9 @@ class _Writer:
             self.used.add("Any")
         else:
             ret_schema, *param_schemas = schema["args"]
-            params += [f"arg{i}: {self.annotation(p)}" for i, p in enumerate(param_schemas)]
+            params += [
+                f"arg{i}: {self.annotation(p, param=True)}" for i, p in enumerate(param_schemas)
+            ]
             if param_schemas:
                 params.append("/")
             ret = self.annotation(ret_schema)
@@ -103,13 +105,16 @@ class _Writer:
 
     def text(self, header: str) -> str:
         imports = ["from __future__ import annotations", ""]
-        if "Callable" in self.used:
-            imports.append("from collections.abc import Callable")
+        abc_names = sorted(n for n in ("Callable", "Mapping", "Sequence") if n in self.used)
+        if abc_names:
+            imports.append(f"from collections.abc import {', '.join(abc_names)}")
         if "Any" in self.used:
             imports.append("from typing import Any")
         ffi_names = sorted(n for n in _FFI_NAMES if n in self.used)
         if ffi_names:
             imports.append(f"from tvm.ffi import {', '.join(ffi_names)}")
+        if "DLPackProducer" in self.used:
+            imports.append("from tvm.ffi.type_schema import DLPackProducer")
         modules = sorted(
             {path.rsplit(".", 1)[0] for path in self.classes.values() if path in self.used}
         )
