@@ -76,3 +76,14 @@ def test_exports_record_schemas_and_docs(kernels, rust_kernels: Path, tmp_path: 
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert errors and all(line.startswith("use.py:9:") for line in errors), result.stdout
     assert 'expected "str"' in errors[0], result.stdout
+
+
+def test_object_types_derived_in_rust(kernels):
+    """``#[derive(Object)]`` registers ``rust_kernels.Rect`` with its fields, and
+    ``#[derive(ObjectRef)]`` makes ``RectRef`` an argument type that names the key."""
+    rect = kernels.make_rect(2.0, 3.0, "box")
+    assert (rect.width, rect.height, rect.label) == (2.0, 3.0, "box")
+    assert kernels.area(rect) == 6.0
+    with pytest.raises(TypeError, match=r"Expected `rust_kernels\.Rect` but got `int`"):
+        kernels.area(5)
+    assert kernels.get_function_doc("make_rect") == "A rectangle of the given size."

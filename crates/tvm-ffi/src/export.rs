@@ -108,3 +108,46 @@ macro_rules! export_typed_func {
         };
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+    use crate::abi::TVMFFIAny;
+
+    #[test]
+    fn the_export_bodies_call_once_made_functions_and_return_texts() {
+        static CELL: OnceLock<Function> = OnceLock::new();
+        let args = [Any::from(2i64), Any::from(3i64)];
+        let raw: Vec<TVMFFIAny> = args.iter().map(|a| *a.as_raw()).collect();
+        let mut result = TVMFFIAny::NONE;
+        let make = || Function::from_typed("add", |a: i64, b: i64| a + b);
+        // SAFETY: two valid arguments and a writable result.
+        let status = unsafe { call_export(&CELL, "add", make, raw.as_ptr(), 2, &mut result) };
+        assert_eq!(status, 0);
+        // SAFETY: the call wrote an owned value.
+        assert_eq!(unsafe { Any::from_raw(result) }.try_as::<i64>(), Some(5));
+
+        // A wrong argument is the typed function's error, raised for the caller.
+        let text = [*Any::from("x").as_raw(), raw[1]];
+        let mut result = TVMFFIAny::NONE;
+        let again = || panic!("made once");
+        // SAFETY: as above.
+        let status = unsafe { call_export(&CELL, "add", again, text.as_ptr(), 2, &mut result) };
+        assert_eq!(status, -1);
+        let error = Error::take_raised_or(crate::ErrorKind::RuntimeError, "none raised");
+        assert_eq!(error.kind(), "TypeError");
+
+        let mut result = TVMFFIAny::NONE;
+        // SAFETY: a writable result.
+        assert_eq!(unsafe { return_text("doc", "Adds.", &mut result) }, 0);
+        // SAFETY: as above.
+        let doc = unsafe { Any::from_raw(result) };
+        assert_eq!(
+            doc.try_as::<String>().map(|s| s.to_string()),
+            Some("Adds.".into())
+        );
+        let metadata = metadata_of(&|a: i64, b: Option<f64>| a as f64 + b.unwrap_or(0.0));
+        assert!(metadata.contains(r#"\"type\":\"Optional\""#), "{metadata}");
+    }
+}

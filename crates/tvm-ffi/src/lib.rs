@@ -72,3 +72,7 @@ pub use object::{Object, ObjectCore, ObjectRef, WeakRef};
 pub use opaque::{Opaque, OpaqueObj};
 pub use string::{ByteSeq, Bytes, String};
 pub use tensor::Tensor;
+/// `#[derive(Object)]` and `#[derive(ObjectRef)]` (feature `derive`; macros, beside the types
+/// of the same names).
+#[cfg(feature = "derive")]
+pub use tvm_ffi_derive::{Object, ObjectRef};

@@ -3,7 +3,10 @@
 //! (`tvm.runtime.load_module`) or C++ (`tvm::ffi::Module::LoadFromFile`). Each export records its
 //! type schema, so `python -m tvm.support.stubgen module librust_kernels.so` writes its stub.
 
-use tvm_ffi::{ArrayOf, DataType, Error, ErrorKind, MapOf, Result, Tensor, export_typed_func};
+use tvm_ffi::{
+    ArrayOf, DataType, Error, ErrorKind, MapOf, Object, ObjectRef, Result, Tensor,
+    export_typed_func,
+};
 
 /// A float32 CPU tensor's elements, or a `TypeError` naming `what` and what it is.
 fn f32_elements(tensor: &Tensor, what: &str) -> Result<*mut f32> {
@@ -62,3 +65,33 @@ export_typed_func!(
 export_typed_func!(count_keys, |counts: MapOf<tvm_ffi::String, i64>| {
     counts.iter().map(|(_, n)| n).sum::<i64>()
 });
+
+/// A labelled rectangle: an object type with reflected fields, defined in Rust.
+#[derive(Object)]
+#[object(key = "rust_kernels.Rect")]
+#[repr(C)]
+pub struct Rect {
+    base: Object,
+    /// Width.
+    pub width: f64,
+    /// Height.
+    pub height: f64,
+    /// A label.
+    pub label: tvm_ffi::String,
+}
+
+/// A reference to a [`Rect`], as functions take and return it.
+#[derive(ObjectRef)]
+pub struct RectRef(tvm_ffi::ObjectRef<Rect>);
+
+export_typed_func!(
+    make_rect,
+    |width: f64, height: f64, label: tvm_ffi::String| RectRef::new(Rect {
+        base: Object::header(),
+        width,
+        height,
+        label,
+    }),
+    "A rectangle of the given size.",
+);
+export_typed_func!(area, |rect: RectRef| rect.width * rect.height);
