@@ -19,6 +19,8 @@
  *                    RuntimeError "kind: message".
  *   roundtrip(t)     t exported and imported back by its own table (a new object).
  *   stream(cls, device_type, device_id)  the table's current_work_stream, as an int.
+ *   null_calls(cls)  the table's entry points given NULL pointers: (allocator status, its
+ *                    error text, to_py_object status, from_py_object status, its error type).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -273,6 +275,22 @@ static PyObject* stream(PyObject* mod, PyObject* args) {
   return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)s);
 }
 
+static PyObject* null_calls(PyObject* mod, PyObject* cls) {
+  DLPackExchangeAPI* api = api_of_type(cls);
+  if (!api) return NULL;
+  char error[512] = "";
+  int allocated = api->managed_tensor_allocator(NULL, NULL, error, set_error);
+  void* out = NULL;
+  int wrapped = api->managed_tensor_to_py_object_no_sync(NULL, &out);
+  PyErr_Clear();
+  int exported = api->managed_tensor_from_py_object_no_sync(cls, NULL);
+  PyObject* type = PyErr_Occurred();
+  const char* name = type ? ((PyTypeObject*)type)->tp_name : "none";
+  PyObject* result = Py_BuildValue("(isiis)", allocated, error, wrapped, exported, name);
+  PyErr_Clear();
+  return result;
+}
+
 static PyObject* exports(PyObject* mod, PyObject* unused) { return PyLong_FromLong(g_exports); }
 static PyObject* live(PyObject* mod, PyObject* unused) { return PyLong_FromLong(g_live); }
 static PyObject* fail_next(PyObject* mod, PyObject* unused) {
@@ -286,6 +304,7 @@ static PyMethodDef module_methods[] = {
     {"allocate", allocate, METH_VARARGS, NULL},
     {"roundtrip", roundtrip, METH_O, NULL},
     {"stream", stream, METH_VARARGS, NULL},
+    {"null_calls", null_calls, METH_O, NULL},
     {"exports", exports, METH_NOARGS, NULL},
     {"live", live, METH_NOARGS, NULL},
     {"fail_next", fail_next, METH_NOARGS, NULL},

@@ -134,6 +134,12 @@ def test_the_allocator_makes_tensors_on_the_runtimes_devices(ext: ModuleType):
         ext.allocate(tvm.ffi.Tensor, (2,), 99)
 
 
+def test_the_table_refuses_null_pointers(ext: ModuleType):
+    allocated, error, wrapped, exported, error_type = ext.null_calls(tvm.ffi.Tensor)
+    assert allocated == -1 and error.startswith("ValueError: ") and "NULL" in error
+    assert wrapped == -1 and exported == -1 and error_type == "ValueError"
+
+
 def test_the_table_refuses_foreign_objects(ext: ModuleType):
     class NotATensor:
         __dlpack_c_exchange_api__ = tvm.ffi.Tensor.__dlpack_c_exchange_api__

@@ -7,7 +7,7 @@
 
 use std::ffi::{CString, c_char, c_int, c_void};
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -71,7 +71,10 @@ unsafe fn with_tensor_of(
     // SAFETY: per the contract.
     let py = unsafe { Python::assume_attached() };
     python_entry(py, what, || {
-        // SAFETY: per the contract.
+        if py_object.is_null() {
+            return Err(PyValueError::new_err(format!("{what}: the object is NULL")));
+        }
+        // SAFETY: per the contract; not NULL.
         let obj = unsafe { Bound::from_borrowed_ptr(py, py_object.cast::<ffi::PyObject>()) };
         write(&tensor_of(&obj)?);
         Ok(0)
@@ -83,6 +86,9 @@ unsafe extern "C" fn export_object(
     out: *mut *mut DLManagedTensorVersioned,
 ) -> c_int {
     let what = "Tensor DLPack exchange: managed_tensor_from_py_object_no_sync";
+    if out.is_null() {
+        return null_out(what);
+    }
     // SAFETY: the table's contract; `out` is writable.
     unsafe {
         with_tensor_of(py_object, what, |tensor| {
@@ -101,6 +107,11 @@ unsafe extern "C" fn import_managed(
         py,
         "Tensor DLPack exchange: managed_tensor_to_py_object_no_sync",
         || {
+            if managed.is_null() || out.is_null() {
+                return Err(PyValueError::new_err(
+                    "managed_tensor_to_py_object_no_sync: the tensor or the out pointer is NULL",
+                ));
+            }
             // SAFETY: a managed tensor the caller hands over; owned by the tensor on success.
             let tensor = unsafe { Tensor::from_dlpack_versioned(managed, 0, false) }
                 .map_err(|err| raise_error(py, err))?;
@@ -114,6 +125,9 @@ unsafe extern "C" fn import_managed(
 
 unsafe extern "C" fn view_object(py_object: *mut c_void, out: *mut DLTensor) -> c_int {
     let what = "Tensor DLPack exchange: dltensor_from_py_object_no_sync";
+    if out.is_null() {
+        return null_out(what);
+    }
     // SAFETY: the table's contract; `out` is writable. The view's shape and strides belong to
     // the tensor object, which the Python object keeps alive.
     unsafe { with_tensor_of(py_object, what, |tensor| *out = *tensor.dltensor()) }
@@ -126,6 +140,14 @@ unsafe extern "C" fn allocate(
     set_error: DLPackSetError,
 ) -> c_int {
     ffi_boundary("Tensor DLPack exchange: managed_tensor_allocator", || {
+        if prototype.is_null() || out.is_null() {
+            return report(
+                error_ctx,
+                set_error,
+                "ValueError",
+                "managed_tensor_allocator: the prototype or the out pointer is NULL",
+            );
+        }
         // SAFETY: the caller's prototype (device, ndim, shape, dtype are read) and `out`.
         let made = unsafe {
             let prototype = &*prototype;
@@ -159,12 +181,35 @@ unsafe extern "C" fn allocate(
     })
 }
 
+/// Reports an allocation failure through the caller's callback (when it gave one): -1.
+fn report(error_ctx: *mut c_void, set_error: DLPackSetError, kind: &str, message: &str) -> c_int {
+    if let Some(set_error) = set_error {
+        let kind = CString::new(kind.replace('\0', " ")).unwrap_or_default();
+        let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+        // SAFETY: the caller's callback with its context and two C strings that live across
+        // the call.
+        unsafe { set_error(error_ctx, kind.as_ptr(), message.as_ptr()) };
+    }
+    -1
+}
+
+/// The status of an entry point given a NULL out pointer: -1 with a `ValueError` set.
+fn null_out(what: &str) -> c_int {
+    Python::attach(|py| {
+        PyValueError::new_err(format!("{what}: the out pointer is NULL")).restore(py)
+    });
+    -1
+}
+
 unsafe extern "C" fn current_stream(
     device_type: i32,
     device_id: i32,
     out_stream: *mut *mut c_void,
 ) -> c_int {
     ffi_boundary("Tensor DLPack exchange: current_work_stream", || {
+        if out_stream.is_null() {
+            return -1;
+        }
         // SAFETY: the stream table is read for any device; `out_stream` is writable.
         unsafe { *out_stream = abi::TVMFFIEnvGetStream(device_type, device_id) };
         0
