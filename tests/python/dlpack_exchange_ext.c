@@ -7,8 +7,8 @@
  *                    table; its __dlpack__ raises, so an import that works went through the
  *                    table. Buf.set(i, v) writes element i. The table's current stream of any
  *                    device is 0x5678 + its index.
- *   PlainBuf(n)      a Buf without the table (its type's attribute is None), whose __dlpack__
- *                    exports a versioned capsule: the same producer through the Python path.
+ *   PlainBuf(n)      the same producer without the table: __dlpack__ exports a versioned capsule
+ *                    when the consumer passes max_version >= (1, 0), a legacy one otherwise.
  *   exports()        how many managed tensors the table has handed out; live() how many are not
  *                    released yet. fail_next() makes the next export fail with a ValueError.
  *   consume(t)       a consumer of t's type's table: (shape, dtype code, bits, first float)
@@ -87,11 +87,56 @@ static void capsule_release(PyObject* capsule) {
   }
 }
 
+typedef struct {
+  DLManagedTensor managed;
+  int64_t shape[1];
+} LegacyExport;
+
+static void LegacyExport_delete(DLManagedTensor* managed) {
+  PyGILState_STATE state = PyGILState_Ensure();
+  Py_DECREF((PyObject*)managed->manager_ctx);
+  free(managed);
+  --g_live;
+  PyGILState_Release(state);
+}
+
+static void legacy_capsule_release(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, "dltensor")) {
+    DLManagedTensor* m = (DLManagedTensor*)PyCapsule_GetPointer(capsule, "dltensor");
+    m->deleter(m);
+  }
+}
+
+/* Whether the call's max_version keyword asks for a versioned capsule. */
+static int wants_versioned(PyObject* kwargs) {
+  PyObject* version = kwargs ? PyDict_GetItemString(kwargs, "max_version") : NULL;
+  if (!version || !PyTuple_Check(version) || PyTuple_GET_SIZE(version) < 1) return 0;
+  return PyLong_AsLong(PyTuple_GET_ITEM(version, 0)) >= 1;
+}
+
 static PyObject* PlainBuf_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
   DLManagedTensorVersioned* m = NULL;
   if (Buf_export(self, &m) != 0) return NULL;
-  PyObject* capsule = PyCapsule_New(m, "dltensor_versioned", capsule_release);
-  if (!capsule) m->deleter(m);
+  if (wants_versioned(kwargs)) {
+    PyObject* capsule = PyCapsule_New(m, "dltensor_versioned", capsule_release);
+    if (!capsule) m->deleter(m);
+    return capsule;
+  }
+  LegacyExport* e = (LegacyExport*)calloc(1, sizeof(LegacyExport));
+  if (!e) {
+    m->deleter(m);
+    return PyErr_NoMemory();
+  }
+  e->managed.dl_tensor = m->dl_tensor;
+  e->shape[0] = m->dl_tensor.shape[0];
+  e->managed.dl_tensor.shape = e->shape;
+  e->managed.manager_ctx = self;
+  e->managed.deleter = LegacyExport_delete;
+  Py_INCREF(self);
+  ++g_live;
+  m->deleter(m);
+  PyObject* capsule = PyCapsule_New(&e->managed, "dltensor", legacy_capsule_release);
+  if (!capsule) e->managed.deleter(&e->managed);
   return capsule;
 }
 
@@ -153,6 +198,7 @@ static PyMethodDef Buf_methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static PyMethodDef PlainBuf_methods[] = {
+    {"set", (PyCFunction)Buf_set, METH_VARARGS, "set(i, v)"},
     {"__dlpack__", (PyCFunction)(void (*)(void))PlainBuf_dlpack, METH_VARARGS | METH_KEYWORDS,
      NULL},
     {NULL, NULL, 0, NULL}};
@@ -161,6 +207,9 @@ static PyTypeObject PlainBufType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dlpack_exchange_ext.PlainBuf",
     .tp_basicsize = sizeof(Buf),
     .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Buf_init,
+    .tp_dealloc = (destructor)Buf_dealloc,
     .tp_methods = PlainBuf_methods,
 };
 
@@ -320,11 +369,7 @@ PyMODINIT_FUNC PyInit_dlpack_exchange_ext(void) {
     return NULL;
   Py_DECREF(capsule);
   PyType_Modified(&BufType);
-  PlainBufType.tp_base = &BufType;
   if (PyType_Ready(&PlainBufType) < 0) return NULL;
-  if (PyDict_SetItemString(PlainBufType.tp_dict, "__dlpack_c_exchange_api__", Py_None) < 0)
-    return NULL;
-  PyType_Modified(&PlainBufType);
   PyObject* m = PyModule_Create(&module_def);
   if (!m) return NULL;
   Py_INCREF(&BufType);
