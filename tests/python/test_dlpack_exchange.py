@@ -140,6 +140,25 @@ def test_the_table_refuses_null_pointers(ext: ModuleType):
     assert wrapped == -1 and exported == -1 and error_type == "ValueError"
 
 
+def test_integer_tables_are_trusted_from_torch_only(ext: ModuleType):
+    """An integer `__c_dlpack_exchange_api__` is an address the runtime would read: a class that
+    is not torch's gets the `__dlpack__` path, whatever integer it holds."""
+
+    class Pretender:
+        __c_dlpack_exchange_api__ = 1
+
+        def __init__(self) -> None:
+            self.array = np.arange(3, dtype="float32")
+
+        def __dlpack__(self, *args, **kwargs):
+            return self.array.__dlpack__(*args, **kwargs)
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    assert np.from_dlpack(tvm.ffi.from_dlpack(Pretender())).tolist() == [0.0, 1.0, 2.0]
+
+
 def test_the_table_refuses_foreign_objects(ext: ModuleType):
     class NotATensor:
         __dlpack_c_exchange_api__ = tvm.ffi.Tensor.__dlpack_c_exchange_api__
@@ -161,6 +180,12 @@ def test_streams_set_in_a_context_are_what_kernels_and_the_table_see(ext: Module
         device.free_raw_stream(stream)
     with pytest.raises(ValueError, match="use_torch_stream"):
         tvm.ffi.use_raw_stream(device, "stream")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="below 2\\*\\*64"):
+        tvm.ffi.use_raw_stream(device, 1 << 64)
+    with pytest.raises(ValueError, match="-5"):
+        tvm.ffi.StreamContext(device, -5)
+    with pytest.raises(RuntimeError, match="without a matching __enter__"):
+        tvm.ffi.StreamContext(device, 0).__exit__(None, None, None)
 
 
 def test_use_torch_stream_needs_torch():

@@ -32,6 +32,11 @@ def test_tensor_kernels_run_on_numpy_and_tvm_tensors(kernels):
         kernels.add_one(np.zeros(3, dtype="int32"), np.zeros(3, dtype="float32"))
     with pytest.raises(ValueError, match=r"x has shape \[3\] but y has \[4\]"):
         kernels.add_one(np.zeros(3, dtype="float32"), np.zeros(4, dtype="float32"))
+    read_only = np.zeros(6, dtype="float32")
+    read_only.setflags(write=False)
+    with pytest.raises(ValueError, match="y is read-only"):
+        kernels.add_one(np.zeros(6, dtype="float32"), read_only)
+    assert read_only.tolist() == [0.0] * 6
     with pytest.raises(TypeError, match=r"Expected `ffi\.Tensor` but got `ffi\.String`"):
         kernels.add_one("not a tensor", y)
 

@@ -197,3 +197,48 @@ def test_bad_stub_requests_are_refused(tmp_path: Path, monkeypatch: pytest.Monke
         stubgen.globals_stub("")
     with pytest.raises(ValueError, match="identifier"):
         stubgen.module_stub(cpp.build_inline("named", cpp_sources="int x;"), "not valid")
+
+
+def test_odd_docs_names_and_schemas_still_make_stubs_that_parse():
+    import ast
+
+    from tvm import _native
+
+    bad_schemas = [
+        '{"type":"ffi.Function","args":"abc"}',
+        '{"type":"ffi.Function","args":[1,2]}',
+        '{"type":"ffi.Function","args":[{"type":["x"]}]}',
+        '{"type":"ffi.Function","args":[{"type":"Optional","args":{"a":1}}]}',
+        '{"type":"ffi.Function","args":[{"type":"int"},{"type":"ffi.Array","args":[null]}]}',
+    ]
+    for i, schema in enumerate(bad_schemas):
+        metadata = json.dumps({"type_schema": schema})
+        _native.register_global_func(f"stubodd.bad{i}", lambda *a: 0, True, "", metadata)
+    docs = ['ends with "hi"', "a\x00b", "back\\slash", 'three """ quotes']
+    for i, doc in enumerate(docs):
+        _native.register_global_func(f"stubodd.doc{i}", lambda *a: 0, True, doc, "")
+    _native.register_global_func("stubodd.Any", lambda *a: 0, True, "", "")
+    text = stubgen.globals_stub("stubodd")
+    tree = ast.parse(text)
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert "Any" not in functions, "a global named like an import is left out"
+    for i in range(len(bad_schemas)):
+        assert f"def bad{i}(*args: Any) -> Any:" in text
+    for i, doc in enumerate(docs):
+        assert ast.get_docstring(functions[f"doc{i}"], clean=False) == doc
+    with pytest.raises(TypeError, match="prefix"):
+        stubgen.globals_stub(5)  # type: ignore[arg-type]
+
+
+def test_registrations_with_odd_annotations_record_no_schema():
+    def odd(x: [int]) -> int:  # type: ignore[valid-type]
+        return 0
+
+    def broken(x: "1 +") -> int:  # type: ignore[name-defined]  # noqa: F722
+        return 0
+
+    tvm.register_func("stubodd.odd", odd, override=True)
+    tvm.register_func("stubodd.broken", broken, override=True)
+    schema = json.loads(tvm.ffi.get_global_func_metadata("stubodd.odd")["type_schema"])
+    assert schema["args"][1] == {"type": "Any"}
+    assert tvm.ffi.get_global_func_metadata("stubodd.broken") == {}

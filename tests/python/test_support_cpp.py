@@ -93,12 +93,19 @@ def test_unchanged_inputs_load_the_cached_library_and_a_change_builds_again(
     assert tvm.runtime.load_module(first).add(1, 2) == 3
 
 
-def test_a_build_directory_holds_the_build(tmp_path: Path, cache: Path):
+def test_a_build_directory_holds_the_build_and_new_code_loads(tmp_path: Path, cache: Path):
     out = tmp_path / "out"
-    path = cpp.build_inline("here", cpp_sources=ADD, functions=["add"], build_directory=out)
-    assert Path(path) == out / "here.so" and (out / "main.cpp").is_file()
+    path = Path(cpp.build_inline("here", cpp_sources=ADD, functions=["add"], build_directory=out))
+    assert path.parent == out and path.name.startswith("here.") and (out / "main.cpp").is_file()
     assert not cache.exists()
     assert tvm.runtime.load_module(path).add(1, 1) == 2
+    # Changed code in the same directory: a library file of its own, so this process loads the
+    # new code (the loader hands back a library it has loaded from the same path).
+    one = "int64_t one() { return 1; }"
+    two = "int64_t one() { return 2; }"
+    options = {"functions": ["one"], "build_directory": out}
+    assert cpp.load_inline("again", cpp_sources=one, **options).one() == 1
+    assert cpp.load_inline("again", cpp_sources=two, **options).one() == 2
 
 
 def test_compiler_errors_reach_the_caller_in_the_compilers_words(build_tool: str):
@@ -244,12 +251,25 @@ def test_device_sources_without_a_toolkit_say_what_was_looked_for(
         ({"name": "x", "cpp_sources": ADD, "functions": ["add", "add"]}, ValueError, "twice"),
         ({"name": "x", "cpp_sources": ADD, "functions": {"add": 1}}, TypeError, "doc of 'add'"),
         ({"name": "x", "cpp_sources": ADD, "extra_cflags": "-O3"}, TypeError, "extra_cflags"),
+        ({"name": "x", "cpp_sources": ADD, "extra_cflags": ["-DX=\0"]}, ValueError, "NUL"),
+        ({"name": "x", "cpp_sources": ADD, "extra_include_paths": ["a\nb"]}, ValueError, "line"),
+        ({"name": "x", "cpp_sources": ADD, "extra_cflags": [3]}, TypeError, "item 3"),
+        ({"name": "x", "cpp_sources": ADD, "functions": [["x"]]}, TypeError, r"\['x'\]"),
+        ({"name": "x", "cpp_sources": ADD, "functions": {"add": "a\0b"}}, ValueError, "NUL"),
+        ({"name": "x", "cpp_sources": ADD, "build_directory": ""}, ValueError, "directory"),
         ({"name": "x", "cuda_sources": "int x;", "backend": "opencl"}, ValueError, "'opencl'"),
     ],
 )
 def test_bad_arguments_are_refused_by_name(kwargs: dict, error: type, match: str):
     with pytest.raises(error, match=match):
         cpp.build_inline(**kwargs)
+
+
+def test_flags_from_a_generator_are_passed(build_tool: str):
+    guarded = "#ifndef FROM_GENERATOR\n#error the flag was lost\n#endif\n" + ADD
+    flags = (flag for flag in ["-DFROM_GENERATOR=1"])
+    mod = cpp.load_inline("gen", cpp_sources=guarded, functions=["add"], extra_cflags=flags)
+    assert mod.add(1, 2) == 3
 
 
 def test_file_builds_refuse_missing_and_foreign_files(tmp_path: Path):

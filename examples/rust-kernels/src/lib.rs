@@ -32,6 +32,12 @@ fn f32_elements(tensor: &Tensor, what: &str) -> Result<*mut f32> {
 /// `y[i] = x[i] + 1` for float32 CPU tensors of one shape.
 fn add_one(x: Tensor, y: Tensor) -> Result<()> {
     let (src, dst) = (f32_elements(&x, "x")?, f32_elements(&y, "y")?);
+    if y.is_read_only() {
+        return Err(Error::new(
+            ErrorKind::ValueError,
+            "y is read-only: add_one writes its result there",
+        ));
+    }
     if x.shape() != y.shape() {
         return Err(Error::new(
             ErrorKind::ValueError,

@@ -26,13 +26,32 @@ def _device(device: Any) -> _native.Device:
     return device if isinstance(device, _native.Device) else _native.Device(device)
 
 
+#: Stream handles are addresses: below 2**64.
+_HANDLE_LIMIT = 1 << 64
+
+
+def _handle(stream: object) -> int:
+    """``stream`` as a handle: an ``int`` or ``ctypes.c_void_p`` address; a ``ValueError``
+    naming anything else."""
+    if isinstance(stream, ctypes.c_void_p):
+        return stream.value or 0
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        if not 0 <= stream < _HANDLE_LIMIT:
+            raise ValueError(f"a stream handle is an address below 2**64, not {stream}")
+        return stream
+    raise ValueError(
+        f"a stream is a handle as an int or ctypes.c_void_p, got {type(stream).__name__}; "
+        "for a torch stream use tvm.ffi.use_torch_stream"
+    )
+
+
 class StreamContext:
     """A ``with`` block in which ``stream`` is the calling thread's current stream on
     ``device``; the stream before it comes back on exit (also after an exception)."""
 
-    def __init__(self, device: Any, stream: int) -> None:
+    def __init__(self, device: Any, stream: int | ctypes.c_void_p) -> None:
         self.device = _device(device)
-        self.stream = stream
+        self.stream = _handle(stream)
         self._previous: list[int] = []
 
     def __enter__(self) -> StreamContext:
@@ -45,24 +64,15 @@ class StreamContext:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        if not self._previous:
+            raise RuntimeError("StreamContext.__exit__ without a matching __enter__")
         self.device.set_raw_stream(self._previous.pop())
 
 
 def use_raw_stream(device: Any, stream: int | ctypes.c_void_p) -> StreamContext:
     """A :class:`StreamContext` for a raw stream handle (an ``int`` or ``ctypes.c_void_p``,
     such as a ``cudaStream_t``); a ``ValueError`` for anything else."""
-    if isinstance(stream, ctypes.c_void_p):
-        handle = stream.value or 0
-    elif isinstance(stream, int) and not isinstance(stream, bool):
-        handle = stream
-    else:
-        raise ValueError(
-            f"use_raw_stream takes a stream handle as an int or ctypes.c_void_p, got "
-            f"{type(stream).__name__}; for a torch stream use tvm.ffi.use_torch_stream"
-        )
-    if handle < 0:
-        raise ValueError(f"a stream handle is an address, not {handle}")
-    return StreamContext(device, handle)
+    return StreamContext(device, stream)
 
 
 def get_raw_stream(device: Any) -> int:

@@ -73,8 +73,12 @@ def schema_of_annotation(annotation: Any) -> dict[str, Any]:
         return {"type": "Any"}
     if annotation is None:
         return {"type": "None"}
-    if annotation in _SCALARS:
-        return {"type": _SCALARS[annotation]}
+    try:
+        scalar = _SCALARS.get(annotation)
+    except TypeError:  # an unhashable annotation (`x: [int]`) names no type
+        return {"type": "Any"}
+    if scalar is not None:
+        return {"type": scalar}
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Union or type(annotation).__name__ == "UnionType":
@@ -105,7 +109,7 @@ def function_schema(func: Callable[..., Any]) -> str | None:
     try:
         signature = inspect.signature(func)
         hints = typing.get_type_hints(func)
-    except (TypeError, ValueError, NameError, AttributeError):
+    except Exception:  # annotations are user code: any failure means no schema
         return None
     if not hints:
         return None

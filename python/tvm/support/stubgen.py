@@ -39,6 +39,10 @@ _FFI_NAMES = (
     "dtype",
 )
 _EXPORT_PREFIX = "__tvm_ffi_"
+#: Every name a stub may import.
+_IMPORTED_NAMES = frozenset(
+    {"annotations", "Any", "Callable", "Mapping", "Sequence", "DLPackProducer", *_FFI_NAMES}
+)
 
 
 def _schema_of(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -46,7 +50,7 @@ def _schema_of(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     try:
         schema = json.loads(metadata["type_schema"])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return schema if isinstance(schema, dict) else None
 
@@ -86,22 +90,34 @@ class _Writer:
     ) -> None:
         schema = _schema_of(metadata)
         params = ["self"] if method else []
-        if schema is None or schema.get("type") != "ffi.Function" or not schema.get("args"):
+        typed = None
+        if schema is not None and schema.get("type") == "ffi.Function" and schema.get("args"):
+            try:
+                typed = self.signature(schema["args"])
+            except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError):
+                typed = None  # a malformed schema: the function is stubbed untyped
+        if typed is None:
             params.append("*args: Any")
             ret = "Any"
             self.used.add("Any")
         else:
-            ret_schema, *param_schemas = schema["args"]
-            params += [
-                f"arg{i}: {self.annotation(p, param=True)}" for i, p in enumerate(param_schemas)
-            ]
-            if param_schemas:
-                params.append("/")
-            ret = self.annotation(ret_schema)
+            params += typed[0]
+            ret = typed[1]
         self.lines.append(f"{indent}def {name}({', '.join(params)}) -> {ret}:")
         if doc:
             self.lines.append(f"{indent}    {_docstring(doc, indent + '    ')}")
         self.lines.append(f"{indent}    ...")
+
+    def signature(self, args: Any) -> tuple[list[str], str]:
+        """The parameters and the return annotation of a function's schema ``args`` (the
+        return first)."""
+        if not isinstance(args, list) or not all(isinstance(a, dict) for a in args):
+            raise TypeError("a function schema's args are a list of schemas")
+        ret_schema, *param_schemas = args
+        params = [f"arg{i}: {self.annotation(p, param=True)}" for i, p in enumerate(param_schemas)]
+        if param_schemas:
+            params.append("/")
+        return params, self.annotation(ret_schema)
 
     def text(self, header: str) -> str:
         imports = ["from __future__ import annotations", ""]
@@ -123,8 +139,19 @@ class _Writer:
 
 
 def _docstring(doc: str, indent: str) -> str:
-    body = doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    return '"""' + body.replace("\n", "\n" + indent) + '"""'
+    """``doc`` as a triple-quoted literal: backslashes and quotes escaped, control characters
+    other than line breaks and tabs written as escapes, continuation lines indented."""
+    out = []
+    for char in doc:
+        if char in '\\"':
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\n" + indent)
+        elif char != "\t" and (ord(char) < 0x20 or ord(char) == 0x7F):
+            out.append(f"\\x{ord(char):02x}")
+        else:
+            out.append(char)
+    return '"""' + "".join(out) + '"""'
 
 
 def _identifier(name: str) -> bool:
@@ -157,7 +184,7 @@ def module_stub(path: str | os.PathLike[str], class_name: str | None = None) -> 
     writer = _Writer(_object_classes())
     writer.used.add("Module")
     writer.lines.append(f"class {name}(Module):")
-    functions = [f for f in _exported_functions(target) if _identifier(f)]
+    functions = [f for f in _exported_functions(target) if _identifier(f) and f != "self"]
     for function in functions:
         metadata = module.get_function_metadata(function)
         writer.function(function, metadata, module.get_function_doc(function), "    ", True)
@@ -174,6 +201,8 @@ def globals_stub(prefix: str) -> str:
     from ..ffi import get_global_func, get_global_func_doc, get_global_func_metadata
     from ..ffi.registry import _metadata_dict
 
+    if not isinstance(prefix, str):
+        raise TypeError(f"globals_stub takes a prefix as a str, got {prefix!r}")
     prefix = prefix.rstrip(".")
     if not prefix:
         raise ValueError("globals_stub needs a prefix such as 'mylib'")
@@ -181,7 +210,8 @@ def globals_stub(prefix: str) -> str:
 
     def direct(names: Iterable[str]) -> list[str]:
         children = (n[len(dotted) :] for n in names if n.startswith(dotted))
-        return sorted(c for c in children if _identifier(c))
+        # A name the stub imports (`Any`, `Tensor`, ...) would shadow the import: left out.
+        return sorted(c for c in children if _identifier(c) and c not in _IMPORTED_NAMES)
 
     classes = _object_classes()
     type_keys = direct(get_global_func("ffi.GetRegisteredTypeKeys")())

@@ -1,9 +1,9 @@
 //! Other frameworks' DLPack C exchange API (DLPack 1.3's `DLPackExchangeAPI`): a table of C
 //! entry points found on a tensor's type as `__dlpack_c_exchange_api__` (a capsule named
 //! `"dlpack_exchange_api"`; the integer address in PyTorch's earlier
-//! `__c_dlpack_exchange_api__` is taken too). With it a tensor is imported by one C call,
-//! instead of a `__dlpack__` method call and a capsule. `TVM_FFI_SKIP_DLPACK_C_EXCHANGE_API=1`
-//! turns it off.
+//! `__c_dlpack_exchange_api__` is taken too, from torch's types only). With it a tensor is
+//! imported by one C call, instead of a `__dlpack__` method call and a capsule.
+//! `TVM_FFI_SKIP_DLPACK_C_EXCHANGE_API=1` turns it off.
 
 use std::ffi::{CStr, c_void};
 use std::sync::{Mutex, OnceLock};
@@ -95,9 +95,22 @@ fn lookup(ty: &Bound<'_, PyAny>) -> Option<(Py<PyAny>, usize)> {
         };
         return (!address.is_null()).then(|| (capsule.unbind(), address as usize));
     }
+    // The integer form is an address the runtime would read: trusted from PyTorch only (its
+    // earlier releases published the table this way), never from an arbitrary class.
+    let module: std::string::String = ty
+        .getattr(pyo3::intern!(py, "__module__"))
+        .ok()?
+        .extract()
+        .ok()?;
+    if module != "torch" && !module.starts_with("torch.") {
+        return None;
+    }
     let address = ty
         .getattr(pyo3::intern!(py, "__c_dlpack_exchange_api__"))
         .ok()?;
+    if address.is_instance_of::<pyo3::types::PyBool>() {
+        return None;
+    }
     let value: usize = address.extract().ok()?;
     (value != 0).then(|| (address.unbind(), value))
 }

@@ -65,11 +65,22 @@ def cache_dir() -> Path:
 
 
 def _flags(flags: Flags, what: str) -> tuple[str, ...]:
+    """``flags`` as a tuple of str; a ``TypeError`` or ``ValueError`` naming a bad one (a NUL or
+    a line break would cut a command line or the build file)."""
     if flags is None:
         return ()
-    if isinstance(flags, str) or not all(isinstance(f, str) for f in flags):
-        raise TypeError(f"{what} must be a list of str, got {flags!r}")
-    return tuple(flags)
+    if isinstance(flags, (str, bytes)):
+        raise TypeError(f"{what} must be a list of str, got the single value {flags!r}")
+    try:
+        items = tuple(flags)
+    except TypeError:
+        raise TypeError(f"{what} must be a list of str, got {flags!r}") from None
+    for flag in items:
+        if not isinstance(flag, str):
+            raise TypeError(f"{what} must be a list of str, got the item {flag!r}")
+        if any(c in flag for c in "\0\n\r"):
+            raise ValueError(f"{what} holds {flag!r}: a NUL or line break cannot be passed")
+    return items
 
 
 class _Options:
@@ -88,6 +99,8 @@ class _Options:
         self.cuda_cflags = _flags(extra_cuda_cflags, "extra_cuda_cflags")
         self.ldflags = _flags(extra_ldflags, "extra_ldflags")
         self.includes = _build.include_flags(_flags(extra_include_paths, "extra_include_paths"))
+        if build_directory is not None and not os.fspath(build_directory):
+            raise ValueError("build_directory must name a directory, got ''")
         self.build_directory = None if build_directory is None else Path(build_directory)
         self.backend = backend
 
@@ -127,9 +140,13 @@ class _Options:
         directory = self.build_directory or cache_dir() / f"{name}_{key[:16]}"
         directory = directory.absolute()
         steps = [Step(s.compiler, directory / s.source, directory / s.obj, s.flags) for s in steps]
-        writes = [(directory / path, text) for path, text in writes]
+        placed = tuple((directory / path, text) for path, text in writes)
+        # In a directory of the caller's, each set of inputs gets a library file of its own:
+        # the dynamic loader hands back a library it already loaded from the same path, so a
+        # rebuild in place would load the old code in this process.
+        output = f"{name}.so" if self.build_directory is None else f"{name}.{key[:16]}.so"
         plan = Plan(
-            name, directory, tuple(steps), cxx, link_flags, tuple(writes), key_covers_inputs
+            name, directory, tuple(steps), cxx, link_flags, placed, key_covers_inputs, output
         )
         return plan, key
 

@@ -52,10 +52,12 @@ class Plan:
     #: Whether an unchanged key may skip the build (inline sources are all in the key; files
     #: may include headers the key does not see, so their builds always run ninja).
     key_covers_inputs: bool
+    #: The library's file name in the directory.
+    output_name: str
 
     @property
     def output(self) -> Path:
-        return self.directory / f"{self.name}.so"
+        return self.directory / self.output_name
 
     def link_command(self) -> list[str]:
         objects = [str(step.obj) for step in self.steps]
@@ -101,7 +103,7 @@ def _run(command: list[str], cwd: Path, what: str) -> None:
         proc = subprocess.run(
             command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False
         )
-    except OSError as err:
+    except (OSError, ValueError) as err:
         raise BuildError(f"{what}: cannot run {command[0]!r}: {err}") from None
     if proc.returncode != 0:
         output = proc.stdout.decode(errors="replace").rstrip()
@@ -173,7 +175,7 @@ def run(plan: Plan, key: str) -> Path:
     """Builds ``plan`` unless the directory holds the library of the same key already; builds
     of one directory wait for each other (a file lock). The library's path."""
     plan.directory.mkdir(parents=True, exist_ok=True)
-    stamp = plan.directory / "build.key"
+    stamp = plan.directory / f"{plan.output_name}.key"
     with FileLock(plan.directory / ".lock"):
         if plan.key_covers_inputs and plan.output.is_file() and _read(stamp) == key:
             return plan.output

@@ -53,7 +53,9 @@ def function_docs(
     elif isinstance(functions, (list, tuple)):
         docs = {}
         for name in functions:
-            if isinstance(name, str) and name in docs:
+            if not isinstance(name, str):
+                raise TypeError(f"functions must name functions as str, got {name!r}")
+            if name in docs:
                 raise ValueError(f"functions names {name!r} twice")
             docs[name] = None
     else:
@@ -66,6 +68,8 @@ def function_docs(
             raise ValueError(f"functions must name C++ identifiers, got {name!r}")
         if doc is not None and not isinstance(doc, str):
             raise TypeError(f"the doc of {name!r} must be a str or None, got {type(doc).__name__}")
+        if doc is not None and "\0" in doc:
+            raise ValueError(f"the doc of {name!r} holds a NUL character, which would end it")
     return docs
 
 

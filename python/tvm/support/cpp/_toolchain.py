@@ -141,8 +141,8 @@ def version_of(path: str) -> str:
         proc = subprocess.run(
             [path, "--version"], capture_output=True, text=True, timeout=60, check=False
         )
-    except OSError as err:
-        raise RuntimeError(f"cannot run the compiler {path!r}: {err}") from None
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise RuntimeError(f"cannot run the compiler {path!r} --version: {err}") from None
     lines = (proc.stdout or proc.stderr).splitlines()
     return lines[0] if lines else ""
 
