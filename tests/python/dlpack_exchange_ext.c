@@ -20,7 +20,8 @@
  *   roundtrip(t)     t exported and imported back by its own table (a new object).
  *   stream(cls, device_type, device_id)  the table's current_work_stream, as an int.
  *   null_calls(cls)  the table's entry points given NULL pointers: (allocator status, its
- *                    error text, to_py_object status, from_py_object status, its error type).
+ *                    error text, to_py_object status, from_py_object status, its error type),
+ *                    and the allocator's errors for ndim -1 and for dimensions without a shape.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -335,7 +336,19 @@ static PyObject* null_calls(PyObject* mod, PyObject* cls) {
   int exported = api->managed_tensor_from_py_object_no_sync(cls, NULL);
   PyObject* type = PyErr_Occurred();
   const char* name = type ? ((PyTypeObject*)type)->tp_name : "none";
-  PyObject* result = Py_BuildValue("(isiis)", allocated, error, wrapped, exported, name);
+  char negative[512] = "", shapeless[512] = "";
+  DLTensor prototype = {0};
+  prototype.device.device_type = kDLCPU;
+  prototype.dtype.code = kDLFloat;
+  prototype.dtype.bits = 32;
+  prototype.dtype.lanes = 1;
+  DLManagedTensorVersioned* m = NULL;
+  prototype.ndim = -1;
+  int negative_status = api->managed_tensor_allocator(&prototype, &m, negative, set_error);
+  prototype.ndim = 2;
+  int shapeless_status = api->managed_tensor_allocator(&prototype, &m, shapeless, set_error);
+  PyObject* result = Py_BuildValue("(isiisisis)", allocated, error, wrapped, exported, name,
+                                   negative_status, negative, shapeless_status, shapeless);
   PyErr_Clear();
   return result;
 }

@@ -135,9 +135,13 @@ def test_the_allocator_makes_tensors_on_the_runtimes_devices(ext: ModuleType):
 
 
 def test_the_table_refuses_null_pointers(ext: ModuleType):
-    allocated, error, wrapped, exported, error_type = ext.null_calls(tvm.ffi.Tensor)
+    calls = ext.null_calls(tvm.ffi.Tensor)
+    allocated, error, wrapped, exported, error_type = calls[:5]
     assert allocated == -1 and error.startswith("ValueError: ") and "NULL" in error
     assert wrapped == -1 and exported == -1 and error_type == "ValueError"
+    negative, negative_error, shapeless, shapeless_error = calls[5:]
+    assert negative == -1 and negative_error == "ValueError: the prototype has -1 dimensions"
+    assert shapeless == -1 and "a NULL shape" in shapeless_error
 
 
 def test_integer_tables_are_trusted_from_torch_only(ext: ModuleType):

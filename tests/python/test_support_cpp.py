@@ -265,6 +265,20 @@ def test_bad_arguments_are_refused_by_name(kwargs: dict, error: type, match: str
         cpp.build_inline(**kwargs)
 
 
+def test_a_compiler_variable_with_a_wrapper_runs_the_wrapper(
+    build_tool: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """`CXX="wrapper g++"` (ccache and the like): the wrapper is the program, g++ its first
+    argument, for compiling and linking alike."""
+    log = tmp_path / "wrapper.log"
+    wrapper = tmp_path / "wrap"
+    wrapper.write_text(f'#!/bin/sh\necho "$1" >> "{log}"\nexec "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("CXX", f"{wrapper} g++")
+    assert cpp.load_inline("wrapped", cpp_sources=ADD, functions=["add"]).add(2, 2) == 4
+    assert log.read_text().split() == ["--version", "g++", "g++"]
+
+
 def test_flags_from_a_generator_are_passed(build_tool: str):
     guarded = "#ifndef FROM_GENERATOR\n#error the flag was lost\n#endif\n" + ADD
     flags = (flag for flag in ["-DFROM_GENERATOR=1"])

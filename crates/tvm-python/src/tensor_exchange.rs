@@ -148,10 +148,18 @@ unsafe extern "C" fn allocate(
                 "managed_tensor_allocator: the prototype or the out pointer is NULL",
             );
         }
-        // SAFETY: the caller's prototype (device, ndim, shape, dtype are read) and `out`.
+        // SAFETY: the caller's prototype (device, ndim, shape, dtype are read), not NULL.
+        let prototype = unsafe { &*prototype };
+        let Ok(ndim) = usize::try_from(prototype.ndim) else {
+            let message = format!("the prototype has {} dimensions", prototype.ndim);
+            return report(error_ctx, set_error, "ValueError", &message);
+        };
+        if ndim > 0 && prototype.shape.is_null() {
+            let message = "the prototype has dimensions and a NULL shape";
+            return report(error_ctx, set_error, "ValueError", message);
+        }
+        // SAFETY: `ndim` extents at `shape` (checked not NULL when there are any).
         let made = unsafe {
-            let prototype = &*prototype;
-            let ndim = usize::try_from(prototype.ndim).unwrap_or(0);
             let shape = if ndim == 0 {
                 &[][..]
             } else {

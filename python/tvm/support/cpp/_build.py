@@ -59,9 +59,13 @@ class Plan:
     def output(self) -> Path:
         return self.directory / self.output_name
 
+    def linker_words(self) -> list[str]:
+        """The link command before its inputs: the C++ compiler with its flags, ``-shared``."""
+        return [self.linker.path, *self.linker.flags, "-shared"]
+
     def link_command(self) -> list[str]:
         objects = [str(step.obj) for step in self.steps]
-        return [self.linker.path, "-shared", *objects, "-o", str(self.output), *self.link_flags]
+        return [*self.linker_words(), *objects, "-o", str(self.output), *self.link_flags]
 
 
 def cache_root() -> Path:
@@ -142,7 +146,7 @@ def ninja_file(plan: Plan) -> str:
             lines += ["  description = compiling $in", ""]
     lines += [
         "rule link",
-        f"  command = {_ninja_value(shlex.join([plan.linker.path, '-shared']))} $in -o $out $flags",
+        f"  command = {_ninja_value(shlex.join(plan.linker_words()))} $in -o $out $flags",
         "  description = linking $out",
         "",
     ]

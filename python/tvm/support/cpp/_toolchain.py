@@ -4,6 +4,7 @@ each with the flags every build gives it, and ninja when it is installed."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -32,14 +33,16 @@ class Compiler:
     depfiles: bool = True
 
 
-def _first_on_path(variable: str, candidates: tuple[str, ...], what: str) -> str:
-    value = os.environ.get(variable)
+def _first_on_path(variable: str, candidates: tuple[str, ...], what: str) -> list[str]:
+    """The compiler's command words: ``$variable`` split like a shell does (``ccache g++``), else
+    the first of ``candidates`` on ``PATH``."""
+    value = os.environ.get(variable, "").strip()
     if value:
-        return value
+        return shlex.split(value)
     for name in candidates:
         found = shutil.which(name)
         if found:
-            return found
+            return [found]
     raise RuntimeError(
         f"no {what} was found: ${variable} is not set and none of {', '.join(candidates)} is on "
         f"PATH. Install one (Debian: apt-get install g++) or set ${variable}"
@@ -48,12 +51,14 @@ def _first_on_path(variable: str, candidates: tuple[str, ...], what: str) -> str
 
 def cxx() -> Compiler:
     """The C++ compiler: ``$CXX``, else the first of g++, clang++, c++ on ``PATH``."""
-    return Compiler(_first_on_path("CXX", ("g++", "clang++", "c++"), "C++ compiler"), HOST_FLAGS)
+    program, *prefix = _first_on_path("CXX", ("g++", "clang++", "c++"), "C++ compiler")
+    return Compiler(program, (*prefix, *HOST_FLAGS))
 
 
 def c() -> Compiler:
     """The C compiler: ``$CC``, else the first of gcc, clang, cc on ``PATH``."""
-    return Compiler(_first_on_path("CC", ("gcc", "clang", "cc"), "C compiler"), C_FLAGS)
+    program, *prefix = _first_on_path("CC", ("gcc", "clang", "cc"), "C compiler")
+    return Compiler(program, (*prefix, *C_FLAGS))
 
 
 def _hipcc() -> str | None:
