@@ -14,7 +14,9 @@ fi
 
 # The test executables cargo builds, each with its package's directory, from its JSON messages
 # (several packages have a test target named `it`: the name alone does not say whose it is).
-# Largest first: the big suites start at once, and the small ones fill in beside them.
+# Largest first: the big suites start at once, and the small ones fill in beside them. The unit
+# test binary of a proc-macro crate is left out: it links the compiler's libstd dynamically (only
+# `cargo test` knows where that is), and its code runs inside the compiler, not in programs.
 mapfile -t binaries < <(
     cargo test --workspace --locked --no-run --message-format=json "$@" 2>/dev/null |
         python3 -c '
@@ -22,7 +24,9 @@ import json, os, sys
 found = []
 for line in sys.stdin:
     msg = json.loads(line)
-    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["profile"]["test"]:
+    if msg.get("reason") != "compiler-artifact" or not msg.get("executable"):
+        continue
+    if msg["profile"]["test"] and "proc-macro" not in msg["target"]["kind"]:
         found.append((msg["executable"], os.path.dirname(msg["manifest_path"])))
 for executable, package_dir in sorted(found, key=lambda f: -os.path.getsize(f[0])):
     print(executable + "\t" + package_dir)
