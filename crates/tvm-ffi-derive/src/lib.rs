@@ -253,3 +253,86 @@ fn object_ref_impl(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream>
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    fn object_error(input: DeriveInput) -> String {
+        object_impl(&input).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn object_types_are_refused_without_what_the_layout_needs() {
+        let no_key: DeriveInput = parse_quote! {
+            #[repr(C)]
+            struct P { base: Object, x: i64 }
+        };
+        assert!(object_error(no_key).contains("needs #[object(key"));
+        let no_repr: DeriveInput = parse_quote! {
+            #[object(key = "t.P")]
+            struct P { base: Object, x: i64 }
+        };
+        assert!(object_error(no_repr).contains("needs #[repr(C)]"));
+        let tuple: DeriveInput = parse_quote! {
+            #[object(key = "t.P")]
+            #[repr(C)]
+            struct P(Object, i64);
+        };
+        assert!(object_error(tuple).contains("named fields"));
+        let empty: DeriveInput = parse_quote! {
+            #[object(key = "t.P")]
+            #[repr(C)]
+            struct P {}
+        };
+        assert!(object_error(empty).contains("the first field is the parent part"));
+        let unknown: DeriveInput = parse_quote! {
+            #[object(name = "t.P")]
+            #[repr(C)]
+            struct P { base: Object }
+        };
+        assert!(object_error(unknown).contains("expected `key"));
+        let enumeration: DeriveInput = parse_quote! {
+            #[object(key = "t.P")]
+            #[repr(C)]
+            enum P { A }
+        };
+        assert!(object_error(enumeration).contains("takes a struct"));
+    }
+
+    #[test]
+    fn object_types_expand_to_a_registration_of_each_field_but_the_skipped() {
+        let input: DeriveInput = parse_quote! {
+            #[object(key = "t.P")]
+            #[repr(C)]
+            struct P {
+                base: Object,
+                x: i64,
+                #[object(skip)]
+                cache: i64,
+            }
+        };
+        let expanded = object_impl(&input).expect("expands").to_string();
+        assert!(expanded.contains("\"t.P\""));
+        assert!(expanded.contains("register_field :: < i64 > (index , \"x\""));
+        assert!(!expanded.contains("\"cache\""), "{expanded}");
+    }
+
+    #[test]
+    fn references_are_newtypes_over_object_ref() {
+        let good: DeriveInput = parse_quote! { struct R(tvm_ffi::ObjectRef<P>); };
+        assert!(object_ref_impl(&good).is_ok());
+        for bad in [
+            parse_quote! { struct R(P); },
+            parse_quote! { struct R { p: ObjectRef<P> } },
+            parse_quote! { struct R(ObjectRef<P>, i64); },
+        ] {
+            let error = object_ref_impl(&bad).expect_err("refused").to_string();
+            assert!(
+                error.contains("newtype over tvm_ffi::ObjectRef<T>"),
+                "{error}"
+            );
+        }
+    }
+}
