@@ -436,11 +436,7 @@ impl Function {
         let rc = unsafe {
             abi::TVMFFIFunctionSetGlobalFromMethodInfo(&info, c_int::from(allow_override))
         };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(Error::take_raised_or(ErrorKind::RuntimeError, name))
-        }
+        registration_status(rc, name)
     }
 
     /// Registers typed closure `f` as the global `name` with documentation `doc` and its type
@@ -460,11 +456,7 @@ impl Function {
         let key = TVMFFIByteArray::from_text(name);
         // SAFETY: the registry retains its own reference.
         let rc = unsafe { abi::TVMFFIFunctionSetGlobal(&key, self.obj.as_raw().cast(), mode) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(Error::take_raised_or(ErrorKind::RuntimeError, name))
-        }
+        registration_status(rc, name)
     }
 
     /// Removes the global `name`; whether it existed.
@@ -545,6 +537,16 @@ impl<T: Into<Any> + TryFromAnyView> IntoFunctionResult for Result<T> {
     }
     fn result_schema() -> std::string::String {
         T::type_schema()
+    }
+}
+
+/// The result of registering global `name`: `Ok` for status 0, else the error the registry
+/// raised (or a `RuntimeError` naming `name`).
+fn registration_status(rc: c_int, name: &str) -> Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Error::take_raised_or(ErrorKind::RuntimeError, name))
     }
 }
 

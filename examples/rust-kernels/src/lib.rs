@@ -10,7 +10,9 @@ use tvm_ffi::{
 
 /// A float32 CPU tensor's elements, or a `TypeError` naming `what` and what it is.
 fn f32_elements(tensor: &Tensor, what: &str) -> Result<*mut f32> {
-    if tensor.dtype() != DataType::float(32) || tensor.device().device_type() != 1 {
+    if tensor.dtype() != DataType::float(32)
+        || tensor.device().device_type() != tvm_ffi::abi::kDLCPU
+    {
         return Err(Error::new(
             ErrorKind::TypeError,
             format!(
