@@ -49,7 +49,7 @@ echo "source: $(git describe --always --dirty 2>/dev/null || echo 'not a git che
 # ---- the benchmark environment -----------------------------------------------------------------
 phase "virtual environment .venv-bench"
 if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-    echo "bench.sh: python3 is $(python3 --version 2>&1); the tvm package needs 3.11 or later" >&2
+    echo "bench.sh: python3 is $(python3 --version 2>&1); the benchmarks measure the abi3 wheel, which needs 3.11 or later" >&2
     exit 1
 fi
 venv=.venv-bench

@@ -1,11 +1,12 @@
 # Shared by demo.sh and test-all.sh (sourced): installs the system packages the Python side
 # needs, makes the project's virtual environment .venv with the given pip packages, builds the
-# wheel with the fast dev profile and installs it. Sets $venv, $py and $wheel.
+# wheel with the fast dev profile (or $TVM_WHEEL_PROFILE) into target/wheels (or $TVM_WHEEL_DIR)
+# and installs it. Sets $venv, $py and $wheel.
 # Usage: install_python_package PIP_PACKAGE...
 
 install_python_package() {
     # System tools the Python tests use: gcc and readelf (binutils) build and inspect C kernels, and
-    # python3 (3.11 or later) with venv/ensurepip makes the virtual environment.
+    # python3 (3.9 or later) with venv/ensurepip makes the virtual environment.
     apt_packages=()
     command -v gcc >/dev/null 2>&1 || apt_packages+=(gcc libc6-dev)
     command -v readelf >/dev/null 2>&1 || apt_packages+=(binutils)
@@ -26,14 +27,14 @@ install_python_package() {
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
             "${apt_packages[@]}" >/dev/null
     fi
-    if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-        echo "python-env.sh: python3 is $(python3 --version 2>&1); the tvm package needs 3.11 or later" >&2
+    if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 9))'; then
+        echo "python-env.sh: python3 is $(python3 --version 2>&1); the tvm package needs 3.9 or later" >&2
         exit 1
     fi
 
     # A virtual environment of the project, recreated when it is missing or broken.
     venv=.venv
-    if ! "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; then
+    if ! "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 9))' >/dev/null 2>&1; then
         python3 -m venv --clear "$venv"
     fi
     py="$venv/bin/python"
@@ -41,17 +42,34 @@ install_python_package() {
     "$py" -m pip install --quiet --disable-pip-version-check \
         "maturin>=1.9,<2" "$@"
 
-    # The wheel, built with the fast `dev` profile. maturin builds the extension module with other
-    # PyO3 settings than the cargo commands above, so it gets its own target directory: sharing
-    # target/ would rebuild pyo3 and tvm-python on every switch between the two.
-    rm -f target/wheels/tvm-*-abi3-*.whl
-    "$venv/bin/maturin" build --locked --profile dev --out target/wheels --target-dir target/maturin \
-        --interpreter "$py"
-    wheels=(target/wheels/tvm-*-abi3-*.whl)
+    build_wheel "$py" "${TVM_WHEEL_DIR:-target/wheels}"
+    "$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+}
+
+# Builds the wheel for the interpreter PYTHON into OUT_DIR (emptied of earlier tvm wheels first)
+# and sets $wheel; the cargo profile is $TVM_WHEEL_PROFILE, else the fast `dev` profile. 3.11 and later get the abi3 wheel (cp311-abi3, for
+# every later version too); 3.9 and 3.10 a wheel of their own version (crates/tvm-python's `abi3`
+# feature off). maturin builds the extension module with other PyO3 settings than the workspace's
+# cargo commands, so it gets target directories of its own: sharing target/ would rebuild pyo3 and
+# tvm-python on every switch. The version-specific builds share one (only pyo3 and tvm-python
+# differ between them). The runtime library comes from $TVM_FFI_LIBRARY when set.
+# Usage: build_wheel PYTHON OUT_DIR
+build_wheel() {
+    local python=$1 out_dir=$2 profile=${TVM_WHEEL_PROFILE:-dev}
+    local target_dir=target/maturin
+    [[ $profile == dev ]] || target_dir=target/maturin-$profile
+    local options=(--locked --profile "$profile" --out "$out_dir" --interpreter "$python")
+    if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+        options+=(--no-default-features)
+        target_dir=$target_dir-versioned
+    fi
+    mkdir -p "$out_dir"
+    rm -f "$out_dir"/tvm-*.whl
+    "$venv/bin/maturin" build "${options[@]}" --target-dir "$target_dir"
+    local wheels=("$out_dir"/tvm-*.whl)
     if ((${#wheels[@]} != 1)) || [[ ! -f ${wheels[0]} ]]; then
-        echo "python-env.sh: expected one abi3 wheel in target/wheels, found: ${wheels[*]}" >&2
+        echo "python-env.sh: expected one wheel in $out_dir, found: ${wheels[*]}" >&2
         exit 1
     fi
     wheel=${wheels[0]}
-    "$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 }

@@ -32,6 +32,8 @@ done
 step "rustfmt and clippy"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The extension as the cp39/cp310 wheels build it: for one interpreter, without the stable ABI.
+cargo clippy -p tvm-python --no-default-features --all-targets --locked -- -D warnings
 # (includes the bounded fuzz pass, fuzz/tests/corpus.rs; long runs: bash scripts/fuzz.sh)
 step "cargo test"
 cargo test --workspace --locked
@@ -57,8 +59,8 @@ source scripts/python-env.sh
 # (cmake: a C host is built with the package's CMake package, test_runtime_library.py; ninja:
 # tvm.support.cpp builds through it when it is installed, test_support_cpp.py)
 TVM_FFI_LIBRARY="$runtime_library" install_python_package numpy ml_dtypes pytest pytest-cov \
-    pytest-xdist "coverage>=7.10" hypothesis ruff abi3audit setuptools wheel mypy tqdm mkdocs cmake \
-    ninja
+    pytest-xdist "coverage>=7.10" hypothesis ruff abi3audit auditwheel setuptools wheel mypy tqdm \
+    mkdocs cmake ninja
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 
@@ -71,6 +73,12 @@ echo
 # The sdist builds and installs into a fresh environment, as `pip install tvm-<v>.tar.gz` does.
 step "the sdist"
 bash scripts/sdist-check.sh
+
+# The wheels of CPython 3.9 to 3.13 (cp39, cp310, and the abi3 wheel above): each one's manylinux
+# tag checked by auditwheel, installed into a venv of its version and run through the core tests
+# (venvs cached as .venv-py3.X; the full suite runs below, on .venv's version).
+step "Python 3.9 to 3.13"
+bash scripts/python-versions.sh
 
 # The runtime library in place of apache-tvm-ffi 0.1.15.post2's libtvm_ffi.so: its Python suite
 # (against apache-tvm-ffi's results, recorded once and cached) and its Rust crates' tests, with no

@@ -18,6 +18,8 @@ handle; extensions call :func:`load_backend_libs` to load theirs, which skips an
 already present.
 """
 
+from __future__ import annotations
+
 import ctypes
 import os
 import sys

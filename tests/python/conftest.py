@@ -1,5 +1,7 @@
 """Shared fixtures of the Python test suite."""
 
+from __future__ import annotations
+
 import os
 import shutil
 import subprocess

@@ -2,6 +2,8 @@
 (``[fmt][fmap][smap]``) and the C source of a host library that embeds one in
 ``__tvm_ffi__library_bin``."""
 
+from __future__ import annotations
+
 import struct
 from collections.abc import Callable
 

@@ -5,6 +5,8 @@ The reference implementation (tvm_ffi) and nanobind are not measured here (`--im
 their columns read n/a.
 """
 
+from __future__ import annotations
+
 import json
 import re
 import subprocess

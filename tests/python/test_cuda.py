@@ -5,6 +5,8 @@ The driver is chosen once per process (``TVM_CUDA_DRIVER``, read on first use), 
 its checks in a fresh interpreter with the environment it needs.
 """
 
+from __future__ import annotations
+
 from pathlib import Path
 
 import pytest

@@ -139,7 +139,7 @@ def test_native_error_keeps_native_frames_in_its_traceback():
     first_native = next(i for i, f in enumerate(frames) if f.filename.endswith(".rs"))
     assert test_index < first_native
     # The formatted traceback is printable.
-    text = "".join(traceback.format_exception(info.value))
+    text = "".join(traceback.format_exception(info.type, info.value, info.tb))
     assert ".rs" in text
     assert "ValueError: with frames" in text
 
@@ -345,7 +345,7 @@ def _native_traceback(environment: dict[str, str]) -> str:
         "try:\n"
         "    tvm.runtime.load_module('/nonexistent/library.so')\n"
         "except FileNotFoundError as err:\n"
-        "    print(''.join(traceback.format_exception(err)))\n"
+        "    print(''.join(traceback.format_exception(type(err), err, err.__traceback__)))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("TVM_TRACEBACK")}
     env.update(environment)

@@ -73,7 +73,7 @@ def test_cached_ints_keep_their_reference_counts():
     values = [-5, 0, 1, 7, 255, 256]
     before = [sys.getrefcount(v) for v in values]
     kept = [echo(v) for v in values for _ in range(100)]
-    assert all(a is b for a, b in zip(kept[::100], values, strict=True))
+    assert all(a is b for a, b in zip(kept[::100], values))
     del kept
     for _ in range(100):
         for value in values:
@@ -120,7 +120,7 @@ def test_many_plain_arguments(n):
 def test_many_tensors_and_strings_keep_their_reference_counts(n):
     tensors = [ffi.from_dlpack(np.arange(4, dtype="float32")) for _ in range(n)]
     texts = [f"a string longer than seven bytes, {i}" for i in range(n)]
-    args = [v for pair in zip(tensors, texts, strict=True) for v in pair][:n]
+    args = [v for pair in zip(tensors, texts) for v in pair][:n]
     before = [sys.getrefcount(v) for v in args]
     for _ in range(100):
         assert nop(*args) is None

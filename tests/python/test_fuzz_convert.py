@@ -207,7 +207,7 @@ def assert_same(actual, expected, path="value"):
     assert type(actual) is type(expected), f"{path}: {type(actual)} != {type(expected)}"
     if isinstance(expected, list):
         assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"
-        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+        for i, (a, e) in enumerate(zip(actual, expected)):
             assert_same(a, e, f"{path}[{i}]")
     elif isinstance(expected, float):
         assert float_bits(actual) == float_bits(expected) or (

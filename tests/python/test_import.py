@@ -3,7 +3,6 @@
 import json
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,8 @@ def run_python(code: str) -> str:
 
 
 def cargo_version() -> str:
+    # (tomllib is 3.11 and later; the version check skips on older interpreters)
+    tomllib = pytest.importorskip("tomllib")
     workspace = tomllib.loads((REPO_ROOT / "Cargo.toml").read_text())
     crate = tomllib.loads((REPO_ROOT / "crates" / "tvm-python" / "Cargo.toml").read_text())
     version = crate["package"]["version"]

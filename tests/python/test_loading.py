@@ -5,6 +5,8 @@ loaded after ``import tvm`` (by undefined symbols, or by a NEEDED ``libtvm_ffi.s
 very registry the native library holds.
 """
 
+from __future__ import annotations
+
 import ctypes
 import json
 import os

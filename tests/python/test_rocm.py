@@ -5,6 +5,8 @@ HIP is opened once per process (``TVM_ROCM_DRIVER``, read on first use), so each
 checks in a fresh interpreter with the environment it needs.
 """
 
+from __future__ import annotations
+
 from pathlib import Path
 
 import pytest

@@ -2,6 +2,8 @@
 arrays and lists, values of maps and dicts) with typed callbacks, interrupts, pruning and
 copy-on-write of changed paths."""
 
+from __future__ import annotations
+
 from typing import Any
 
 import pytest

@@ -3,6 +3,8 @@ pool starts it: the end of the request pipe and the end of the lifeline each end
 its process group, a worker whose parent is not the one named exits at once, and a wrong
 command line is a usage error."""
 
+from __future__ import annotations
+
 import os
 import pickle
 import signal

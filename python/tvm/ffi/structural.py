@@ -7,7 +7,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Callable, Sequence
 from enum import IntEnum
-from typing import Any
+from typing import Any, Union
 
 from .. import _native
 from .access_path import AccessPath
@@ -180,7 +180,8 @@ class StructuralMutator(Object):
         return get_global_func("ffi.StructuralMutatorWithDefRegionKind")(self, kind, callback)
 
 
-Callbacks = Callable[..., Any] | tuple[Any, Callable[..., Any]] | Sequence[Any]
+# (typing.Union: a module-level alias is evaluated at import, and `|` of generic aliases needs 3.10)
+Callbacks = Union[Callable[..., Any], tuple[Any, Callable[..., Any]], Sequence[Any]]
 
 _BUILTIN_TYPE_KEYS: dict[object, str] = {
     type(None): "None",

@@ -12,11 +12,15 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
 
 from ..support._exit_guard import interpreter_exiting, suppress_at_exit
 from ..support.popen_pool import PopenWorker
 from .base import get_addr_family
+
+# (typing.Self is 3.11 and later; typing_extensions is the type checker's own)
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 def bind_listener(

@@ -79,7 +79,7 @@ def open_registration(
         if auth_key is not None and nonce is not None:
             try:
                 (code,) = _INT32.unpack(base.recvall(sock, 4))
-            except TimeoutError:
+            except socket.timeout:
                 raise ProxyRefused(
                     f"the proxy at {where} did not answer the proof of the authentication key "
                     f"within {timeout:g} s (a proxy without a key answers nothing)"

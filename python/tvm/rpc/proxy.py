@@ -176,9 +176,10 @@ class _ProxyServer:
         self._connections += 1
         try:
             try:
-                async with asyncio.timeout(self.limits.handshake_timeout):
-                    peer = await self._handshake(reader, writer)
-            except TimeoutError:
+                peer = await asyncio.wait_for(
+                    self._handshake(reader, writer), self.limits.handshake_timeout
+                )
+            except asyncio.TimeoutError:
                 raise _Handshake(
                     f"no handshake within {self.limits.handshake_timeout:g} s"
                 ) from None
@@ -385,7 +386,7 @@ class _ProxyServer:
                 self._reported_keys.clear()
                 self._regenerate(list(self._servers))
             self._wake.clear()
-            with contextlib.suppress(TimeoutError):
+            with contextlib.suppress(asyncio.TimeoutError):
                 remaining = self.update_period - (time.monotonic() - last_poll)
                 await asyncio.wait_for(self._wake.wait(), max(remaining, 0.01))
 

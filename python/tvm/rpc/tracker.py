@@ -357,8 +357,9 @@ class _TrackerServer:
         (size,) = _INT32.unpack(head)
         if size <= 0 or size > limit:
             raise _ProtocolError(f"Invalid msg_size {size} (must be 1..{limit})")
-        async with asyncio.timeout(self.limits.handshake_timeout):
-            body = await _read_exactly(reader, size, f"a message of {size} bytes")
+        body = await asyncio.wait_for(
+            _read_exactly(reader, size, f"a message of {size} bytes"), self.limits.handshake_timeout
+        )
         if body is None:
             raise _ProtocolError(f"connection closed before a message of {size} bytes")
         try:
@@ -369,19 +370,20 @@ class _TrackerServer:
     async def _converse(self, reader: asyncio.StreamReader, conn: _Connection) -> None:
         limits = self.limits
         try:
-            async with asyncio.timeout(limits.handshake_timeout):
-                if not await self._handshake(reader, conn):
-                    return
-        except TimeoutError:
+            if not await asyncio.wait_for(self._handshake(reader, conn), limits.handshake_timeout):
+                return
+        except asyncio.TimeoutError:
             raise TimeoutError(f"no handshake within {limits.handshake_timeout:g} s") from None
         while True:
             idle = None if conn.idle_allowed else limits.idle_timeout
             try:
-                async with asyncio.timeout(idle):
-                    message = await self._read_message(
+                message = await asyncio.wait_for(
+                    self._read_message(
                         reader, min(limits.max_message_bytes, MAX_TRACKER_MSG_BYTES)
-                    )
-            except TimeoutError:
+                    ),
+                    idle,
+                )
+            except asyncio.TimeoutError:
                 raise TimeoutError(f"idle for {idle:g} s") from None
             if message is None:
                 return
@@ -396,9 +398,8 @@ class _TrackerServer:
             if conn.closed:
                 return
             try:
-                async with asyncio.timeout(limits.write_timeout):
-                    await conn.writer.drain()
-            except TimeoutError:
+                await asyncio.wait_for(conn.writer.drain(), limits.write_timeout)
+            except asyncio.TimeoutError:
                 raise TimeoutError(f"replies unread for {limits.write_timeout:g} s") from None
 
     def _handle(self, conn: _Connection, message: Any) -> None:

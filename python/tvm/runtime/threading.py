@@ -61,5 +61,8 @@ def context_symbols() -> dict[str, int]:
     (``__TVMBackendParallelLaunch``, ``__TVMBackendAllocWorkspace``, ...), with their
     addresses. A library with a ``__TVM*`` slot missing here is refused at load."""
     flat = list(get_global_func("ffi.GetContextSymbols")())
-    pairs = zip(flat[::2], flat[1::2], strict=True)
-    return {str(name): address.value or 0 for name, address in pairs}
+    if len(flat) % 2:
+        raise ValueError(
+            f"ffi.GetContextSymbols returned {len(flat)} items, not name/address pairs"
+        )
+    return {str(name): address.value or 0 for name, address in zip(flat[::2], flat[1::2])}

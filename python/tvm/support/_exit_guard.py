@@ -28,7 +28,7 @@ import functools
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 __all__ = [
     "call_quiet_at_exit",
@@ -38,7 +38,12 @@ __all__ = [
     "suppress_at_exit",
 ]
 
-P = ParamSpec("P")
+if (
+    TYPE_CHECKING
+):  # (typing.ParamSpec is 3.10 and later; typing_extensions is the type checker's own)
+    from typing_extensions import ParamSpec
+
+    P = ParamSpec("P")
 R = TypeVar("R")
 
 # One-element list: mutated in place so that closures made below see the change even after the

@@ -37,6 +37,7 @@ import threading
 import traceback
 from typing import Any
 
+from tvm._compat import add_note
 from tvm.support.popen_pool.pickling import _describe, _dumps
 from tvm.support.popen_pool.wire import StatusKind, _read_frame, _write_frame
 
@@ -239,7 +240,7 @@ def _exception_payload(err: BaseException, text: str) -> bytes:
     except Exception:
         pass
     try:
-        err.add_note(text)
+        add_note(err, text)
         payload = _dumps(err)
         pickle.loads(payload)
         return payload

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Union
 
 from . import tar as _tar
 from . import utils
@@ -41,7 +41,8 @@ _CANDIDATES = ("g++", "gcc", "clang++", "clang", "c++", "cc")
 _C_CANDIDATES = ("gcc", "clang", "cc")
 _C_SOURCES = (".c",)
 
-PathLike = str | os.PathLike[str]
+# (typing.Union: evaluated at import, where `|` of a generic alias needs 3.10)
+PathLike = Union[str, os.PathLike[str]]
 
 
 def _is_linux_like() -> bool:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import operator
 import re
-import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ... import _native
+from ..._compat import UNION_ORIGINS
 from ..._native import Device, Function, Object
 from ..container import Array, Dict, List, Map
 from ..dtype import dtype
@@ -239,7 +239,7 @@ def field_type(annotation: Any, self_cls: type, resolve: Callable[[str], Any]) -
         return FieldType(self_cls.__name__, _OBJECT, False, _exact(self_cls, self_cls.__name__))
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
-    if origin in (typing.Union, types.UnionType):
+    if origin in UNION_ORIGINS:
         return _union_type(annotation, list(args), self_cls, resolve)
     if annotation in (list, tuple, Sequence, Array) or origin in (list, tuple, Sequence):
         element = None

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import itertools
 import keyword
 import sys
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import (
 )
 
 from ... import _native
+from ..._compat import class_annotations
 from ..._native import Object
 from ..container import Array, Dict, List, Map
 from ..registry import get_global_func
@@ -175,10 +175,8 @@ def _own_fields(
     local_names: dict[str, Any],
 ) -> list[Field]:
     """The fields a class body declares, in order, with their storage worked out."""
-    import inspect  # see _frozen_error
-
     result = []
-    for name, annotation in inspect.get_annotations(cls).items():
+    for name, annotation in class_annotations(cls).items():
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
             raise ValueError(f"{type_key}: a field name must be an identifier, got {name!r}")
         if _is_class_var(annotation):
@@ -239,7 +237,7 @@ def _signature(all_fields: list[Field], type_key: str) -> inspect.Signature:
         (keyword if spec.kw_only else positional).append(
             inspect.Parameter(spec.name, kind, default=default, annotation=spec.type)
         )
-    for before, after in itertools.pairwise(positional):
+    for before, after in zip(positional, positional[1:]):
         if (
             before.default is not inspect.Parameter.empty
             and after.default is inspect.Parameter.empty

@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional, Union
 
 from .. import libinfo
 from . import _build, _sources, _toolchain
@@ -46,10 +46,11 @@ from ._build import BuildError, Plan, Step
 if TYPE_CHECKING:
     from ...ffi import Module
 
-    Sources = str | Sequence[str] | None
-    Functions = Sequence[str] | Mapping[str, str | None] | None
-    Flags = Sequence[str] | None
-    PathLike = str | os.PathLike[str]
+    # (typing.Union: the 3.9 type checkers read `|` between types only in annotations)
+    Sources = Union[str, Sequence[str], None]
+    Functions = Union[Sequence[str], Mapping[str, Optional[str]], None]
+    Flags = Optional[Sequence[str]]
+    PathLike = Union[str, os.PathLike[str]]
 
 __all__ = ["BuildError", "build", "build_inline", "cache_dir", "load", "load_inline"]
 

@@ -10,6 +10,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from ..._compat import add_note
 from .._exit_guard import interpreter_exiting, quiet_at_exit
 from .output import _stderr_sink
 from .pickling import _describe, _pickle_job
@@ -136,7 +137,7 @@ class PopenWorker:
             except BaseException as err:
                 self._discard(process)
                 if isinstance(err, Exception):
-                    err.add_note("(raised by the initializer of the popen worker)")
+                    add_note(err, "(raised by the initializer of the popen worker)")
                 raise
         return process
 
