@@ -41,7 +41,7 @@ core_tests=(
 # What those files import (test_dlpack_exchange.py builds a CPython extension: Python.h of each
 # version, which pyenv's builds have), and mypy, which checks the package against the standard
 # library of the first version (3.9 by default).
-test_packages=(numpy ml_dtypes pytest pytest-xdist hypothesis setuptools mypy)
+test_packages=(numpy ml_dtypes pytest pytest-xdist hypothesis setuptools)
 
 # The interpreter of a version: pythonX.Y on PATH, else pyenv's newest build of it.
 find_python() {
@@ -99,7 +99,9 @@ for version in "${versions[@]}"; do
     if ! "$version_venv/bin/python" -c "import sys; sys.exit(f'{sys.version_info[0]}.{sys.version_info[1]}' != '$version')" >/dev/null 2>&1; then
         "$python" -m venv --clear "$version_venv"
     fi
-    "$version_venv/bin/python" -m pip install --quiet --disable-pip-version-check "${test_packages[@]}"
+    packages=("${test_packages[@]}")
+    [[ $version != "${versions[0]}" ]] || packages+=(mypy)
+    "$version_venv/bin/python" -m pip install --quiet --disable-pip-version-check "${packages[@]}"
     if [[ $version == 3.9 || $version == 3.10 ]]; then
         build_wheel "$version_venv/bin/python" "$wheel_dir-$tag"
         version_wheel=$wheel
@@ -114,10 +116,14 @@ for version in "${versions[@]}"; do
     if [[ $version == "${versions[0]}" ]]; then
         (cd python && "../$version_venv/bin/python" -m mypy -p tvm)
     fi
-    result=$("$version_venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider "${core_tests[@]}" 2>&1 | tee /dev/stderr | tail -1) || {
+    log=target/python-versions-$version.log
+    if ! "$version_venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider "${core_tests[@]}" >"$log" 2>&1; then
+        cat "$log"
         echo "python-versions.sh: the core tests failed on Python $version" >&2
         exit 1
-    }
+    fi
+    cat "$log"
+    result=$(tail -1 "$log")
     summary+=("Python $("$python" -c 'import platform; print(platform.python_version())') ($(basename "$version_wheel")): $result")
 done
 

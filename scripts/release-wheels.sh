@@ -29,6 +29,16 @@ bash scripts/python-versions.sh
 mv "$release"-cp39/tvm-*.whl "$release"-cp310/tvm-*.whl "$release/"
 rmdir "$release"-cp39 "$release"-cp310
 
+# Every wheel carries the library built above, byte for byte (the wheels pick it up from
+# python/tvm/lib, which any other build in this checkout also writes).
+for wheel_file in "$release"/tvm-*.whl; do
+    unzip -p "$wheel_file" tvm/lib/libtvm_ffi.so | cmp -s - "$TVM_FFI_LIBRARY" || {
+        echo "release-wheels.sh: $wheel_file holds another libtvm_ffi.so than $TVM_FFI_LIBRARY" >&2
+        echo "(was something else building in this checkout meanwhile?)" >&2
+        exit 1
+    }
+done
+
 step "the sdist"
 "$venv/bin/maturin" sdist --out "$release"
 bash scripts/sdist-check.sh
