@@ -65,6 +65,13 @@ build_wheel() {
     fi
     mkdir -p "$out_dir"
     rm -f "$out_dir"/tvm-*.whl
+    # The wheel ships python/tvm/lib/libtvm_ffi.so as it finds it. tvm-python's build script puts
+    # the library there only when it runs, not when cargo finds the extension up to date (another
+    # build may have put another library there since), so a given library is put there here.
+    if [[ -n ${TVM_FFI_LIBRARY:-} ]] && ! cmp -s "$TVM_FFI_LIBRARY" python/tvm/lib/libtvm_ffi.so; then
+        mkdir -p python/tvm/lib
+        cp "$TVM_FFI_LIBRARY" python/tvm/lib/libtvm_ffi.so
+    fi
     "$venv/bin/maturin" build "${options[@]}" --target-dir "$target_dir"
     local wheels=("$out_dir"/tvm-*.whl)
     if ((${#wheels[@]} != 1)) || [[ ! -f ${wheels[0]} ]]; then
