@@ -100,7 +100,8 @@ for version in "${versions[@]}"; do
         "$python" -m venv --clear "$version_venv"
     fi
     packages=("${test_packages[@]}")
-    [[ $version != "${versions[0]}" ]] || packages+=(mypy)
+    # (websockets: the proxy's web side, which mypy follows)
+    [[ $version != "${versions[0]}" ]] || packages+=(mypy "websockets>=13")
     "$version_venv/bin/python" -m pip install --quiet --disable-pip-version-check "${packages[@]}"
     if [[ $version == 3.9 || $version == 3.10 ]]; then
         build_wheel "$version_venv/bin/python" "$wheel_dir-$tag"

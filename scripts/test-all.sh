@@ -57,10 +57,11 @@ step "the wheel and the Python tools"
 # shellcheck source=scripts/python-env.sh
 source scripts/python-env.sh
 # (cmake: a C host is built with the package's CMake package, test_runtime_library.py; ninja:
-# tvm.support.cpp builds through it when it is installed, test_support_cpp.py)
+# tvm.support.cpp builds through it when it is installed, test_support_cpp.py; websockets: the
+# proxy's web side, test_rpc_proxy_web.py)
 TVM_FFI_LIBRARY="$runtime_library" install_python_package numpy ml_dtypes pytest pytest-cov \
     pytest-xdist "coverage>=7.10" hypothesis ruff abi3audit auditwheel setuptools wheel mypy tqdm \
-    mkdocs cmake ninja
+    mkdocs cmake ninja "websockets>=13"
 "$venv/bin/abi3audit" --strict --report "$wheel"
 echo
 

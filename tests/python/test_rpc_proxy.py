@@ -187,11 +187,6 @@ def test_bad_handshake_closes_only_that_connection(
     assert waiting.answer() == (base.RPC_CODE_SUCCESS, f"client:{key}")
 
 
-def test_web_port_is_not_provided() -> None:
-    with pytest.raises(NotImplementedError, match="not provided"):
-        rpc.Proxy(port=0, web_port=8888)
-
-
 def test_terminate_stops_listening() -> None:
     proxy = rpc.Proxy(port=0, silent=True)
     assert proxy.host == "127.0.0.1"

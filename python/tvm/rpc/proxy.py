@@ -25,11 +25,13 @@ it), and keyed peers check that the proxy holds the key. A handshake must comple
 ``ProxyLimits.handshake_timeout`` seconds in total; connections and waiting peers are capped
 (:class:`ProxyLimits`), and each refused peer is one log line.
 
-The websocket and web-page side of Apache TVM's proxy (``web_port``, index page, resource
-files) is not provided.
+With a ``web_port``, a second listener (on the same host) serves the browser runtime: its page
+(``/``) and script (``/tvm_rpc.js``) over HTTP, and at ``/ws`` websocket peers, which speak the
+same handshake and protocol in binary messages and are paired and forwarded like TCP peers
+(``tvm.rpc._websocket``; needs the ``websockets`` package, ``pip install "tvm[web]"``).
 
 The proxy runs in a :class:`~tvm.support.popen_pool.PopenWorker` process, on an asyncio event
-loop (standard library only).
+loop.
 """
 
 from __future__ import annotations
@@ -90,16 +92,20 @@ class ProxyLimits:
                 raise ValueError(f"proxy limit {name} must be positive, got {value!r}")
 
 
-#: Bytes read at once when forwarding.
+#: Bytes read at once when forwarding (and the largest websocket message taken).
 _CHUNK = 1 << 20
+
+#: Ports tried from ``web_port`` on: the first free one of ``[web_port, web_port + 100)``.
+_WEB_PORT_RANGE = 100
 
 
 @dataclass(eq=False)
 class _Peer:
     """One connection that completed the handshake and waits to be paired."""
 
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
+    #: An asyncio stream, or a websocket (``_websocket.WebSocketStream``) as both.
+    reader: Any
+    writer: Any
     rpc_key: str
     match_key: str
     paired: asyncio.Future[_Peer] = field(repr=False)
@@ -132,8 +138,10 @@ class _ProxyServer:
         tracker_addr: tuple[str, int] | None,
         auth_key: str | None = None,
         limits: ProxyLimits | None = None,
+        web_sock: socket.socket | None = None,
     ) -> None:
         self._sock = sock
+        self._web_sock = web_sock
         self._auth_key = auth_key
         self.limits = limits or ProxyLimits()
         self._connections = 0
@@ -158,7 +166,10 @@ class _ProxyServer:
         self._wake = asyncio.Event()
         asyncio.get_running_loop().set_exception_handler(self._loop_errors)
         server = await asyncio.start_server(self._serve, sock=self._sock, limit=_CHUNK)
-        async with server:
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(server)
+            if self._web_sock is not None:
+                await stack.enter_async_context(await self._web_server(self._web_sock))
             if self._tracker_addr is not None:
                 await self._tracker_loop(self._tracker_addr)
             else:
@@ -166,7 +177,39 @@ class _ProxyServer:
 
     # -- connections ------------------------------------------------------------------------
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _web_server(self, sock: socket.socket) -> Any:
+        """The web listener: the runtime's page and script over HTTP, websocket peers at
+        ``/ws``."""
+        from websockets.asyncio.server import serve
+
+        from ._websocket import answer_http
+
+        return await serve(
+            self._serve_websocket,
+            sock=sock,
+            process_request=answer_http,
+            max_size=_CHUNK,
+            compression=None,
+            logger=logger,
+        )
+
+    async def _serve_websocket(self, connection: Any) -> None:
+        """One websocket peer: served as a TCP peer is, through a stream over the connection."""
+        from ._websocket import WebSocketStream
+
+        stream = WebSocketStream(connection)
+        pump = asyncio.ensure_future(stream.pump())
+        try:
+            await self._serve(stream, stream)
+            await stream.wait_closed()
+        finally:
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
+
+    async def _serve(self, reader: Any, writer: Any) -> None:
+        """One peer, TCP (an asyncio stream pair) or websocket (a ``WebSocketStream`` as both):
+        handshake, pairing, then forwarding until either side closes."""
         name = str(writer.get_extra_info("peername"))
         self._loop_errors.accepted()
         if self._connections >= self.limits.max_connections:
@@ -199,7 +242,7 @@ class _ProxyServer:
             self._connections -= 1
             writer.close()
 
-    async def _handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> _Peer:
+    async def _handshake(self, reader: Any, writer: Any) -> _Peer:
         try:
             (magic,) = _INT32.unpack(await reader.readexactly(4))
             if magic != RPC_MAGIC:
@@ -492,16 +535,33 @@ def _start_proxy(
     silent: bool,
     auth_key: str | None = None,
     limits: ProxyLimits | None = None,
-) -> int:
-    """Runs in the popen worker: binds, starts the proxy thread, returns the port."""
+    web_port: int = 0,
+) -> tuple[int, int]:
+    """Runs in the popen worker: binds, starts the proxy thread, returns the port and the web
+    port (0 without one)."""
     stderr_logger("RPCProxy", silent)
     sock, bound = bind_listener(host, port, port_end)
+    web_sock, web_bound = None, 0
+    if web_port:
+        try:
+            web_sock, web_bound = bind_listener(host, web_port, web_port + _WEB_PORT_RANGE)
+        except BaseException:
+            sock.close()
+            raise
     server = _ProxyServer(
-        sock, bound, timeout_client, timeout_server, tracker_addr, auth_key, limits
+        sock, bound, timeout_client, timeout_server, tracker_addr, auth_key, limits, web_sock
     )
     _RUNNING["thread"] = run_in_thread(server.main, "rpc-proxy")
     logger.info("RPCProxy: client port bind to %s:%d", host, bound)
-    return bound
+    if web_sock is not None:
+        logger.info(
+            "RPCProxy: web port bind to %s:%d (page http://%s:%d/)",
+            host,
+            web_bound,
+            host,
+            web_bound,
+        )
+    return bound, web_bound
 
 
 #: The proxy of this worker process: its thread, event loop and main task.
@@ -545,7 +605,9 @@ class Proxy(WorkerService):
     tracker_addr
         ``(host, port)`` of a tracker to offer the waiting servers to, or None.
     web_port
-        Only 0: the websocket side of Apache TVM's proxy is not provided.
+        0 (the default): no web side. Otherwise the first free port of ``[web_port, web_port +
+        100)`` on ``host`` serves the browser runtime (its page, its script, and websocket peers
+        at ``/ws``); ``web_port`` is then the bound port. Needs the ``websockets`` package.
     silent
         Log warnings only.
     auth_key
@@ -582,18 +644,38 @@ class Proxy(WorkerService):
         if limits is not None:
             limits.check()
         if web_port:
-            raise NotImplementedError(
-                "the websocket/web side of the RPC proxy (web_port) is not provided"
-            )
+            if not 0 < web_port < 65536:
+                raise ValueError(f"web_port must be 0 or a port number, got {web_port!r}")
+            try:
+                import websockets  # noqa: F401
+            except ImportError:
+                raise ImportError(
+                    "the RPC proxy's web side (web_port) needs the websockets package: "
+                    'pip install "tvm[web]"'
+                ) from None
         self.host = host
         addr = None if tracker_addr is None else (str(tracker_addr[0]), int(tracker_addr[1]))
         proc = PopenWorker()
         proc.send(
             _start_proxy,
-            [host, port, port_end, timeout_client, timeout_server, addr, silent, auth_key, limits],
+            [
+                host,
+                port,
+                port_end,
+                timeout_client,
+                timeout_server,
+                addr,
+                silent,
+                auth_key,
+                limits,
+                web_port,
+            ],
         )
+        #: The bound port, and the bound web port (0 without a web side).
+        self.port: int
+        self.web_port: int
         try:
-            self.port: int = proc.recv()
+            self.port, self.web_port = proc.recv()
         except BaseException:
             proc.kill()
             raise
