@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import signal
 import subprocess
 import sys
 import urllib.error
@@ -217,3 +219,30 @@ def test_a_text_message_ends_that_page_and_the_proxy_goes_on(proxy: rpc.Proxy) -
 def test_a_web_port_out_of_range_is_a_value_error(web_port: int) -> None:
     with pytest.raises(ValueError, match=f"web_port must be 0 or a port number, got {web_port}"):
         rpc.Proxy(port=0, web_port=web_port)
+
+
+def test_the_command_line_serves_the_web_side() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tvm.exec.rpc_proxy", "--port", "0", "--web-port", "19400"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        web_line = proc.stdout.readline()
+        found = re.search(r"web side on http://127\.0\.0\.1:(\d+)/ ", web_line)
+        assert found, web_line
+        assert "listening on 127.0.0.1:" in proc.stdout.readline()
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(f"http://{HOST}:{found.group(1)}/nothing", timeout=DEADLINE)
+        info.value.close()
+        assert info.value.code == 404
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in out + err

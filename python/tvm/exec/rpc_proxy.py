@@ -1,7 +1,7 @@
 """Start an RPC proxy: ``python -m tvm.exec.rpc_proxy [--host H] [--port P] [--port-end E]
-[--tracker HOST:PORT] [--timeout-client S] [--timeout-server S] [--silent]``. Prints the bound
-address and runs until SIGINT or SIGTERM. (The websocket side of Apache TVM's proxy,
-``--web-port``, is not provided.)"""
+[--web-port W] [--tracker HOST:PORT] [--timeout-client S] [--timeout-server S] [--silent]``.
+Prints the bound addresses (the web side's first, with ``--web-port``) and runs until SIGINT or
+SIGTERM."""
 
 from __future__ import annotations
 
@@ -26,6 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=9090, help="first port to try (0: any)")
     parser.add_argument("--port-end", type=int, default=9199, help="end of the port range")
     parser.add_argument(
+        "--web-port",
+        type=int,
+        default=0,
+        help="first port to try for the web side (browser pages over websockets; 0: none)",
+    )
+    parser.add_argument(
         "--tracker", type=_tracker_address, default=None, help="register with this tracker"
     )
     parser.add_argument(
@@ -43,8 +49,14 @@ def main(argv: list[str] | None = None) -> int:
         timeout_client=args.timeout_client,
         timeout_server=args.timeout_server,
         tracker_addr=args.tracker,
+        web_port=args.web_port,
         silent=args.silent,
     )
+    if proxy.web_port:
+        where = f"{args.host}:{proxy.web_port}"
+        print(
+            f"RPC proxy web side on http://{where}/ (pages connect to ws://{where}/ws)", flush=True
+        )
     return run_until_signal(proxy, "RPC proxy", args.host, proxy.port)
 
 
