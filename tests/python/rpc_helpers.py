@@ -6,10 +6,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import signal
 import socket
 import struct
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -102,3 +105,29 @@ class RawConnection:
 
     def close(self) -> None:
         self.sock.close()
+
+
+@contextlib.contextmanager
+def command_line(module: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """Runs ``python -m <module> args`` with its output piped as text; kills it if it still runs
+    when the block ends."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def stop_cleanly(proc: subprocess.Popen[str], sig: signal.Signals = signal.SIGTERM) -> None:
+    """Sends ``sig`` to a command line and checks that it ends with status 0 and no traceback."""
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=DEADLINE)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in out + err

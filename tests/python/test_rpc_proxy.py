@@ -8,15 +8,22 @@ import re
 import select
 import signal
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from rpc_helpers import DEADLINE, HOST, INT32, RawConnection, fresh_key, wait_until
+from rpc_helpers import (
+    DEADLINE,
+    HOST,
+    INT32,
+    RawConnection,
+    command_line,
+    fresh_key,
+    stop_cleanly,
+    wait_until,
+)
 from tvm import rpc
 from tvm.rpc import base
 from tvm.rpc.base import TrackerCode
@@ -266,13 +273,7 @@ def _readable(socks: list[socket.socket]) -> socket.socket | None:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_proxy_command_line(sig: signal.Signals, sides: Callable[..., Side]) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tvm.exec.rpc_proxy", "--port", "0", "--silent"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with command_line("tvm.exec.rpc_proxy", "--port", "0", "--silent") as proc:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         found = re.search(r"listening on 127\.0\.0\.1:(\d+)$", line.strip())
@@ -283,12 +284,5 @@ def test_proxy_command_line(sig: signal.Signals, sides: Callable[..., Side]) -> 
         assert client.answer() == (base.RPC_CODE_SUCCESS, "server:cli")
         assert server.answer() == (base.RPC_CODE_SUCCESS, "client:cli")
         exchange(client, server, 4096)
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 0, err
-    assert "Traceback" not in out + err
+        stop_cleanly(proc, sig)
     assert server.closed_by_peer()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import signal
 import subprocess
 import sys
 import urllib.error
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import tvm
-from rpc_helpers import DEADLINE, HOST, INT32, RawConnection, fresh_key
+from rpc_helpers import DEADLINE, HOST, INT32, RawConnection, command_line, fresh_key, stop_cleanly
 from tvm import rpc
 from tvm.error import RPCError
 from tvm.rpc import base
@@ -222,13 +221,7 @@ def test_a_web_port_out_of_range_is_a_value_error(web_port: int) -> None:
 
 
 def test_the_command_line_serves_the_web_side() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tvm.exec.rpc_proxy", "--port", "0", "--web-port", "19400"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with command_line("tvm.exec.rpc_proxy", "--port", "0", "--web-port", "19400") as proc:
         assert proc.stdout is not None
         web_line = proc.stdout.readline()
         found = re.search(r"web side on http://127\.0\.0\.1:(\d+)/ ", web_line)
@@ -238,11 +231,4 @@ def test_the_command_line_serves_the_web_side() -> None:
             urllib.request.urlopen(f"http://{HOST}:{found.group(1)}/nothing", timeout=DEADLINE)
         info.value.close()
         assert info.value.code == 404
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 0, err
-    assert "Traceback" not in out + err
+        stop_cleanly(proc)

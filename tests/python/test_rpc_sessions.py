@@ -5,7 +5,6 @@ server registered with a tracker offered only while free, and a server behind a 
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import re
@@ -14,13 +13,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import tvm
-from rpc_helpers import DEADLINE, HOST, fresh_key, wait_until
+from rpc_helpers import DEADLINE, HOST, command_line, fresh_key, wait_until
 from tvm import rpc
 
 pytestmark = pytest.mark.rpc
@@ -280,23 +279,11 @@ def test_bad_proxy_arguments_are_clear_errors():
         rpc.Server(HOST, closed, is_proxy=True)
 
 
-@contextlib.contextmanager
-def running(command: list[str]) -> Iterator[subprocess.Popen[str]]:
-    """A command line running with its output piped; killed on the way out if still alive."""
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-
-
 def test_through_proxy_command_line():
     key = fresh_key()
-    server = [sys.executable, "-m", "tvm.exec.rpc_server", "--through-proxy", "--host", HOST]
+    server = ["tvm.exec.rpc_server", "--through-proxy", "--host", HOST]
     with rpc.Proxy(port=0, silent=True) as proxy:
-        with running([*server, "--port", str(proxy.port), "--key", key, "--silent"]) as proc:
+        with command_line(*server, "--port", str(proxy.port), "--key", key, "--silent") as proc:
             assert proc.stdout is not None
             line = proc.stdout.readline()
             assert re.search(rf"listening on {HOST}:{proxy.port} \(through the proxy", line), line
@@ -307,5 +294,10 @@ def test_through_proxy_command_line():
             out, err = proc.communicate(timeout=DEADLINE)
         assert proc.returncode == 0, err
         assert "Traceback" not in out + err
-    bad = subprocess.run([*server, "--port", "0"], capture_output=True, text=True, timeout=DEADLINE)
+    bad = subprocess.run(
+        [sys.executable, "-m", *server, "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
     assert bad.returncode == 2 and "--through-proxy needs the proxy's --port" in bad.stderr

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import apache_tvm_env
-from rpc_helpers import DEADLINE, HOST, INT32, RawConnection, fresh_key, wait_until
+from rpc_helpers import DEADLINE, HOST, INT32, RawConnection, fresh_key, stop_cleanly, wait_until
 from tvm import rpc
 from tvm.rpc import base
 from tvm.rpc.base import TrackerCode
@@ -490,14 +490,11 @@ def test_tracker_command_line(sig: signal.Signals) -> None:
         assert query.returncode == 0, query.stderr
         assert f"Tracker address 127.0.0.1:{port}" in query.stdout
         assert "127.0.0.1:9500           server:cli-dev" in query.stdout
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=DEADLINE)
+        stop_cleanly(proc, sig)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 0, err
-    assert "Traceback" not in out + err
     assert refuses(port)
 
 
