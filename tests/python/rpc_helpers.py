@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tvm.rpc import base
+
 HOST = "127.0.0.1"
 DEADLINE = 30.0
 INT32 = struct.Struct("<i")
@@ -131,3 +133,10 @@ def stop_cleanly(proc: subprocess.Popen[str], sig: signal.Signals = signal.SIGTE
     out, err = proc.communicate(timeout=DEADLINE)
     assert proc.returncode == 0, err
     assert "Traceback" not in out + err
+
+
+def handshake(key: str, magic: int = base.RPC_MAGIC) -> bytes:
+    """The data-plane handshake request: the magic (``RPC_MAGIC`` unless given), then the key
+    with its length."""
+    raw = key.encode("utf-8")
+    return INT32.pack(magic) + INT32.pack(len(raw)) + raw

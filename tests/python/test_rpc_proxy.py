@@ -21,6 +21,7 @@ from rpc_helpers import (
     RawConnection,
     command_line,
     fresh_key,
+    handshake,
     stop_cleanly,
     wait_until,
 )
@@ -35,8 +36,7 @@ class Side(RawConnection):
     """A fake RPC server or client connected to the proxy, past its handshake request."""
 
     def __init__(self, port: int, key: str, magic: int = base.RPC_MAGIC) -> None:
-        raw = key.encode("utf-8")
-        super().__init__(port, INT32.pack(magic) + INT32.pack(len(raw)) + raw)
+        super().__init__(port, handshake(key, magic))
 
     def answer(self) -> tuple[int, str | None]:
         """The proxy's reply: its code and, on success, the peer's key."""

@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 
 import tvm
-from rpc_helpers import DEADLINE, HOST, INT32, RawConnection, command_line, fresh_key, stop_cleanly
+from rpc_helpers import (
+    DEADLINE,
+    HOST,
+    INT32,
+    RawConnection,
+    command_line,
+    fresh_key,
+    handshake,
+    stop_cleanly,
+)
 from tvm import rpc
 from tvm.error import RPCError
 from tvm.rpc import base
@@ -34,11 +43,6 @@ WEB_PORT = 19300
 def proxy() -> Iterator[rpc.Proxy]:
     with rpc.Proxy(port=0, web_port=WEB_PORT, silent=True) as running:
         yield running
-
-
-def handshake(key: str) -> bytes:
-    raw = key.encode("utf-8")
-    return INT32.pack(base.RPC_MAGIC) + INT32.pack(len(raw)) + raw
 
 
 class WebPeer:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import logging
 from importlib import resources
 from typing import Any
 
@@ -23,10 +22,9 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+from websockets.protocol import State
 
 __all__ = ["WEB_FILES", "WebSocketStream", "answer_http"]
-
-logger = logging.getLogger("RPCProxy")
 
 #: The files the web listener serves by path, from the package's ``rpc/web`` folder.
 WEB_FILES = {
@@ -170,7 +168,7 @@ class WebSocketStream:
         sender = self._sender
         if sender is not None and not sender.done():
             await asyncio.shield(sender)
-        if self.connection.state.name == "CLOSED" and self._outgoing:
+        if self.connection.state is State.CLOSED and self._outgoing:
             raise ConnectionResetError("the websocket peer closed the connection")
 
     def close(self) -> None:
