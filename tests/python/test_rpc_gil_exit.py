@@ -135,6 +135,41 @@ def test_a_blocking_remote_call_lets_other_threads_run(counter: Counter) -> None
         sess.close()
 
 
+def test_a_remote_function_lookup_lets_other_threads_run() -> None:
+    """Looking a function up waits on the network with the interpreter lock released: here the
+    bytes pass through a relay that is a Python thread of the same process (as an in-process
+    websocket relay is). In a subprocess, so that a lookup holding the lock cannot hang the
+    test run."""
+    script = textwrap.dedent(
+        """
+        import socket, threading
+        from tvm import rpc
+
+        def pump(src, dst):
+            while data := src.recv(1 << 16):
+                dst.sendall(data)
+            dst.shutdown(socket.SHUT_WR)
+
+        with rpc.Server(port=0) as server:
+            listener = socket.create_server(("127.0.0.1", 0))
+            def relay():
+                client, _ = listener.accept()
+                upstream = socket.create_connection(("127.0.0.1", server.port))
+                threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
+                pump(client, upstream)
+            threading.Thread(target=relay, daemon=True).start()
+            sess = rpc.connect("127.0.0.1", listener.getsockname()[1])
+            print("addone:", sess.get_function("rpc.test.addone")(41), flush=True)
+            sess.close()
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "addone: 42" in result.stdout
+
+
 def test_close_from_another_thread_ends_a_call_in_flight() -> None:
     with rpc.Server(port=0) as server:
         sess = rpc.connect(HOST, server.port)

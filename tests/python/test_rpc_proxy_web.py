@@ -159,8 +159,7 @@ def test_a_client_calls_a_real_server_behind_a_websocket_page(proxy: rpc.Proxy) 
     key = fresh_key()
     server = rpc.Server(host=HOST, port=0, key=key)
     try:
-        # The relay is a process of its own, as a browser is: a thread of this one would need
-        # the interpreter lock that a remote call holds while it waits.
+        # The relay is a process of its own, as a browser is.
         relay = subprocess.Popen(
             [
                 sys.executable,

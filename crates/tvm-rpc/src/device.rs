@@ -145,12 +145,11 @@ impl DeviceApi for RpcDeviceApi {
         let Ok((core, remote)) = SessionCore::of_device(device.0) else {
             return Ok(());
         };
-        core.session()
-            .device_call(
-                RpcCode::DevFreeData,
-                vec![WireValue::Device(remote), handle(ptr)],
-            )
-            .map(drop)
+        core.session().post_device_call(
+            RpcCode::DevFreeData,
+            vec![WireValue::Device(remote), handle(ptr)],
+        );
+        Ok(())
     }
 
     unsafe fn copy(&self, from: &DLTensor, to: &DLTensor, stream: StreamHandle) -> Result<()> {

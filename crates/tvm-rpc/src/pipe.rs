@@ -138,6 +138,9 @@ impl RpcSession for PipeSession {
     fn device_call(&self, code: RpcCode, args: Vec<WireValue>) -> Result<WireValue> {
         self.inner.device_call(code, args)
     }
+    fn post_device_call(&self, code: RpcCode, args: Vec<WireValue>) {
+        self.inner.post_device_call(code, args);
+    }
     fn export_callback(&self, function: tvm_ffi::Function) -> Result<WireValue> {
         self.inner.export_callback(function)
     }

@@ -3,6 +3,7 @@
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tvm_ffi::{Error, ErrorKind, Result};
 
@@ -24,6 +25,8 @@ pub struct Transport {
     gate: Option<Arc<Mutex<bool>>>,
     /// Shuts the connection down under a blocked read or write (sockets only).
     interrupt: Option<Interrupt>,
+    /// The socket under the reader, whose reads can be bounded (sockets only).
+    socket: Option<TcpStream>,
 }
 
 /// Cuts a connection from another thread: reads and writes blocked on it fail at once.
@@ -49,6 +52,7 @@ impl Transport {
             broken: false,
             gate: None,
             interrupt: None,
+            socket: None,
         }
     }
 
@@ -62,17 +66,25 @@ impl Transport {
                 .try_clone()
                 .map_err(|e| connection_error(e, "configuring the socket"))
         };
-        let (reader, cut) = (clone()?, clone()?);
+        let (reader, cut, timed) = (clone()?, clone()?, clone()?);
         let mut transport = Transport::new(Box::new(reader), Box::new(socket));
         transport.interrupt = Some(Arc::new(move || {
             let _ = cut.shutdown(Shutdown::Both);
         }));
+        transport.socket = Some(timed);
         Ok(transport)
     }
 
     /// What cuts this connection from another thread, if it can be cut.
     pub fn interrupt(&self) -> Option<Interrupt> {
         self.interrupt.clone()
+    }
+
+    /// Bounds every later read by `timeout`; false when the stream cannot (a pipe).
+    pub fn set_read_timeout(&mut self, timeout: Duration) -> bool {
+        self.socket
+            .as_ref()
+            .is_some_and(|socket| socket.set_read_timeout(Some(timeout)).is_ok())
     }
 
     /// Serializes this transport's writes with another writer of the same socket (a session

@@ -20,9 +20,13 @@ if TYPE_CHECKING:
 __all__ = ["Module", "load_module", "system_lib"]
 
 
-def _api(name: str) -> Function:
+def _api(name: str, release_gil: bool = False) -> Function:
     func = get_global_func(name)
     assert func is not None
+    if release_gil:
+        # A module of an RPC session looks its functions up over the network: other Python
+        # threads keep running while it waits.
+        func.release_gil = True
     return func
 
 
@@ -68,7 +72,7 @@ class Module(Object):
 
     def get_function(self, name: str, query_imports: bool = False) -> Function:
         """Function ``name``; an ``AttributeError`` naming it and the module if missing."""
-        func = _api("ffi.ModuleGetFunction")(self, name, query_imports)
+        func = _api("ffi.ModuleGetFunction", release_gil=True)(self, name, query_imports)
         if func is None:
             raise AttributeError(f"Module[{self.kind}] has no function `{name}`")
         # The doc and metadata exports are optional: a broken one costs its information (with a

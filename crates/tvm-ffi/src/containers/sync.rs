@@ -87,6 +87,23 @@ impl ReentrantLock {
         ReentrantGuard { lock: self, depth }
     }
 
+    /// Takes the lock for the calling thread if it is free or already this thread's; `None`
+    /// when another thread holds it.
+    pub fn try_lock(&self) -> Option<ReentrantGuard<'_>> {
+        let me = crate::thread::current_token();
+        if self.owner.load(Ordering::Relaxed) == me {
+            return Some(self.lock());
+        }
+        if !self.try_take(me) {
+            return None;
+        }
+        self.depth.store(1, Ordering::Relaxed);
+        Some(ReentrantGuard {
+            lock: self,
+            depth: 1,
+        })
+    }
+
     /// Takes the lock for this thread without a guard; returns the new depth. Each call is
     /// paired with one [`ReentrantLock::release_raw`] on the same thread (the process state's
     /// container locks are taken and released through C calls, where no guard can travel).
@@ -237,6 +254,28 @@ mod tests {
         drop(outer);
         other.join().unwrap();
         assert!(acquired.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
+    fn try_lock_takes_a_free_or_own_lock_and_refuses_another_threads() {
+        let lock = std::sync::Arc::new(ReentrantLock::new());
+        let outer = lock.try_lock().expect("a free lock");
+        let inner = lock.try_lock().expect("this thread's own lock");
+        assert_eq!((outer.depth(), inner.depth()), (1, 2));
+        let other = std::sync::Arc::clone(&lock);
+        assert!(
+            std::thread::spawn(move || other.try_lock().is_none())
+                .join()
+                .unwrap()
+        );
+        drop(inner);
+        drop(outer);
+        let other = std::sync::Arc::clone(&lock);
+        assert!(
+            std::thread::spawn(move || other.try_lock().is_some())
+                .join()
+                .unwrap()
+        );
     }
 
     #[test]

@@ -29,6 +29,9 @@ use crate::protocol::RpcCode;
 use crate::session::{CopySink, CopySource, Peer, RpcSession};
 use crate::transport::{Interrupt, Transport, connection_error};
 
+/// How long closing a connection waits for the answers to posted system calls.
+const POST_ANSWERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Bytes moved per step when a stream is forwarded.
 const COPY_CHUNK: usize = 1 << 20;
 
@@ -45,13 +48,16 @@ pub struct Endpoint {
     own_protocol: bool,
     /// Answers the peer's requests.
     serving: Arc<dyn RpcSession>,
-    /// Remote handles released while the transport was in use (a value dropped while a reply
-    /// is written, say): freed before the next request.
-    pending_frees: Mutex<Vec<u64>>,
+    /// Releases not sent yet: packet bodies of system calls nobody waits for
+    /// ([`Endpoint::post`]), posted while another exchange had the connection.
+    unsent_posts: Mutex<Vec<Vec<u8>>>,
+    /// Posted system calls whose answers have not arrived: the peer answers in order, so these
+    /// many replies come before the reply of any request made after them, and are skipped.
+    unanswered_posts: Mutex<u64>,
 }
 
-fn lock_pending(pending: &Mutex<Vec<u64>>) -> MutexGuard<'_, Vec<u64>> {
-    pending.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock_ignoring_poison<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn closed(name: &str) -> Error {
@@ -85,7 +91,8 @@ impl Endpoint {
             transport: Mutex::new(Some(transport)),
             own_protocol,
             serving,
-            pending_frees: Mutex::default(),
+            unsent_posts: Mutex::default(),
+            unanswered_posts: Mutex::new(0),
         });
         let peer: Weak<dyn Peer> = Arc::downgrade(&endpoint) as Weak<dyn Peer>;
         endpoint.serving.bind_peer(peer);
@@ -146,7 +153,7 @@ impl Endpoint {
 
     fn request(&self, body: &[u8]) -> Result<Vec<WireValue>> {
         let _exchange = self.exchange.lock();
-        self.free_pending_handles();
+        self.send_posts();
         self.io(|t| {
             t.write_packet(body)?;
             t.flush()
@@ -241,34 +248,59 @@ impl Endpoint {
         }
     }
 
-    /// Frees a remote handle; errors (a closed connection) are dropped, since the remote
-    /// releases everything of a closed session itself. A release that comes while the transport
-    /// is in use (a stand-in for a remote function dropped while a reply is written, on this
-    /// thread or another) never waits for it: the handle is freed before the next request.
+    /// Frees a remote handle without waiting (see [`Endpoint::post`]).
     pub fn free_handle(&self, handle: u64) {
-        if self.transport.try_lock().is_err() {
-            lock_pending(&self.pending_frees).push(handle);
-            return;
-        }
-        let _ = self.syscall(RpcCode::FreeHandle, vec![WireValue::Handle(handle)]);
+        self.post(RpcCode::FreeHandle, vec![WireValue::Handle(handle)]);
     }
 
-    /// Sends the releases deferred by [`Endpoint::free_handle`].
-    fn free_pending_handles(&self) {
-        let pending = std::mem::take(&mut *lock_pending(&self.pending_frees));
-        for handle in pending {
-            let body = encode_message(&Message::Syscall {
-                code: RpcCode::FreeHandle,
-                args: vec![WireValue::Handle(handle)],
-            });
-            let sent = self.io(|t| {
-                t.write_packet(&body)?;
-                t.flush()
-            });
-            if sent.is_err() || self.await_reply().is_err() {
-                return;
-            }
+    /// Sends system call `code` without waiting for its answer, which is skipped when it
+    /// arrives; a failure is dropped (a closed connection: the remote released everything of the
+    /// session itself). Releases run from destructors, on any thread and with any lock held
+    /// (Python's interpreter lock, say), so they never wait on the network: the packet goes out
+    /// now when the connection is free, otherwise before the next request.
+    pub fn post(&self, code: RpcCode, args: Vec<WireValue>) {
+        let body = encode_message(&Message::Syscall { code, args });
+        lock_ignoring_poison(&self.unsent_posts).push(body);
+        if let Some(_exchange) = self.exchange.try_lock() {
+            self.send_posts();
         }
+    }
+
+    /// Writes the posted system calls not sent yet, if the transport is free (it is not when
+    /// this thread drops a value in the middle of a write). The caller holds the exchange.
+    fn send_posts(&self) {
+        let mut guard = match self.transport.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        let unsent = std::mem::take(&mut *lock_ignoring_poison(&self.unsent_posts));
+        let Some(transport) = guard.as_mut() else {
+            return;
+        };
+        for body in unsent {
+            if transport
+                .write_packet(&body)
+                .and_then(|()| transport.flush())
+                .is_err()
+            {
+                break;
+            }
+            *lock_ignoring_poison(&self.unanswered_posts) += 1;
+        }
+        if transport.is_broken() {
+            *guard = None;
+        }
+    }
+
+    /// Whether a reply that arrived answers a posted system call (and is skipped).
+    fn answers_post(&self) -> bool {
+        let mut unanswered = lock_ignoring_poison(&self.unanswered_posts);
+        if *unanswered == 0 {
+            return false;
+        }
+        *unanswered -= 1;
+        true
     }
 
     /// Tells the peer the session is over and closes the connection (idempotent). While a call
@@ -287,9 +319,28 @@ impl Endpoint {
         };
         if let Some(mut transport) = guard.take() {
             let body = encode_message(&Message::Shutdown);
-            let _ = transport
+            let sent = transport
                 .write_packet(&body)
                 .and_then(|()| transport.flush());
+            if sent.is_ok() {
+                self.read_post_answers(&mut transport);
+            }
+        }
+    }
+
+    /// Reads the answers to posted system calls still on their way, for a while at most, so
+    /// that the connection closes with nothing unread: a socket closed with unread bytes is
+    /// reset, and the peer may lose the shutdown.
+    fn read_post_answers(&self, transport: &mut Transport) {
+        let mut unanswered = lock_ignoring_poison(&self.unanswered_posts);
+        if *unanswered == 0 || !transport.set_read_timeout(POST_ANSWERS_TIMEOUT) {
+            return;
+        }
+        while *unanswered > 0 {
+            match transport.read_packet_len() {
+                Ok(Some(len)) if transport.skip(len).is_ok() => *unanswered -= 1,
+                _ => return,
+            }
         }
     }
 

@@ -31,6 +31,11 @@ fn read_header(t: &mut Transport) -> Result<Option<(u64, i32)>> {
     }
 }
 
+/// Whether packet code `code` is a reply (a return or an exception).
+fn is_reply(code: i32) -> bool {
+    code == RpcCode::Return as i32 || code == RpcCode::Exception as i32
+}
+
 /// The rest of a packet whose header was read, decoded with its code.
 fn read_message_body(t: &mut Transport, len: u64, code: i32) -> Result<Vec<u8>> {
     let mut body = code.to_le_bytes().to_vec();
@@ -55,6 +60,9 @@ impl Endpoint {
                 continue;
             }
             let body = self.io(|t| read_message_body(t, len, code))?;
+            if is_reply(code) && self.answers_post() {
+                continue;
+            }
             let message = decode_message(&body)?;
             match message {
                 Message::Return(values) if expect_reply => return Ok(Waited::Reply(values)),
@@ -90,7 +98,10 @@ impl Endpoint {
                     .map(|()| None);
             }
             let body = self.io(|t| read_message_body(t, len, code))?;
-            if code == RpcCode::Exception as i32 || code == RpcCode::Return as i32 {
+            if is_reply(code) && self.answers_post() {
+                continue;
+            }
+            if is_reply(code) {
                 return match decode_reply(&self.name, &body)? {
                     Err(values) => Ok(Some(values)),
                     Ok(_) => Err(unexpected(&self.name, &Message::Return(Vec::new()))),

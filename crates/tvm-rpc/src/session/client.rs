@@ -88,13 +88,16 @@ impl RpcSession for ClientSession {
     }
 
     fn free_handle(&self, handle: u64) -> Result<()> {
-        self.endpoint
-            .syscall(RpcCode::FreeHandle, vec![WireValue::Handle(handle)])
-            .map(drop)
+        self.endpoint.free_handle(handle);
+        Ok(())
     }
 
     fn device_call(&self, code: RpcCode, args: Vec<WireValue>) -> Result<WireValue> {
         self.endpoint.syscall(code, args)
+    }
+
+    fn post_device_call(&self, code: RpcCode, args: Vec<WireValue>) {
+        self.endpoint.post(code, args);
     }
 
     fn export_callback(&self, function: Function) -> Result<WireValue> {

@@ -74,12 +74,20 @@ pub trait RpcSession: Send + Sync {
     /// Writes `nbytes` of `tensor`, from its byte offset, to `out`.
     fn copy_from_remote(&self, tensor: &TensorMeta, nbytes: u64, out: CopySink<'_>) -> Result<()>;
 
-    /// Releases the object behind `handle`.
+    /// Releases the object behind `handle`. A remote session never waits for the release to
+    /// be answered: it runs from destructors, which must not wait on the network.
     fn free_handle(&self, handle: u64) -> Result<()>;
 
     /// A device system call ([`RpcCode::DevGetAttr`] and the others after
     /// [`RpcCode::FreeHandle`]); returns its one value.
     fn device_call(&self, code: RpcCode, args: Vec<WireValue>) -> Result<WireValue>;
+
+    /// A device system call whose answer nobody waits for ([`RpcCode::DevFreeData`] from a
+    /// tensor's destructor): a remote session sends it without waiting, and a failure is
+    /// dropped, as the remote releases everything of a closed session itself.
+    fn post_device_call(&self, code: RpcCode, args: Vec<WireValue>) {
+        let _ = self.device_call(code, args);
+    }
 
     /// Makes `function` callable by the serving side for the length of a call (a callback),
     /// as the wire value that stands for it. Sessions whose peer cannot call back refuse.
