@@ -9,18 +9,24 @@ step() {
 }
 
 # Vulkan on the CPU for the device-vulkan tests (Mesa lavapipe), the validation layer the debug
-# test runs enable, and the tools the tests compile and check GLSL shaders with.
-vulkan_packages=()
-for package in mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslang-tools spirv-tools; do
+# test runs enable, and the tools the tests compile and check GLSL shaders with; Chromium for
+# the browser runtime's tests (test_rpc_browser.py: headless, WebGPU on SwiftShader).
+apt_packages=()
+for package in mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslang-tools spirv-tools \
+    chromium; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
-        vulkan_packages+=("$package")
+        apt_packages+=("$package")
 done
-if ((${#vulkan_packages[@]})) && command -v apt-get >/dev/null 2>&1; then
+if ((${#apt_packages[@]})) && command -v apt-get >/dev/null 2>&1; then
     sudo=""
     [[ $(id -u) -eq 0 ]] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-        "${vulkan_packages[@]}" >/dev/null
+        "${apt_packages[@]}" >/dev/null
+fi
+# Where this script installs Chromium, the browser tests fail rather than skip without it.
+if command -v apt-get >/dev/null 2>&1; then
+    export TVM_REQUIRE_BROWSER=1
 fi
 
 for component in rustfmt clippy; do

@@ -27,10 +27,22 @@ from websockets.protocol import State
 __all__ = ["WEB_FILES", "WebSocketStream", "answer_http"]
 
 #: The files the web listener serves by path, from the package's ``rpc/web`` folder.
+_HTML = "text/html; charset=utf-8"
+_SCRIPT = "text/javascript; charset=utf-8"
 WEB_FILES = {
-    "/": ("index.html", "text/html; charset=utf-8"),
-    "/index.html": ("index.html", "text/html; charset=utf-8"),
-    "/tvm_rpc.js": ("tvm_rpc.js", "text/javascript; charset=utf-8"),
+    "/": ("index.html", _HTML),
+    "/index.html": ("index.html", _HTML),
+    **{
+        f"/{name}": (name, _SCRIPT)
+        for name in (
+            "tvm_rpc.js",
+            "rpc_session.js",
+            "rpc_wire.js",
+            "timing.js",
+            "webgpu_device.js",
+            "wgsl_module.js",
+        )
+    },
 }
 
 #: The path of the websocket endpoint.
@@ -42,7 +54,7 @@ _READ_AHEAD = 4 << 20
 
 
 def answer_http(connection: ServerConnection, request: Request) -> Response | None:
-    """``process_request`` of the web listener: the page and the script for GET of their paths,
+    """``process_request`` of the web listener: the page and its scripts for GET of their paths,
     None (go on with the websocket handshake) for the websocket path, 404 otherwise."""
     path = request.path.split("?", 1)[0]
     if path == WEBSOCKET_PATH:

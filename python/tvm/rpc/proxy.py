@@ -681,6 +681,16 @@ class Proxy(WorkerService):
             raise
         self.proc = proc
 
+    def page_url(self, key: str = "webgpu") -> str:
+        """The address of the browser runtime's page that registers under ``key`` (a
+        ``ValueError`` without a web side)."""
+        if not self.web_port:
+            raise ValueError("this proxy has no web side: start it with web_port")
+        from urllib.parse import quote
+
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.web_port}/?key={quote(key, safe='')}"
+
     def terminate(self) -> None:
         """Stops the proxy (closing the listening socket and every connection), then ends its
         worker process. Idempotent."""

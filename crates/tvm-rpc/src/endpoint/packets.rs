@@ -6,7 +6,7 @@ use tvm_ffi::{Error, ErrorKind, Result};
 
 use super::serving::serve_copy_to;
 use super::{Endpoint, Waited, decode_reply, forward, unexpected};
-use crate::codec::{Message, WireValue, decode_message};
+use crate::codec::{DecodeError, Message, WireValue, decode_message};
 use crate::protocol::RpcCode;
 use crate::session::CopySink;
 use crate::transport::{Transport, connection_error};
@@ -44,6 +44,13 @@ fn read_message_body(t: &mut Transport, len: u64, code: i32) -> Result<Vec<u8>> 
 }
 
 impl Endpoint {
+    /// The error of a packet the peer sent that does not decode: the connection is closed, since
+    /// a peer that sends one cannot be trusted to frame the next.
+    fn malformed(&self, error: DecodeError) -> Error {
+        *self.transport() = None;
+        Error::new("RPCError", format!("{} sent a {error}", self.name))
+    }
+
     /// Reads packets, answering requests, until a reply (when `expect_reply`) or the end of the
     /// connection.
     pub(super) fn run(&self, expect_reply: bool) -> Result<Waited> {
@@ -63,7 +70,7 @@ impl Endpoint {
             if is_reply(code) && self.answers_post() {
                 continue;
             }
-            let message = decode_message(&body)?;
+            let message = decode_message(&body).map_err(|e| self.malformed(e))?;
             match message {
                 Message::Return(values) if expect_reply => return Ok(Waited::Reply(values)),
                 Message::Exception(values) if expect_reply => {
@@ -107,7 +114,8 @@ impl Endpoint {
                     Ok(_) => Err(unexpected(&self.name, &Message::Return(Vec::new()))),
                 };
             }
-            if let Some(Waited::Closed) = self.answer(decode_message(&body)?)? {
+            let message = decode_message(&body).map_err(|e| self.malformed(e))?;
+            if let Some(Waited::Closed) = self.answer(message)? {
                 return Err(Error::new(
                     "RPCError",
                     format!("{} closed the connection during a copy", self.name),

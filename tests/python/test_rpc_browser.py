@@ -1,0 +1,366 @@
+"""WebGPU in the browser: headless Chromium opens the proxy's page (``tvm/rpc/web``), which
+registers as an RPC server; Python clients connect through the proxy and use ``webgpu(0)`` of
+the page (SwiftShader here) as they use the native WebGPU backend: copies, kernels from WGSL,
+time evaluation, errors of every kind, and the bad-input list.
+
+Every test skips when no Chromium is installed, unless ``TVM_REQUIRE_BROWSER=1`` (CI), where
+that is a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kernel_blobs
+import tvm
+from gpu_kernel_checks import ADD_ONE
+from rpc_helpers import DEADLINE, HOST, INT32, RawConnection, fresh_key, handshake
+from tvm import rpc
+from tvm.error import RPCError
+from tvm.rpc import base
+from tvm.rpc.browser import HeadlessBrowser, find_chromium
+from tvm.runtime import empty, tensor
+
+pytest.importorskip("websockets")
+
+SHADERS = Path(__file__).resolve().parents[2] / "crates" / "device-webgpu" / "tests" / "shaders"
+ROW_SUM = {
+    "name": "row_sum",
+    "arg_types": ["handle", "handle", "int32"],
+    "launch_param_tags": ["blockIdx.x", "threadIdx.x"],
+}
+BUSY = {
+    "name": "busy",
+    "arg_types": ["handle", "int32", "int32"],
+    "launch_param_tags": ["blockIdx.x", "threadIdx.x"],
+}
+
+if find_chromium() is None and os.environ.get("TVM_REQUIRE_BROWSER") != "1":
+    pytest.skip("no Chromium installed (apt-get install chromium)", allow_module_level=True)
+
+pytestmark = pytest.mark.rpc
+
+#: The first web port tried (the proxy takes the first free one of the next hundred).
+WEB_PORT = 19600
+
+
+@dataclass
+class Page:
+    """A headless browser showing the proxy's page under ``key``."""
+
+    proxy: rpc.Proxy
+    key: str
+    browser: HeadlessBrowser
+
+    def connect(self) -> rpc.RPCSession:
+        try:
+            return rpc.connect(HOST, self.proxy.port, key=self.key, handshake_timeout=DEADLINE)
+        except Exception as err:
+            raise AssertionError(f"{err}\nthe page's console:\n" + self.console()) from err
+
+    def console(self) -> str:
+        return "\n".join(self.browser.console()[-40:])
+
+
+@pytest.fixture(scope="module")
+def proxy() -> Iterator[rpc.Proxy]:
+    with rpc.Proxy(port=0, web_port=WEB_PORT, silent=True) as running:
+        yield running
+
+
+def open_page(proxy: rpc.Proxy) -> Page:
+    key = fresh_key()
+    return Page(proxy, key, HeadlessBrowser(proxy.page_url(key)))
+
+
+@pytest.fixture(scope="module")
+def page(proxy: rpc.Proxy) -> Iterator[Page]:
+    opened = open_page(proxy)
+    yield opened
+    opened.browser.close()
+
+
+@pytest.fixture
+def remote(page: Page) -> Iterator[rpc.RPCSession]:
+    """A session with the page (it registers again after each one ends)."""
+    session = page.connect()
+    yield session
+    session.close()
+
+
+def upload_kernel(remote: rpc.RPCSession, info: dict, source: str | None = None) -> tvm.ffi.Module:
+    """Uploads a shader of ``SHADERS`` with its metadata and loads it as a module."""
+    name = info["name"]
+    wgsl = source if source is not None else (SHADERS / f"{name}.wgsl").read_text()
+    remote.upload(wgsl.encode(), f"{name}.wgsl")
+    meta = {"tvm_version": "0.1.0", "func_info": {name: info}}
+    remote.upload(json.dumps(meta).encode(), f"{name}.tvm_meta.json")
+    return remote.load_module(f"{name}.wgsl")
+
+
+def test_the_page_serves_its_adapter_as_webgpu_0(remote: rpc.RPCSession) -> None:
+    dev = remote.webgpu(0)
+    assert dev.exist
+    assert "swiftshader" in dev.device_name.lower()
+    assert dev.max_threads_per_block >= 64
+    assert dev.max_thread_dimensions.startswith("[")
+    assert dev.api_version == "browser"
+    assert not remote.webgpu(1).exist
+
+
+@pytest.mark.parametrize("mib", [1, 16])
+def test_copies_both_ways(remote: rpc.RPCSession, mib: int) -> None:
+    data = np.random.default_rng(mib).standard_normal(mib << 18).astype("float32")
+    x = tensor(data, remote.webgpu(0))
+    np.testing.assert_array_equal(x.numpy(), data)
+    # Between two tensors of the page, then back.
+    y = empty(data.shape, "float32", remote.webgpu(0))
+    x.copyto(y)
+    np.testing.assert_array_equal(y.numpy(), data)
+
+
+@pytest.mark.parametrize("count", [1, 3, 7, 13])
+def test_copies_of_partial_words(remote: rpc.RPCSession, count: int) -> None:
+    """WebGPU moves whole 4-byte words: the page patches the partial ones."""
+    data = np.arange(200, 200 + count, dtype="uint8")
+    x = tensor(data, remote.webgpu(0))
+    np.testing.assert_array_equal(x.numpy(), data)
+    half = np.arange(count, dtype="float16")
+    np.testing.assert_array_equal(tensor(half, remote.webgpu(0)).numpy(), half)
+
+
+def test_an_elementwise_kernel_agrees_with_numpy(remote: rpc.RPCSession) -> None:
+    module = upload_kernel(remote, ADD_ONE)
+    add_one = module.get_function("add_one")
+    n = 100_000
+    data = np.linspace(-3, 3, n, dtype="float32")
+    a = tensor(data, remote.webgpu(0))
+    b = empty((n,), "float32", remote.webgpu(0))
+    add_one(a, b, n, (n + 63) // 64, 64)
+    remote.webgpu(0).sync()
+    np.testing.assert_array_equal(b.numpy(), data + 1)
+
+
+def test_a_reduction_kernel_agrees_with_numpy(remote: rpc.RPCSession) -> None:
+    module = upload_kernel(remote, ROW_SUM)
+    rows, cols = 300, 1000
+    data = np.random.default_rng(0).random((rows, cols), dtype="float32")
+    a = tensor(data, remote.webgpu(0))
+    out = empty((rows,), "float32", remote.webgpu(0))
+    module.get_function("row_sum")(a, out, cols, rows, 64)
+    np.testing.assert_allclose(out.numpy(), data.sum(axis=1), rtol=1e-5)
+
+
+def native_webgpu_or_skip() -> tvm.ffi.Device:
+    try:
+        if tvm.get_global_func("runtime.webgpu.device_names")():
+            return tvm.runtime.webgpu(0)
+    except Exception as err:
+        pytest.skip(f"no native WebGPU device: {err}")
+    pytest.skip("no native WebGPU device")
+
+
+def test_the_same_kernels_agree_with_the_native_backend(
+    remote: rpc.RPCSession, tmp_path: Path
+) -> None:
+    native = native_webgpu_or_skip()
+    rows, cols = 64, 777
+    data = np.random.default_rng(1).standard_normal((rows, cols)).astype("float32")
+    results = []
+    for dev, load in [
+        (remote.webgpu(0), lambda info: upload_kernel(remote, info)),
+        (native, lambda info: native_module(tmp_path, info)),
+    ]:
+        a = tensor(data, dev)
+        summed = empty((rows,), "float32", dev)
+        load(ROW_SUM).get_function("row_sum")(a, summed, cols, rows, 64)
+        flat = empty((rows * cols,), "float32", dev)
+        load(ADD_ONE).get_function("add_one")(a, flat, rows * cols, (rows * cols + 63) // 64, 64)
+        results.append((summed.numpy(), flat.numpy()))
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
+
+
+def native_module(folder: Path, info: dict) -> tvm.ffi.Module:
+    path = folder / f"{info['name']}.wgsl"
+    path.write_text((SHADERS / path.name).read_text())
+    meta = {"tvm_version": "0.1.0", "func_info": {info["name"]: info}}
+    path.with_suffix(".tvm_meta.json").write_text(json.dumps(meta))
+    return tvm.runtime.load_module(str(path))
+
+
+def test_a_serialized_module_loads_from_bytes(remote: rpc.RPCSession) -> None:
+    pairs = [(ADD_ONE, (SHADERS / "add_one.wgsl").read_bytes())]
+    blob = kernel_blobs.module_bytes("webgpu", pairs, kernel_blobs.string_field)
+    module = remote.get_function("ffi.Module.load_from_bytes.webgpu")(blob)
+    data = np.arange(10, dtype="float32")
+    a, b = tensor(data, remote.webgpu(0)), empty((10,), "float32", remote.webgpu(0))
+    module.get_function("add_one")(a, b, 10, 1, 64)
+    np.testing.assert_array_equal(b.numpy(), data + 1)
+    # The same bytes uploaded as a .webgpu file.
+    remote.upload(blob, "kernels.webgpu")
+    assert remote.load_module("kernels.webgpu").get_function("add_one") is not None
+
+
+def test_time_evaluator_times_a_kernel_on_the_page(remote: rpc.RPCSession) -> None:
+    module = upload_kernel(remote, BUSY)
+    n = 1 << 16
+    x = tensor(np.arange(n, dtype="uint32"), remote.webgpu(0))
+    timer = module.time_evaluator("busy", remote.webgpu(0), number=4, repeat=3)
+    result = timer(x, n, 200, n // 64, 64)
+    assert len(result.results) == 3
+    assert all(0 < t < 10 for t in result.results), result.results
+    kind = remote.get_function("webgpu.timer_kind")()
+    assert kind in ("gpu-timestamps", "wall-clock")
+
+
+def test_a_wgsl_compile_error_comes_back_with_its_message(remote: rpc.RPCSession) -> None:
+    broken = (SHADERS / "add_one.wgsl").read_text().replace("a[i] + 1.0", "a[i] + undefined_name")
+    compile_error = r"does not compile as WGSL:\n.*:\d+:\d+: .*undefined_name"
+    with pytest.raises(ValueError, match=compile_error):
+        upload_kernel(remote, ADD_ONE, broken)
+    # The session goes on.
+    assert remote.webgpu(0).exist
+
+
+def test_a_binding_mismatch_is_a_clear_error(remote: rpc.RPCSession) -> None:
+    # The metadata gives one tensor (binding 0) and the params block at 1; the shader binds
+    # two tensors and the params at 2.
+    wrong = {**ADD_ONE, "arg_types": ["handle", "int32"]}
+    mismatch = "kernel `add_one`: the shader does not match the metadata"
+    with pytest.raises(ValueError, match=mismatch):
+        upload_kernel(remote, wrong)
+
+
+def test_launch_argument_errors_name_the_argument(remote: rpc.RPCSession) -> None:
+    add_one = upload_kernel(remote, ADD_ONE).get_function("add_one")
+    a = tensor(np.zeros(64, "float32"), remote.webgpu(0))
+    with pytest.raises(TypeError, match="takes 5 arguments"):
+        add_one(a, a, 64)
+    with pytest.raises(TypeError, match="argument 1 must be a tensor, got int"):
+        add_one(a, 3, 64, 1, 64)
+    block = r"threadIdx.x=32 does not match .*@workgroup_size \[64, 1, 1\]"
+    with pytest.raises(ValueError, match=block):
+        add_one(a, a, 64, 2, 32)
+
+
+def test_a_device_the_page_lacks_is_a_value_error(remote: rpc.RPCSession) -> None:
+    # The client asks the page whether the device exists before it allocates.
+    for dev in (remote.cuda(0), remote.webgpu(1)):
+        assert not dev.exist
+        with pytest.raises(ValueError, match=r"device remote\[\d+\]:\w+:\d does not exist"):
+            empty((4,), "float32", dev)
+    # A request that names a device directly gets the page's own answer.
+    module = upload_kernel(remote, ADD_ONE)
+    with pytest.raises(ValueError, match=r"no device cuda\(0\); it serves webgpu\(0\)"):
+        module.time_evaluator("add_one", remote.cuda(0))
+    assert remote.webgpu(0).exist
+
+
+def test_a_2_gib_tensor_is_refused_and_the_page_stays_up(remote: rpc.RPCSession) -> None:
+    too_large = r"cannot allocate 2147483648 bytes on webgpu\(0\).*maxBufferSize"
+    with pytest.raises(ValueError, match=too_large):
+        empty((1 << 29,), "float32", remote.webgpu(0))
+    np.testing.assert_array_equal(tensor(np.ones(4, "float32"), remote.webgpu(0)).numpy(), 1)
+
+
+def test_a_page_that_sends_garbage_is_an_rpc_error_and_the_proxy_keeps_serving(
+    proxy: rpc.Proxy, page: Page
+) -> None:
+    """A websocket peer that registers like a page, then answers the client with garbage."""
+    from websockets.sync.client import connect
+
+    key = fresh_key()
+    with connect(f"ws://{HOST}:{proxy.web_port}/ws") as fake:
+        fake.send(handshake(f"server:{key}"))
+        client = rpc_connect_in_thread(proxy, key)
+        received = b""
+        while len(received) < 8:
+            received += fake.recv(timeout=DEADLINE)
+        assert INT32.unpack(received[:4])[0] == base.RPC_CODE_SUCCESS
+        fake.send(struct.pack("<Q", 8) + b"\xff" * 64)
+        outcome = client.result(DEADLINE)
+    assert isinstance(outcome, RPCError), outcome
+    assert "sent a malformed RPC packet: unknown packet code -1" in str(outcome)
+    # The proxy and the real page still serve.
+    session = page.connect()
+    assert session.webgpu(0).exist
+    session.close()
+
+
+def rpc_connect_in_thread(proxy: rpc.Proxy, key: str) -> Future[object]:
+    """``rpc.connect`` in a thread: a future of the session or the error."""
+
+    def run() -> object:
+        try:
+            return rpc.connect(HOST, proxy.port, key=key, handshake_timeout=DEADLINE)
+        except Exception as err:
+            return err
+
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(run)
+    pool.shutdown(wait=False)
+    return future
+
+
+def test_a_client_that_sends_garbage_ends_only_its_own_session(page: Page) -> None:
+    """Garbage to the page: it ends that session and registers again for the next client."""
+    conn = RawConnection(page.proxy.port, handshake(f"client:{page.key}"))
+    try:
+        (code,) = INT32.unpack(base.recvall(conn.sock, 4))
+        assert code == base.RPC_CODE_SUCCESS
+        (length,) = INT32.unpack(base.recvall(conn.sock, 4))
+        base.recvall(conn.sock, length)
+        conn.sock.sendall(struct.pack("<Q", 1 << 40) + b"garbage")
+        assert conn.closed_by_peer()
+    finally:
+        conn.close()
+    session = page.connect()
+    back = tensor(np.arange(3, dtype="int32"), session.webgpu(0)).numpy()
+    np.testing.assert_array_equal(back, [0, 1, 2])
+    session.close()
+
+
+def test_a_page_closed_mid_call_is_an_rpc_error_and_the_proxy_keeps_serving(
+    proxy: rpc.Proxy, page: Page
+) -> None:
+    doomed = open_page(proxy)
+    try:
+        session = doomed.connect()
+        module = upload_kernel(session, BUSY)
+        n = 1 << 20
+        x = tensor(np.arange(n, dtype="uint32"), session.webgpu(0))
+        busy = module.get_function("busy")
+        threading.Timer(1.0, doomed.browser.close).start()
+        with pytest.raises(RPCError):
+            for _ in range(1000):
+                busy(x, n, 5000, n // 64, 64)
+                session.webgpu(0).sync()
+    finally:
+        doomed.browser.close()
+    other = page.connect()
+    assert other.webgpu(0).exist
+    other.close()
+
+
+def test_a_lost_device_is_reported_and_the_page_opens_a_new_one(page: Page) -> None:
+    session = page.connect()
+    x = tensor(np.ones(8, "float32"), session.webgpu(0))
+    session.get_function("webgpu.destroy_device")(session.webgpu(0))
+    with pytest.raises(RuntimeError, match="WebGPU device was lost"):
+        x.numpy()
+    with pytest.raises(RuntimeError, match="WebGPU device was lost"):
+        session.webgpu(0).sync()
+    session.close()
+    session = page.connect()
+    np.testing.assert_array_equal(tensor(np.ones(8, "float32"), session.webgpu(0)).numpy(), 1)
+    session.close()
