@@ -23,7 +23,15 @@ import pytest
 import kernel_blobs
 import tvm
 from gpu_kernel_checks import ADD_ONE
-from rpc_helpers import DEADLINE, HOST, INT32, RawConnection, fresh_key, handshake
+from rpc_helpers import (
+    DEADLINE,
+    HOST,
+    INT32,
+    RawConnection,
+    fresh_key,
+    handshake,
+    wait_until,
+)
 from tvm import rpc
 from tvm.error import RPCError
 from tvm.rpc import base
@@ -70,6 +78,10 @@ class Page:
     def console(self) -> str:
         return "\n".join(self.browser.console()[-40:])
 
+    def session_ends(self) -> list[str]:
+        """The page's log lines of sessions that ended."""
+        return [line for line in self.browser.console() if "session ended" in line]
+
 
 @pytest.fixture(scope="module")
 def proxy() -> Iterator[rpc.Proxy]:
@@ -92,9 +104,13 @@ def page(proxy: rpc.Proxy) -> Iterator[Page]:
 @pytest.fixture
 def remote(page: Page) -> Iterator[rpc.RPCSession]:
     """A session with the page (it registers again after each one ends)."""
+    ended = len(page.session_ends())
     session = page.connect()
     yield session
     session.close()
+    # The page saw the shutdown as the end of the session, not as an error.
+    ends = wait_until(lambda: page.session_ends()[ended:], "the page ending the session")
+    assert "the client ended the session" in ends[0], page.console()
 
 
 def upload_kernel(remote: rpc.RPCSession, info: dict, source: str | None = None) -> tvm.ffi.Module:

@@ -474,6 +474,7 @@ export class ByteStream {
   }
 
   take(n) {
+    if (n === 0) return new Uint8Array(0);
     const first = this.chunks[0];
     if (first.length - this.head >= n) {
       const out = first.subarray(this.head, this.head + n);
