@@ -380,3 +380,91 @@ def test_a_lost_device_is_reported_and_the_page_opens_a_new_one(page: Page) -> N
     session = page.connect()
     np.testing.assert_array_equal(tensor(np.ones(8, "float32"), session.webgpu(0)).numpy(), 1)
     session.close()
+
+
+def test_a_page_proves_the_key_of_a_keyed_proxy() -> None:
+    secret = "browser-secret"
+    with rpc.Proxy(port=0, web_port=WEB_PORT + 50, silent=True, auth_key=secret) as keyed:
+        key = fresh_key()
+        with HeadlessBrowser(keyed.page_url(key, auth_key=secret)) as browser:
+            session = rpc.connect(HOST, keyed.port, key=key, auth_key=secret)
+            np.testing.assert_array_equal(
+                tensor(np.arange(4, dtype="float32"), session.webgpu(0)).numpy(), np.arange(4)
+            )
+            session.close()
+            assert not any(secret in line for line in browser.console())
+        # A page without the key, or with another, is refused with a message saying so.
+        for page_key, expected in [
+            (None, "the proxy requires an authentication key"),
+            ("another-secret", "failed to prove that it holds the authentication key"),
+        ]:
+            with HeadlessBrowser(keyed.page_url(key, auth_key=page_key)) as browser:
+                wait_until(
+                    lambda browser=browser, expected=expected: any(
+                        expected in line for line in browser.console()
+                    ),
+                    f"the page logging {expected!r}",
+                )
+
+
+def test_a_page_with_a_key_refuses_a_proxy_that_cannot_prove_it(proxy: rpc.Proxy) -> None:
+    key = fresh_key()
+    with HeadlessBrowser(proxy.page_url(key, auth_key="page-secret")) as browser:
+        # The unkeyed proxy pools the page; the first client pairs with it, and the page,
+        # finding no proof, refuses and closes.
+        with pytest.raises(RPCError):
+            rpc.connect(HOST, proxy.port, key=key, handshake_timeout=DEADLINE)
+        wait_until(
+            lambda: any("did not prove" in line for line in browser.console()),
+            "the page logging its refusal",
+        )
+
+
+def test_page_url_checks_its_key(proxy: rpc.Proxy) -> None:
+    assert proxy.page_url("a b").endswith("/?key=a%20b")
+    assert proxy.page_url("k", auth_key="s/3").endswith("/?key=k#auth=s%2F3")
+    with pytest.raises(ValueError, match="empty"):
+        proxy.page_url("k", auth_key=" ")
+    with rpc.Proxy(port=0, silent=True) as plain, pytest.raises(ValueError, match="no web side"):
+        plain.page_url()
+
+
+def test_launch_values_and_bindings_webgpu_refuses_are_value_errors(
+    remote: rpc.RPCSession,
+) -> None:
+    module = upload_kernel(remote, ADD_ONE)
+    add_one = module.get_function("add_one")
+    x = tensor(np.zeros(64, "float32"), remote.webgpu(0))
+    for grid in (0, -1, 1 << 53):
+        with pytest.raises(ValueError, match=rf"blockIdx.x={grid} is outside 1..=4294967295"):
+            add_one(x, x, 64, grid, 64)
+    # WebGPU refuses a buffer bound twice when one binding is written: its message comes back.
+    with pytest.raises(ValueError, match=r"kernel `add_one`: .*writable usage"):
+        add_one(x, x, 64, 1, 64)
+    nothing = empty((0,), "float32", remote.webgpu(0))
+    with pytest.raises(ValueError, match="argument 0 is empty"):
+        add_one(nothing, x, 0, 1, 64)
+    # A time evaluation of such a launch fails at its first (checked) launch.
+    timer = module.time_evaluator("add_one", remote.webgpu(0), min_repeat_ms=1)
+    with pytest.raises(ValueError, match=r"blockIdx\.x=0"):
+        timer(x, x, 64, 0, 64)
+    np.testing.assert_array_equal(x.numpy(), 0)
+
+
+def test_bad_module_files_name_the_file(remote: rpc.RPCSession) -> None:
+    remote.upload((SHADERS / "add_one.wgsl").read_bytes(), "k.wgsl")
+    for meta, expected in [
+        ({"func_info": {"add_one": None}}, 'needs "arg_types" and "launch_param_tags"'),
+        ({"func_info": {"add_one": {"arg_types": [{}]}}}, "lists of strings"),
+        ({"other": 1}, 'has no "func_info" object'),
+    ]:
+        remote.upload(json.dumps(meta).encode(), "k.tvm_meta.json")
+        with pytest.raises(ValueError, match=expected):
+            remote.load_module("k.wgsl")
+    remote.upload(b"\x06\x00\x00\x00\x00\x00\x00\x00webgpu" + b"\xff" * 8, "k.webgpu")
+    with pytest.raises(ValueError, match="malformed webgpu module: a count of"):
+        remote.load_module("k.webgpu")
+    with pytest.raises(ValueError, match="must not be negative"):
+        remote.get_function("tvm.rpc.server.download_range")("k.wgsl", -1, 4)
+    with pytest.raises(FileNotFoundError, match=r"no uploaded file 'missing\.wgsl'"):
+        remote.load_module("missing.wgsl")

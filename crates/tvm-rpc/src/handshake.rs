@@ -295,7 +295,10 @@ fn refused_code(address: &str, user_key: &str, code: i32) -> Error {
         RPC_CODE_MISMATCH => {
             format!("{address} has no server that matches key={user_key:?} (or refused it)")
         }
-        RPC_CODE_DUPLICATE => format!("{address} already has a server with key={user_key:?}"),
+        RPC_CODE_DUPLICATE => format!(
+            "{address} already has another client waiting for key={user_key:?} (a proxy pairs \
+             one waiting client per key: try again once it is served)"
+        ),
         RPC_CODE_BUSY => format!(
             "{address} refused the connection: it is at its limit of concurrent sessions or \
              pending handshakes (try again later)"

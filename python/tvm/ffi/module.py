@@ -75,6 +75,9 @@ class Module(Object):
         func = _api("ffi.ModuleGetFunction", release_gil=True)(self, name, query_imports)
         if func is None:
             raise AttributeError(f"Module[{self.kind}] has no function `{name}`")
+        if self.kind == "rpc":
+            # It runs on the remote: other Python threads keep running while it waits.
+            func.release_gil = True
         # The doc and metadata exports are optional: a broken one costs its information (with a
         # warning naming it), never the working function.
         doc = self._optional_export("ffi.ModuleGetFunctionDoc", name, "doc")
@@ -157,6 +160,10 @@ class Module(Object):
             cache_flush_bytes,
             f_preproc,
         )
+
+        # Timing runs the function many times (on a remote: waiting on the network), with the
+        # interpreter lock released.
+        feval.release_gil = True
 
         def evaluator(*args: Any) -> BenchmarkResult:
             blob = bytes(feval(*args))

@@ -35,6 +35,7 @@ WEB_FILES = {
     **{
         f"/{name}": (name, _SCRIPT)
         for name in (
+            "auth.js",
             "tvm_rpc.js",
             "rpc_session.js",
             "rpc_wire.js",

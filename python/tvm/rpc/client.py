@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -133,10 +134,16 @@ class RPCSession:
         self.get_function("tvm.rpc.server.upload")(target, b"")
         done = 0
         report(0)
-        for chunk in chunks:
-            append(target, chunk)
-            done += len(chunk)
-            report(done)
+        try:
+            for chunk in chunks:
+                append(target, chunk)
+                done += len(chunk)
+                report(done)
+        except BaseException:
+            # No partial file stays behind (where the session still works to remove it).
+            with contextlib.suppress(Exception):
+                self.remove(target)
+            raise
 
     def download(
         self, path: str, progress: Callable[[int, int], object] | bool | None = None

@@ -681,15 +681,21 @@ class Proxy(WorkerService):
             raise
         self.proc = proc
 
-    def page_url(self, key: str = "webgpu") -> str:
+    def page_url(self, key: str = "webgpu", auth_key: str | None = None) -> str:
         """The address of the browser runtime's page that registers under ``key`` (a
-        ``ValueError`` without a web side)."""
+        ``ValueError`` without a web side). A proxy with a shared secret needs the page to
+        prove it: pass it as ``auth_key``, which goes in the address's fragment (``#auth=``),
+        never sent to a server; an empty one is a ``ValueError``."""
         if not self.web_port:
             raise ValueError("this proxy has no web side: start it with web_port")
         from urllib.parse import quote
 
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.web_port}/?key={quote(key, safe='')}"
+        url = f"http://{host}:{self.web_port}/?key={quote(key, safe='')}"
+        if auth_key is not None:
+            base.check_auth_key(auth_key, "auth_key")
+            url += f"#auth={quote(auth_key, safe='')}"
+        return url
 
     def terminate(self) -> None:
         """Stops the proxy (closing the listening socket and every connection), then ends its

@@ -202,7 +202,9 @@ export class Session {
         throw new RPCFault("ValueError", `the client sent ${CODE_NAMES[code]} where a request was expected`);
       default:
         if (!(code in CODE_NAMES)) throw new RPCFault("ValueError", `malformed RPC packet: unknown packet code ${code}`);
-        return [await this.syscall(code, decodeSeq(input))];
+        const args = decodeSeq(input);
+        input.finish("packet");
+        return [await this.syscall(code, args)];
     }
   }
 
@@ -266,6 +268,10 @@ export class Session {
   /** Streams a copy into a tensor: the bytes go to the GPU as they arrive. A refused copy
    * still consumes its bytes, so the next packet starts where it should. */
   async copyToRemote(len) {
+    if (len < 20n) {
+      // Not even the fixed part of a tensor descriptor: the stream cannot be trusted after it.
+      throw new RPCFault("ValueError", `a copy request of ${len} bytes`);
+    }
     const fixed = new Reader(await this.stream.read(20));
     fixed.u64("tensor data address");
     fixed.i32("device type");
@@ -370,6 +376,9 @@ export class Session {
         const data = file(arg(args, 0, "str", name));
         const offset = Number(arg(args, 1, "int", name));
         const length = Number(arg(args, 2, "int", name));
+        if (offset < 0 || length < 0) {
+          throw new RPCFault("ValueError", `${name}: offset ${offset} and length ${length} must not be negative`);
+        }
         return Ret.bytes(data.subarray(offset, offset + length));
       },
       "tvm.rpc.server.remove": (args, name) => {
@@ -424,7 +433,8 @@ export class Session {
           repeatsToCooldown: Number(arg(args, 9, "int", name)),
         };
         const fn = async (callArgs) => {
-          const seconds = await this.timer.evaluate((writes) => kernel.launch(callArgs, writes), config);
+          const launch = (writes, checked) => kernel.launch(callArgs, writes, checked);
+          const seconds = await this.timer.evaluate(launch, config);
           return Ret.bytes(new Uint8Array(new Float64Array(seconds).buffer));
         };
         return Ret.function(this.keep({ kind: "function", name: `time_evaluator(${fname})`, fn }));

@@ -95,7 +95,9 @@ const textEncoder = new TextEncoder();
 
 /** Reads little-endian scalars and byte strings from one packet body. */
 export class Reader {
-  constructor(bytes) {
+  /** A reader of `bytes`, which `what` names in errors. */
+  constructor(bytes, what = "RPC packet") {
+    this.what = what;
     this.data = bytes;
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.pos = 0;
@@ -106,7 +108,7 @@ export class Reader {
   }
 
   fail(what) {
-    return new RPCFault("ValueError", `malformed RPC packet: ${what} (at byte ${this.pos})`);
+    return new RPCFault("ValueError", `malformed ${this.what}: ${what} (at byte ${this.pos})`);
   }
 
   need(n, what) {
@@ -416,23 +418,33 @@ export function text(bytes) {
  * message boundaries. Reads wait for data; a closed stream fails them with ConnectionClosed.
  */
 export class ByteStream {
-  constructor() {
+  /** A stream that holds at most `limit` bytes not read yet; past that, `onOverflow` runs
+   * (the browser's websocket cannot stop a peer from sending: the page ends the connection). */
+  constructor(limit = Infinity, onOverflow = () => {}) {
     this.chunks = [];
     this.head = 0;
     this.available = 0;
     this.waiter = null;
     this.closedWith = null;
+    this.limit = limit;
+    this.onOverflow = onOverflow;
   }
 
   push(bytes) {
-    if (bytes.length === 0) return;
+    if (bytes.length === 0 || this.closedWith !== null) return;
     this.chunks.push(bytes);
     this.available += bytes.length;
+    if (this.available > this.limit) {
+      this.chunks = [];
+      this.available = 0;
+      this.close(`the peer sent more than ${this.limit} bytes ahead of what the page has read`);
+      this.onOverflow();
+    }
     this.wake();
   }
 
   close(reason) {
-    this.closedWith = reason || "the connection closed";
+    if (this.closedWith === null) this.closedWith = reason || "the connection closed";
     this.wake();
   }
 

@@ -4,10 +4,13 @@
 
 import { RPCFault } from "./rpc_wire.js";
 
-/** How many times a measurement that took no time is retried with more launches at most. */
+/** How many times a measurement that took too little time is retried with more launches. */
 const MAX_GROWTH_STEPS = 64;
+/** The most launches one measurement runs. */
+const MAX_LAUNCHES = 100000;
 
-/** Measures `launch` (an async function taking optional timestampWrites) on `gpu`. */
+/** Measures `launch(timestampWrites, checked)`, an async function that launches a kernel once
+ * (`checked`: waiting for WebGPU's verdict), on `gpu`. */
 export class KernelTimer {
   constructor(gpu) {
     this.gpu = gpu;
@@ -19,12 +22,12 @@ export class KernelTimer {
     return this.useTimestamps ? "gpu-timestamps" : "wall-clock";
   }
 
-  /** Seconds `count` back-to-back launches take. */
-  async measure(launch, count) {
+  /** Seconds `count` back-to-back launches take (each `checked` or not). */
+  async measure(launch, count, checked = false) {
     const device = this.gpu.device;
     if (!this.useTimestamps) {
       const start = performance.now();
-      for (let i = 0; i < count; i++) await launch(undefined);
+      for (let i = 0; i < count; i++) await launch(undefined, checked);
       await device.queue.onSubmittedWorkDone();
       this.gpu.checkAlive();
       return (performance.now() - start) / 1000;
@@ -40,7 +43,7 @@ export class KernelTimer {
         const writes = { querySet };
         if (i === 0) writes.beginningOfPassWriteIndex = 0;
         if (i === count - 1) writes.endOfPassWriteIndex = 1;
-        await launch(i === 0 || i === count - 1 ? writes : undefined);
+        await launch(i === 0 || i === count - 1 ? writes : undefined, checked);
       }
       const encoder = device.createCommandEncoder();
       encoder.resolveQuerySet(querySet, 0, 2, resolved, 0);
@@ -67,7 +70,8 @@ export class KernelTimer {
     if (number < 1 || repeat < 1) {
       throw new RPCFault("ValueError", `time evaluation needs number >= 1 and repeat >= 1, got ${number} and ${repeat}`);
     }
-    await this.measure(launch, 1);
+    // The warm-up launch is checked: the measured ones repeat it exactly.
+    await this.measure(launch, 1, true);
     const results = [];
     let count = number;
     for (let r = 0; r < repeat; r++) {
@@ -76,10 +80,13 @@ export class KernelTimer {
       }
       let seconds = await this.measure(launch, count);
       let zeros = 0;
-      for (let step = 0; step < MAX_GROWTH_STEPS && seconds * 1000 < minRepeatMs; step++) {
+      for (let step = 0; step < MAX_GROWTH_STEPS && seconds * 1000 < minRepeatMs && count < MAX_LAUNCHES; step++) {
+        // A measurement that read no time at all says nothing of the time per launch: grow
+        // by the golden ratio, a bounded number of times.
         if (seconds === 0 && ++zeros > limitZeroTimeIterations) break;
-        const perLaunchMs = Math.max((seconds * 1000) / count, 1e-6);
-        count = Math.max(Math.ceil(count * 1.618), Math.ceil(minRepeatMs / perLaunchMs));
+        const grown = Math.ceil(count * 1.618);
+        const needed = seconds > 0 ? Math.ceil((minRepeatMs / (seconds * 1000)) * count) : grown;
+        count = Math.min(MAX_LAUNCHES, Math.max(grown, needed));
         seconds = await this.measure(launch, count);
       }
       results.push(seconds / count);

@@ -17,17 +17,21 @@ import {
   text,
   utf8,
 } from "./rpc_wire.js";
+import { answerProof, freshNonce, keyOption } from "./auth.js";
 import { Channel, Session } from "./rpc_session.js";
 import { WebGPUDevice } from "./webgpu_device.js";
 
 /** How long the page waits before registering again after a failure. */
 const RETRY_MS = 2000;
+/** The most bytes a client may send ahead of what the page has read: a request of the largest
+ * size the page takes (64 MiB) and room for the next. */
+const MAX_UNREAD = 96 << 20;
 
 /** Opens a websocket to `url`, its messages fed to a byte stream. */
 async function openChannel(url) {
   const ws = new WebSocket(url);
   ws.binaryType = "arraybuffer";
-  const stream = new ByteStream();
+  const stream = new ByteStream(MAX_UNREAD, () => ws.close(1009, "too much data unread"));
   ws.onmessage = (event) => {
     if (typeof event.data === "string") {
       stream.close("the proxy sent a text message");
@@ -45,32 +49,48 @@ async function openChannel(url) {
   return new Channel(ws, stream);
 }
 
+/** Reads the proxy's answer: its code, and the key that follows an acceptance. */
+async function readAnswer(channel, key) {
+  const code = await channel.stream.i32();
+  const refusals = {
+    [RPC_CODE_DUPLICATE]: `another page is already registered with key '${key}'`,
+    [RPC_CODE_MISMATCH]: `the proxy refused key '${key}' (or gave up waiting for a client)`,
+    [RPC_CODE_BUSY]: "the proxy is at its limit of waiting servers",
+  };
+  if (code !== RPC_MAGIC) {
+    throw new ConnectionClosed(refusals[code] || `the proxy answered ${code}: not a TVM RPC proxy`);
+  }
+  const length = await channel.stream.i32();
+  if (length < 0 || length > 4096) throw new ConnectionClosed(`the proxy sent a key of ${length} bytes`);
+  return text(await channel.stream.read(length));
+}
+
 /**
- * Registers as server `key` with the proxy at `url` and waits to be paired: resolves with the
- * channel and the client's key once a client arrives.
+ * Registers as server `key` with the proxy at `url` (proving `authKey` to a keyed proxy, when
+ * given) and waits to be paired: resolves with the channel and the client's key once a client
+ * arrives.
  */
-export async function register(url, key) {
+export async function register(url, key, authKey) {
   const channel = await openChannel(url);
-  const fullKey = utf8(`server:${key} ${OWN_PROTOCOL_OPTION}`);
-  const hello = new Writer(8 + fullKey.length);
-  hello.i32(RPC_MAGIC);
-  hello.i32(fullKey.length);
-  hello.raw(fullKey);
-  await channel.send(hello.finish());
   try {
-    const code = await channel.stream.i32();
-    const refusals = {
-      [RPC_CODE_DUPLICATE]: `another page is already registered with key '${key}'`,
-      [RPC_CODE_MISMATCH]: `the proxy refused key '${key}' (or gave up waiting for a client)`,
-      [RPC_CODE_BUSY]: "the proxy is at its limit of waiting servers",
-    };
-    if (code !== RPC_MAGIC) {
-      throw new ConnectionClosed(refusals[code] || `the proxy answered ${code}: not a TVM RPC proxy`);
+    const clientNonce = authKey ? freshNonce() : null;
+    const options = clientNonce ? `${OWN_PROTOCOL_OPTION} -cnonce=${clientNonce}` : OWN_PROTOCOL_OPTION;
+    const fullKey = utf8(`server:${key} ${options}`);
+    const hello = new Writer(8 + fullKey.length);
+    hello.i32(RPC_MAGIC);
+    hello.i32(fullKey.length);
+    hello.raw(fullKey);
+    await channel.send(hello.finish());
+    let answer = await readAnswer(channel, key);
+    if (authKey) {
+      await channel.send(await answerProof(authKey, clientNonce, answer));
+      answer = await readAnswer(channel, key);
+    } else if (keyOption(answer, "auth") || keyOption(answer, "nonce")) {
+      throw new ConnectionClosed(
+        "the proxy requires an authentication key: open the page with #auth=<key> in its address",
+      );
     }
-    const length = await channel.stream.i32();
-    if (length < 0 || length > 4096) throw new ConnectionClosed(`the proxy sent a client key of ${length} bytes`);
-    const clientKey = text(await channel.stream.read(length));
-    return { channel, clientKey };
+    return { channel, clientKey: answer };
   } catch (err) {
     channel.ws.close();
     throw err;
@@ -78,7 +98,7 @@ export async function register(url, key) {
 }
 
 /** Serves clients forever: registers, serves one session, registers again. */
-export async function servePage({ proxyUrl, key, report }) {
+export async function servePage({ proxyUrl, key, authKey, report }) {
   let gpu = null;
   for (;;) {
     try {
@@ -87,7 +107,7 @@ export async function servePage({ proxyUrl, key, report }) {
         report({ adapter: gpu.info.name, timer: gpu.timestamps ? "gpu-timestamps" : "wall-clock" });
       }
       report({ state: "waiting" }, `registered with ${proxyUrl} as '${key}', waiting for a client`);
-      const { channel, clientKey } = await register(proxyUrl, key);
+      const { channel, clientKey } = await register(proxyUrl, key, authKey);
       report({ state: "serving" }, `serving ${clientKey}`);
       const session = new Session(channel, gpu, {
         ownProtocolOffered: clientKey.split(/\s+/).includes(OWN_PROTOCOL_OPTION),
@@ -109,7 +129,8 @@ export async function servePage({ proxyUrl, key, report }) {
 
 /**
  * Starts the page: the proxy's websocket from `?proxy=` (default: the server that served the
- * page, at /ws) and the key from `?key=` (default `webgpu`). Progress goes to the `#state`,
+ * page, at /ws), the key from `?key=` (default `webgpu`), and the shared secret of a keyed proxy
+ * from `#auth=`. Progress goes to the `#state`,
  * `#adapter` and `#log` elements and to `window.tvmRpc`.
  */
 export function startPage(doc) {
@@ -117,6 +138,11 @@ export function startPage(doc) {
   const scheme = doc.location.protocol === "https:" ? "wss" : "ws";
   const proxyUrl = params.get("proxy") || `${scheme}://${doc.location.host}/ws`;
   const key = params.get("key") || "webgpu";
+  // The authentication key travels in the fragment, which the browser never sends to a server;
+  // it is taken off the address bar once read.
+  const authKey = new URLSearchParams(doc.location.hash.slice(1)).get("auth");
+  if (authKey !== null) history.replaceState(null, "", doc.location.pathname + doc.location.search);
+
   const status = { state: "starting", adapter: null, timer: null, key, proxyUrl, log: [] };
   globalThis.tvmRpc = status;
   const report = (fields, line) => {
@@ -135,5 +161,9 @@ export function startPage(doc) {
     }
   };
   report({ key, proxyUrl });
-  return servePage({ proxyUrl, key, report });
+  if (authKey !== null && !authKey.trim()) {
+    report({ state: "error" }, "the authentication key (#auth=) is empty: leave it out for no authentication");
+    return Promise.resolve();
+  }
+  return servePage({ proxyUrl, key, authKey, report });
 }

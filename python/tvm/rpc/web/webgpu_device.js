@@ -147,6 +147,7 @@ export class WebGPUDevice {
   async alloc(device, nbytes) {
     this.check(device);
     const max = this.device.limits.maxBufferSize;
+    if (nbytes < 0n) throw new RPCFault("ValueError", `cannot allocate ${nbytes} bytes: the size is negative`);
     if (nbytes > BigInt(max)) {
       throw new RPCFault(
         "ValueError",
@@ -296,8 +297,19 @@ export class WebGPUDevice {
         "a copy between webgpu(0) tensors moves whole 4-byte words (offsets and size)",
       );
     }
+    const size = Number(nbytes);
+    if (size === 0) return;
     const encoder = this.device.createCommandEncoder();
-    encoder.copyBufferToBuffer(source.buffer, source.offset, target.buffer, target.offset, Number(nbytes));
+    if (source.buffer === target.buffer) {
+      // WebGPU copies between two buffers only: within one, through a scratch buffer.
+      const scratch = this.device.createBuffer({ size, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+      encoder.copyBufferToBuffer(source.buffer, source.offset, scratch, 0, size);
+      encoder.copyBufferToBuffer(scratch, 0, target.buffer, target.offset, size);
+      this.device.queue.submit([encoder.finish()]);
+      scratch.destroy();
+      return;
+    }
+    encoder.copyBufferToBuffer(source.buffer, source.offset, target.buffer, target.offset, size);
     this.device.queue.submit([encoder.finish()]);
   }
 

@@ -7,12 +7,14 @@
 // params block at @binding(n) followed by `packGridDimX: u32` and padded to 16 bytes; then one
 // int per launch tag. The grid is blockIdx.x/y; a grid x past the device's limit folds into z.
 
-import { RPCFault, Reader, text } from "./rpc_wire.js";
+import { RPCFault, Reader, tensorBytes, text } from "./rpc_wire.js";
 import { captured } from "./webgpu_device.js";
 
 /** Prefix of the launch tag TVM's WGSL code generator adds to say which buffers are written. */
 const WRITE_ACCESS_TAG = "paramWriteAccess:";
 const SCALAR_TYPES = new Set(["int32", "uint32", "float32"]);
+/** The largest grid or block extent a launch value may give. */
+const MAX_EXTENT = 2 ** 32 - 1;
 const DTYPE_CODES = { 0: "int", 1: "uint", 2: "float", 3: "handle", 4: "bfloat" };
 
 /** A dtype of the serialized form (code, bits, lanes) as its name. */
@@ -36,19 +38,23 @@ export function functionsFromJSON(source, what) {
   }
   const functions = new Map();
   for (const [name, info] of Object.entries(kernels)) {
-    const argTypes = info.arg_types;
-    const tags = info.launch_param_tags || [];
-    if (!Array.isArray(argTypes) || !Array.isArray(tags)) {
-      throw new RPCFault("ValueError", `${what}: kernel \`${name}\` needs arg_types and launch_param_tags lists`);
+    const argTypes = info && info.arg_types;
+    const tags = (info && info.launch_param_tags) || [];
+    const strings = (list) => Array.isArray(list) && list.every((item) => typeof item === "string");
+    if (!strings(argTypes) || !strings(tags)) {
+      throw new RPCFault(
+        "ValueError",
+        `${what}: kernel \`${name}\` needs "arg_types" and "launch_param_tags" lists of strings`,
+      );
     }
-    functions.set(name, { name, argTypes: argTypes.map(String), tags: tags.map(String) });
+    functions.set(name, { name, argTypes, tags });
   }
   return functions;
 }
 
 /** The kernels and WGSL sources of a serialized `webgpu` module. */
 export function parseSerializedModule(bytes) {
-  const input = new Reader(bytes);
+  const input = new Reader(bytes, "webgpu module");
   const string = (what) => text(input.bytes(what));
   const count = (what, minBytes) => {
     const n = input.u64(what);
@@ -200,8 +206,12 @@ class Kernel {
     }
   }
 
-  /** Launches the kernel with the call's arguments; `timestampWrites` for a timed pass. */
-  async launch(args, timestampWrites) {
+  /**
+   * Launches the kernel with the call's arguments; `timestampWrites` for a timed pass. A
+   * `checked` launch waits for WebGPU's verdict on it; the time evaluator's repeated launches,
+   * the same as one checked before them, do not.
+   */
+  async launch(args, timestampWrites, checked = true) {
     const gpu = this.gpu;
     gpu.checkAlive();
     const expected = this.numBuffers + this.scalars.length + this.tags.length;
@@ -217,12 +227,14 @@ class Kernel {
       if (args[i].kind !== "tensor") {
         throw new RPCFault("TypeError", `kernel \`${this.name}\`: argument ${i} must be a tensor, got ${args[i].kind}`);
       }
+      if (tensorBytes(args[i].value) === 0n) throw this.fail(`argument ${i} is empty (a tensor of 0 bytes)`);
       bound.push(gpu.binding(args[i].value));
     }
     const grid = [1, 1];
     const block = [null, null, null];
     this.tags.forEach((tag, t) => {
       const value = integer(args[expected - this.tags.length + t], `${this.name}: launch value ${tag}`);
+      if (value < 1 || value > MAX_EXTENT) throw this.fail(`${tag}=${value} is outside 1..=${MAX_EXTENT}`);
       const axis = "xyz".indexOf(tag[tag.length - 1]);
       if (tag.startsWith("blockIdx")) grid[axis] = value;
       else block[axis] = value;
@@ -239,23 +251,30 @@ class Kernel {
     }
     const max = gpu.device.limits.maxComputeWorkgroupsPerDimension;
     if (grid[1] > max) throw this.fail(`blockIdx.y=${grid[1]} is outside the device's grid range 1..=${max}`);
-    if (grid[0] === 0 || grid[1] === 0) return;
     let [x, z] = [grid[0], 1];
     while (x > max) {
       x = Math.ceil(x / 2);
       z *= 2;
     }
-    if (this.usesParams) {
-      gpu.device.queue.writeBuffer(this.params, 0, this.paramsBlock(args, grid[0]));
+    if (z > max) {
+      throw this.fail(`blockIdx.x=${grid[0]} is past what the device dispatches, even folded into z (${max} x ${max})`);
     }
-    const bindGroup = this.bindGroup(bound);
-    const encoder = gpu.device.createCommandEncoder();
-    const pass = encoder.beginComputePass(timestampWrites ? { timestampWrites } : {});
-    pass.setPipeline(this.pipeline);
-    pass.setBindGroup(0, bindGroup);
-    pass.dispatchWorkgroups(x, grid[1], z);
-    pass.end();
-    gpu.device.queue.submit([encoder.finish()]);
+    const params = this.usesParams ? this.paramsBlock(args, grid[0]) : null;
+    // WebGPU reports what it refuses (a tensor bound twice, one of them written) as an error
+    // of the scope, not as an exception.
+    const submit = () => {
+      if (params) gpu.device.queue.writeBuffer(this.params, 0, params);
+      const bindGroup = this.bindGroup(bound);
+      const encoder = gpu.device.createCommandEncoder();
+      const pass = encoder.beginComputePass(timestampWrites ? { timestampWrites } : {});
+      pass.setPipeline(this.pipeline);
+      pass.setBindGroup(0, bindGroup);
+      pass.dispatchWorkgroups(x, grid[1], z);
+      pass.end();
+      gpu.device.queue.submit([encoder.finish()]);
+    };
+    if (checked) await captured(gpu.device, `kernel \`${this.name}\``, submit);
+    else submit();
   }
 
   /** The params block: the scalars, 4 bytes each, then packGridDimX, padded to 16 bytes. */
