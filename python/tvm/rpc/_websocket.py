@@ -177,11 +177,13 @@ class WebSocketStream:
             self._outgoing.clear()
 
     async def drain(self) -> None:
-        """Waits until everything written has been handed to the connection."""
+        """Waits until everything written has been handed to the connection; a
+        ``ConnectionResetError`` once the connection is closing or closed (what was written
+        since is lost), so that a forwarder stops reading what it can no longer deliver."""
         sender = self._sender
         if sender is not None and not sender.done():
             await asyncio.shield(sender)
-        if self.connection.state is State.CLOSED and self._outgoing:
+        if self.connection.state in (State.CLOSING, State.CLOSED):
             raise ConnectionResetError("the websocket peer closed the connection")
 
     def close(self) -> None:

@@ -65,12 +65,13 @@ export class Channel {
 
   /** Sends `bytes` in messages the proxy accepts, waiting while too much is queued. */
   async send(bytes) {
+    const closed = () => new ConnectionClosed(this.stream.closedWith || "the connection closed");
     for (let start = 0; start < bytes.length; start += MAX_MESSAGE) {
       while (this.ws.bufferedAmount > SEND_HIGH_WATER) {
-        if (this.ws.readyState !== WebSocket.OPEN) throw new ConnectionClosed("the connection closed");
+        if (this.ws.readyState !== WebSocket.OPEN) throw closed();
         await new Promise((resolve) => setTimeout(resolve, 1));
       }
-      if (this.ws.readyState !== WebSocket.OPEN) throw new ConnectionClosed("the connection closed");
+      if (this.ws.readyState !== WebSocket.OPEN) throw closed();
       this.ws.send(bytes.subarray(start, Math.min(bytes.length, start + MAX_MESSAGE)));
     }
   }

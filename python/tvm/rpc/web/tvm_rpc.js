@@ -21,6 +21,11 @@ import { answerProof, freshNonce, keyOption } from "./auth.js";
 import { Channel, Session } from "./rpc_session.js";
 import { WebGPUDevice } from "./webgpu_device.js";
 
+/** Close codes the page sends (a page may send 1000 and 3000 to 4999 only): a text message
+ * arrived, and too much arrived unread. */
+const CLOSE_NOT_BINARY = 4003;
+const CLOSE_TOO_MUCH_UNREAD = 4009;
+
 /** How long the page waits before registering again after a failure. */
 const RETRY_MS = 2000;
 /** The most bytes a client may send ahead of what the page has read: a request of the largest
@@ -31,11 +36,11 @@ const MAX_UNREAD = 96 << 20;
 async function openChannel(url) {
   const ws = new WebSocket(url);
   ws.binaryType = "arraybuffer";
-  const stream = new ByteStream(MAX_UNREAD, () => ws.close(1009, "too much data unread"));
+  const stream = new ByteStream(MAX_UNREAD, () => ws.close(CLOSE_TOO_MUCH_UNREAD, "too much data unread"));
   ws.onmessage = (event) => {
     if (typeof event.data === "string") {
       stream.close("the proxy sent a text message");
-      ws.close(1003, "binary messages only");
+      ws.close(CLOSE_NOT_BINARY, "binary messages only");
       return;
     }
     stream.push(new Uint8Array(event.data));
