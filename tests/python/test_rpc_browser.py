@@ -8,6 +8,7 @@ that is a failure."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
@@ -468,3 +469,50 @@ def test_bad_module_files_name_the_file(remote: rpc.RPCSession) -> None:
         remote.get_function("tvm.rpc.server.download_range")("k.wgsl", -1, 4)
     with pytest.raises(FileNotFoundError, match=r"no uploaded file 'missing\.wgsl'"):
         remote.load_module("missing.wgsl")
+
+
+def _packet(code: int, body: bytes = b"") -> bytes:
+    return struct.pack("<Qi", 4 + len(body), code) + body
+
+
+def test_a_client_that_sends_too_far_ahead_ends_its_session(page: Page) -> None:
+    """The browser's websocket cannot make a sender wait: the page ends a session whose client
+    sent more than 96 MiB it has not read, and serves the next one."""
+    ended = len(page.session_ends())
+    conn = RawConnection(page.proxy.port, handshake(f"client:{page.key}"))
+    try:
+        (code,) = INT32.unpack(base.recvall(conn.sock, 4))
+        assert code == base.RPC_CODE_SUCCESS
+        (length,) = INT32.unpack(base.recvall(conn.sock, 4))
+        base.recvall(conn.sock, length)
+        version = b"0.8.0"
+        init = struct.pack("<Q", len(version)) + version + struct.pack("<i", 0)
+        conn.sock.sendall(_packet(2, init))
+        base.recvall(conn.sock, 8 + 4 + 4 + 4)  # kReturn [None]
+        # A 16 MiB allocation, read four times over without reading the replies: the page
+        # waits to send them.
+        nbytes = 16 << 20
+        dtype = struct.pack("<BBH", 1, 8, 1)
+        device = struct.pack("<iii", 6, 15, 0)
+        alloc = struct.pack("<i", 4) + device + struct.pack("<iq", 1, nbytes)
+        alloc += struct.pack("<iq", 1, 64) + struct.pack("<i", 5) + dtype + struct.pack("<i", 0)
+        conn.sock.sendall(_packet(13, alloc))
+        reply = base.recvall(conn.sock, 8 + 4 + 4 + 4 + 8)
+        (handle,) = struct.unpack("<Q", reply[-8:])
+        meta = struct.pack("<Qiii", handle, 15, 0, 1) + dtype + struct.pack("<qQ", nbytes, 0)
+        for _ in range(4):
+            conn.sock.sendall(_packet(6, meta + struct.pack("<Q", nbytes)))
+        # Then requests the page cannot get to: 4 MiB names to look up, 128 MiB in all.
+        name = b"x" * (4 << 20)
+        lookup = _packet(9, struct.pack("<iiQ", 1, 8, len(name)) + name)
+        conn.sock.settimeout(DEADLINE)
+        with contextlib.suppress(OSError):
+            for _ in range(32):
+                conn.sock.sendall(lookup)
+        ends = wait_until(lambda: page.session_ends()[ended:], "the page ending the session")
+        assert "more than 100663296 bytes ahead of what the page has read" in ends[0], ends
+    finally:
+        conn.close()
+    session = page.connect()
+    assert session.webgpu(0).exist
+    session.close()
