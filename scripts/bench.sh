@@ -147,5 +147,15 @@ rpc_args=(--ours "$py" --apache "$apache_py" --json target/bench/bench_rpc.json)
 ((quick)) && rpc_args+=(--quick)
 "$py" benches/python/bench_rpc.py "${rpc_args[@]}"
 
+# Needs Chromium (scripts/test-all.sh installs it) and the websockets package.
+phase "WebGPU: the browser runtime vs the native backend (benches/python/bench_browser.py)"
+if command -v chromium >/dev/null 2>&1 && "$py" -c "import websockets" 2>/dev/null; then
+    browser_args=(--json target/bench/bench_browser.json)
+    ((quick)) && browser_args+=(--rounds 2)
+    "$py" benches/python/bench_browser.py "${browser_args[@]}"
+else
+    echo "skipped: no chromium on PATH, or no websockets in $py"
+fi
+
 phase "done"
-echo "JSON results: target/bench/bench_c_abi.json, target/bench/bench_ffi.json, target/bench/bench_exchange.json, target/bench/bench_rpc.json; criterion reports: target/criterion/"
+echo "JSON results: target/bench/bench_c_abi.json, target/bench/bench_ffi.json, target/bench/bench_exchange.json, target/bench/bench_rpc.json, target/bench/bench_browser.json; criterion reports: target/criterion/"
