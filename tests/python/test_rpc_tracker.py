@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 import apache_tvm_env
 from rpc_helpers import DEADLINE, HOST, INT32, RawConnection, fresh_key, stop_cleanly, wait_until
 from tvm import rpc
+from tvm.error import RPCError
 from tvm.rpc import base
 from tvm.rpc.base import TrackerCode
 
@@ -418,6 +420,49 @@ def test_session_request_and_run_retries(
     with rpc.TrackerSession((HOST, tracker.port)) as session:
         assert session.request_and_run(key, job) == "done"
     assert seen == keys
+
+
+def test_a_request_for_a_key_no_server_has_says_so(
+    tracker: rpc.Tracker, connect: Callable[..., Conn]
+) -> None:
+    known = fresh_key()
+    register_server(connect(), known)
+    start = time.monotonic()
+    with rpc.connect_tracker(HOST, tracker.port) as session:
+        with pytest.raises(RPCError, match=rf"no server with key 'bord'.*{known}"):
+            session.request("bord", wait_for_key=1.5)
+        # The withdrawn request leaves nothing waiting.
+        wait_until(
+            lambda: session.summary()["queue_info"].get("bord", {}).get("pending", 0) == 0,
+            "the withdrawn request to leave the queue",
+        )
+    assert time.monotonic() - start < 10
+
+
+def test_a_request_waits_for_a_busy_key_past_wait_for_key(
+    tracker: rpc.Tracker, connect: Callable[..., Conn], fake_connect: list[tuple[Any, ...]]
+) -> None:
+    """Servers of the key exist but none is free: the request waits as long as it takes."""
+    key = fresh_key()
+    server = connect()
+    register_server(server, key)
+    late = threading.Timer(2.5, lambda: put(server, key))
+    late.start()
+    try:
+        with rpc.connect_tracker(HOST, tracker.port) as session:
+            assert session.request(key, wait_for_key=1)[0] == HOST
+    finally:
+        late.join()
+
+
+def test_a_wrong_tracker_port_is_an_rpc_error_soon() -> None:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        port = probe.getsockname()[1]  # bound, not listening: connections are refused
+        start = time.monotonic()
+        with pytest.raises(RPCError, match=rf"cannot connect to the tracker at {HOST}:{port}"):
+            rpc.connect_tracker(HOST, port, connect_timeout=1)
+        assert time.monotonic() - start < 5
 
 
 def test_session_rejects_a_non_tracker() -> None:

@@ -280,6 +280,7 @@ def connect_with_retry(
     ``timeout`` seconds of refusals ``RuntimeError("Failed to connect to server <addr>")``.
     """
     start = time.monotonic()
+    attempts = 0
     while True:
         sock = socket.socket(get_addr_family(addr), socket.SOCK_STREAM)
         try:
@@ -289,7 +290,11 @@ def connect_with_retry(
             sock.close()
             if err.errno != errno.ECONNREFUSED:
                 raise
-            if time.monotonic() - start > timeout:
+            waited = time.monotonic() - start
+            if waited > timeout:
                 raise RuntimeError(f"Failed to connect to server {addr!s}") from err
-            logger.warning("Cannot connect to %s, retry in %g s...", addr, retry_period)
+            # One line for the whole wait, not one per attempt.
+            log = logger.warning if attempts == 0 else logger.debug
+            log("Cannot connect to %s; retrying every %g s for %g s", addr, retry_period, timeout)
+            attempts += 1
             time.sleep(retry_period)

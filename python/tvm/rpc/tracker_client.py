@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from ..error import RPCError
 from ..support._exit_guard import suppress_at_exit
 from . import base
 from .base import TrackerCode
@@ -17,6 +18,13 @@ T = TypeVar("T")
 
 _INT32 = struct.Struct("<i")
 
+#: Seconds between the checks of a waiting request for servers of its key.
+_KEY_CHECK_PERIOD = 1.0
+
+
+class _NoSuchKey(Exception):
+    """No server of the requested key is registered (not worth another attempt)."""
+
 
 class TrackerSession:
     """A connection to an RPC tracker.
@@ -25,7 +33,8 @@ class TrackerSession:
     ----------
     addr
         ``(host, port)`` of the tracker. The connection is retried for a while if it is refused
-        (:func:`tvm.rpc.base.connect_with_retry`); ``RuntimeError`` if the peer is not a tracker.
+        (:func:`tvm.rpc.base.connect_with_retry`) for ``connect_timeout`` seconds, then an
+        :class:`~tvm.error.RPCError` naming it; ``RuntimeError`` if the peer is not a tracker.
     auth_key
         The shared secret of a tracker that has one (default: ``TVM_RPC_KEY`` if set); it is
         also the key of the sessions :meth:`request` opens. ``RuntimeError`` if the tracker
@@ -34,14 +43,26 @@ class TrackerSession:
     Usable as a context manager, which closes the connection on exit.
     """
 
-    def __init__(self, addr: tuple[str, int], auth_key: str | None = None) -> None:
+    def __init__(
+        self, addr: tuple[str, int], auth_key: str | None = None, connect_timeout: float = 10
+    ) -> None:
         self._addr = addr
         self._sock: Any = None
         self._auth_key = base.resolve_auth_key(auth_key)
+        self._connect_timeout = connect_timeout
         self._connect()
 
     def _connect(self) -> None:
-        sock = base.connect_with_retry(self._addr)
+        try:
+            sock = base.connect_with_retry(
+                self._addr, timeout=self._connect_timeout, retry_period=1
+            )
+        except (RuntimeError, OSError) as err:
+            host, port = self._addr
+            raise RPCError(
+                f"cannot connect to the tracker at {host}:{port} ({err.__cause__ or err}; "
+                f"tried for {self._connect_timeout:g} s): is it running, on that port?"
+            ) from None
         try:
             base.tracker_handshake(sock, self._addr, self._auth_key)
         except BaseException:
@@ -83,7 +104,7 @@ class TrackerSession:
         "server_info": [{"key": "server:<key>", "addr": [host, port]}, ...]}``."""
         value = self._call([TrackerCode.SUMMARY])
         if not isinstance(value, list) or len(value) != 2 or value[0] != TrackerCode.SUCCESS:
-            raise RuntimeError(f"Invalid return value {value!s}")
+            raise RPCError(f"the tracker answered SUMMARY with {value!s}")
         result: dict[str, Any] = value[1]
         return result
 
@@ -126,6 +147,7 @@ class TrackerSession:
         session_timeout: float = 0,
         max_retry: int = 5,
         session_constructor_args: Sequence[Any] | None = None,
+        wait_for_key: float | None = 30,
     ) -> Any:
         """A session on a server of ``key``, waiting until the tracker has one free.
 
@@ -138,11 +160,16 @@ class TrackerSession:
         session_timeout
             Seconds after which the server may end the session; 0 for never.
         max_retry
-            Attempts before giving up with ``RuntimeError``; a lost tracker connection is
-            reopened on the next attempt.
+            Attempts before giving up with :class:`~tvm.error.RPCError`; a lost tracker
+            connection is reopened on the next attempt.
         session_constructor_args
             The remote session's constructor name and its arguments (see
             :func:`tvm.rpc.connect`).
+        wait_for_key
+            Seconds to wait while no server of ``key`` is registered at all (a mistyped key,
+            say) before an :class:`~tvm.error.RPCError` that lists the keys the tracker knows;
+            None waits for ever. While servers of ``key`` exist but are busy, the request waits
+            for one as long as it takes.
         """
         # client.py is imported here: it needs the native RPC functions, the tracker does not.
         from .client import connect  # type: ignore[import-not-found, unused-ignore]
@@ -150,9 +177,9 @@ class TrackerSession:
         last_error: Exception | None = None
         for _ in range(max_retry):
             try:
-                value = self._call([TrackerCode.REQUEST, key, "", priority])
+                value = self._wait_for_server(key, priority, wait_for_key)
                 if not isinstance(value, list) or len(value) != 2 or value[0] != 0:
-                    raise RuntimeError(f"Invalid return value {value!s}")
+                    raise RPCError(f"the tracker answered REQUEST with {value!s}")
                 url, port, matchkey = value[1]
                 return connect(
                     url,
@@ -162,14 +189,55 @@ class TrackerSession:
                     session_constructor_args=session_constructor_args,
                     auth_key=self._auth_key,
                 )
+            except _NoSuchKey as err:
+                raise RPCError(str(err)) from None
             except OSError as err:
                 self.close()
                 last_error = err
             except RuntimeError as err:
                 last_error = err
-        raise RuntimeError(
-            f"Cannot request {key} after {max_retry} retry, last_error:{last_error!s}"
-        )
+        raise RPCError(f"Cannot request {key} after {max_retry} retry, last_error:{last_error!s}")
+
+    def _wait_for_server(self, key: str, priority: int, wait_for_key: float | None) -> Any:
+        """Sends REQUEST and reads its answer, checking every second (through a second
+        connection) whether any server of ``key`` is registered; ``_NoSuchKey`` once none has
+        been for ``wait_for_key`` seconds (the request is withdrawn: its connection closes)."""
+        import select
+
+        if self._sock is None:
+            self._connect()
+        base.sendjson(self._sock, [TrackerCode.REQUEST, key, "", priority])
+        missing_since = time.monotonic()
+        while True:
+            readable, _, _ = select.select([self._sock], [], [], _KEY_CHECK_PERIOD)
+            if readable:
+                return base.recvjson(self._sock)
+            if wait_for_key is None:
+                continue
+            known = self._known_keys()
+            if key in known:
+                missing_since = time.monotonic()
+            elif time.monotonic() - missing_since >= wait_for_key:
+                self.close()
+                host, port = self._addr
+                listed = ", ".join(repr(k) for k in sorted(known)) or "none"
+                raise _NoSuchKey(
+                    f"the tracker at {host}:{port} has no server with key {key!r} (waited "
+                    f"{wait_for_key:g} s; the keys it knows: {listed})"
+                )
+
+    def _known_keys(self) -> set[str]:
+        """The keys of the servers registered with the tracker (a proxy's servers included)."""
+        with TrackerSession(self._addr, self._auth_key, self._connect_timeout) as other:
+            summary = other.summary()
+        keys = {k for k, queue in summary["queue_info"].items() if queue.get("free")}
+        for item in summary["server_info"]:
+            name = str(item.get("key", "")).split(":", 1)[-1]
+            if name.startswith("proxy[") and name.endswith("]"):
+                keys.update(k for k in name[len("proxy[") : -1].split(",") if k)
+            elif name:
+                keys.add(name)
+        return keys
 
     def request_and_run(
         self,
@@ -203,7 +271,10 @@ class TrackerSession:
         )
 
 
-def connect_tracker(url: str, port: int, auth_key: str | None = None) -> TrackerSession:
+def connect_tracker(
+    url: str, port: int, auth_key: str | None = None, connect_timeout: float = 10
+) -> TrackerSession:
     """A :class:`TrackerSession` with the tracker at ``url:port`` (``auth_key``: the shared
-    secret of a tracker that has one; default ``TVM_RPC_KEY``)."""
-    return TrackerSession((url, port), auth_key)
+    secret of a tracker that has one; default ``TVM_RPC_KEY``). A refused connection is
+    retried for ``connect_timeout`` seconds, then an :class:`~tvm.error.RPCError`."""
+    return TrackerSession((url, port), auth_key, connect_timeout)
