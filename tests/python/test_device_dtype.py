@@ -180,6 +180,16 @@ def test_dtype_is_usable_as_a_str():
     assert repr(dtype) == "dtype('float32')"
 
 
+def test_dtype_compares_equal_to_numpy_dtypes_and_scalar_types():
+    np = pytest.importorskip("numpy")
+    dtype = ffi.dtype("float32")
+    assert dtype == np.float32 and np.float32 == dtype
+    assert dtype == np.dtype("float32") and not dtype != np.dtype("float32")
+    assert dtype != np.int32 and dtype != np.dtype("float64")
+    assert ffi.dtype("bool") == np.bool_
+    assert dtype != 32 and dtype != "float64"
+
+
 def test_dtype_pickles():
     dtype = ffi.dtype("int8x4")
     restored = pickle.loads(pickle.dumps(dtype))

@@ -59,6 +59,10 @@ def raise_value_error(message):
     raise ValueError(message)
 
 
+def raise_key_error(key):
+    raise KeyError(key)
+
+
 class TwoArgumentError(Exception):
     """An exception type that cannot be rebuilt from a message alone."""
 

@@ -198,6 +198,18 @@ def test_exception_keeps_type_and_carries_worker_traceback(worker):
     assert run(worker, jobs.identity_after, 4) == 4  # the worker keeps serving
 
 
+def test_a_key_error_keeps_its_key_and_carries_the_traceback_as_a_note(worker):
+    """A KeyError prints its message as a repr: the traceback goes in a note, where its lines
+    print as lines."""
+    worker.send(jobs.raise_key_error, ("missing",))
+    with pytest.raises(KeyError) as info:
+        worker.recv()
+    assert info.value.args == ("missing",)
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "Traceback (most recent call last)" in notes and "\n" in notes
+    assert "\\n" not in str(info.value)
+
+
 def test_exception_that_cannot_be_rebuilt_from_text_keeps_type_and_args(worker):
     worker.send(jobs.raise_two_argument_error)
     with pytest.raises(jobs.TwoArgumentError) as info:

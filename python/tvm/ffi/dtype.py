@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from .. import _native
 
 __all__ = ["dtype"]
@@ -67,6 +69,27 @@ class dtype(str):  # noqa: N801 - the name users know
     def itemsize(self) -> int:
         """Bytes of one element (all lanes)."""
         return (self.bits * self.lanes + 7) // 8
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return str.__eq__(self, other)
+        # numpy's dtypes and scalar types compare equal to their names, as numpy's own do.
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and (
+            isinstance(other, numpy.dtype)
+            or (isinstance(other, type) and issubclass(other, numpy.generic))
+        ):
+            try:
+                return str.__eq__(self, numpy.dtype(other).name)
+            except TypeError:
+                return False
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = str.__hash__
 
     def __repr__(self) -> str:
         return f"dtype('{self}')"

@@ -231,14 +231,16 @@ def _send(reply: int, message: tuple[Any, ...]) -> None:
 
 def _exception_payload(err: BaseException, text: str) -> bytes:
     """A pickled exception of the same type as ``err`` whose message is ``text``; failing
-    that, ``err`` itself with ``text`` as a note; failing that, a RuntimeError."""
-    try:
-        rebuilt = type(err)(text)
-        payload = _dumps(rebuilt)
-        pickle.loads(payload)
-        return payload
-    except Exception:
-        pass
+    that (or for a ``KeyError``, whose message prints as a quoted ``repr``, newlines escaped),
+    ``err`` itself with ``text`` as a note; failing that, a RuntimeError."""
+    if not (isinstance(err, KeyError) and type(err).__str__ is KeyError.__str__):
+        try:
+            rebuilt = type(err)(text)
+            payload = _dumps(rebuilt)
+            pickle.loads(payload)
+            return payload
+        except Exception:
+            pass
     try:
         add_note(err, text)
         payload = _dumps(err)
