@@ -98,6 +98,16 @@ except ValueError as err:
     assert "ERROR:" in result.stdout and "no WebGPU adapter found" in result.stdout, result.stdout
 
 
+def test_a_headless_process_prints_no_wayland_noise():
+    """Without a desktop session (no XDG_RUNTIME_DIR), opening the WebGPU backend prints
+    nothing: libwayland, which the Vulkan driver loads, would complain on stderr."""
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "WAYLAND_DISPLAY")}
+    script = "import tvm; print(list(tvm.get_global_func('runtime.webgpu.device_names')()))"
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "XDG_RUNTIME_DIR" not in result.stderr, result.stderr
+
+
 def test_every_supported_dtype_round_trips_and_others_are_refused():
     supported = list(tvm.get_global_func("runtime.webgpu.supported_dtypes")(webgpu(0)))
     assert {"float32", "int32", "uint32"} <= set(supported)

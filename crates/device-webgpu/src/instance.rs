@@ -29,6 +29,8 @@ impl Instance {
     /// Creates the instance (honoring wgpu's `WGPU_BACKEND` and related variables) and lists its
     /// adapters; no adapter at all is an `Unavailable` error that says why when wgpu knows.
     pub(crate) fn load() -> WgResult<Instance> {
+        #[cfg(all(unix, not(target_vendor = "apple")))]
+        crate::wayland_log::silence();
         let made = catch_unwind(AssertUnwindSafe(|| {
             let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
             descriptor.backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);

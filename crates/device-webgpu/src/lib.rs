@@ -20,6 +20,8 @@
 //!   served as global functions for the RPC server's asynchronous mode and for Python's
 //!   asyncio.
 //! - `error`: the kit's error with wgpu's message as its failure.
+//! - `wayland_log`: libwayland's client log silenced, so that a headless process prints no
+//!   `XDG_RUNTIME_DIR` complaint when wgpu creates its Vulkan instance.
 //!
 //! [`register`] installs the backend for `kDLWebGPU` and its global functions.
 
@@ -32,6 +34,8 @@ mod instance;
 mod launch;
 mod memory;
 mod module;
+#[cfg(all(unix, not(target_vendor = "apple")))]
+mod wayland_log;
 mod wgsl;
 
 use std::sync::Arc;
