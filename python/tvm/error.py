@@ -107,6 +107,38 @@ _FRAME = re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+), in (?P<func>.
 _MAX_NATIVE_FRAMES = 64
 
 
+def _signed_varint(value: int) -> bytes:
+    """A signed varint of a code object's location table (zigzag, 6 bits a byte)."""
+    value = (value << 1) if value >= 0 else ((-value) << 1) | 1
+    out = bytearray()
+    while value >= 64:
+        out.append(0x40 | (value & 63))
+        value >>= 6
+    out.append(value)
+    return bytes(out)
+
+
+def _without_columns(code: types.CodeType) -> types.CodeType:
+    """``code`` with its lines and no column positions (Python 3.11 and later): a traceback
+    then prints a native frame's source line without carets, which would point at the columns
+    of the synthetic statement, not of the native code."""
+    if sys.version_info < (3, 11):
+        return code
+    positions = list(code.co_positions())
+    if len(positions) != len(code.co_code) // 2:  # pragma: no cover - a format we do not know
+        return code
+    table = bytearray()
+    previous = code.co_firstlineno
+    for line, *_ in positions:
+        if line is None:
+            table.append(0x80 | (15 << 3))  # no location
+        else:
+            table.append(0x80 | (13 << 3))  # a line, no columns; one code unit
+            table += _signed_varint(line - previous)
+            previous = line
+    return code.replace(co_linetable=bytes(table))
+
+
 def _native_traceback(backtrace: str) -> types.TracebackType | None:
     """Traceback entries for the native frames of a backtrace (given most recent first)."""
     frames = [m.groupdict() for m in map(_FRAME.match, backtrace.splitlines()) if m]
@@ -114,7 +146,7 @@ def _native_traceback(backtrace: str) -> types.TracebackType | None:
     for frame in frames[:_MAX_NATIVE_FRAMES]:
         line = max(int(frame["line"]), 1)
         code = compile("\n" * (line - 1) + "raise _marker_", frame["file"], "exec")
-        code = code.replace(co_name=frame["func"])
+        code = _without_columns(code.replace(co_name=frame["func"]))
         try:
             exec(code, {"_marker_": _NativeFrame()})
         except _NativeFrame:

@@ -367,3 +367,38 @@ def test_tracebacks_hide_the_runtime_and_the_build_machine_by_default():
     # TVM_TRACEBACK_LIMIT caps the native lines.
     limited = _native_traceback({"TVM_TRACEBACK_INTERNAL": "1", "TVM_TRACEBACK_LIMIT": "1"})
     assert limited.count('File "crates/') == 1, limited
+
+
+CXX_KERNEL = r"""
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+namespace {
+int check_positive(int x) {
+  if (x <= 0) TVM_FFI_THROW(ValueError) << "x must be positive, got " << x;
+  return x;
+}
+int add_one(int x) { return check_positive(x) + 1; }
+}  // namespace
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(add_one, add_one);
+"""
+
+
+def test_a_cxx_kernel_traceback_shows_its_own_functions_demangled(tmp_path, monkeypatch):
+    """The header layer's frames (the exported wrapper, tvm::ffi::details) and the C++
+    library's are hidden as the runtime's are; what remains is demangled, the throw site comes
+    once, and its source line prints without carets."""
+    from tvm.support import cpp
+
+    monkeypatch.setenv("TVM_FFI_CACHE_DIR", str(tmp_path))
+    module = cpp.load_inline("traceback_demo", cpp_sources=CXX_KERNEL, extra_cflags=["-g"])
+    with pytest.raises(ValueError, match="x must be positive, got -1") as info:
+        module["add_one"](-1)
+    text = "".join(traceback.format_exception(info.value))
+    frames = [line.strip() for line in text.splitlines() if line.strip().startswith("File")]
+    assert frames[-2].endswith(("in add_one", "::add_one(int)")), text
+    assert frames[-1].endswith("in check_positive"), text
+    assert sum(frame.endswith("in check_positive") for frame in frames) == 1, text
+    for hidden in ("tvm::ffi::", "std::", "_ZN", "__tvm_ffi_", "RunSafeCall"):
+        assert hidden not in text, text
+    if sys.version_info >= (3, 11):
+        assert "^^^" not in text, text

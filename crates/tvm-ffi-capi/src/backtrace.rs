@@ -65,6 +65,8 @@ const CORE_FILTER: FrameFilter = FrameFilter {
         "__rustc::",
     ],
     symbol_fragments: &[
+        // The wrapper the header's export macros generate for a kernel (`__tvm_ffi_<name>`).
+        "__tvm_ffi_",
         "TVMFFIBacktrace",
         "TVMFFIErrorSetRaisedFromCStr",
         "tvm_ffi::function::rust_safe_call",
@@ -73,6 +75,9 @@ const CORE_FILTER: FrameFilter = FrameFilter {
     ],
     crates: &["backtrace"],
     file_fragments: &[
+        // Inlined C++: the header layer's and the C++ standard library's headers.
+        "/include/tvm/ffi/",
+        "/include/c++/",
         "/tvm-ffi/src/function.rs",
         "/tvm-ffi/src/error.rs",
         "/tvm-ffi/src/boundary.rs",
@@ -233,13 +238,72 @@ fn is_ffi_boundary(symbol: &str) -> bool {
     })
 }
 
-/// Whether a frame with this (demangled) symbol belongs to the runtime or error machinery.
+/// Whether a frame with this (demangled) symbol belongs to the runtime or error machinery, or
+/// to the C++ header layer and the C++ library under a kernel.
 fn is_internal(symbol: &str) -> bool {
     let path = symbol.strip_prefix('<').unwrap_or(symbol);
-    any_filter(|f| {
-        f.symbol_prefixes.iter().any(|p| path.starts_with(p))
-            || f.symbol_fragments.iter().any(|p| symbol.contains(p))
-    })
+    let scope = cxx_function_name(symbol);
+    CXX_HIDDEN_SCOPES.iter().any(|s| scope.starts_with(s))
+        || any_filter(|f| {
+            f.symbol_prefixes.iter().any(|p| path.starts_with(p))
+                || f.symbol_fragments.iter().any(|p| symbol.contains(p))
+        })
+}
+
+/// Scopes of C++ functions hidden from users' tracebacks: the inline functions of the header
+/// layer (`tvm/ffi/*.h`, compiled into each kernel library: the exported call's wrappers, the
+/// error builder) and the C++ standard library.
+const CXX_HIDDEN_SCOPES: [&str; 4] = ["tvm::ffi::", "std::", "__gnu_cxx::", "__cxxabiv1::"];
+
+/// The qualified name of a demangled C++ function, without its return type, template arguments
+/// and parameters (`int tvm::ffi::details::RunSafeCall<...>(...)` gives
+/// `tvm::ffi::details::RunSafeCall`); other symbols give a prefix of themselves.
+fn cxx_function_name(symbol: &str) -> &str {
+    const ANONYMOUS: &str = "(anonymous namespace)";
+    let mut end = symbol.len();
+    let mut i = 0;
+    while i < symbol.len() {
+        if symbol[i..].starts_with(ANONYMOUS) {
+            i += ANONYMOUS.len();
+            continue;
+        }
+        match symbol.as_bytes()[i] {
+            // `decltype(auto) f(...)`: the parentheses are the return type's.
+            b'(' if symbol[..i].ends_with("decltype") => {
+                let mut depth = 0usize;
+                for (offset, byte) in symbol.as_bytes()[i..].iter().enumerate() {
+                    match byte {
+                        b'(' => depth += 1,
+                        b')' => depth -= 1,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        i += offset;
+                        break;
+                    }
+                }
+            }
+            b'(' | b'<' => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let head = &symbol[..end];
+    // The name starts after the return type's last space (not one of an anonymous namespace).
+    let inside_anonymous = |at: usize| {
+        head.match_indices(ANONYMOUS)
+            .any(|(start, _)| (start..start + ANONYMOUS.len()).contains(&at))
+    };
+    match head
+        .rmatch_indices(' ')
+        .find(|(at, _)| !inside_anonymous(*at))
+    {
+        Some((at, _)) => &head[at + 1..],
+        None => head,
+    }
 }
 
 /// Whether a frame is capture or raising code of this crate (other than its tests): this
@@ -475,32 +539,29 @@ fn symbols_of(ip: usize) -> Arc<[FrameSymbol]> {
     let mut symbols = Vec::new();
     // `resolve` looks up `ip - 1`, inside the call instruction that the return address follows.
     backtrace::resolve(ip as *mut c_void, |symbol| {
-        let name = symbol.name().map(|name| format!("{name:#}"));
+        let name = symbol.name().map(|name| match name.as_str() {
+            // C++ (the `backtrace` crate demangles Rust only).
+            Some(raw) if raw.starts_with("_Z") => {
+                addr2line::demangle(raw, addr2line::gimli::DW_LANG_C_plus_plus)
+                    .unwrap_or_else(|| raw.to_owned())
+            }
+            _ => format!("{name:#}"),
+        });
         let file = symbol.filename().map(|path| path.display().to_string());
-        if name.is_none() && file.is_none() {
-            return;
+        if let Some(classified) = classify(name.as_deref(), file.as_deref(), symbol.lineno()) {
+            symbols.push(classified);
         }
-        let name = name.as_deref().unwrap_or(UNKNOWN);
-        let file = file.as_deref();
-        let hidden = is_internal(name)
-            || is_capture_frame(name, file)
-            || file.is_some_and(is_internal_file)
-            || is_runtime_frame(name, file);
-        let line = (!hidden).then(|| {
-            let mut line = String::new();
-            push_line(
-                &mut line,
-                file.map_or(UNKNOWN, display_path),
-                symbol.lineno().unwrap_or(0),
-                name,
-            );
-            line.into_boxed_str()
-        });
-        symbols.push(FrameSymbol {
-            boundary: is_ffi_boundary(name),
-            line,
-        });
     });
+    if symbols.is_empty() {
+        // A library loaded after `backtrace` listed the loaded objects.
+        for symbol in crate::late_symbols::resolve(ip) {
+            if let Some(classified) =
+                classify(symbol.name.as_deref(), symbol.file.as_deref(), symbol.line)
+            {
+                symbols.push(classified);
+            }
+        }
+    }
     let symbols: Arc<[FrameSymbol]> = symbols.into();
     let mut cache = lock();
     let cache = cache.get_or_insert_with(|| SymbolCache {
@@ -513,6 +574,33 @@ fn symbols_of(ip: usize) -> Arc<[FrameSymbol]> {
     }
     cache.symbols.insert(ip, Arc::clone(&symbols));
     symbols
+}
+
+/// One symbol of a frame, classified: hidden frames get no line. `None` when nothing is known
+/// of it (no name and no file).
+fn classify(name: Option<&str>, file: Option<&str>, lineno: Option<u32>) -> Option<FrameSymbol> {
+    if name.is_none() && file.is_none() {
+        return None;
+    }
+    let name = name.unwrap_or(UNKNOWN);
+    let hidden = is_internal(name)
+        || is_capture_frame(name, file)
+        || file.is_some_and(is_internal_file)
+        || is_runtime_frame(name, file);
+    let line = (!hidden).then(|| {
+        let mut line = String::new();
+        push_line(
+            &mut line,
+            file.map_or(UNKNOWN, display_path),
+            lineno.unwrap_or(0),
+            name,
+        );
+        line.into_boxed_str()
+    });
+    Some(FrameSymbol {
+        boundary: is_ffi_boundary(name),
+        line,
+    })
 }
 
 /// Captures the current stack and returns its text at once (see [`symbolize`]).
@@ -542,6 +630,35 @@ fn format_backtrace_limited(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cxx_function_names_drop_return_types_templates_and_parameters() {
+        for (symbol, name) in [
+            (
+                "int tvm::ffi::details::RunSafeCall<int f()::{lambda()#1}>(int f()::{lambda()#1}&&)",
+                "tvm::ffi::details::RunSafeCall",
+            ),
+            (
+                "tvm::ffi::Any tvm::ffi::details::TypedSignature<int, int>::Call<int (*)(int)>(int)",
+                "tvm::ffi::details::TypedSignature",
+            ),
+            (
+                "decltype(auto) std::apply<int (* const&)(int), std::tuple<int> >(int)",
+                "std::apply",
+            ),
+            (
+                "(anonymous namespace)::add_one(int)",
+                "(anonymous namespace)::add_one",
+            ),
+            ("add_one", "add_one"),
+            ("<T as core::fmt::Debug>::fmt", ""),
+        ] {
+            assert_eq!(cxx_function_name(symbol), name, "{symbol}");
+        }
+        assert!(is_internal("decltype(auto) std::__invoke<int>(int)"));
+        assert!(is_internal("__tvm_ffi_add_one"));
+        assert!(!is_internal("(anonymous namespace)::add_one(int)"));
+    }
 
     #[inline(never)]
     fn capture_from_named_helper() -> String {

@@ -33,6 +33,7 @@ mod error;
 mod function;
 mod globals;
 mod init_once;
+mod late_symbols;
 mod object;
 mod registry;
 mod shared_state;
