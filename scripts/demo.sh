@@ -7,4 +7,5 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/python-env.sh
 source scripts/python-env.sh
 install_python_package numpy >/dev/null
+echo "demo.sh: running examples/demo.py" >&2
 "$py" examples/demo.py

@@ -33,6 +33,7 @@ install_python_package() {
     fi
 
     # A virtual environment of the project, recreated when it is missing or broken.
+    echo "python-env.sh: the virtual environment .venv and its packages (pip: maturin $*)" >&2
     venv=.venv
     if ! "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 9))' >/dev/null 2>&1; then
         python3 -m venv --clear "$venv"
@@ -42,7 +43,10 @@ install_python_package() {
     "$py" -m pip install --quiet --disable-pip-version-check \
         "maturin>=1.9,<2" "$@"
 
+    echo "python-env.sh: building the tvm wheel (Rust; a first build takes 5 to 10 minutes on" \
+        "2 cores, later ones seconds; cargo's progress follows)" >&2
     build_wheel "$py" "${TVM_WHEEL_DIR:-target/wheels}"
+    echo "python-env.sh: installing $(basename "$wheel") into .venv" >&2
     "$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 }
 
