@@ -21,6 +21,9 @@ _INT32 = struct.Struct("<i")
 #: Seconds between the checks of a waiting request for servers of its key.
 _KEY_CHECK_PERIOD = 1.0
 
+#: Seconds a request waits before it says, once, that it is waiting.
+_WAIT_NOTICE = 10.0
+
 
 class _NoSuchKey(Exception):
     """No server of the requested key is registered (not worth another attempt)."""
@@ -207,11 +210,24 @@ class TrackerSession:
         if self._sock is None:
             self._connect()
         base.sendjson(self._sock, [TrackerCode.REQUEST, key, "", priority])
-        missing_since = time.monotonic()
+        start = missing_since = time.monotonic()
+        told = False
         while True:
             readable, _, _ = select.select([self._sock], [], [], _KEY_CHECK_PERIOD)
             if readable:
+                if told:
+                    base.logger.info(
+                        "got a server of key %r after %.0f s", key, time.monotonic() - start
+                    )
                 return base.recvjson(self._sock)
+            if not told and time.monotonic() - start >= _WAIT_NOTICE:
+                told = True
+                base.logger.warning(
+                    "waiting for a free server of key %r at the tracker %s:%s (all busy or none "
+                    "yet)",
+                    key,
+                    *self._addr,
+                )
             if wait_for_key is None:
                 continue
             known = self._known_keys()
