@@ -113,3 +113,27 @@ def bare_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     for name in ("CUDA_PATH", "CUDA_HOME", "ROCM_PATH", "TVM_NDK_CC", "TVM_HOME", "NVSHMEM_HOME"):
         monkeypatch.delenv(name, raising=False)
     return empty
+
+
+def _is_coverage_data(path: Path) -> bool:
+    """Whether ``path`` is a readable coverage data file (an SQLite database with its schema)."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            return db.execute("select count(*) from coverage_schema").fetchone() is not None
+    except sqlite3.Error:
+        return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Drops the coverage data files of processes that were killed while they wrote them (tests
+    kill workers, servers and hung jobs on purpose): their data is lost either way, and coverage
+    would warn about each when it combines the rest."""
+    folder = Path(session.config.rootpath, "target", "python-coverage")
+    if os.environ.get("PYTEST_XDIST_WORKER") or not folder.is_dir():
+        return
+    for data_file in folder.glob(".coverage.*"):
+        if not _is_coverage_data(data_file):
+            data_file.unlink(missing_ok=True)
