@@ -393,7 +393,7 @@ def test_a_cxx_kernel_traceback_shows_its_own_functions_demangled(tmp_path, monk
     module = cpp.load_inline("traceback_demo", cpp_sources=CXX_KERNEL, extra_cflags=["-g"])
     with pytest.raises(ValueError, match="x must be positive, got -1") as info:
         module["add_one"](-1)
-    text = "".join(traceback.format_exception(info.value))
+    text = "".join(traceback.format_exception(info.type, info.value, info.tb))
     frames = [line.strip() for line in text.splitlines() if line.strip().startswith("File")]
     assert frames[-2].endswith(("in add_one", "::add_one(int)")), text
     assert frames[-1].endswith("in check_positive"), text
