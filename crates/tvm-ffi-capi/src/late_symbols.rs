@@ -37,6 +37,12 @@ struct LibrarySymbols {
 
 impl LibrarySymbols {
     fn load(path: &str) -> Option<LibrarySymbols> {
+        // Reading and parsing take about twice the file's size: a process short of memory (the
+        // error being reported may be a MemoryError) skips this rather than abort on it.
+        let len = usize::try_from(std::fs::metadata(path).ok()?.len()).ok()?;
+        let mut room: Vec<u8> = Vec::new();
+        room.try_reserve_exact(len.checked_mul(2)?).ok()?;
+        drop(room);
         let data = std::fs::read(path).ok()?;
         let file = object::File::parse(&*data).ok()?;
         let endian = if file.is_little_endian() {
