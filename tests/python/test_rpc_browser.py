@@ -329,14 +329,20 @@ def rpc_connect_in_thread(proxy: rpc.Proxy, key: str) -> Future[object]:
     return future
 
 
+def paired_raw_client(page: Page) -> RawConnection:
+    """A raw TCP client of the page's key, past the proxy's pairing answer."""
+    conn = RawConnection(page.proxy.port, handshake(f"client:{page.key}"))
+    (code,) = INT32.unpack(base.recvall(conn.sock, 4))
+    assert code == base.RPC_CODE_SUCCESS
+    (length,) = INT32.unpack(base.recvall(conn.sock, 4))
+    base.recvall(conn.sock, length)
+    return conn
+
+
 def test_a_client_that_sends_garbage_ends_only_its_own_session(page: Page) -> None:
     """Garbage to the page: it ends that session and registers again for the next client."""
-    conn = RawConnection(page.proxy.port, handshake(f"client:{page.key}"))
+    conn = paired_raw_client(page)
     try:
-        (code,) = INT32.unpack(base.recvall(conn.sock, 4))
-        assert code == base.RPC_CODE_SUCCESS
-        (length,) = INT32.unpack(base.recvall(conn.sock, 4))
-        base.recvall(conn.sock, length)
         conn.sock.sendall(struct.pack("<Q", 1 << 40) + b"garbage")
         assert conn.closed_by_peer()
     finally:
@@ -479,12 +485,8 @@ def test_a_client_that_sends_too_far_ahead_ends_its_session(page: Page) -> None:
     """The browser's websocket cannot make a sender wait: the page ends a session whose client
     sent more than 96 MiB it has not read, and serves the next one."""
     ended = len(page.session_ends())
-    conn = RawConnection(page.proxy.port, handshake(f"client:{page.key}"))
+    conn = paired_raw_client(page)
     try:
-        (code,) = INT32.unpack(base.recvall(conn.sock, 4))
-        assert code == base.RPC_CODE_SUCCESS
-        (length,) = INT32.unpack(base.recvall(conn.sock, 4))
-        base.recvall(conn.sock, length)
         version = b"0.8.0"
         init = struct.pack("<Q", len(version)) + version + struct.pack("<i", 0)
         conn.sock.sendall(_packet(2, init))
